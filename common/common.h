@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* common/: what every module shares: logging, fault-injection testpoints, small helpers. */
+#ifndef ADUMP_COMMON_H
+#define ADUMP_COMMON_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "adump/adump.h"
+
+#define ADUMP_HIDDEN __attribute__((visibility("hidden")))
+
+/* Log through the sink set with adump_set_log_fn(). Format: "what failed: why". */
+ADUMP_HIDDEN void adump_log(enum adump_log_level level, const char *module, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define adump_log_once(level, module, ...)                                       \
+	do {                                                                     \
+		static _Atomic int adump_logged_once_;                           \
+		if (!__atomic_exchange_n(&adump_logged_once_, 1, __ATOMIC_RELAXED)) \
+			adump_log(level, module, __VA_ARGS__);                   \
+	} while (0)
+
+/* Logs file:line and the condition at DEBUG, then returns @err. */
+#define ADUMP_RETURN_IF(cond, err)                                               \
+	do {                                                                     \
+		if (cond) {                                                      \
+			adump_log(ADUMP_LOG_DEBUG, "check", "%s:%d: %s", __FILE__, \
+				  __LINE__, #cond);                              \
+			return (err);                                            \
+		}                                                                \
+	} while (0)
+
+/* Testpoints: ADUMP_TESTPOINT("uring.write") is 0, or the negative errno a test armed with
+ * adump_testpoint_arm(). Compiled to 0 without ADUMP_ENABLE_TESTPOINTS. */
+#ifdef ADUMP_ENABLE_TESTPOINTS
+ADUMP_HIDDEN int adump_testpoint_hit(const char *name);
+#define ADUMP_TESTPOINT(name) adump_testpoint_hit(name)
+#else
+#define ADUMP_TESTPOINT(name) 0
+#endif
+/* Arm @name to fail with @err on its @nth hit (1-based) and every later one when @sticky. */
+ADUMP_API void adump_testpoint_arm(const char *name, int err, unsigned nth, int sticky);
+ADUMP_API void adump_testpoint_disarm_all(void);
+
+static inline uint64_t adump_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t adump_wall_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* mkdir -p; existing directories are fine. Return: 0 or -errno. */
+ADUMP_HIDDEN int adump_mkdir_p(const char *path, unsigned mode);
+
+#endif

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Logging: the library never prints to stdout; a replaceable sink gets every message. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/common.h"
+
+static _Atomic(adump_log_fn) log_fn;
+static void *_Atomic log_user;
+static _Atomic int log_min_level = ADUMP_LOG_WARN;
+
+void adump_set_log_fn(adump_log_fn fn, void *user)
+{
+	atomic_store_explicit(&log_user, user, memory_order_relaxed);
+	atomic_store_explicit(&log_fn, fn, memory_order_release);
+}
+
+void adump_set_log_level(enum adump_log_level level)
+{
+	atomic_store_explicit(&log_min_level, (int)level, memory_order_relaxed);
+}
+
+void adump_log(enum adump_log_level level, const char *module, const char *fmt, ...)
+{
+	adump_log_fn fn = atomic_load_explicit(&log_fn, memory_order_acquire);
+	char msg[1024];
+	va_list ap;
+
+	if (!fn && (int)level < atomic_load_explicit(&log_min_level, memory_order_relaxed))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (fn) {
+		fn(level, module, msg, atomic_load_explicit(&log_user, memory_order_relaxed));
+		return;
+	}
+	static const char *const names[] = { "debug", "info", "warning", "error" };
+	fprintf(stderr, "adump: %s: %s: %s\n", names[level & 3], module, msg);
+}
+
+int adump_mkdir_p(const char *path, unsigned mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* adump's native API: a capture session that takes operator dumps from the streams of a
+ * (simulated) NPU and writes CANN-layout dump files through io_uring, or hands the same bytes
+ * to a callback. The CANN-compatible API (include/acl) is a thin layer over this one. */
+#ifndef ADUMP_ADUMP_H
+#define ADUMP_ADUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adump/adump_err.h"
+#include "adump/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ADUMP_VERSION_MAJOR 0
+#define ADUMP_VERSION_MINOR 1
+#define ADUMP_VERSION_PATCH 0
+
+/* What a producer does when its stream has no free staging buffer. */
+enum adump_on_full {
+	ADUMP_ON_FULL_BLOCK = 0,        /* wait: a short bounded spin, then sleep; nothing is lost */
+	ADUMP_ON_FULL_DROP = 1,         /* drop the chunk, count it, mark its file failed */
+};
+
+/* Which backend writes files. AUTO takes io_uring and falls back to pwrite when the kernel
+ * refuses io_uring (ENOSYS, EPERM, ENOMEM, EINVAL). */
+enum adump_writer {
+	ADUMP_WRITER_AUTO = 0,
+	ADUMP_WRITER_URING = 1,
+	ADUMP_WRITER_PWRITE = 2,
+};
+
+enum adump_sink {
+	ADUMP_SINK_FILE = 0,            /* dump files under dump_path */
+	ADUMP_SINK_CALLBACK = 1,        /* the same bytes, as chunks, to chunk_fn; no files */
+};
+
+/* One piece of one dump file, as the callback sink delivers it. Concatenating a file's chunks
+ * by offset gives exactly the bytes the file sink writes. */
+struct adump_chunk {
+	const char *file_name;          /* absolute path the file would have had */
+	uint64_t offset;                /* absolute offset in that file; the header chunk is at 0 */
+	const void *data;               /* borrowed for the duration of the call */
+	size_t len;
+	bool is_last;                   /* true exactly once per file, on its final chunk */
+};
+
+/* Called from worker threads, per file in order, different files concurrently. A non-zero
+ * return is counted (stats.callback_errors) and logged once; delivery goes on. */
+typedef int (*adump_chunk_fn)(const struct adump_chunk *chunk, void *user);
+
+struct adump_config {
+	size_t struct_size;             /* set by ADUMP_CONFIG_INIT; fields are only appended */
+	const char *dump_path;          /* required for the file sink; copied */
+	const char *time_dir;           /* NULL: YYYYMMDDhhmmss (local) of session creation */
+	unsigned worker_count;          /* 0: one per core; never more workers than streams */
+	size_t chunk_bytes;             /* 0: 2 MiB; DMA chunk and staging buffer size */
+	size_t pool_bytes;              /* 0: 256 MiB; all staging buffers together */
+	unsigned stream_max;            /* 0: 16; streams sharing the pool at once */
+	enum adump_on_full on_full;
+	enum adump_writer writer;
+	enum adump_sink sink;
+	adump_chunk_fn chunk_fn;        /* with ADUMP_SINK_CALLBACK */
+	void *chunk_user;
+};
+
+#define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config) }
+
+struct adump_stream_stats {
+	uint32_t stream_id;
+	uint64_t records;               /* chunks posted by the producer */
+	uint64_t drops;                 /* chunks dropped by ADUMP_ON_FULL_DROP */
+	uint32_t ring_high_water;       /* most records waiting in the ring at once */
+	uint64_t producer_wait_count;   /* times the producer found no free buffer */
+	uint64_t producer_wait_ns;      /* time it spent waiting */
+};
+
+struct adump_stats {
+	uint64_t records;               /* chunks handled by workers */
+	uint64_t bytes;                 /* bytes written or delivered, headers included */
+	uint64_t files_completed;
+	uint64_t files_failed;
+	uint64_t write_errors;
+	uint64_t callback_errors;
+	uint64_t drops;
+	uint64_t writes_in_flight;      /* at the moment of the call */
+	uint64_t producer_wait_count;
+	uint64_t producer_wait_ns;
+	enum adump_writer backend;      /* URING or PWRITE once decided; AUTO before */
+	int first_error;                /* first failure the session saw (negative), or 0 */
+	unsigned worker_count;          /* workers running */
+	unsigned stream_count;          /* entries filled in streams[] */
+	struct adump_stream_stats streams[64];
+};
+
+struct adump_session;
+struct adump_dev_stream;
+
+/**
+ * adump_config_check() - validate a configuration without creating anything.
+ * Return: 0, or -ADUMP_ERR_CONFIG after logging which field is wrong and why.
+ */
+ADUMP_API int adump_config_check(const struct adump_config *cfg);
+
+/**
+ * adump_session_create() - start a capture session.
+ * @cfg: borrowed; strings are copied.
+ * @out: receives the session on success; untouched on failure.
+ *
+ * Creates <dump_path>/<time_dir>/ for the file sink, reserves the staging pool and decides
+ * the writer backend (logged once). Workers start as streams attach.
+ * Return: 0, -ADUMP_ERR_CONFIG, -ENOMEM, or -errno from creating the directory.
+ * Any thread.
+ */
+ADUMP_API int adump_session_create(const struct adump_config *cfg, struct adump_session **out);
+
+/**
+ * adump_session_destroy() - flush everything outstanding, stop workers, free the session.
+ * Detaches any stream still attached. NULL does nothing. Not concurrently with any other
+ * call on the session.
+ * Return: 0, or the session's first error (see adump_session_error()).
+ */
+ADUMP_API int adump_session_destroy(struct adump_session *s);
+
+/**
+ * adump_session_attach() - capture the dumps of a device stream into this session.
+ * @s:      the session.
+ * @stream: a device stream (include/adump/device.h); borrowed until detached.
+ *
+ * The stream gets its own staging buffers and ring, consumed by one worker. Ops launched
+ * with a dump request after this call are captured.
+ * Return: 0, -ADUMP_ERR_STATE if the stream is attached already, -ADUMP_ERR_TOO_BIG when
+ * stream_max streams are attached, -ENOMEM. Any thread, not concurrently with detach of the
+ * same stream.
+ */
+ADUMP_API int adump_session_attach(struct adump_session *s, struct adump_dev_stream *stream);
+
+/**
+ * adump_session_detach() - stop capturing a stream: waits until every dump it produced is
+ * written, then gives its buffers back to the pool.
+ * Return: 0, -ADUMP_ERR_NOT_FOUND if not attached to @s.
+ */
+ADUMP_API int adump_session_detach(struct adump_session *s, struct adump_dev_stream *stream);
+
+/**
+ * adump_session_flush() - wait until every dump posted so far, on every stream, is written
+ * (or delivered).
+ * Return: 0, or the session's first error.
+ */
+ADUMP_API int adump_session_flush(struct adump_session *s);
+
+/**
+ * adump_session_error() - the first error the session saw: a failed write, a dropped chunk
+ * or a callback failure. Return: 0 or a negative code. Any thread.
+ */
+ADUMP_API int adump_session_error(const struct adump_session *s);
+
+/**
+ * adump_session_dir() - the directory dump files go to, <dump_path>/<time_dir>.
+ * Return: a string owned by the session. Any thread.
+ */
+ADUMP_API const char *adump_session_dir(const struct adump_session *s);
+
+/**
+ * adump_stats_get() - a snapshot of the session's counters. Any thread.
+ */
+ADUMP_API void adump_stats_get(const struct adump_session *s, struct adump_stats *out);
+
+/**
+ * adump_dump_file_name() - the sanitised base name of an op's dump file,
+ * <op_type>.<op_name>.<task_id>.<stream_id>.<timestamp_us>, with ' ', '.', '/' and '\\'
+ * in op type and name replaced by '_'.
+ * Return: the length written (excluding NUL), or -ADUMP_ERR_TOO_BIG if @cap is too small.
+ */
+ADUMP_API int adump_dump_file_name(const struct adump_op *op, char *buf, size_t cap);
+
+/**
+ * adump_dump_header_pack() - serialise an op's DumpData header (version "2.0", data fields
+ * empty) preceded by its 8-byte little-endian length: the first bytes of its dump file.
+ * @buf: NULL to ask for the size.
+ * Return: the total size (8 + header), or a negative code (-ADUMP_ERR_TOO_BIG if @cap is
+ * too small, -ADUMP_ERR_CONFIG for an invalid op).
+ */
+ADUMP_API long adump_dump_header_pack(const struct adump_op *op, void *buf, size_t cap);
+
+/**
+ * adump_dump_write_file() - write one complete dump file synchronously, from host memory.
+ * @path:  file to create (a temporary "<path>.part" is renamed on success).
+ * @op:    what the file holds.
+ * @data:  one pointer per tensor of @op, each @op->tensors[i].bytes long (NULL if 0 bytes).
+ * @mode:  file mode, e.g. 0600.
+ * Return: 0, -ADUMP_ERR_CONFIG, or -errno; on failure no file of that name is left.
+ */
+ADUMP_API int adump_dump_write_file(const char *path, const struct adump_op *op,
+				    const void *const *data, unsigned mode);
+
+/* Logging. The library never writes to stdout; the default sink prints WARN and above to
+ * stderr as "adump: module: message". */
+enum adump_log_level { ADUMP_LOG_DEBUG = 0, ADUMP_LOG_INFO, ADUMP_LOG_WARN, ADUMP_LOG_ERROR };
+typedef void (*adump_log_fn)(enum adump_log_level level, const char *module, const char *msg,
+			     void *user);
+/** adump_set_log_fn() - replace the log sink (NULL restores the default). Any thread. */
+ADUMP_API void adump_set_log_fn(adump_log_fn fn, void *user);
+/** adump_set_log_level() - lowest level the default sink prints. Any thread. */
+ADUMP_API void adump_set_log_level(enum adump_log_level level);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

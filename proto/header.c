@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DumpData header of a dump file, built with protobuf-c, and the file's name.
+ * Layout (reference §2.2): [u64 LE header length][DumpData, data fields empty][payloads]. */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "dump_data.pb-c.h"
+#include "proto/proto.h"
+
+typedef Toolkit__Dumpdata__DumpData DumpData;
+typedef Toolkit__Dumpdata__OpInput OpInput;
+typedef Toolkit__Dumpdata__OpOutput OpOutput;
+typedef Toolkit__Dumpdata__OpBuffer OpBuffer;
+typedef Toolkit__Dumpdata__Workspace Workspace;
+typedef Toolkit__Dumpdata__OpAttr OpAttr;
+typedef Toolkit__Dumpdata__Shape Shape;
+
+/* Everything the protobuf-c message points at, allocated in one block per call so that
+ * packing never allocates per tensor. */
+struct header_scratch {
+	DumpData dd;
+	OpInput *inputs;
+	OpOutput *outputs;
+	OpBuffer *buffers;
+	Workspace *spaces;
+	OpAttr *attrs;
+	Shape *shapes;                          /* 2 per tensor: shape, original shape */
+	void **ptrs;                            /* repeated-field pointer arrays */
+	uint64_t *dims;                         /* the op's dims, copied as uint64 */
+	void *block;
+};
+
+static int scratch_build(const struct adump_op *op, struct header_scratch *s)
+{
+	uint32_t n = op->tensor_count, kinds[4] = { 0 };
+	size_t bytes;
+	char *p;
+
+	for (uint32_t i = 0; i < n; i++)
+		kinds[op->tensors[i].kind]++;
+	bytes = n * (sizeof(OpInput) + sizeof(OpOutput) + sizeof(OpBuffer) + sizeof(Workspace)) +
+		op->attr_count * sizeof(OpAttr) + 2 * n * sizeof(Shape) +
+		(n + op->attr_count) * sizeof(void *) + 2 * n * ADUMP_MAX_DIMS * sizeof(uint64_t);
+	s->block = calloc(1, bytes ? bytes : 1);
+	if (!s->block)
+		return -ENOMEM;
+	p = s->block;
+	s->inputs = (OpInput *)p;
+	p += n * sizeof(OpInput);
+	s->outputs = (OpOutput *)p;
+	p += n * sizeof(OpOutput);
+	s->buffers = (OpBuffer *)p;
+	p += n * sizeof(OpBuffer);
+	s->spaces = (Workspace *)p;
+	p += n * sizeof(Workspace);
+	s->attrs = (OpAttr *)p;
+	p += op->attr_count * sizeof(OpAttr);
+	s->shapes = (Shape *)p;
+	p += 2 * n * sizeof(Shape);
+	s->ptrs = (void **)p;
+	p += (n + op->attr_count) * sizeof(void *);
+	s->dims = (uint64_t *)p;
+
+	DumpData *dd = &s->dd;
+	toolkit__dumpdata__dump_data__init(dd);
+	dd->version = (char *)"2.0";
+	dd->dump_time = op->timestamp_us;
+	dd->op_name = (char *)op->op_name;
+	dd->dfx_message = (char *)(op->dfx_message ? op->dfx_message : "");
+
+	void **ptrs = s->ptrs;
+	dd->input = (OpInput **)ptrs;
+	ptrs += kinds[ADUMP_TENSOR_INPUT];
+	dd->output = (OpOutput **)ptrs;
+	ptrs += kinds[ADUMP_TENSOR_OUTPUT];
+	dd->buffer = (OpBuffer **)ptrs;
+	ptrs += kinds[ADUMP_TENSOR_BUFFER];
+	dd->space = (Workspace **)ptrs;
+	ptrs += kinds[ADUMP_TENSOR_WORKSPACE];
+	dd->attr = (OpAttr **)ptrs;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct adump_tensor *t = &op->tensors[i];
+		Shape *shape = &s->shapes[2 * i], *orig = &s->shapes[2 * i + 1];
+		uint64_t *d = &s->dims[2 * i * ADUMP_MAX_DIMS];
+
+		toolkit__dumpdata__shape__init(shape);
+		toolkit__dumpdata__shape__init(orig);
+		memcpy(d, t->dims, t->dim_count * sizeof(uint64_t));
+		memcpy(d + ADUMP_MAX_DIMS, t->orig_dims, t->orig_dim_count * sizeof(uint64_t));
+		shape->n_dim = t->dim_count;
+		shape->dim = d;
+		orig->n_dim = t->orig_dim_count;
+		orig->dim = d + ADUMP_MAX_DIMS;
+
+		switch (t->kind) {
+		case ADUMP_TENSOR_INPUT: {
+			OpInput *in = &s->inputs[dd->n_input];
+			toolkit__dumpdata__op_input__init(in);
+			in->data_type = (Toolkit__Dumpdata__OutputDataType)t->dtype;
+			in->format = (Toolkit__Dumpdata__OutputFormat)t->format;
+			in->shape = shape;
+			in->original_shape = orig;
+			in->size = t->bytes;
+			in->sub_format = t->sub_format;
+			in->address = t->address;
+			in->arg_index = t->arg_index;
+			dd->input[dd->n_input++] = in;
+			break;
+		}
+		case ADUMP_TENSOR_OUTPUT: {
+			OpOutput *out = &s->outputs[dd->n_output];
+			toolkit__dumpdata__op_output__init(out);
+			out->data_type = (Toolkit__Dumpdata__OutputDataType)t->dtype;
+			out->format = (Toolkit__Dumpdata__OutputFormat)t->format;
+			out->shape = shape;
+			out->original_shape = orig;
+			out->size = t->bytes;
+			out->sub_format = t->sub_format;
+			out->address = t->address;
+			dd->output[dd->n_output++] = out;
+			break;
+		}
+		case ADUMP_TENSOR_BUFFER: {
+			OpBuffer *b = &s->buffers[dd->n_buffer];
+			toolkit__dumpdata__op_buffer__init(b);
+			b->buffer_type = TOOLKIT__DUMPDATA__BUFFER_TYPE__L1;
+			b->size = t->bytes;
+			dd->buffer[dd->n_buffer++] = b;
+			break;
+		}
+		case ADUMP_TENSOR_WORKSPACE: {
+			Workspace *w = &s->spaces[dd->n_space];
+			toolkit__dumpdata__workspace__init(w);
+			w->type = TOOLKIT__DUMPDATA__WORKSPACE__SPACE_TYPE__LOG;
+			w->size = t->bytes;
+			dd->space[dd->n_space++] = w;
+			break;
+		}
+		}
+	}
+	for (uint32_t i = 0; i < op->attr_count; i++) {
+		OpAttr *a = &s->attrs[i];
+		toolkit__dumpdata__op_attr__init(a);
+		a->name = (char *)op->attrs[i].name;
+		a->value = (char *)op->attrs[i].value;
+		dd->attr[dd->n_attr++] = a;
+	}
+	return 0;
+}
+
+long adump_dump_header_pack(const struct adump_op *op, void *buf, size_t cap)
+{
+	struct header_scratch s;
+	size_t len;
+	uint64_t le;
+	int ret;
+
+	ret = adump_op_check(op);
+	if (ret < 0)
+		return ret;
+	ret = scratch_build(op, &s);
+	if (ret < 0)
+		return ret;
+	len = toolkit__dumpdata__dump_data__get_packed_size(&s.dd);
+	if (buf) {
+		if (cap < 8 + len) {
+			free(s.block);
+			return -ADUMP_ERR_TOO_BIG;
+		}
+		le = htole64((uint64_t)len);
+		memcpy(buf, &le, 8);
+		toolkit__dumpdata__dump_data__pack(&s.dd, (uint8_t *)buf + 8);
+	}
+	free(s.block);
+	return (long)(8 + len);
+}
+
+int adump_dump_header_alloc(const struct adump_op *op, void **out, size_t *len)
+{
+	long size = adump_dump_header_pack(op, NULL, 0);
+	void *buf;
+
+	if (size < 0)
+		return (int)size;
+	buf = malloc((size_t)size);
+	if (!buf)
+		return -ENOMEM;
+	size = adump_dump_header_pack(op, buf, (size_t)size);
+	if (size < 0) {
+		free(buf);
+		return (int)size;
+	}
+	*out = buf;
+	*len = (size_t)size;
+	return 0;
+}
+
+static size_t put_sanitised(char *dst, size_t cap, size_t pos, const char *src)
+{
+	for (; *src; src++, pos++) {
+		char c = *src;
+
+		if (c == ' ' || c == '.' || c == '/' || c == '\\')
+			c = '_';
+		if (pos + 1 < cap)
+			dst[pos] = c;
+	}
+	return pos;
+}
+
+int adump_dump_file_name(const struct adump_op *op, char *buf, size_t cap)
+{
+	char tail[96];
+	size_t pos = 0;
+	int n;
+
+	if (!op || !op->op_type || !op->op_name || !buf)
+		return -ADUMP_ERR_CONFIG;
+	pos = put_sanitised(buf, cap, pos, op->op_type);
+	if (pos + 1 < cap)
+		buf[pos] = '.';
+	pos = put_sanitised(buf, cap, pos + 1, op->op_name);
+	n = snprintf(tail, sizeof(tail), ".%u.%u.%llu", op->task_id, op->stream_id,
+		     (unsigned long long)op->timestamp_us);
+	if (pos + (size_t)n + 1 > cap) {
+		if (cap)
+			buf[0] = '\0';
+		return -ADUMP_ERR_TOO_BIG;
+	}
+	memcpy(buf + pos, tail, (size_t)n + 1);
+	return (int)(pos + (size_t)n);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int adump_dump_write_file(const char *path, const struct adump_op *op, const void *const *data,
+			  unsigned mode)
+{
+	char part[4200];
+	void *hdr = NULL;
+	size_t hdr_len;
+	int fd, ret;
+
+	if (!path || !op)
+		return -ADUMP_ERR_CONFIG;
+	if (snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part))
+		return -ENAMETOOLONG;
+	ret = adump_dump_header_alloc(op, &hdr, &hdr_len);
+	if (ret < 0)
+		return ret;
+	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	ret = write_all(fd, hdr, hdr_len);
+	for (uint32_t i = 0; ret == 0 && i < op->tensor_count; i++) {
+		if (!op->tensors[i].bytes)
+			continue;
+		if (!data || !data[i]) {
+			ret = -ADUMP_ERR_CONFIG;
+			break;
+		}
+		ret = write_all(fd, data[i], op->tensors[i].bytes);
+	}
+	if (ret == 0 && fchmod(fd, mode) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(part, path) < 0)
+		ret = -errno;
+	if (ret < 0)
+		unlink(part);
+out_free:
+	free(hdr);
+	return ret;
+}

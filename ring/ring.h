@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ring/: the hand-off between a stream's DMA engine (producer) and one pipeline worker
+ * (consumer). A channel owns a set of staging buffers, each paired with one record; records
+ * travel producer -> worker through one ck_ring SPSC ring and come back worker -> producer
+ * through a second one, so the hot path takes no lock and allocates nothing. */
+#ifndef ADUMP_RING_H
+#define ADUMP_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adump/adump.h"
+
+/* The metadata of one dump file, created by the producer when a dumped op has run and owned
+ * by the consumer from its first record on; freed with adump_op_rec_destroy() once the file
+ * is complete. `op` points into the record's own storage. */
+struct adump_op_rec {
+	struct adump_op op;
+	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
+	_Atomic uint32_t is_failed;             /* set by the producer on a drop */
+	void *priv;                             /* consumer's per-file state */
+};
+
+/**
+ * adump_op_rec_create() - deep-copy an op descriptor into one allocation.
+ * Return: 0, -ADUMP_ERR_CONFIG for an invalid op (adump_op_check()), -ENOMEM.
+ */
+int adump_op_rec_create(const struct adump_op *op, struct adump_op_rec **out);
+void adump_op_rec_destroy(struct adump_op_rec *rec);
+
+enum {
+	ADUMP_REC_FIRST = 1u << 0,              /* first chunk of its file */
+	ADUMP_REC_LAST = 1u << 1,               /* last chunk of its file */
+};
+
+/* One DMA completion: @len bytes of the file's payload, starting at payload offset @offset,
+ * sit in @buf. The file offset is 8 + header bytes + @offset (the header length is known
+ * only to the worker that builds it). A file with no payload posts one record of length 0
+ * flagged FIRST|LAST. */
+struct adump_rec {
+	struct adump_op_rec *op;
+	uint64_t offset;
+	uint32_t len;
+	uint32_t flags;
+	void *buf;                              /* chan's buffer_bytes long; fixed per record */
+	uint32_t index;                         /* buffer index, for registered-buffer writes */
+};
+
+struct adump_chan;
+
+/* Consumer wake-up: a worker sleeps on its doorbell when all of its channels are empty. */
+struct adump_doorbell {
+	int event_fd;                           /* eventfd the worker waits on */
+	_Atomic uint32_t is_sleeping;           /* worker only stores; producers load */
+};
+
+int adump_doorbell_init(struct adump_doorbell *db);
+void adump_doorbell_fini(struct adump_doorbell *db);
+/* Any thread: wakes the worker if it sleeps. */
+void adump_doorbell_ring(struct adump_doorbell *db);
+
+struct adump_chan_cfg {
+	uint32_t stream_id;
+	uint32_t buffer_count;                  /* >= 2 */
+	size_t buffer_bytes;
+	void *buffer_mem;                       /* borrowed: buffer_count * buffer_bytes */
+	uint32_t first_index;                   /* index of buffer_mem's first buffer in the pool */
+	enum adump_on_full on_full;
+};
+
+/**
+ * adump_chan_create() - a channel over caller memory. Every buffer starts free.
+ * Return: 0, -ADUMP_ERR_CONFIG, -ENOMEM.
+ */
+int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out);
+/* Only once idle (adump_chan_wait_idle()) and with no producer or consumer left. NULL ok. */
+void adump_chan_destroy(struct adump_chan *c);
+
+/**
+ * adump_chan_reserve_sp() - take a free record and its buffer.
+ * Producer thread only. With ADUMP_ON_FULL_BLOCK waits (a short spin, then sleeps on a
+ * futex) until the worker gives a buffer back; never returns NULL. With ADUMP_ON_FULL_DROP
+ * returns NULL at once when none is free, and counts the drop. @must_wait forces waiting
+ * whatever the policy (the final record of a file must always reach the worker).
+ */
+struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait);
+
+/**
+ * adump_chan_commit_sp() - publish a reserved record to the worker and ring its doorbell.
+ * Producer thread only.
+ */
+void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec);
+
+/**
+ * adump_chan_count_drop_sp() - count a chunk the producer skipped without trying to reserve
+ * (the rest of a file that already lost a chunk). Producer thread only.
+ */
+void adump_chan_count_drop_sp(struct adump_chan *c);
+
+/**
+ * adump_chan_wait_idle() - wait until every record committed so far has been released.
+ * Any thread except the consumer. Return: 0, or -ADUMP_ERR_DROPPED if the channel dropped
+ * a chunk since the last call (the drop flag is cleared).
+ */
+int adump_chan_wait_idle(struct adump_chan *c);
+
+/* Consumer thread only: the next committed record, or NULL when empty. */
+struct adump_rec *adump_chan_pop_sc(struct adump_chan *c);
+
+/* Consumer thread only: the record's buffer is free again (its write has completed). */
+void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
+
+/* Set before the first commit; the channel rings it after each commit. */
+void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db);
+
+uint32_t adump_chan_stream_id(const struct adump_chan *c);
+uint32_t adump_chan_buffer_count(const struct adump_chan *c);
+size_t adump_chan_buffer_bytes(const struct adump_chan *c);
+/* Counters for adump_stats_get(); any thread, relaxed. */
+void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out);
+
+#endif

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared test helpers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+char *t_tmpdir(const char *tag)
+{
+	const char *base = getenv("ADUMP_TEST_TMP");
+	char *path;
+
+	if (!base || !*base)
+		base = "/tmp";
+	mkdir(base, 0755);
+	if (asprintf(&path, "%s/%s.XXXXXX", base, tag ? tag : "t") < 0)
+		return NULL;
+	if (!mkdtemp(path)) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		chmod(path, 0700);
+	return remove(path) < 0 ? -errno : 0;
+}
+
+int t_rmtree(const char *path)
+{
+	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+uint64_t t_seed(void)
+{
+	static uint64_t seed;
+	const char *env;
+
+	if (seed)
+		return seed;
+	env = getenv("ADUMP_TEST_SEED");
+	seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (!seed)
+		seed = 1;
+	fprintf(stderr, "test seed: ADUMP_TEST_SEED=%llu\n", (unsigned long long)seed);
+	return seed;
+}
+
+uint64_t t_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+void *t_read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	char *buf = NULL;
+	size_t done = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0)
+		goto out;
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf)
+		goto out;
+	while (done < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + done, (size_t)st.st_size - done);
+		if (r <= 0) {
+			free(buf);
+			buf = NULL;
+			goto out;
+		}
+		done += (size_t)r;
+	}
+	*len = done;
+out:
+	close(fd);
+	return buf;
+}
+
+static const char *count_suffix;
+static size_t count_result;
+
+static int count_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	size_t n = strlen(path), m = strlen(count_suffix);
+
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F && n >= m && strcmp(path + n - m, count_suffix) == 0)
+		count_result++;
+	return 0;
+}
+
+size_t t_count_files(const char *dir, const char *suffix)
+{
+	count_suffix = suffix;
+	count_result = 0;
+	nftw(dir, count_one, 32, FTW_PHYS);
+	return count_result;
+}
+
+int t_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Shared test helpers, t_ prefix: temporary directories, seeds, file comparison. */
+#ifndef ADUMP_TEST_HELPERS_H
+#define ADUMP_TEST_HELPERS_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A fresh empty directory under $ADUMP_TEST_TMP (or /tmp); caller frees the string. */
+char *t_tmpdir(const char *tag);
+/* rm -rf; returns 0 or -errno. */
+int t_rmtree(const char *path);
+/* The seed for this run: $ADUMP_TEST_SEED or a time-based one, printed once. */
+uint64_t t_seed(void);
+/* xorshift64* step. */
+uint64_t t_rand(uint64_t *state);
+/* Whole file into a malloc'd buffer; *len set. NULL on error. */
+void *t_read_file(const char *path, size_t *len);
+/* Number of regular files below @dir (recursive) whose names end in @suffix ("" = all). */
+size_t t_count_files(const char *dir, const char *suffix);
+/* Run Suite @s with its own runner; returns the process exit code. */
+int t_run_suite(Suite *s);
+
+#endif

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump`: capture benchmarks and dump-file tools. Dispatches to one subcommand. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/tool.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "bench", cmd_bench, "capture a synthetic multi-stream workload on the simulated NPU" },
+	{ "convert", cmd_convert, "dump files -> numpy .npy arrays (like msaccucmp convert)" },
+	{ "inspect", cmd_inspect, "header and per-tensor statistics of dump files" },
+	{ "verify", cmd_verify, "check that every dump file of a directory is complete" },
+	{ "unpack", cmd_unpack, "restore the dump files of a packed directory" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: adump <command> [options]\n\n"
+		   "adump captures NPU operator dumps (CANN layout) and reads them.\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].fn)
+			fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'adump <command> --help' describes each command.\n");
+}
+
+int tool_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	default:
+		return -1;
+	}
+	if (*end) {
+		end++;
+		if (toupper((unsigned char)*end) == 'I')
+			end++;
+		if (toupper((unsigned char)*end) == 'B')
+			end++;
+		if (*end)
+			return -1;
+	}
+	if (shift && v > (~0ULL >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+bool tool_is_tty(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].fn && !strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "adump: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tools/: the `adump` command. Each subcommand is int cmd_<name>(int argc, char **argv),
+ * argv[0] being the subcommand's name; it returns the process exit code. */
+#ifndef ADUMP_TOOL_H
+#define ADUMP_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Parse "123", "4K", "2M", "1G" (powers of 1024) into *out. Return: 0, or -1 if malformed. */
+int tool_parse_size(const char *s, uint64_t *out);
+/* Whether stderr is a terminal (progress bars go there only then). */
+bool tool_is_tty(void);
+
+int cmd_bench(int argc, char **argv);
+int cmd_convert(int argc, char **argv) __attribute__((weak));
+int cmd_inspect(int argc, char **argv) __attribute__((weak));
+int cmd_verify(int argc, char **argv) __attribute__((weak));
+int cmd_unpack(int argc, char **argv) __attribute__((weak));
+
+#endif
