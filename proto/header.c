@@ -256,26 +256,17 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int adump_dump_write_file(const char *path, const struct adump_op *op, const void *const *data,
-			  unsigned mode)
+int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *data)
 {
-	char part[4200];
 	void *hdr = NULL;
 	size_t hdr_len;
-	int fd, ret;
+	int ret;
 
-	if (!path || !op)
+	if (fd < 0 || !op)
 		return -ADUMP_ERR_CONFIG;
-	if (snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part))
-		return -ENAMETOOLONG;
 	ret = adump_dump_header_alloc(op, &hdr, &hdr_len);
 	if (ret < 0)
 		return ret;
-	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		goto out_free;
-	}
 	ret = write_all(fd, hdr, hdr_len);
 	for (uint32_t i = 0; ret == 0 && i < op->tensor_count; i++) {
 		if (!op->tensors[i].bytes)
@@ -286,6 +277,24 @@ int adump_dump_write_file(const char *path, const struct adump_op *op, const voi
 		}
 		ret = write_all(fd, data[i], op->tensors[i].bytes);
 	}
+	free(hdr);
+	return ret;
+}
+
+int adump_dump_write_file(const char *path, const struct adump_op *op, const void *const *data,
+			  unsigned mode)
+{
+	char part[4200];
+	int fd, ret;
+
+	if (!path || !op)
+		return -ADUMP_ERR_CONFIG;
+	if (snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part))
+		return -ENAMETOOLONG;
+	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	ret = adump_dump_write_fd(fd, op, data);
 	if (ret == 0 && fchmod(fd, mode) < 0)
 		ret = -errno;
 	if (close(fd) < 0 && ret == 0)
@@ -294,7 +303,5 @@ int adump_dump_write_file(const char *path, const struct adump_op *op, const voi
 		ret = -errno;
 	if (ret < 0)
 		unlink(part);
-out_free:
-	free(hdr);
 	return ret;
 }

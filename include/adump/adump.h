@@ -198,6 +198,14 @@ ADUMP_API long adump_dump_header_pack(const struct adump_op *op, void *buf, size
 ADUMP_API int adump_dump_write_file(const char *path, const struct adump_op *op,
 				    const void *const *data, unsigned mode);
 
+/**
+ * adump_dump_write_fd() - write one complete dump file (header, then every tensor's bytes)
+ * to an open file descriptor, synchronously, from host memory. Same arguments as
+ * adump_dump_write_file(); the caller opens and closes @fd.
+ * Return: 0, -ADUMP_ERR_CONFIG, or -errno.
+ */
+ADUMP_API int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *data);
+
 /* Logging. The library never writes to stdout; the default sink prints WARN and above to
  * stderr as "adump: module: message". */
 enum adump_log_level { ADUMP_LOG_DEBUG = 0, ADUMP_LOG_INFO, ADUMP_LOG_WARN, ADUMP_LOG_ERROR };
