@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A stream's dump channel: two ck_ring SPSC rings of record pointers, one carrying filled
+ * records to the worker and one carrying them back. Each record owns one staging buffer for
+ * its whole life, so the hand-off moves 8 bytes and never allocates or locks. */
+#include <ck_ring.h>
+#include <errno.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "ring/ring.h"
+#include "ring/ring_int.h"
+
+#define SPIN_ITERATIONS 2000            /* ~ a few µs before the producer sleeps */
+#define WAIT_SLICE_NS 10000000u         /* re-check every 10 ms: a lost wake-up never hangs */
+
+struct adump_chan {
+	/* Read-mostly. */
+	ck_ring_buffer_t *full_slots;
+	ck_ring_buffer_t *free_slots;
+	struct adump_rec *recs;
+	uint32_t buffer_count;
+	uint32_t stream_id;
+	size_t buffer_bytes;
+	enum adump_on_full on_full;
+	struct adump_doorbell *_Atomic doorbell;
+
+	/* ck_ring pads its own producer and consumer counters apart. */
+	ck_ring_t full_ring;                    /* producer -> worker */
+	ck_ring_t free_ring;                    /* worker -> producer */
+
+	/* Producer side. */
+	alignas(64) _Atomic uint64_t committed;
+	_Atomic uint64_t drops;
+	_Atomic uint64_t wait_count;
+	_Atomic uint64_t wait_ns;
+	_Atomic uint32_t high_water;
+	_Atomic uint32_t producer_sleeping;
+	_Atomic uint32_t has_dropped;           /* since the last adump_chan_wait_idle() */
+
+	/* Consumer side. */
+	alignas(64) _Atomic uint64_t released;
+	_Atomic uint32_t free_seq;              /* futex word: bumped when a waiting producer is woken */
+	_Atomic uint32_t idle_seq;              /* futex word for idle waiters */
+	_Atomic uint32_t idle_waiters;
+};
+
+_Static_assert(offsetof(struct adump_chan, released) - offsetof(struct adump_chan, committed) >= 64,
+	       "producer and consumer counters must sit on separate cache lines");
+
+static uint32_t pow2_above(uint32_t n)
+{
+	uint32_t p = 2;
+
+	while (p <= n)
+		p <<= 1;
+	return p;
+}
+
+/* The ring calls are not instrumented under ThreadSanitizer (see ring_int.h); the record
+ * hand-off is annotated by the callers instead. */
+ADUMP_NO_TSAN static bool ring_push(ck_ring_t *ring, ck_ring_buffer_t *slots, void *rec,
+				    unsigned int *size)
+{
+	unsigned int ignored;
+
+	/* ck's _size variant stores through @size unconditionally. */
+	return ck_ring_enqueue_spsc_size(ring, slots, rec, size ? size : &ignored);
+}
+
+ADUMP_NO_TSAN static bool ring_pop(ck_ring_t *ring, ck_ring_buffer_t *slots, void **rec)
+{
+	return ck_ring_dequeue_spsc(ring, slots, rec);
+}
+
+int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
+{
+	struct adump_chan *c;
+	uint32_t slots;
+
+	if (!cfg || cfg->buffer_count < 2 || cfg->buffer_count > (1u << 24) || !cfg->buffer_bytes ||
+	    cfg->buffer_bytes > UINT32_MAX || !cfg->buffer_mem) {
+		adump_log(ADUMP_LOG_ERROR, "ring", "channel: need >= 2 buffers of 1 B..4 GiB and memory");
+		return -ADUMP_ERR_CONFIG;
+	}
+	c = aligned_alloc(64, (sizeof(*c) + 63) & ~(size_t)63);
+	if (!c)
+		return -ENOMEM;
+	memset(c, 0, sizeof(*c));
+	slots = pow2_above(cfg->buffer_count);
+	c->full_slots = calloc(slots, sizeof(ck_ring_buffer_t));
+	c->free_slots = calloc(slots, sizeof(ck_ring_buffer_t));
+	c->recs = calloc(cfg->buffer_count, sizeof(struct adump_rec));
+	if (!c->full_slots || !c->free_slots || !c->recs) {
+		adump_chan_destroy(c);
+		return -ENOMEM;
+	}
+	c->buffer_count = cfg->buffer_count;
+	c->buffer_bytes = cfg->buffer_bytes;
+	c->stream_id = cfg->stream_id;
+	c->on_full = cfg->on_full;
+	ck_ring_init(&c->full_ring, slots);
+	ck_ring_init(&c->free_ring, slots);
+	for (uint32_t i = 0; i < cfg->buffer_count; i++) {
+		struct adump_rec *r = &c->recs[i];
+
+		r->buf = (char *)cfg->buffer_mem + (size_t)i * cfg->buffer_bytes;
+		r->index = cfg->first_index + i;
+		ring_push(&c->free_ring, c->free_slots, r, NULL);
+	}
+	*out = c;
+	return 0;
+}
+
+void adump_chan_destroy(struct adump_chan *c)
+{
+	if (!c)
+		return;
+	free(c->full_slots);
+	free(c->free_slots);
+	free(c->recs);
+	free(c);
+}
+
+static struct adump_rec *take_free(struct adump_chan *c)
+{
+	void *rec;
+
+	if (!ring_pop(&c->free_ring, c->free_slots, &rec))
+		return NULL;
+	/* Pairs with the release in adump_chan_release_sc(): the worker is done with it. */
+	ADUMP_TSAN_ACQUIRE(rec);
+	return rec;
+}
+
+struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
+{
+	struct adump_rec *rec = take_free(c);
+	uint64_t start;
+
+	if (rec)
+		return rec;
+	if (c->on_full == ADUMP_ON_FULL_DROP && !must_wait) {
+		adump_chan_count_drop_sp(c);
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&c->wait_count, 1, memory_order_relaxed);
+	start = adump_now_ns();
+	for (int i = 0; i < SPIN_ITERATIONS; i++) {
+		__builtin_ia32_pause();
+		rec = take_free(c);
+		if (rec)
+			goto out;
+	}
+	for (;;) {
+		uint32_t seq = atomic_load_explicit(&c->free_seq, memory_order_acquire);
+
+		/* Dekker with adump_chan_release_sc(): we publish that we sleep, then look at
+		 * the ring; it publishes a buffer, then looks at producer_sleeping. */
+		atomic_store_explicit(&c->producer_sleeping, 1, memory_order_seq_cst);
+		rec = take_free(c);
+		if (rec)
+			break;
+		adump_futex_wait(&c->free_seq, seq, WAIT_SLICE_NS);
+	}
+	atomic_store_explicit(&c->producer_sleeping, 0, memory_order_relaxed);
+out:
+	atomic_fetch_add_explicit(&c->wait_ns, adump_now_ns() - start, memory_order_relaxed);
+	return rec;
+}
+
+void adump_chan_count_drop_sp(struct adump_chan *c)
+{
+	if (atomic_fetch_add_explicit(&c->drops, 1, memory_order_relaxed) == 0)
+		adump_log(ADUMP_LOG_WARN, "ring",
+			  "stream %u: staging pool full, dropping dump data (counted in stats)",
+			  c->stream_id);
+	atomic_store_explicit(&c->has_dropped, 1, memory_order_relaxed);
+}
+
+void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
+{
+	struct adump_doorbell *db;
+	unsigned int depth = 0;
+
+	atomic_fetch_add_explicit(&c->committed, 1, memory_order_relaxed);
+	/* Pairs with the acquire in adump_chan_pop_sc(): record and buffer contents. */
+	ADUMP_TSAN_RELEASE(rec);
+	/* Never full: the ring has more slots than there are records. */
+	ring_push(&c->full_ring, c->full_slots, rec, &depth);
+	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
+		atomic_store_explicit(&c->high_water, depth + 1, memory_order_relaxed);
+	db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
+	if (db)
+		adump_doorbell_ring(db);
+}
+
+struct adump_rec *adump_chan_pop_sc(struct adump_chan *c)
+{
+	void *rec;
+
+	if (!ring_pop(&c->full_ring, c->full_slots, &rec))
+		return NULL;
+	ADUMP_TSAN_ACQUIRE(rec);
+	return rec;
+}
+
+void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
+{
+	/* Pairs with the acquire in take_free(). */
+	ADUMP_TSAN_RELEASE(rec);
+	ring_push(&c->free_ring, c->free_slots, rec, NULL);
+	atomic_fetch_add_explicit(&c->released, 1, memory_order_release);
+	/* Dekker with the producer's sleep and with adump_chan_wait_idle(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&c->producer_sleeping, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&c->free_seq, 1, memory_order_release);
+		adump_futex_wake_all(&c->free_seq);
+	}
+	if (atomic_load_explicit(&c->idle_waiters, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&c->idle_seq, 1, memory_order_release);
+		adump_futex_wake_all(&c->idle_seq);
+	}
+}
+
+int adump_chan_wait_idle(struct adump_chan *c)
+{
+	for (;;) {
+		uint32_t seq = atomic_load_explicit(&c->idle_seq, memory_order_acquire);
+
+		atomic_fetch_add_explicit(&c->idle_waiters, 1, memory_order_seq_cst);
+		/* committed is written by the producer thread; a waiter on another thread sees
+		 * every commit that happened before it called (the caller orders that). */
+		if (atomic_load_explicit(&c->released, memory_order_acquire) ==
+		    atomic_load_explicit(&c->committed, memory_order_acquire)) {
+			atomic_fetch_sub_explicit(&c->idle_waiters, 1, memory_order_relaxed);
+			break;
+		}
+		adump_futex_wait(&c->idle_seq, seq, WAIT_SLICE_NS);
+		atomic_fetch_sub_explicit(&c->idle_waiters, 1, memory_order_relaxed);
+	}
+	if (atomic_exchange_explicit(&c->has_dropped, 0, memory_order_relaxed))
+		return -ADUMP_ERR_DROPPED;
+	return 0;
+}
+
+void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db)
+{
+	atomic_store_explicit(&c->doorbell, db, memory_order_release);
+}
+
+uint32_t adump_chan_stream_id(const struct adump_chan *c)
+{
+	return c->stream_id;
+}
+
+uint32_t adump_chan_buffer_count(const struct adump_chan *c)
+{
+	return c->buffer_count;
+}
+
+size_t adump_chan_buffer_bytes(const struct adump_chan *c)
+{
+	return c->buffer_bytes;
+}
+
+void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->stream_id = c->stream_id;
+	out->records = atomic_load_explicit(&c->committed, memory_order_relaxed);
+	out->drops = atomic_load_explicit(&c->drops, memory_order_relaxed);
+	out->ring_high_water = atomic_load_explicit(&c->high_water, memory_order_relaxed);
+	out->producer_wait_count = atomic_load_explicit(&c->wait_count, memory_order_relaxed);
+	out->producer_wait_ns = atomic_load_explicit(&c->wait_ns, memory_order_relaxed);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Sleeping and waking: futex waits for producers and idle waiters, an eventfd doorbell for
+ * workers (a worker can wait on it and on io_uring completions at once). */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring/ring.h"
+#include "ring/ring_int.h"
+
+void adump_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(timeout_ns / 1000000000u),
+		.tv_nsec = (long)(timeout_ns % 1000000000u),
+	};
+
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+}
+
+void adump_futex_wake_all(_Atomic uint32_t *word)
+{
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+int adump_doorbell_init(struct adump_doorbell *db)
+{
+	db->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (db->event_fd < 0)
+		return -errno;
+	atomic_init(&db->is_sleeping, 0);
+	return 0;
+}
+
+void adump_doorbell_fini(struct adump_doorbell *db)
+{
+	if (db->event_fd >= 0)
+		close(db->event_fd);
+	db->event_fd = -1;
+}
+
+void adump_doorbell_ring(struct adump_doorbell *db)
+{
+	uint64_t one = 1;
+
+	/* Pairs with the worker's seq_cst store of is_sleeping before it re-checks its rings:
+	 * either it sees our record, or we see it asleep and write the eventfd. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&db->is_sleeping, memory_order_relaxed))
+		return;
+	while (write(db->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* adump_op_rec: an op descriptor deep-copied into one allocation, so the producer's
+ * arguments can go away while the file is still being written. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ring/ring.h"
+
+static size_t str_size(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+static char *put_str(char **pos, const char *s)
+{
+	char *dst = *pos;
+	size_t n = str_size(s);
+
+	if (!s)
+		return NULL;
+	memcpy(dst, s, n);
+	*pos += n;
+	return dst;
+}
+
+int adump_op_rec_create(const struct adump_op *op, struct adump_op_rec **out)
+{
+	struct adump_op_rec *rec;
+	size_t bytes;
+	char *pos;
+	int ret;
+
+	ret = adump_op_check(op);
+	if (ret < 0)
+		return ret;
+	bytes = sizeof(*rec) + op->tensor_count * sizeof(struct adump_tensor) +
+		op->attr_count * sizeof(struct adump_attr) + str_size(op->op_type) +
+		str_size(op->op_name) + str_size(op->dfx_message);
+	for (uint32_t i = 0; i < op->attr_count; i++)
+		bytes += str_size(op->attrs[i].name) + str_size(op->attrs[i].value);
+	rec = malloc(bytes);
+	if (!rec)
+		return -ENOMEM;
+	rec->op = *op;
+	rec->payload_bytes = 0;
+	atomic_init(&rec->is_failed, 0);
+	rec->priv = NULL;
+	pos = (char *)(rec + 1);
+
+	struct adump_tensor *tensors = (struct adump_tensor *)pos;
+	memcpy(tensors, op->tensors, op->tensor_count * sizeof(*tensors));
+	pos += op->tensor_count * sizeof(*tensors);
+	for (uint32_t i = 0; i < op->tensor_count; i++)
+		rec->payload_bytes += tensors[i].bytes;
+	rec->op.tensors = op->tensor_count ? tensors : NULL;
+
+	struct adump_attr *attrs = (struct adump_attr *)pos;
+	pos += op->attr_count * sizeof(*attrs);
+	for (uint32_t i = 0; i < op->attr_count; i++) {
+		attrs[i].name = put_str(&pos, op->attrs[i].name);
+		attrs[i].value = put_str(&pos, op->attrs[i].value);
+	}
+	rec->op.attrs = op->attr_count ? attrs : NULL;
+	rec->op.op_type = put_str(&pos, op->op_type);
+	rec->op.op_name = put_str(&pos, op->op_name);
+	rec->op.dfx_message = put_str(&pos, op->dfx_message);
+	*out = rec;
+	return 0;
+}
+
+void adump_op_rec_destroy(struct adump_op_rec *rec)
+{
+	free(rec);
+}

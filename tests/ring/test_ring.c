@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ring/: order, wrap-around, full and empty, drop accounting, and a two-thread stress of
+ * millions of records through a channel, checking order and content end to end. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "ring/ring.h"
+
+#define BUF_BYTES 64
+
+static struct adump_chan *make_chan(uint32_t count, enum adump_on_full on_full, void **mem)
+{
+	struct adump_chan_cfg cfg = {
+		.stream_id = 7, .buffer_count = count, .buffer_bytes = BUF_BYTES,
+		.on_full = on_full,
+	};
+	struct adump_chan *c = NULL;
+
+	*mem = calloc(count, BUF_BYTES);
+	cfg.buffer_mem = *mem;
+	ck_assert_int_eq(adump_chan_create(&cfg, &c), 0);
+	return c;
+}
+
+START_TEST(test_config_rejected)
+{
+	struct adump_chan_cfg cfg = { .buffer_count = 1, .buffer_bytes = 64 };
+	struct adump_chan *c = NULL;
+	char mem[128];
+
+	cfg.buffer_mem = mem;
+	ck_assert_int_eq(adump_chan_create(&cfg, &c), -ADUMP_ERR_CONFIG);
+	cfg.buffer_count = 2;
+	cfg.buffer_mem = NULL;
+	ck_assert_int_eq(adump_chan_create(&cfg, &c), -ADUMP_ERR_CONFIG);
+	ck_assert_ptr_null(c);
+}
+END_TEST
+
+START_TEST(test_order_and_wrap)
+{
+	void *mem;
+	struct adump_chan *c = make_chan(4, ADUMP_ON_FULL_DROP, &mem);
+
+	ck_assert_ptr_null(adump_chan_pop_sc(c));
+	/* 1000 rounds through 4 buffers wraps both rings many times. */
+	for (uint64_t round = 0; round < 1000; round++) {
+		struct adump_rec *r[3];
+
+		for (int i = 0; i < 3; i++) {
+			r[i] = adump_chan_reserve_sp(c, false);
+			ck_assert_ptr_nonnull(r[i]);
+			r[i]->offset = round * 3 + (uint64_t)i;
+			memset(r[i]->buf, (int)(round + (uint64_t)i), BUF_BYTES);
+			adump_chan_commit_sp(c, r[i]);
+		}
+		for (int i = 0; i < 3; i++) {
+			struct adump_rec *got = adump_chan_pop_sc(c);
+
+			ck_assert_ptr_eq(got, r[i]);
+			ck_assert_uint_eq(got->offset, round * 3 + (uint64_t)i);
+			ck_assert_uint_eq(((unsigned char *)got->buf)[BUF_BYTES - 1],
+					  (unsigned char)(round + (uint64_t)i));
+			adump_chan_release_sc(c, got);
+		}
+		ck_assert_ptr_null(adump_chan_pop_sc(c));
+	}
+	ck_assert_int_eq(adump_chan_wait_idle(c), 0);
+	adump_chan_destroy(c);
+	free(mem);
+}
+END_TEST
+
+START_TEST(test_full_drops_are_counted)
+{
+	void *mem;
+	struct adump_chan *c = make_chan(4, ADUMP_ON_FULL_DROP, &mem);
+	struct adump_rec *held[4];
+	struct adump_stream_stats st;
+
+	for (int i = 0; i < 4; i++) {
+		held[i] = adump_chan_reserve_sp(c, false);
+		ck_assert_ptr_nonnull(held[i]);
+		/* Each record owns a distinct buffer. */
+		for (int j = 0; j < i; j++)
+			ck_assert_ptr_ne(held[i]->buf, held[j]->buf);
+	}
+	ck_assert_ptr_null(adump_chan_reserve_sp(c, false));
+	ck_assert_ptr_null(adump_chan_reserve_sp(c, false));
+	adump_chan_stats(c, &st);
+	ck_assert_uint_eq(st.drops, 2);
+	ck_assert_uint_eq(st.stream_id, 7);
+	for (int i = 0; i < 4; i++)
+		adump_chan_commit_sp(c, held[i]);
+	adump_chan_stats(c, &st);
+	ck_assert_uint_eq(st.records, 4);
+	ck_assert_uint_eq(st.ring_high_water, 4);
+	for (int i = 0; i < 4; i++)
+		adump_chan_release_sc(c, adump_chan_pop_sc(c));
+	/* The drop is reported once by the next idle wait, then cleared. */
+	ck_assert_int_eq(adump_chan_wait_idle(c), -ADUMP_ERR_DROPPED);
+	ck_assert_int_eq(adump_chan_wait_idle(c), 0);
+	adump_chan_destroy(c);
+	free(mem);
+}
+END_TEST
+
+struct stress {
+	struct adump_chan *c;
+	uint64_t count;
+	uint64_t seed;
+	uint64_t bad;
+	int slow_consumer;
+};
+
+static void *stress_producer(void *arg)
+{
+	struct stress *s = arg;
+
+	for (uint64_t i = 0; i < s->count; i++) {
+		struct adump_rec *r = adump_chan_reserve_sp(s->c, false);
+
+		r->offset = i;
+		r->len = (uint32_t)(i % BUF_BYTES) + 1;
+		/* Canary pattern derived from the sequence number fills the whole buffer. */
+		memset(r->buf, (int)(i * 131 + s->seed), BUF_BYTES);
+		r->flags = (i + 1 == s->count) ? ADUMP_REC_LAST : 0;
+		adump_chan_commit_sp(s->c, r);
+	}
+	return NULL;
+}
+
+static void *stress_consumer(void *arg)
+{
+	struct stress *s = arg;
+	uint64_t next = 0;
+
+	while (next < s->count) {
+		struct adump_rec *r = adump_chan_pop_sc(s->c);
+
+		if (!r)
+			continue;
+		unsigned char want = (unsigned char)(next * 131 + s->seed);
+		const unsigned char *b = r->buf;
+		if (r->offset != next || r->len != (uint32_t)(next % BUF_BYTES) + 1 ||
+		    b[0] != want || b[BUF_BYTES - 1] != want)
+			s->bad++;
+		if (s->slow_consumer && next % 4096 == 0)
+			usleep(50);
+		next++;
+		adump_chan_release_sc(s->c, r);
+	}
+	return NULL;
+}
+
+static void run_stress(uint64_t count, uint32_t buffers, int slow)
+{
+	void *mem;
+	struct stress s = { .count = count, .seed = t_seed(), .slow_consumer = slow };
+	pthread_t p, q;
+	struct adump_stream_stats st;
+
+	s.c = make_chan(buffers, ADUMP_ON_FULL_BLOCK, &mem);
+	pthread_create(&q, NULL, stress_consumer, &s);
+	pthread_create(&p, NULL, stress_producer, &s);
+	pthread_join(p, NULL);
+	ck_assert_int_eq(adump_chan_wait_idle(s.c), 0);
+	pthread_join(q, NULL);
+	ck_assert_uint_eq(s.bad, 0);
+	adump_chan_stats(s.c, &st);
+	ck_assert_uint_eq(st.records, count);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_uint_le(st.ring_high_water, buffers);
+	adump_chan_destroy(s.c);
+	free(mem);
+}
+
+START_TEST(test_stress_two_threads)
+{
+	/* Millions of records in the normal build; fewer under sanitizers, which are ~20x slower. */
+	const char *env = getenv("ADUMP_TEST_RING_RECORDS");
+	uint64_t count = env ? strtoull(env, NULL, 0) : 2000000;
+
+	run_stress(count, 64, 0);
+}
+END_TEST
+
+START_TEST(test_blocking_producer_sleeps_and_wakes)
+{
+	struct adump_stream_stats st;
+	void *mem;
+	struct stress s = { .count = 200000, .seed = t_seed(), .slow_consumer = 1 };
+	pthread_t p, q;
+
+	s.c = make_chan(2, ADUMP_ON_FULL_BLOCK, &mem);
+	pthread_create(&q, NULL, stress_consumer, &s);
+	pthread_create(&p, NULL, stress_producer, &s);
+	pthread_join(p, NULL);
+	pthread_join(q, NULL);
+	ck_assert_uint_eq(s.bad, 0);
+	adump_chan_stats(s.c, &st);
+	/* Two buffers and a slow consumer: the producer must have waited, and lost nothing. */
+	ck_assert_uint_gt(st.producer_wait_count, 0);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_uint_eq(st.records, s.count);
+	adump_chan_destroy(s.c);
+	free(mem);
+}
+END_TEST
+
+START_TEST(test_op_rec_deep_copy)
+{
+	struct adump_tensor t[2] = {
+		{ .kind = ADUMP_TENSOR_INPUT, .dtype = ADUMP_DT_FLOAT, .dim_count = 1, .dims = { 3 }, .bytes = 12 },
+		{ .kind = ADUMP_TENSOR_OUTPUT, .dtype = ADUMP_DT_FLOAT, .dim_count = 1, .dims = { 3 }, .bytes = 12 },
+	};
+	struct adump_attr a = { "alpha", "1" };
+	char type[] = "Add", name[] = "add_1";
+	struct adump_op op = { .op_type = type, .op_name = name, .tensor_count = 2, .tensors = t,
+			       .attr_count = 1, .attrs = &a };
+	struct adump_op_rec *rec = NULL;
+
+	ck_assert_int_eq(adump_op_rec_create(&op, &rec), 0);
+	strcpy(type, "Mul");
+	t[0].bytes = 99;
+	ck_assert_str_eq(rec->op.op_type, "Add");
+	ck_assert_str_eq(rec->op.op_name, "add_1");
+	ck_assert_str_eq(rec->op.attrs[0].value, "1");
+	ck_assert_uint_eq(rec->op.tensors[0].bytes, 12);
+	ck_assert_uint_eq(rec->payload_bytes, 24);
+	adump_op_rec_destroy(rec);
+
+	t[0].kind = ADUMP_TENSOR_OUTPUT;
+	t[1].kind = ADUMP_TENSOR_INPUT;         /* out of order */
+	ck_assert_int_eq(adump_op_rec_create(&op, &rec), -ADUMP_ERR_CONFIG);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ring");
+	TCase *tc = tcase_create("chan");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_config_rejected);
+	tcase_add_test(tc, test_order_and_wrap);
+	tcase_add_test(tc, test_full_drops_are_counted);
+	tcase_add_test(tc, test_stress_two_threads);
+	tcase_add_test(tc, test_blocking_producer_sleeps_and_wakes);
+	tcase_add_test(tc, test_op_rec_deep_copy);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
