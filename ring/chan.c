@@ -64,14 +64,23 @@ ADUMP_NO_TSAN static bool ring_push(ck_ring_t *ring, ck_ring_buffer_t *slots, vo
 				    unsigned int *size)
 {
 	unsigned int ignored;
+	bool ok;
 
+	ADUMP_TSAN_IGNORE_BEGIN();
 	/* ck's _size variant stores through @size unconditionally. */
-	return ck_ring_enqueue_spsc_size(ring, slots, rec, size ? size : &ignored);
+	ok = ck_ring_enqueue_spsc_size(ring, slots, rec, size ? size : &ignored);
+	ADUMP_TSAN_IGNORE_END();
+	return ok;
 }
 
 ADUMP_NO_TSAN static bool ring_pop(ck_ring_t *ring, ck_ring_buffer_t *slots, void **rec)
 {
-	return ck_ring_dequeue_spsc(ring, slots, rec);
+	bool ok;
+
+	ADUMP_TSAN_IGNORE_BEGIN();
+	ok = ck_ring_dequeue_spsc(ring, slots, rec);
+	ADUMP_TSAN_IGNORE_END();
+	return ok;
 }
 
 int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)

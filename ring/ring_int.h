@@ -22,7 +22,25 @@
 #define ADUMP_TSAN_RELEASE(p) __tsan_release(p)
 #define ADUMP_TSAN_ACQUIRE(p) __tsan_acquire(p)
 #define ADUMP_NO_TSAN __attribute__((no_sanitize_thread))
+/* The runtime's dynamic annotations: accesses between Begin and End (including those that
+ * ck_ring makes through memcpy, which the runtime intercepts) are not tracked. */
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define ADUMP_TSAN_IGNORE_BEGIN()                              \
+	do {                                                   \
+		AnnotateIgnoreReadsBegin(__FILE__, __LINE__);  \
+		AnnotateIgnoreWritesBegin(__FILE__, __LINE__); \
+	} while (0)
+#define ADUMP_TSAN_IGNORE_END()                              \
+	do {                                                 \
+		AnnotateIgnoreWritesEnd(__FILE__, __LINE__); \
+		AnnotateIgnoreReadsEnd(__FILE__, __LINE__);  \
+	} while (0)
 #else
+#define ADUMP_TSAN_IGNORE_BEGIN() ((void)0)
+#define ADUMP_TSAN_IGNORE_END() ((void)0)
 #define ADUMP_TSAN_RELEASE(p) ((void)0)
 #define ADUMP_TSAN_ACQUIRE(p) ((void)0)
 #define ADUMP_NO_TSAN
