@@ -215,6 +215,16 @@ struct adump_rec *adump_chan_pop_sc(struct adump_chan *c)
 	return rec;
 }
 
+bool adump_chan_is_empty_sc(struct adump_chan *c)
+{
+	unsigned int n;
+
+	ADUMP_TSAN_IGNORE_BEGIN();
+	n = ck_ring_size(&c->full_ring);
+	ADUMP_TSAN_IGNORE_END();
+	return n == 0;
+}
+
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
 {
 	/* Pairs with the acquire in take_free(). */

@@ -109,6 +109,9 @@ int adump_chan_wait_idle(struct adump_chan *c);
 /* Consumer thread only: the next committed record, or NULL when empty. */
 struct adump_rec *adump_chan_pop_sc(struct adump_chan *c);
 
+/* Consumer thread only: whether nothing is waiting (a worker's last look before it sleeps). */
+bool adump_chan_is_empty_sc(struct adump_chan *c);
+
 /* Consumer thread only: the record's buffer is free again (its write has completed). */
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
 

@@ -28,7 +28,7 @@ enum adump_on_full {
 
 /* Which backend writes files. AUTO takes io_uring and falls back to pwrite when the kernel
  * refuses io_uring (ENOSYS, EPERM, ENOMEM, EINVAL). */
-enum adump_writer {
+enum adump_writer_kind {
 	ADUMP_WRITER_AUTO = 0,
 	ADUMP_WRITER_URING = 1,
 	ADUMP_WRITER_PWRITE = 2,
@@ -62,7 +62,7 @@ struct adump_config {
 	size_t pool_bytes;              /* 0: 256 MiB; all staging buffers together */
 	unsigned stream_max;            /* 0: 16; streams sharing the pool at once */
 	enum adump_on_full on_full;
-	enum adump_writer writer;
+	enum adump_writer_kind writer;
 	enum adump_sink sink;
 	adump_chunk_fn chunk_fn;        /* with ADUMP_SINK_CALLBACK */
 	void *chunk_user;
@@ -90,7 +90,7 @@ struct adump_stats {
 	uint64_t writes_in_flight;      /* at the moment of the call */
 	uint64_t producer_wait_count;
 	uint64_t producer_wait_ns;
-	enum adump_writer backend;      /* URING or PWRITE once decided; AUTO before */
+	enum adump_writer_kind backend;     /* URING or PWRITE once decided; AUTO before */
 	int first_error;                /* first failure the session saw (negative), or 0 */
 	unsigned worker_count;          /* workers running */
 	unsigned stream_count;          /* entries filled in streams[] */
