@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Every default and bound of struct adump_config, in one place. */
+#ifndef ADUMP_DEFAULTS_H
+#define ADUMP_DEFAULTS_H
+
+#define ADUMP_DEFAULT_CHUNK_BYTES (2u << 20)
+#define ADUMP_MIN_CHUNK_BYTES 512u
+#define ADUMP_MAX_CHUNK_BYTES (1u << 30)
+#define ADUMP_DEFAULT_POOL_BYTES (256u << 20)
+#define ADUMP_DEFAULT_STREAM_MAX 16u
+#define ADUMP_STREAM_MAX_LIMIT 64u              /* struct adump_stats holds 64 streams */
+#define ADUMP_MIN_BUFFERS_PER_STREAM 2u
+#define ADUMP_WORKER_MAX 64u
+#define ADUMP_URING_DEPTH 256u
+#define ADUMP_FILE_MODE 0640
+
+#endif

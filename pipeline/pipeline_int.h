@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pipeline/ private: the session, its workers and the per-file state they keep. */
+#ifndef ADUMP_PIPELINE_INT_H
+#define ADUMP_PIPELINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "adump/adump.h"
+#include "adump/device.h"
+#include "iouring/writer.h"
+#include "pipeline/defaults.h"
+#include "ring/ring.h"
+
+struct adump_session;
+struct file_state;
+
+/* One write in flight: a record's chunk (one per staging buffer, indexed like the pool) or a
+ * file's header (embedded in the file's state, rec == NULL). */
+struct adump_chunk_write {
+	struct adump_wreq req;
+	struct file_state *file;
+	struct adump_chan *chan;
+	struct adump_rec *rec;
+};
+
+struct adump_worker {
+	struct adump_session *session;
+	unsigned index;
+	pthread_t thread;
+	bool is_started;
+	struct adump_doorbell doorbell;
+	struct adump_writer *writer;
+	/* Channels this worker consumes; written under the session lock, read by the worker. */
+	struct adump_chan *_Atomic chans[ADUMP_STREAM_MAX_LIMIT];
+	unsigned chan_count;                    /* session lock */
+	_Atomic uint64_t epoch;                 /* bumped once per loop: detach waits on it */
+	_Atomic bool should_stop;
+	int start_error;
+	_Atomic int is_ready;
+};
+
+struct stream_slot {
+	struct adump_dev_stream *stream;
+	struct adump_chan *chan;
+	unsigned worker;
+	bool is_used;
+};
+
+struct adump_session {
+	struct adump_config cfg;
+	char *dump_path;                        /* absolute */
+	char *dir;                              /* <dump_path>/<time_dir> */
+	size_t chunk_bytes;
+	size_t pool_bytes;
+	uint32_t buffer_count;
+	uint32_t buffers_per_stream;
+	void *pool;
+	struct iovec *pool_iov;
+	struct adump_chunk_write *writes;       /* one per staging buffer */
+	enum adump_writer_kind backend;
+
+	pthread_mutex_t lock;                   /* attach/detach/workers */
+	struct stream_slot slots[ADUMP_STREAM_MAX_LIMIT];
+	unsigned worker_target;
+	unsigned worker_count;
+	struct adump_worker workers[ADUMP_WORKER_MAX];
+
+	_Atomic uint64_t device_dirs;           /* bit i: <dir>/<i> exists */
+	_Atomic uint64_t records;
+	_Atomic uint64_t bytes;
+	_Atomic uint64_t files_completed;
+	_Atomic uint64_t files_failed;
+	_Atomic uint64_t write_errors;
+	_Atomic uint64_t callback_errors;
+	_Atomic int64_t writes_in_flight;
+	_Atomic int first_error;
+	/* Stream stats survive detach: folded in here. */
+	_Atomic uint64_t detached_drops;
+	_Atomic uint64_t detached_wait_count;
+	_Atomic uint64_t detached_wait_ns;
+};
+
+int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned index);
+void adump_worker_stop(struct adump_worker *w);
+/* Record the session's first error (the first one wins). */
+void adump_session_set_error(struct adump_session *s, int err);
+
+#endif

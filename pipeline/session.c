@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The capture session: configuration, the staging pool and its per-stream shares, stream
+ * attach/detach, flush and stats. The workers themselves live in worker.c. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "pipeline/pipeline_int.h"
+
+#define MODULE "session"
+
+static size_t cfg_chunk(const struct adump_config *cfg)
+{
+	return cfg->chunk_bytes ? cfg->chunk_bytes : ADUMP_DEFAULT_CHUNK_BYTES;
+}
+
+static size_t cfg_pool(const struct adump_config *cfg)
+{
+	return cfg->pool_bytes ? cfg->pool_bytes : ADUMP_DEFAULT_POOL_BYTES;
+}
+
+static unsigned cfg_stream_max(const struct adump_config *cfg)
+{
+	return cfg->stream_max ? cfg->stream_max : ADUMP_DEFAULT_STREAM_MAX;
+}
+
+int adump_config_check(const struct adump_config *cfg)
+{
+	size_t chunk, pool;
+
+	if (!cfg) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "config is NULL");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->struct_size < sizeof(struct adump_config)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE,
+			  "config.struct_size %zu: initialise the config with ADUMP_CONFIG_INIT",
+			  cfg->struct_size);
+		return -ADUMP_ERR_CONFIG;
+	}
+	chunk = cfg_chunk(cfg);
+	pool = cfg_pool(cfg);
+	if (chunk < ADUMP_MIN_CHUNK_BYTES || chunk > ADUMP_MAX_CHUNK_BYTES) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "chunk_bytes %zu out of range [%u, %u]", chunk,
+			  ADUMP_MIN_CHUNK_BYTES, ADUMP_MAX_CHUNK_BYTES);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg_stream_max(cfg) > ADUMP_STREAM_MAX_LIMIT) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "stream_max %u above %u", cfg->stream_max,
+			  ADUMP_STREAM_MAX_LIMIT);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (pool / chunk < (size_t)ADUMP_MIN_BUFFERS_PER_STREAM * cfg_stream_max(cfg)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE,
+			  "pool_bytes %zu holds %zu chunks of %zu bytes; stream_max %u streams "
+			  "need at least %u each",
+			  pool, pool / chunk, chunk, cfg_stream_max(cfg), ADUMP_MIN_BUFFERS_PER_STREAM);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->worker_count > ADUMP_WORKER_MAX) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "worker_count %u above %u", cfg->worker_count,
+			  ADUMP_WORKER_MAX);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if ((unsigned)cfg->on_full > ADUMP_ON_FULL_DROP || (unsigned)cfg->writer > ADUMP_WRITER_PWRITE ||
+	    (unsigned)cfg->sink > ADUMP_SINK_CALLBACK) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "on_full, writer or sink has an unknown value");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->sink == ADUMP_SINK_CALLBACK && !cfg->chunk_fn) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "sink is callback but chunk_fn is NULL");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->sink == ADUMP_SINK_FILE && (!cfg->dump_path || !cfg->dump_path[0])) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "dump_path is required for the file sink");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->time_dir && (strchr(cfg->time_dir, '/') || !strcmp(cfg->time_dir, "..") ||
+			      !strcmp(cfg->time_dir, "."))) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "time_dir '%s' must be a single path component",
+			  cfg->time_dir);
+		return -ADUMP_ERR_CONFIG;
+	}
+	return 0;
+}
+
+static char *absolute_path(const char *path)
+{
+	char cwd[PATH_MAX], *out;
+
+	if (!path || !path[0])
+		path = ".";
+	if (path[0] == '/')
+		return strdup(path);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (!strcmp(path, "."))
+		return strdup(cwd);
+	if (asprintf(&out, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return out;
+}
+
+void adump_session_set_error(struct adump_session *s, int err)
+{
+	int expected = 0;
+
+	atomic_compare_exchange_strong_explicit(&s->first_error, &expected, err,
+						memory_order_relaxed, memory_order_relaxed);
+}
+
+static int decide_backend(struct adump_session *s)
+{
+	int ret;
+
+	if (s->cfg.writer == ADUMP_WRITER_PWRITE) {
+		s->backend = ADUMP_WRITER_PWRITE;
+		adump_log(ADUMP_LOG_INFO, "iouring", "writer: pwrite (requested)");
+		return 0;
+	}
+	ret = adump_writer_probe_uring();
+	if (ret == 0) {
+		s->backend = ADUMP_WRITER_URING;
+		adump_log(ADUMP_LOG_INFO, "iouring", "writer: io_uring");
+		return 0;
+	}
+	if (s->cfg.writer == ADUMP_WRITER_URING) {
+		adump_log(ADUMP_LOG_ERROR, "iouring", "io_uring requested but setup failed: %s",
+			  adump_strerror(ret));
+		return ret;
+	}
+	s->backend = ADUMP_WRITER_PWRITE;
+	adump_log(ADUMP_LOG_WARN, "iouring", "io_uring unavailable (%s): writing with pwrite",
+		  adump_strerror(ret));
+	return 0;
+}
+
+int adump_session_create(const struct adump_config *cfg, struct adump_session **out)
+{
+	struct adump_session *s;
+	char stamp[32];
+	int ret;
+
+	ret = adump_config_check(cfg);
+	if (ret < 0)
+		return ret;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->cfg.dump_path = NULL;
+	s->cfg.time_dir = NULL;
+	pthread_mutex_init(&s->lock, NULL);
+	s->chunk_bytes = cfg_chunk(cfg);
+	s->buffer_count = (uint32_t)(cfg_pool(cfg) / s->chunk_bytes);
+	s->pool_bytes = (size_t)s->buffer_count * s->chunk_bytes;
+	s->buffers_per_stream = s->buffer_count / cfg_stream_max(cfg);
+	s->cfg.stream_max = cfg_stream_max(cfg);
+	s->worker_target = cfg->worker_count ? cfg->worker_count : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	if (s->worker_target == 0)
+		s->worker_target = 1;
+	if (s->worker_target > ADUMP_WORKER_MAX)
+		s->worker_target = ADUMP_WORKER_MAX;
+
+	ret = -ENOMEM;
+	s->dump_path = absolute_path(cfg->dump_path);
+	if (!s->dump_path)
+		goto err;
+	if (cfg->time_dir) {
+		snprintf(stamp, sizeof(stamp), "%s", cfg->time_dir);
+	} else {
+		time_t now = time(NULL);
+		struct tm tm;
+
+		localtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	}
+	if (asprintf(&s->dir, "%s/%s", s->dump_path, stamp) < 0) {
+		s->dir = NULL;
+		goto err;
+	}
+	if (cfg->sink == ADUMP_SINK_FILE) {
+		ret = adump_mkdir_p(s->dir, 0750);
+		if (ret < 0) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", s->dir,
+				  adump_strerror(ret));
+			goto err;
+		}
+	}
+	/* The pool is reserved, not touched: pages become resident as buffers are used (or
+	 * when io_uring registers them). */
+	s->pool = mmap(NULL, s->pool_bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (s->pool == MAP_FAILED) {
+		s->pool = NULL;
+		ret = -errno;
+		goto err;
+	}
+	ret = -ENOMEM;
+	s->pool_iov = calloc(s->buffer_count, sizeof(*s->pool_iov));
+	s->writes = calloc(s->buffer_count, sizeof(*s->writes));
+	if (!s->pool_iov || !s->writes)
+		goto err;
+	for (uint32_t i = 0; i < s->buffer_count; i++) {
+		s->pool_iov[i].iov_base = (char *)s->pool + (size_t)i * s->chunk_bytes;
+		s->pool_iov[i].iov_len = s->chunk_bytes;
+	}
+	ret = decide_backend(s);
+	if (ret < 0)
+		goto err;
+	*out = s;
+	return 0;
+err:
+	free(s->pool_iov);
+	free(s->writes);
+	if (s->pool)
+		munmap(s->pool, s->pool_bytes);
+	free(s->dir);
+	free(s->dump_path);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return ret;
+}
+
+/* Session lock held. Starts a worker while fewer than the target run (so never more
+ * workers than streams), otherwise picks the one with the fewest channels. */
+static int pick_worker(struct adump_session *s, unsigned *out)
+{
+	unsigned best = 0;
+	int ret;
+
+	if (s->worker_count < s->worker_target) {
+		ret = adump_worker_start(s, &s->workers[s->worker_count], s->worker_count);
+		if (ret == 0) {
+			*out = s->worker_count++;
+			return 0;
+		}
+		if (s->worker_count == 0)
+			return ret;
+		adump_log(ADUMP_LOG_WARN, MODULE, "starting worker %u failed: %s; sharing workers",
+			  s->worker_count, adump_strerror(ret));
+	}
+	for (unsigned i = 1; i < s->worker_count; i++)
+		if (s->workers[i].chan_count < s->workers[best].chan_count)
+			best = i;
+	*out = best;
+	return 0;
+}
+
+int adump_session_attach(struct adump_session *s, struct adump_dev_stream *stream)
+{
+	struct adump_chan_cfg ccfg;
+	struct adump_chan *chan;
+	unsigned slot = ADUMP_STREAM_MAX_LIMIT, worker = 0;
+	int ret;
+
+	if (!s || !stream)
+		return -EINVAL;
+	if (adump_dev_stream_chan(stream))
+		return -ADUMP_ERR_STATE;
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->cfg.stream_max; i++) {
+		if (s->slots[i].is_used && s->slots[i].stream == stream) {
+			ret = -ADUMP_ERR_STATE;
+			goto out;
+		}
+		if (!s->slots[i].is_used && slot == ADUMP_STREAM_MAX_LIMIT)
+			slot = i;
+	}
+	if (slot == ADUMP_STREAM_MAX_LIMIT) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "attach: %u streams attached already (stream_max)",
+			  s->cfg.stream_max);
+		ret = -ADUMP_ERR_TOO_BIG;
+		goto out;
+	}
+	ccfg = (struct adump_chan_cfg){
+		.stream_id = adump_dev_stream_id(stream),
+		.buffer_count = s->buffers_per_stream,
+		.buffer_bytes = s->chunk_bytes,
+		.buffer_mem = (char *)s->pool + (size_t)slot * s->buffers_per_stream * s->chunk_bytes,
+		.first_index = slot * s->buffers_per_stream,
+		.on_full = s->cfg.on_full,
+	};
+	ret = adump_chan_create(&ccfg, &chan);
+	if (ret < 0)
+		goto out;
+	ret = pick_worker(s, &worker);
+	if (ret < 0) {
+		adump_chan_destroy(chan);
+		goto out;
+	}
+	struct adump_worker *w = &s->workers[worker];
+	adump_chan_set_doorbell(chan, &w->doorbell);
+	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++) {
+		if (!atomic_load_explicit(&w->chans[i], memory_order_relaxed)) {
+			/* Pairs with the worker's acquire load: the channel is initialised. */
+			atomic_store_explicit(&w->chans[i], chan, memory_order_release);
+			break;
+		}
+	}
+	w->chan_count++;
+	s->slots[slot] = (struct stream_slot){ .stream = stream, .chan = chan, .worker = worker,
+					       .is_used = true };
+	adump_dev_stream_bind(stream, chan);
+out:
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* Session lock held. The channel is idle and unbound: take it from its worker, and wait
+ * until the worker can no longer be looking at it. */
+static void slot_release(struct adump_session *s, struct stream_slot *slot)
+{
+	struct adump_worker *w = &s->workers[slot->worker];
+	struct adump_stream_stats st;
+
+	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++)
+		if (atomic_load_explicit(&w->chans[i], memory_order_relaxed) == slot->chan)
+			atomic_store_explicit(&w->chans[i], NULL, memory_order_seq_cst);
+	w->chan_count--;
+	/* The worker reads its channel pointers afresh each loop: two epoch steps, or the
+	 * worker asleep, mean it has dropped the old pointer. */
+	uint64_t epoch = atomic_load_explicit(&w->epoch, memory_order_seq_cst);
+	while (atomic_load_explicit(&w->epoch, memory_order_seq_cst) < epoch + 2 &&
+	       !atomic_load_explicit(&w->doorbell.is_sleeping, memory_order_seq_cst))
+		usleep(50);
+	adump_chan_stats(slot->chan, &st);
+	atomic_fetch_add_explicit(&s->detached_drops, st.drops, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->detached_wait_count, st.producer_wait_count, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->detached_wait_ns, st.producer_wait_ns, memory_order_relaxed);
+	adump_chan_destroy(slot->chan);
+	*slot = (struct stream_slot){ 0 };
+}
+
+int adump_session_detach(struct adump_session *s, struct adump_dev_stream *stream)
+{
+	int ret = -ADUMP_ERR_NOT_FOUND;
+
+	if (!s || !stream)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->cfg.stream_max; i++) {
+		struct stream_slot *slot = &s->slots[i];
+
+		if (!slot->is_used || slot->stream != stream)
+			continue;
+		/* Nothing the stream launched may still be copying into the channel. */
+		adump_dev_stream_sync(stream);
+		adump_dev_stream_bind(stream, NULL);
+		adump_chan_wait_idle(slot->chan);
+		slot_release(s, slot);
+		ret = 0;
+		break;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+int adump_session_flush(struct adump_session *s)
+{
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->cfg.stream_max; i++)
+		if (s->slots[i].is_used)
+			adump_chan_wait_idle(s->slots[i].chan);
+	pthread_mutex_unlock(&s->lock);
+	return adump_session_error(s);
+}
+
+int adump_session_destroy(struct adump_session *s)
+{
+	int ret;
+
+	if (!s)
+		return 0;
+	for (unsigned i = 0; i < s->cfg.stream_max; i++)
+		if (s->slots[i].is_used)
+			adump_session_detach(s, s->slots[i].stream);
+	for (unsigned i = 0; i < s->worker_count; i++)
+		adump_worker_stop(&s->workers[i]);
+	ret = adump_session_error(s);
+	munmap(s->pool, s->pool_bytes);
+	free(s->pool_iov);
+	free(s->writes);
+	free(s->dir);
+	free(s->dump_path);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return ret;
+}
+
+int adump_session_error(const struct adump_session *s)
+{
+	return s ? atomic_load_explicit(&s->first_error, memory_order_relaxed) : -EINVAL;
+}
+
+const char *adump_session_dir(const struct adump_session *s)
+{
+	return s->dir;
+}
+
+void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
+{
+	struct adump_session *s = (struct adump_session *)cs;
+
+	memset(out, 0, sizeof(*out));
+	out->records = atomic_load_explicit(&s->records, memory_order_relaxed);
+	out->bytes = atomic_load_explicit(&s->bytes, memory_order_relaxed);
+	out->files_completed = atomic_load_explicit(&s->files_completed, memory_order_relaxed);
+	out->files_failed = atomic_load_explicit(&s->files_failed, memory_order_relaxed);
+	out->write_errors = atomic_load_explicit(&s->write_errors, memory_order_relaxed);
+	out->callback_errors = atomic_load_explicit(&s->callback_errors, memory_order_relaxed);
+	int64_t in_flight = atomic_load_explicit(&s->writes_in_flight, memory_order_relaxed);
+	out->writes_in_flight = in_flight > 0 ? (uint64_t)in_flight : 0;
+	out->drops = atomic_load_explicit(&s->detached_drops, memory_order_relaxed);
+	out->producer_wait_count = atomic_load_explicit(&s->detached_wait_count, memory_order_relaxed);
+	out->producer_wait_ns = atomic_load_explicit(&s->detached_wait_ns, memory_order_relaxed);
+	out->backend = s->backend;
+	out->first_error = adump_session_error(s);
+	pthread_mutex_lock(&s->lock);
+	out->worker_count = s->worker_count;
+	for (unsigned i = 0; i < s->cfg.stream_max; i++) {
+		struct adump_stream_stats *st;
+
+		if (!s->slots[i].is_used)
+			continue;
+		st = &out->streams[out->stream_count++];
+		adump_chan_stats(s->slots[i].chan, st);
+		out->drops += st->drops;
+		out->producer_wait_count += st->producer_wait_count;
+		out->producer_wait_ns += st->producer_wait_ns;
+	}
+	pthread_mutex_unlock(&s->lock);
+}

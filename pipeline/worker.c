@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A worker: drains the rings of the streams it owns, builds each file's DumpData header
+ * once, and writes every chunk at its exact offset through its own writer (or hands it to
+ * the callback). A file is written as <name>.part and renamed only when every chunk, the
+ * last included, has completed; a file that lost data becomes <name>.failed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "pipeline/pipeline_int.h"
+#include "proto/proto.h"
+
+#define MODULE "worker"
+#define DRAIN_BATCH 64                  /* records taken from one ring before the next ring */
+#define COMPLETION_BATCH 64
+
+/* Per dump file, from its first record to its completion. */
+struct file_state {
+	struct adump_op_rec *op;
+	int fd;
+	bool is_failed;
+	bool is_last_seen;
+	uint32_t pending;                       /* writes submitted, not yet completed */
+	uint64_t payload_base;                  /* 8 + header length */
+	void *header;
+	size_t header_len;
+	struct adump_chunk_write header_write;
+	char path[];                            /* final path; ".part" appended while open */
+};
+
+static size_t path_cap(const struct adump_session *s)
+{
+	return strlen(s->dir) + 16 + 4096;
+}
+
+static int ensure_device_dir(struct adump_session *s, uint32_t device_id)
+{
+	char path[4200];
+	uint64_t bit = device_id < 64 ? (1ull << device_id) : 0;
+	int ret;
+
+	if (bit && (atomic_load_explicit(&s->device_dirs, memory_order_relaxed) & bit))
+		return 0;
+	snprintf(path, sizeof(path), "%s/%u", s->dir, device_id);
+	ret = adump_mkdir_p(path, 0750);
+	if (ret == 0 && bit)
+		atomic_fetch_or_explicit(&s->device_dirs, bit, memory_order_relaxed);
+	return ret;
+}
+
+static void file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what)
+{
+	if (fs->is_failed)
+		return;
+	fs->is_failed = true;
+	adump_session_set_error(s, err);
+	adump_log_once(ADUMP_LOG_ERROR, MODULE, "%s %s: %s (further failures are counted)", what,
+		       fs->path, adump_strerror(err));
+}
+
+static void file_finish(struct adump_session *s, struct file_state *fs)
+{
+	char part[4200], failed[4200];
+
+	if (s->cfg.sink == ADUMP_SINK_FILE && fs->fd >= 0) {
+		snprintf(part, sizeof(part), "%s.part", fs->path);
+		if (close(fs->fd) < 0)
+			file_fail(s, fs, -errno, "closing");
+		if (!fs->is_failed && rename(part, fs->path) < 0)
+			file_fail(s, fs, -errno, "renaming");
+		if (fs->is_failed) {
+			/* Keep what was captured for inspection, under a name that can never be
+			 * mistaken for a complete dump. */
+			snprintf(failed, sizeof(failed), "%s.failed", fs->path);
+			if (rename(part, failed) < 0)
+				unlink(part);
+		}
+	}
+	if (fs->is_failed)
+		atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&s->files_completed, 1, memory_order_relaxed);
+	adump_op_rec_destroy(fs->op);
+	free(fs->header);
+	free(fs);
+}
+
+static void deliver(struct adump_session *s, struct file_state *fs, uint64_t offset,
+		    const void *data, size_t len, bool is_last)
+{
+	struct adump_chunk chunk = {
+		.file_name = fs->path, .offset = offset, .data = data, .len = len, .is_last = is_last,
+	};
+
+	if (s->cfg.chunk_fn(&chunk, s->cfg.chunk_user) != 0 &&
+	    atomic_fetch_add_explicit(&s->callback_errors, 1, memory_order_relaxed) == 0)
+		adump_log(ADUMP_LOG_WARN, MODULE, "dump callback returned an error for %s (counted)",
+			  fs->path);
+	atomic_fetch_add_explicit(&s->bytes, len, memory_order_relaxed);
+}
+
+/* Return: true if the write is in flight; false if it failed at once (file marked failed). */
+static bool submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
+{
+	struct adump_session *s = w->session;
+	int ret = adump_writer_write(w->writer, &cw->req);
+
+	if (ret < 0) {
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		file_fail(s, cw->file, ret, "queueing a write to");
+		return false;
+	}
+	cw->file->pending++;
+	atomic_fetch_add_explicit(&s->writes_in_flight, 1, memory_order_relaxed);
+	return true;
+}
+
+/* The first record of a file: its name, header and (file sink) its .part file. */
+static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec *op)
+{
+	struct adump_session *s = w->session;
+	struct file_state *fs = calloc(1, sizeof(*fs) + path_cap(s));
+	char name[4200], part[4200];
+	int ret, n;
+
+	if (!fs)
+		return NULL;
+	fs->op = op;
+	fs->fd = -1;
+	n = snprintf(fs->path, path_cap(s), "%s/%u/", s->dir, op->op.device_id);
+	ret = adump_dump_file_name(&op->op, name, sizeof(name));
+	if (ret < 0) {
+		snprintf(fs->path + n, path_cap(s) - (size_t)n, "unnamed");
+		file_fail(s, fs, ret, "naming");
+		return fs;
+	}
+	memcpy(fs->path + n, name, (size_t)ret + 1);
+	ret = adump_dump_header_alloc(&op->op, &fs->header, &fs->header_len);
+	if (ret < 0) {
+		file_fail(s, fs, ret, "building the header of");
+		return fs;
+	}
+	fs->payload_base = fs->header_len;
+	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
+		deliver(s, fs, 0, fs->header, fs->header_len, op->payload_bytes == 0);
+		return fs;
+	}
+	ret = ADUMP_TESTPOINT("worker.open");
+	if (ret == 0)
+		ret = ensure_device_dir(s, op->op.device_id);
+	if (ret == 0) {
+		snprintf(part, sizeof(part), "%s.part", fs->path);
+		fs->fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
+		if (fs->fd < 0)
+			ret = -errno;
+	}
+	if (ret < 0) {
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		file_fail(s, fs, ret, "creating");
+		return fs;
+	}
+	fs->header_write = (struct adump_chunk_write){
+		.req = { .fd = fs->fd, .buf_index = -1, .buf = fs->header, .len = fs->header_len },
+		.file = fs,
+	};
+	submit_write(w, &fs->header_write);
+	return fs;
+}
+
+/* A record is done (written, delivered or skipped): finish its file if nothing of it is
+ * outstanding any more, then give the buffer back. Finishing first means that a stream sync,
+ * which waits for the buffers, also sees the renamed file. */
+static void record_done(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+			struct file_state *fs)
+{
+	if (rec->flags & ADUMP_REC_LAST)
+		fs->is_last_seen = true;
+	if (fs->is_last_seen && fs->pending == 0)
+		file_finish(w->session, fs);
+	adump_chan_release_sc(chan, rec);
+}
+
+static void handle_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
+{
+	struct adump_session *s = w->session;
+	struct adump_op_rec *op = rec->op;
+	struct file_state *fs = op->priv;
+
+	atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed);
+	if (!fs) {
+		fs = file_open(w, op);
+		if (!fs) {
+			/* No memory for the file's state: drop the file, keep the session alive. */
+			adump_session_set_error(s, -ENOMEM);
+			atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
+			adump_log_once(ADUMP_LOG_ERROR, MODULE, "out of memory for a file's state");
+			if (rec->flags & ADUMP_REC_LAST)
+				adump_op_rec_destroy(op);
+			else
+				atomic_store_explicit(&op->is_failed, 2, memory_order_relaxed);
+			adump_chan_release_sc(chan, rec);
+			return;
+		}
+		op->priv = fs;
+	}
+	if (atomic_load_explicit(&op->is_failed, memory_order_relaxed))
+		file_fail(s, fs, -ADUMP_ERR_DROPPED, "dropped data of");
+	if (fs->is_failed || rec->len == 0) {
+		record_done(w, chan, rec, fs);
+		return;
+	}
+	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
+		deliver(s, fs, fs->payload_base + rec->offset, rec->buf, rec->len,
+			(rec->flags & ADUMP_REC_LAST) != 0);
+		record_done(w, chan, rec, fs);
+		return;
+	}
+	struct adump_chunk_write *cw = &s->writes[rec->index];
+	*cw = (struct adump_chunk_write){
+		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec->buf, .len = rec->len,
+			 .offset = fs->payload_base + rec->offset },
+		.file = fs, .chan = chan, .rec = rec,
+	};
+	if (!submit_write(w, cw))
+		record_done(w, chan, rec, fs);
+	else if (rec->flags & ADUMP_REC_LAST)
+		fs->is_last_seen = true;
+}
+
+static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
+{
+	struct adump_session *s = w->session;
+	struct adump_chunk_write *cw = (struct adump_chunk_write *)req;
+	struct file_state *fs = cw->file;
+
+	fs->pending--;
+	atomic_fetch_sub_explicit(&s->writes_in_flight, 1, memory_order_relaxed);
+	if (req->res < 0) {
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		file_fail(s, fs, req->res, "writing");
+	} else {
+		atomic_fetch_add_explicit(&s->bytes, req->len, memory_order_relaxed);
+	}
+	if (cw->rec)
+		record_done(w, cw->chan, cw->rec, fs);
+	else if (fs->is_last_seen && fs->pending == 0)
+		file_finish(s, fs);
+}
+
+static unsigned reap(struct adump_worker *w, bool block, bool *doorbell)
+{
+	struct adump_wreq *done[COMPLETION_BATCH];
+	int n = adump_writer_wait(w->writer, done, COMPLETION_BATCH, block, doorbell);
+
+	if (n < 0) {
+		adump_log_once(ADUMP_LOG_ERROR, MODULE, "waiting for completions failed: %s",
+			       adump_strerror(n));
+		adump_session_set_error(w->session, n);
+		usleep(1000);
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		handle_completion(w, done[i]);
+	return (unsigned)n;
+}
+
+static unsigned drain_rings(struct adump_worker *w)
+{
+	unsigned handled = 0;
+
+	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++) {
+		/* Pairs with the release store in adump_session_attach(). */
+		struct adump_chan *c = atomic_load_explicit(&w->chans[i], memory_order_acquire);
+
+		if (!c)
+			continue;
+		for (unsigned n = 0; n < DRAIN_BATCH; n++) {
+			struct adump_rec *rec = adump_chan_pop_sc(c);
+
+			if (!rec)
+				break;
+			handle_record(w, c, rec);
+			handled++;
+		}
+	}
+	return handled;
+}
+
+static bool rings_empty(struct adump_worker *w)
+{
+	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++) {
+		struct adump_chan *c = atomic_load_explicit(&w->chans[i], memory_order_acquire);
+
+		if (c && !adump_chan_is_empty_sc(c))
+			return false;
+	}
+	return true;
+}
+
+static void *worker_main(void *arg)
+{
+	struct adump_worker *w = arg;
+	bool doorbell;
+
+	for (;;) {
+		atomic_fetch_add_explicit(&w->epoch, 1, memory_order_seq_cst);
+		unsigned handled = drain_rings(w);
+
+		if (adump_writer_submit(w->writer) < 0)
+			adump_log_once(ADUMP_LOG_ERROR, MODULE, "submitting writes failed");
+		handled += reap(w, false, &doorbell);
+		if (handled)
+			continue;
+		if (atomic_load_explicit(&w->should_stop, memory_order_acquire) &&
+		    adump_writer_in_flight(w->writer) == 0 && rings_empty(w))
+			break;
+		/* Dekker with adump_doorbell_ring(): announce the sleep, then look once more. */
+		atomic_store_explicit(&w->doorbell.is_sleeping, 1, memory_order_seq_cst);
+		if (rings_empty(w) && !atomic_load_explicit(&w->should_stop, memory_order_seq_cst))
+			reap(w, true, &doorbell);
+		atomic_store_explicit(&w->doorbell.is_sleeping, 0, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned index)
+{
+	struct adump_writer_cfg wcfg = {
+		.kind = s->backend, .depth = ADUMP_URING_DEPTH, .fixed = s->pool_iov,
+		.fixed_count = s->buffer_count,
+	};
+	int ret;
+
+	memset(w, 0, sizeof(*w));
+	w->session = s;
+	w->index = index;
+	ret = adump_doorbell_init(&w->doorbell);
+	if (ret < 0)
+		return ret;
+	wcfg.doorbell_fd = w->doorbell.event_fd;
+	ret = adump_writer_create(&wcfg, &w->writer);
+	if (ret < 0)
+		goto err_doorbell;
+	if (adump_writer_backend(w->writer) != s->backend)
+		s->backend = adump_writer_backend(w->writer);
+	ret = -pthread_create(&w->thread, NULL, worker_main, w);
+	if (ret < 0)
+		goto err_writer;
+	w->is_started = true;
+	return 0;
+err_writer:
+	adump_writer_destroy(w->writer);
+err_doorbell:
+	adump_doorbell_fini(&w->doorbell);
+	return ret;
+}
+
+void adump_worker_stop(struct adump_worker *w)
+{
+	uint64_t one = 1;
+
+	if (!w->is_started)
+		return;
+	atomic_store_explicit(&w->should_stop, true, memory_order_seq_cst);
+	while (write(w->doorbell.event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+	pthread_join(w->thread, NULL);
+	adump_writer_destroy(w->writer);
+	adump_doorbell_fini(&w->doorbell);
+	w->is_started = false;
+}
