@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Streams: an in-order task queue per stream with one executor thread. Launch copies a small
+ * task into a fixed ring of slots under the stream mutex and signals only when the executor
+ * sleeps; the executor takes every queued task per wake-up, runs the kernel and, for dumped
+ * launches, the DMA engine, then wakes synchronizers and producers waiting for room. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device_int.h"
+#include "ring/ring.h"
+
+/* Queued tasks per stream before launch blocks, like a hardware submission queue. */
+#define STREAM_QUEUE_SLOTS 1024u
+/* Most tasks the executor runs before it publishes progress, so that synchronizers and a
+ * producer waiting for room are not held up by a whole queue's worth of work. */
+#define STREAM_BATCH_MAX 128u
+
+struct adump_dev_stream {
+	struct adump_dev *dev;                  /* one reference held */
+	uint32_t id;
+	pthread_t thread;
+	pthread_mutex_t lock;                   /* guards everything below but chan */
+	pthread_cond_t work_cond;               /* executor sleeps here */
+	pthread_cond_t space_cond;              /* producer waits here for a free slot */
+	pthread_cond_t done_cond;               /* synchronizers wait here */
+	struct adump_dev_task *tasks;           /* STREAM_QUEUE_SLOTS slots */
+	uint64_t head;                          /* tasks finished; slots below are free */
+	uint64_t tail;                          /* tasks queued */
+	uint32_t next_task_id;
+	bool is_executor_waiting;
+	bool is_stopping;
+	unsigned producer_wait_count;
+	unsigned sync_wait_count;
+	int error;                              /* first failure since the last sync */
+	/* Written by bind (stream idle), read at launch and sync: release/acquire so that a
+	 * channel set up before bind is fully visible to the launching thread. */
+	_Atomic(struct adump_chan *) chan;
+};
+
+static _Atomic uint32_t stream_next_id = 1;
+
+void adump_dev_dump_req_free(struct adump_dev_dump_req *req)
+{
+	if (!req)
+		return;
+	free(req->op_type);
+	free(req->op_name);
+	free(req);
+}
+
+static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *task)
+{
+	int ret = adump_dev_add_run(s->dev, task);
+
+	/* A kernel that failed has no defined output, so its dump request is dropped too. */
+	if (ret == 0 && task->dump)
+		ret = adump_dev_dma_run(task, (uint32_t)s->dev->id, s->id);
+	adump_dev_dump_req_free(task->dump);
+	return ret;
+}
+
+static void *executor_main(void *arg)
+{
+	struct adump_dev_stream *s = arg;
+	uint64_t begin, end;
+	int batch_error;
+
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (s->head == s->tail && !s->is_stopping) {
+			s->is_executor_waiting = true;
+			pthread_cond_wait(&s->work_cond, &s->lock);
+			s->is_executor_waiting = false;
+		}
+		if (s->head == s->tail)
+			break;                  /* stopping and drained */
+		begin = s->head;
+		end = s->tail - begin > STREAM_BATCH_MAX ? begin + STREAM_BATCH_MAX : s->tail;
+		pthread_mutex_unlock(&s->lock);
+
+		/* Slots [begin, end) stay ours until head moves: launch writes only at tail and
+		 * only while tail - head < STREAM_QUEUE_SLOTS. */
+		batch_error = 0;
+		for (uint64_t i = begin; i < end; i++) {
+			int ret = run_task(s, &s->tasks[i % STREAM_QUEUE_SLOTS]);
+
+			if (ret < 0 && batch_error == 0)
+				batch_error = ret;
+		}
+
+		pthread_mutex_lock(&s->lock);
+		s->head = end;
+		if (batch_error < 0 && s->error == 0)
+			s->error = batch_error;
+		if (s->sync_wait_count)
+			pthread_cond_broadcast(&s->done_cond);
+		if (s->producer_wait_count)
+			pthread_cond_broadcast(&s->space_cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int adump_dev_stream_create(struct adump_dev *dev, struct adump_dev_stream **out)
+{
+	struct adump_dev_stream *s;
+	char name[16];
+	int ret;
+
+	if (!dev || !out)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->tasks = calloc(STREAM_QUEUE_SLOTS, sizeof(s->tasks[0]));
+	if (!s->tasks) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->work_cond, NULL);
+	pthread_cond_init(&s->space_cond, NULL);
+	pthread_cond_init(&s->done_cond, NULL);
+	atomic_init(&s->chan, NULL);
+	s->id = atomic_fetch_add_explicit(&stream_next_id, 1, memory_order_relaxed);
+	adump_dev_ref(dev);
+	s->dev = dev;
+	ret = -pthread_create(&s->thread, NULL, executor_main, s);
+	if (ret < 0)
+		goto err_sync;
+	snprintf(name, sizeof(name), "adump-s%u", s->id);
+	pthread_setname_np(s->thread, name);
+	*out = s;
+	return 0;
+err_sync:
+	adump_dev_close(dev);
+	pthread_cond_destroy(&s->done_cond);
+	pthread_cond_destroy(&s->space_cond);
+	pthread_cond_destroy(&s->work_cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s->tasks);
+err_free:
+	free(s);
+	return ret;
+}
+
+int adump_dev_stream_sync(struct adump_dev_stream *s)
+{
+	struct adump_chan *chan;
+	uint64_t target;
+	int ret, idle_ret;
+
+	if (!s)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	target = s->tail;
+	while (s->head < target) {
+		s->sync_wait_count++;
+		pthread_cond_wait(&s->done_cond, &s->lock);
+		s->sync_wait_count--;
+	}
+	ret = s->error;
+	s->error = 0;
+	pthread_mutex_unlock(&s->lock);
+
+	chan = atomic_load_explicit(&s->chan, memory_order_acquire);   /* pairs with bind */
+	if (chan) {
+		/* The tasks have posted their records; wait until the worker has them all. */
+		idle_ret = adump_chan_wait_idle(chan);
+		if (ret == 0)
+			ret = idle_ret;
+	}
+	return ret;
+}
+
+int adump_dev_stream_destroy(struct adump_dev_stream *s)
+{
+	int ret;
+
+	if (!s)
+		return 0;
+	ret = adump_dev_stream_sync(s);
+	pthread_mutex_lock(&s->lock);
+	s->is_stopping = true;
+	pthread_cond_signal(&s->work_cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	pthread_cond_destroy(&s->done_cond);
+	pthread_cond_destroy(&s->space_cond);
+	pthread_cond_destroy(&s->work_cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s->tasks);
+	adump_dev_close(s->dev);
+	free(s);
+	return ret;
+}
+
+uint32_t adump_dev_stream_id(const struct adump_dev_stream *s)
+{
+	return s->id;
+}
+
+struct adump_dev *adump_dev_stream_dev(const struct adump_dev_stream *s)
+{
+	return s->dev;
+}
+
+void adump_dev_stream_bind(struct adump_dev_stream *s, struct adump_chan *chan)
+{
+	atomic_store_explicit(&s->chan, chan, memory_order_release);   /* pairs with launch, sync */
+}
+
+struct adump_chan *adump_dev_stream_chan(const struct adump_dev_stream *s)
+{
+	return atomic_load_explicit(&s->chan, memory_order_acquire);   /* pairs with bind */
+}
+
+static bool is_name_set(const char *name)
+{
+	return name && name[0];
+}
+
+static int dump_req_create(const struct adump_dev_tensor *self,
+			   const struct adump_dev_tensor *other,
+			   const struct adump_dev_tensor *out, const struct adump_dev_dump *dump,
+			   struct adump_dev_dump_req **req_out)
+{
+	struct adump_dev_dump_req *req = calloc(1, sizeof(*req));
+
+	if (!req)
+		return -ENOMEM;
+	req->op_type = strdup(dump->op_type);
+	req->op_name = strdup(dump->op_name);
+	if (!req->op_type || !req->op_name) {
+		adump_dev_dump_req_free(req);
+		return -ENOMEM;
+	}
+	req->tensor_mask = dump->tensor_mask;
+	req->self = *self;
+	req->other = *other;
+	req->out = *out;
+	*req_out = req;
+	return 0;
+}
+
+int adump_dev_launch_add(struct adump_dev_stream *s, const struct adump_dev_tensor *self,
+			 const struct adump_dev_tensor *other, double alpha,
+			 const struct adump_dev_tensor *out, const struct adump_dev_dump *dump)
+{
+	struct adump_dev_task task = { 0 };
+	bool ok;
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	ret = adump_dev_add_check(self, other, out, &task.elem_count);
+	if (ret < 0)
+		return ret;
+	if (dump && (!is_name_set(dump->op_type) || !is_name_set(dump->op_name)))
+		return -EINVAL;
+	task.bytes = self->bytes;
+	if (task.bytes) {
+		adump_dev_mem_rdlock(s->dev);
+		ok = adump_dev_range_ok_locked(s->dev, self->data, task.bytes) &&
+		     adump_dev_range_ok_locked(s->dev, other->data, task.bytes) &&
+		     adump_dev_range_ok_locked(s->dev, out->data, task.bytes);
+		adump_dev_mem_unlock(s->dev);
+		if (!ok)
+			return -ADUMP_ERR_NOT_FOUND;
+	}
+	task.self = self->data;
+	task.other = other->data;
+	task.out = out->data;
+	task.dtype = self->dtype;
+	task.alpha = alpha;
+	/* Binding happens only while the stream is idle, so reading the channel outside the
+	 * stream lock sees the one that is current for this launch. */
+	if (dump)
+		task.chan = atomic_load_explicit(&s->chan, memory_order_acquire); /* pairs with bind */
+	if (task.chan) {
+		ret = dump_req_create(self, other, out, dump, &task.dump);
+		if (ret < 0)
+			return ret;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	while (s->tail - s->head >= STREAM_QUEUE_SLOTS) {
+		s->producer_wait_count++;
+		pthread_cond_wait(&s->space_cond, &s->lock);
+		s->producer_wait_count--;
+	}
+	task.task_id = s->next_task_id++;
+	s->tasks[s->tail % STREAM_QUEUE_SLOTS] = task;
+	s->tail++;
+	if (s->is_executor_waiting)
+		pthread_cond_signal(&s->work_cond);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
