@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The dump parser: checks the 8-byte header length against the source size before anything
+ * is allocated, unpacks DumpData with protobuf-c under an allocation budget, and lays the
+ * tensors out in payload order (inputs, outputs, buffers, workspaces) with their offsets. */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dump_data.pb-c.h"
+#include "reader/reader_int.h"
+
+typedef Toolkit__Dumpdata__DumpData DumpData;
+typedef Toolkit__Dumpdata__Shape Shape;
+
+/* protobuf-c allocates per submessage; a header of tiny empty submessages can ask for ~100x
+ * its length. The budget keeps that proportional and finite. */
+#define UNPACK_BUDGET_PER_BYTE 256u
+#define UNPACK_BUDGET_MIN ((size_t)1 << 16)
+#define UNPACK_BUDGET_MAX ((size_t)512 << 20)
+
+struct budget {
+	size_t left;
+};
+
+/* Each block records its size in front so the budget is refunded on free. */
+static void *budget_alloc(void *data, size_t size)
+{
+	struct budget *b = data;
+	size_t *p;
+
+	if (b->left < sizeof(size_t) * 2 || size > b->left - sizeof(size_t) * 2)
+		return NULL;
+	p = malloc(size + sizeof(size_t) * 2);
+	if (!p)
+		return NULL;
+	p[0] = size;
+	b->left -= size + sizeof(size_t) * 2;
+	return p + 2;
+}
+
+static void budget_free(void *data, void *ptr)
+{
+	struct budget *b = data;
+	size_t *p;
+
+	if (!ptr)
+		return;
+	p = (size_t *)ptr - 2;
+	b->left += p[0] + sizeof(size_t) * 2;
+	free(p);
+}
+
+struct adump_reader {
+	struct adump_reader_source *src;
+	DumpData *dd;
+	struct budget budget;
+	ProtobufCAllocator allocator;
+	struct adump_reader_header hdr;
+	struct adump_reader_tensor *tensors;
+	struct adump_attr *attrs;
+	char *name;
+	bool is_open;
+	char error[1024];
+};
+
+int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(r->error, sizeof(r->error), "%s: ", r->name ? r->name : "(dump)");
+	if (n < 0 || (size_t)n >= sizeof(r->error))
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(r->error + n, sizeof(r->error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int adump_reader_create(struct adump_reader **out)
+{
+	struct adump_reader *r;
+
+	if (!out)
+		return -ADUMP_ERR_CONFIG;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->allocator.alloc = budget_alloc;
+	r->allocator.free = budget_free;
+	r->allocator.allocator_data = &r->budget;
+	*out = r;
+	return 0;
+}
+
+void adump_reader_close(struct adump_reader *r)
+{
+	if (!r)
+		return;
+	if (r->dd)
+		toolkit__dumpdata__dump_data__free_unpacked(r->dd, &r->allocator);
+	r->dd = NULL;
+	adump_reader_source_destroy(r->src);
+	r->src = NULL;
+	free(r->tensors);
+	r->tensors = NULL;
+	free(r->attrs);
+	r->attrs = NULL;
+	free(r->name);
+	r->name = NULL;
+	memset(&r->hdr, 0, sizeof(r->hdr));
+	r->is_open = false;
+}
+
+void adump_reader_destroy(struct adump_reader *r)
+{
+	if (!r)
+		return;
+	adump_reader_close(r);
+	free(r);
+}
+
+const struct adump_reader_header *adump_reader_header(const struct adump_reader *r)
+{
+	return r && r->is_open ? &r->hdr : NULL;
+}
+
+const char *adump_reader_error(const struct adump_reader *r)
+{
+	return r ? r->error : "";
+}
+
+const char *adump_reader_name(const struct adump_reader *r)
+{
+	return r && r->name ? r->name : "";
+}
+
+const char *adump_reader_kind_name(enum adump_tensor_kind kind)
+{
+	switch (kind) {
+	case ADUMP_TENSOR_INPUT:
+		return "input";
+	case ADUMP_TENSOR_OUTPUT:
+		return "output";
+	case ADUMP_TENSOR_BUFFER:
+		return "buffer";
+	case ADUMP_TENSOR_WORKSPACE:
+		return "workspace";
+	}
+	return "?";
+}
+
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+static int copy_shape(struct adump_reader *r, const Shape *shape, uint64_t *dims,
+		      uint32_t *count, const char *what, enum adump_tensor_kind kind,
+		      uint32_t index)
+{
+	if (!shape) {
+		*count = 0;
+		return 0;
+	}
+	if (shape->n_dim > ADUMP_MAX_DIMS)
+		return adump_reader_fail(r, -ADUMP_ERR_CORRUPT,
+					 "%s %u: %s has %zu dimensions (at most %d supported)",
+					 adump_reader_kind_name(kind), index, what, shape->n_dim,
+					 ADUMP_MAX_DIMS);
+	if (shape->n_dim)
+		memcpy(dims, shape->dim, shape->n_dim * sizeof(uint64_t));
+	*count = (uint32_t)shape->n_dim;
+	return 0;
+}
+
+/* Fill one tensor and advance the running payload offset, refusing sizes that overflow. */
+static int add_tensor(struct adump_reader *r, enum adump_tensor_kind kind, uint32_t index,
+		      uint64_t size, uint64_t *offset)
+{
+	struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+
+	if (size > UINT64_MAX - *offset)
+		return adump_reader_fail(r, -ADUMP_ERR_TOO_BIG,
+					 "%s %u: size %llu makes the payload offsets overflow 64 bits",
+					 adump_reader_kind_name(kind), index,
+					 (unsigned long long)size);
+	t->info.kind = kind;
+	t->info.bytes = size;
+	t->index = index;
+	t->offset = *offset;
+	*offset += size;
+	r->hdr.tensor_count++;
+	r->hdr.kind_count[kind]++;
+	return 0;
+}
+
+static int build_tensors(struct adump_reader *r, uint64_t payload_start)
+{
+	DumpData *dd = r->dd;
+	size_t total = dd->n_input + dd->n_output + dd->n_buffer + dd->n_space;
+	uint64_t offset = payload_start;
+	int ret;
+
+	/* Every element costs at least two header bytes, so the counts are bounded by the
+	 * header length; the check keeps the uint32 counts honest all the same. */
+	if (total > UINT32_MAX / 2 || dd->n_attr > UINT32_MAX / 2)
+		return adump_reader_fail(r, -ADUMP_ERR_TOO_BIG, "too many tensors or attributes");
+	r->tensors = calloc(total ? total : 1, sizeof(*r->tensors));
+	r->attrs = calloc(dd->n_attr ? dd->n_attr : 1, sizeof(*r->attrs));
+	if (!r->tensors || !r->attrs)
+		return adump_reader_fail(r, -ENOMEM, "out of memory for %zu tensors", total);
+
+	for (size_t i = 0; i < dd->n_input; i++) {
+		const Toolkit__Dumpdata__OpInput *in = dd->input[i];
+		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+
+		t->info.dtype = (int32_t)in->data_type;
+		t->info.format = (int32_t)in->format;
+		t->info.sub_format = in->sub_format;
+		t->info.address = in->address;
+		t->info.arg_index = in->arg_index;
+		t->type = in->input_type;
+		ret = copy_shape(r, in->shape, t->info.dims, &t->info.dim_count, "shape",
+				 ADUMP_TENSOR_INPUT, (uint32_t)i);
+		if (ret == 0)
+			ret = copy_shape(r, in->original_shape, t->info.orig_dims,
+					 &t->info.orig_dim_count, "original shape",
+					 ADUMP_TENSOR_INPUT, (uint32_t)i);
+		if (ret == 0)
+			ret = add_tensor(r, ADUMP_TENSOR_INPUT, (uint32_t)i, in->size, &offset);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < dd->n_output; i++) {
+		const Toolkit__Dumpdata__OpOutput *out = dd->output[i];
+		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+
+		t->info.dtype = (int32_t)out->data_type;
+		t->info.format = (int32_t)out->format;
+		t->info.sub_format = out->sub_format;
+		t->info.address = out->address;
+		ret = copy_shape(r, out->shape, t->info.dims, &t->info.dim_count, "shape",
+				 ADUMP_TENSOR_OUTPUT, (uint32_t)i);
+		if (ret == 0)
+			ret = copy_shape(r, out->original_shape, t->info.orig_dims,
+					 &t->info.orig_dim_count, "original shape",
+					 ADUMP_TENSOR_OUTPUT, (uint32_t)i);
+		if (ret == 0)
+			ret = add_tensor(r, ADUMP_TENSOR_OUTPUT, (uint32_t)i, out->size, &offset);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < dd->n_buffer; i++) {
+		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+
+		t->info.dtype = ADUMP_DT_UINT8;
+		t->info.format = ADUMP_FORMAT_ND;
+		t->type = (uint32_t)dd->buffer[i]->buffer_type;
+		ret = add_tensor(r, ADUMP_TENSOR_BUFFER, (uint32_t)i, dd->buffer[i]->size,
+				 &offset);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < dd->n_space; i++) {
+		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+
+		t->info.dtype = ADUMP_DT_UINT8;
+		t->info.format = ADUMP_FORMAT_ND;
+		t->type = (uint32_t)dd->space[i]->type;
+		ret = add_tensor(r, ADUMP_TENSOR_WORKSPACE, (uint32_t)i, dd->space[i]->size,
+				 &offset);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < dd->n_attr; i++) {
+		r->attrs[i].name = str_or_empty(dd->attr[i]->name);
+		r->attrs[i].value = str_or_empty(dd->attr[i]->value);
+	}
+	r->hdr.attr_count = (uint32_t)dd->n_attr;
+	r->hdr.attrs = r->attrs;
+	r->hdr.tensors = r->tensors;
+	r->hdr.payload_bytes = offset - payload_start;
+	r->hdr.file_bytes = offset;
+	return 0;
+}
+
+static int parse(struct adump_reader *r)
+{
+	uint64_t size = r->src->size, header_len, le;
+	uint8_t *header;
+	int ret;
+
+	if (size < 8)
+		return adump_reader_fail(r, -ADUMP_ERR_INCOMPLETE,
+					 "file is %llu bytes, too short for the 8-byte header length",
+					 (unsigned long long)size);
+	ret = adump_reader_source_read_at(r->src, 0, &le, 8);
+	if (ret < 0)
+		return adump_reader_fail(r, ret, "reading the header length: %s",
+					 adump_strerror(ret));
+	header_len = le64toh(le);
+	/* Both bounds come before any allocation: a corrupt length must not become a huge
+	 * malloc or a read past the end. */
+	if (header_len > ADUMP_READER_HEADER_MAX)
+		return adump_reader_fail(r, -ADUMP_ERR_CORRUPT,
+					 "header length %llu is absurd (limit %llu): not a dump file?",
+					 (unsigned long long)header_len,
+					 (unsigned long long)ADUMP_READER_HEADER_MAX);
+	if (header_len > size - 8)
+		return adump_reader_fail(r, -ADUMP_ERR_INCOMPLETE,
+					 "header length %llu exceeds the %llu bytes after it: "
+					 "truncated, or not a dump file",
+					 (unsigned long long)header_len,
+					 (unsigned long long)(size - 8));
+	header = malloc(header_len ? (size_t)header_len : 1);
+	if (!header)
+		return adump_reader_fail(r, -ENOMEM, "out of memory for a %llu-byte header",
+					 (unsigned long long)header_len);
+	ret = adump_reader_source_read_at(r->src, 8, header, (size_t)header_len);
+	if (ret < 0) {
+		free(header);
+		return adump_reader_fail(r, ret, "reading the header: %s", adump_strerror(ret));
+	}
+	r->budget.left = (size_t)header_len * UNPACK_BUDGET_PER_BYTE + UNPACK_BUDGET_MIN;
+	if (r->budget.left > UNPACK_BUDGET_MAX)
+		r->budget.left = UNPACK_BUDGET_MAX;
+	r->dd = toolkit__dumpdata__dump_data__unpack(&r->allocator, (size_t)header_len, header);
+	free(header);
+	if (!r->dd)
+		return adump_reader_fail(r, -ADUMP_ERR_CORRUPT,
+					 "the %llu-byte DumpData header does not parse (bad varint, "
+					 "truncated field or wrong wire type)",
+					 (unsigned long long)header_len);
+	r->hdr.version = str_or_empty(r->dd->version);
+	r->hdr.dump_time = r->dd->dump_time;
+	r->hdr.op_name = str_or_empty(r->dd->op_name);
+	r->hdr.dfx_message = str_or_empty(r->dd->dfx_message);
+	r->hdr.header_bytes = header_len;
+	ret = build_tensors(r, 8 + header_len);
+	if (ret < 0)
+		return ret;
+	if (r->hdr.file_bytes > size)
+		return adump_reader_fail(r, -ADUMP_ERR_INCOMPLETE,
+					 "truncated: 8 + %llu header + %llu payload bytes = %llu, "
+					 "but the file has %llu",
+					 (unsigned long long)header_len,
+					 (unsigned long long)r->hdr.payload_bytes,
+					 (unsigned long long)r->hdr.file_bytes,
+					 (unsigned long long)size);
+	if (r->hdr.file_bytes < size)
+		return adump_reader_fail(r, -ADUMP_ERR_CORRUPT,
+					 "%llu bytes after the last payload (8 + %llu header + %llu "
+					 "payload = %llu, file has %llu)",
+					 (unsigned long long)(size - r->hdr.file_bytes),
+					 (unsigned long long)header_len,
+					 (unsigned long long)r->hdr.payload_bytes,
+					 (unsigned long long)r->hdr.file_bytes,
+					 (unsigned long long)size);
+	return 0;
+}
+
+int adump_reader_open_source(struct adump_reader *r, struct adump_reader_source *src,
+			     const char *name)
+{
+	int ret;
+
+	if (!r || !src) {
+		adump_reader_source_destroy(src);
+		return -ADUMP_ERR_CONFIG;
+	}
+	adump_reader_close(r);
+	r->error[0] = '\0';
+	r->src = src;
+	r->name = strdup(name ? name : "(dump)");
+	if (!r->name) {
+		adump_reader_close(r);
+		return -ENOMEM;
+	}
+	ret = parse(r);
+	if (ret < 0) {
+		/* Keep the message: close() frees the name it was built from, not the text. */
+		adump_reader_close(r);
+		return ret;
+	}
+	r->is_open = true;
+	return 0;
+}
+
+int adump_reader_open(struct adump_reader *r, const char *path)
+{
+	struct adump_reader_source *src;
+	int ret;
+
+	if (!r || !path)
+		return -ADUMP_ERR_CONFIG;
+	adump_reader_close(r);
+	ret = adump_reader_source_open_file(path, &src);
+	if (ret < 0) {
+		snprintf(r->error, sizeof(r->error), "%s: %s", path, adump_strerror(ret));
+		return ret;
+	}
+	return adump_reader_open_source(r, src, path);
+}
+
+int adump_reader_open_mem(struct adump_reader *r, const void *buf, size_t len, const char *name)
+{
+	struct adump_reader_source *src;
+	int ret;
+
+	if (!r)
+		return -ADUMP_ERR_CONFIG;
+	adump_reader_close(r);
+	ret = adump_reader_source_open_mem(buf, len, false, &src);
+	if (ret < 0) {
+		snprintf(r->error, sizeof(r->error), "%s: %s", name ? name : "(dump)",
+			 adump_strerror(ret));
+		return ret;
+	}
+	return adump_reader_open_source(r, src, name);
+}
+
+static int check_range(struct adump_reader *r, uint32_t tensor, uint64_t offset, size_t len)
+{
+	const struct adump_reader_tensor *t;
+
+	if (!r->is_open || tensor >= r->hdr.tensor_count)
+		return -ADUMP_ERR_CONFIG;
+	t = &r->tensors[tensor];
+	if (offset > t->info.bytes || len > t->info.bytes - offset)
+		return -ADUMP_ERR_CONFIG;
+	return 0;
+}
+
+int adump_reader_read(struct adump_reader *r, uint32_t tensor, uint64_t offset, void *buf,
+		      size_t len)
+{
+	int ret;
+
+	if (!r)
+		return -ADUMP_ERR_CONFIG;
+	ret = check_range(r, tensor, offset, len);
+	if (ret < 0)
+		return adump_reader_fail(r, ret, "read of tensor %u outside its payload", tensor);
+	ret = adump_reader_source_read_at(r->src, r->tensors[tensor].offset + offset, buf, len);
+	if (ret < 0)
+		return adump_reader_fail(r, ret, "%s %u: reading the payload: %s",
+					 adump_reader_kind_name(r->tensors[tensor].info.kind),
+					 r->tensors[tensor].index, adump_strerror(ret));
+	return 0;
+}
+
+const void *adump_reader_map(struct adump_reader *r, uint32_t tensor)
+{
+	const struct adump_reader_tensor *t;
+
+	if (!r || !r->is_open || tensor >= r->hdr.tensor_count)
+		return NULL;
+	t = &r->tensors[tensor];
+	if (t->info.bytes > SIZE_MAX)
+		return NULL;
+	return adump_reader_source_map(r->src, t->offset, (size_t)t->info.bytes);
+}
+
+int adump_reader_tensor_expected_bytes(const struct adump_tensor *t, uint64_t *out)
+{
+	unsigned bits = adump_dtype_bits(t->dtype);
+	uint64_t count = 1;
+
+	if (!bits)
+		return -ADUMP_ERR_UNSUPPORTED;
+	for (uint32_t i = 0; i < t->dim_count && i < ADUMP_MAX_DIMS; i++) {
+		if (t->dims[i] && count > UINT64_MAX / t->dims[i])
+			return -ADUMP_ERR_TOO_BIG;
+		count *= t->dims[i];
+	}
+	if (count > (UINT64_MAX - 7) / bits)
+		return -ADUMP_ERR_TOO_BIG;
+	*out = (count * bits + 7) / 8;
+	return 0;
+}
