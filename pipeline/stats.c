@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Streaming statistics for stats dump (reference §2.4). Semantics follow CANN's device-side
+ * writer: max/min start at the first element and take later ones that compare greater/less
+ * (so NaN never replaces a number), the mean is a running mean over every element, and a
+ * tensor with infinities of one sign only has that infinity as its mean. Numbers print like
+ * a C++ ostream (%g, six significant digits); integer types print exactly. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/stats.h"
+
+enum elem_kind { ELEM_NONE = 0, ELEM_F16, ELEM_BF16, ELEM_F32, ELEM_F64, ELEM_SINT, ELEM_UINT,
+		 ELEM_BOOL };
+
+struct elem_type {
+	enum elem_kind kind;
+	uint32_t bytes;
+};
+
+static struct elem_type elem_type_of(int32_t dtype)
+{
+	switch (dtype) {
+	case ADUMP_DT_FLOAT16: return (struct elem_type){ ELEM_F16, 2 };
+	case ADUMP_DT_BF16: return (struct elem_type){ ELEM_BF16, 2 };
+	case ADUMP_DT_FLOAT: return (struct elem_type){ ELEM_F32, 4 };
+	case ADUMP_DT_DOUBLE: return (struct elem_type){ ELEM_F64, 8 };
+	case ADUMP_DT_INT8: return (struct elem_type){ ELEM_SINT, 1 };
+	case ADUMP_DT_INT16: return (struct elem_type){ ELEM_SINT, 2 };
+	case ADUMP_DT_INT32: return (struct elem_type){ ELEM_SINT, 4 };
+	case ADUMP_DT_INT64: return (struct elem_type){ ELEM_SINT, 8 };
+	case ADUMP_DT_UINT8: return (struct elem_type){ ELEM_UINT, 1 };
+	case ADUMP_DT_UINT16: return (struct elem_type){ ELEM_UINT, 2 };
+	case ADUMP_DT_UINT32: return (struct elem_type){ ELEM_UINT, 4 };
+	case ADUMP_DT_UINT64: return (struct elem_type){ ELEM_UINT, 8 };
+	case ADUMP_DT_BOOL: return (struct elem_type){ ELEM_BOOL, 1 };
+	default: return (struct elem_type){ ELEM_NONE, 0 };
+	}
+}
+
+static bool is_stat_tensor(const struct adump_tensor *t)
+{
+	return (t->kind == ADUMP_TENSOR_INPUT || t->kind == ADUMP_TENSOR_OUTPUT) &&
+	       elem_type_of(t->dtype).kind != ELEM_NONE;
+}
+
+static double half_to_double(uint16_t h)
+{
+	uint32_t sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+	double v;
+
+	if (exp == 0)
+		v = ldexp((double)mant, -24);
+	else if (exp == 31)
+		v = mant ? NAN : INFINITY;
+	else
+		v = ldexp((double)(mant | 0x400), (int)exp - 25);
+	return sign ? -v : v;
+}
+
+static double bf16_to_double(uint16_t b)
+{
+	uint32_t bits = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Running statistics of one tensor. */
+struct adump_stat_tensor {
+	double max;
+	double min;
+	double avg;                     /* running mean over every element, in order */
+	double sum_squares;             /* for L2norm */
+	uint64_t seen_count;            /* elements accumulated so far */
+	uint64_t nan_count;
+	uint64_t neg_inf_count;
+	uint64_t pos_inf_count;
+	bool is_incomplete;             /* a gap in the feed: stats print as NA */
+};
+
+/* Little-endian element at @p, as the device wrote it. */
+static uint64_t load_le(const uint8_t *p, uint32_t bytes)
+{
+	uint64_t v = 0;
+
+	for (uint32_t i = 0; i < bytes; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* Integers keep exact extremes in the bit pattern slots; floats use max/min. */
+struct int_extremes {
+	int64_t smax, smin;
+	uint64_t umax, umin;
+};
+
+static void add_element(struct adump_stat_tensor *s, struct int_extremes *ix, struct elem_type et,
+			const uint8_t *p)
+{
+	uint64_t raw = load_le(p, et.bytes);
+	bool is_first = s->seen_count == 0;
+	double v;
+
+	switch (et.kind) {
+	case ELEM_SINT: {
+		int64_t x = et.bytes == 8 ? (int64_t)raw
+			    : (int64_t)(raw << (64 - 8 * et.bytes)) >> (64 - 8 * et.bytes);
+
+		if (is_first || x > ix->smax)
+			ix->smax = x;
+		if (is_first || x < ix->smin)
+			ix->smin = x;
+		v = (double)x;
+		break;
+	}
+	case ELEM_UINT:
+	case ELEM_BOOL:
+		if (et.kind == ELEM_BOOL)
+			raw = raw != 0;
+		if (is_first || raw > ix->umax)
+			ix->umax = raw;
+		if (is_first || raw < ix->umin)
+			ix->umin = raw;
+		v = (double)raw;
+		break;
+	case ELEM_F16:
+		v = half_to_double((uint16_t)raw);
+		break;
+	case ELEM_BF16:
+		v = bf16_to_double((uint16_t)raw);
+		break;
+	case ELEM_F32: {
+		uint32_t bits = (uint32_t)raw;
+		float f;
+
+		memcpy(&f, &bits, sizeof(f));
+		v = f;
+		break;
+	}
+	default: {
+		double d;
+
+		memcpy(&d, &raw, sizeof(d));
+		v = d;
+		break;
+	}
+	}
+	if (is_first) {
+		s->max = v;
+		s->min = v;
+	} else {
+		if (v > s->max)
+			s->max = v;
+		if (v < s->min)
+			s->min = v;
+	}
+	if (isnan(v))
+		s->nan_count++;
+	else if (isinf(v) && v > 0)
+		s->pos_inf_count++;
+	else if (isinf(v))
+		s->neg_inf_count++;
+	s->avg += (v - s->avg) / (double)(s->seen_count + 1);
+	s->sum_squares += v * v;
+	s->seen_count++;
+}
+
+/* Per-tensor state: floating statistics plus exact integer extremes. */
+struct statacc_priv {
+	struct adump_stat_tensor stat;
+	struct int_extremes ix;
+};
+
+int adump_statacc_init(struct adump_statacc *acc, const struct adump_op *op, uint32_t stats_mask)
+{
+	if (!acc || !op || (op->tensor_count && !op->tensors))
+		return -EINVAL;
+	memset(acc, 0, sizeof(*acc));
+	acc->op = op;
+	acc->stats_mask = stats_mask ? stats_mask & ADUMP_STAT_ALL : ADUMP_STAT_DEFAULT;
+	if (op->tensor_count) {
+		acc->tensors = calloc(op->tensor_count, sizeof(struct statacc_priv));
+		if (!acc->tensors)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static struct statacc_priv *priv(struct adump_statacc *acc, uint32_t i)
+{
+	return (struct statacc_priv *)acc->tensors + i;
+}
+
+void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, const void *data,
+			size_t len)
+{
+	const uint8_t *p = data;
+	const struct adump_op *op = acc->op;
+
+	if (payload_offset < acc->next_offset) {
+		/* Bytes seen already: skip the overlap. */
+		uint64_t skip = acc->next_offset - payload_offset;
+
+		if (skip >= len)
+			return;
+		p += skip;
+		len -= (size_t)skip;
+		payload_offset = acc->next_offset;
+	}
+	if (payload_offset > acc->next_offset) {
+		/* A gap: every tensor it touches cannot be complete. */
+		while (acc->tensor_index < op->tensor_count) {
+			uint64_t end = acc->tensor_start + op->tensors[acc->tensor_index].bytes;
+
+			priv(acc, acc->tensor_index)->stat.is_incomplete = true;
+			if (payload_offset < end)
+				break;
+			acc->tensor_start = end;
+			acc->tensor_index++;
+		}
+		acc->partial_bytes = 0;
+		acc->next_offset = payload_offset;
+	}
+	while (len && acc->tensor_index < op->tensor_count) {
+		const struct adump_tensor *t = &op->tensors[acc->tensor_index];
+		uint64_t end = acc->tensor_start + t->bytes;
+		uint64_t in_tensor = end - acc->next_offset;
+		size_t take = in_tensor < len ? (size_t)in_tensor : len;
+
+		if (in_tensor == 0) {
+			acc->tensor_index++;
+			acc->tensor_start = end;
+			acc->partial_bytes = 0;
+			continue;
+		}
+		if (is_stat_tensor(t)) {
+			struct statacc_priv *pv = priv(acc, acc->tensor_index);
+			struct elem_type et = elem_type_of(t->dtype);
+			uint64_t whole_end = acc->tensor_start + t->bytes / et.bytes * et.bytes;
+			const uint8_t *q = p;
+			size_t left = take;
+			uint64_t pos = acc->next_offset;
+
+			/* Trailing bytes that do not make a whole element are not counted. */
+			if (pos + left > whole_end)
+				left = pos < whole_end ? (size_t)(whole_end - pos) : 0;
+			if (acc->partial_bytes && left) {
+				size_t need = et.bytes - acc->partial_bytes;
+				size_t n = need < left ? need : left;
+
+				memcpy(acc->partial + acc->partial_bytes, q, n);
+				acc->partial_bytes += (uint32_t)n;
+				q += n;
+				left -= n;
+				if (acc->partial_bytes == et.bytes) {
+					add_element(&pv->stat, &pv->ix, et, acc->partial);
+					acc->partial_bytes = 0;
+				}
+			}
+			for (; left >= et.bytes; q += et.bytes, left -= et.bytes)
+				add_element(&pv->stat, &pv->ix, et, q);
+			if (left) {
+				memcpy(acc->partial, q, left);
+				acc->partial_bytes = (uint32_t)left;
+			}
+		}
+		p += take;
+		len -= take;
+		acc->next_offset += take;
+		if (acc->next_offset == end) {
+			acc->tensor_index++;
+			acc->tensor_start = end;
+			acc->partial_bytes = 0;
+		}
+	}
+	if (len)
+		acc->next_offset += len;        /* past the last tensor: nothing to count */
+}
+
+static void put_double(FILE *f, double v)
+{
+	fprintf(f, "%g", v);
+}
+
+static void put_extreme(FILE *f, const struct statacc_priv *pv, struct elem_type et, bool is_max)
+{
+	if (et.kind == ELEM_SINT)
+		fprintf(f, "%lld", (long long)(is_max ? pv->ix.smax : pv->ix.smin));
+	else if (et.kind == ELEM_UINT || et.kind == ELEM_BOOL)
+		fprintf(f, "%llu", (unsigned long long)(is_max ? pv->ix.umax : pv->ix.umin));
+	else
+		put_double(f, is_max ? pv->stat.max : pv->stat.min);
+}
+
+static double final_avg(const struct adump_stat_tensor *s)
+{
+	if (s->neg_inf_count && !s->pos_inf_count)
+		return -INFINITY;
+	if (s->pos_inf_count && !s->neg_inf_count)
+		return INFINITY;
+	return s->avg;
+}
+
+static void put_shape(FILE *f, const struct adump_tensor *t)
+{
+	if (!t->dim_count) {
+		fputc('-', f);
+		return;
+	}
+	for (uint32_t i = 0; i < t->dim_count; i++)
+		fprintf(f, "%s%llu", i ? "x" : "", (unsigned long long)t->dims[i]);
+}
+
+/* One stat column: @bit selects which; NA when the tensor was not fully fed. */
+static void put_stat(FILE *f, const struct statacc_priv *pv, struct elem_type et, uint32_t bit,
+		     uint64_t count)
+{
+	const struct adump_stat_tensor *s = &pv->stat;
+
+	if (s->is_incomplete || s->seen_count != count) {
+		fputs("NA", f);
+		return;
+	}
+	switch (bit) {
+	case ADUMP_STAT_MAX:
+	case ADUMP_STAT_MIN:
+		if (!count)
+			fputc('0', f);
+		else
+			put_extreme(f, pv, et, bit == ADUMP_STAT_MAX);
+		break;
+	case ADUMP_STAT_AVG: put_double(f, final_avg(s)); break;
+	case ADUMP_STAT_NAN: fprintf(f, "%llu", (unsigned long long)s->nan_count); break;
+	case ADUMP_STAT_NEG_INF: fprintf(f, "%llu", (unsigned long long)s->neg_inf_count); break;
+	case ADUMP_STAT_POS_INF: fprintf(f, "%llu", (unsigned long long)s->pos_inf_count); break;
+	case ADUMP_STAT_L2NORM: put_double(f, sqrt(s->sum_squares)); break;
+	}
+}
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} stat_columns[] = {
+	{ ADUMP_STAT_MAX, "Max Value" },
+	{ ADUMP_STAT_MIN, "Min Value" },
+	{ ADUMP_STAT_AVG, "Avg Value" },
+	{ 0, "Count" },
+	{ ADUMP_STAT_NAN, "Nan Count" },
+	{ ADUMP_STAT_NEG_INF, "Negative Inf Count" },
+	{ ADUMP_STAT_POS_INF, "Positive Inf Count" },
+	{ ADUMP_STAT_L2NORM, "l2norm" },
+};
+
+int adump_statacc_csv(struct adump_statacc *acc, char **out, size_t *len)
+{
+	/* The default six print in the fixed layout of CANN's device writer; any other
+	 * selection prints Count first, then the selected columns in order (host writer). */
+	bool is_fixed = acc->stats_mask == ADUMP_STAT_DEFAULT;
+	const struct adump_op *op = acc->op;
+	size_t n_len = 0;
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &n_len);
+
+	if (!f)
+		return -ENOMEM;
+	fputs("Input/Output,Index,Data Size,Data Type,Format,Shape", f);
+	if (is_fixed) {
+		for (size_t c = 0; c < 7; c++)
+			fprintf(f, ",%s", stat_columns[c].name);
+	} else {
+		fputs(",Count", f);
+		for (size_t c = 0; c < 8; c++)
+			if (stat_columns[c].bit & acc->stats_mask)
+				fprintf(f, ",%s", stat_columns[c].name);
+	}
+	fputc('\n', f);
+	for (int kind = ADUMP_TENSOR_INPUT; kind <= ADUMP_TENSOR_OUTPUT; kind++) {
+		uint32_t index = 0;
+
+		for (uint32_t i = 0; i < op->tensor_count; i++) {
+			const struct adump_tensor *t = &op->tensors[i];
+			const struct statacc_priv *pv = priv(acc, i);
+			struct elem_type et = elem_type_of(t->dtype);
+			const char *dt = adump_dtype_name(t->dtype);
+			const char *fmt = adump_format_name(t->format);
+			uint64_t count;
+
+			if ((int)t->kind != kind)
+				continue;
+			fprintf(f, "%s,%u,%llu,%s,%s,", kind == ADUMP_TENSOR_INPUT ? "Input" : "Output",
+				index++, (unsigned long long)t->bytes, dt ? dt : "DT_UNDEFINED",
+				fmt ? fmt : "-");
+			put_shape(f, t);
+			if (et.kind == ELEM_NONE) {
+				/* Unsupported dtype: every stat column empty. */
+				size_t cols = is_fixed ? 7 : 1;
+
+				for (size_t c = 0; !is_fixed && c < 8; c++)
+					if (stat_columns[c].bit & acc->stats_mask)
+						cols++;
+				for (size_t c = 0; c < cols; c++)
+					fputc(',', f);
+				fputc('\n', f);
+				continue;
+			}
+			count = t->bytes / et.bytes;
+			if (is_fixed) {
+				for (size_t c = 0; c < 7; c++) {
+					fputc(',', f);
+					if (!stat_columns[c].bit)
+						fprintf(f, "%llu", (unsigned long long)count);
+					else
+						put_stat(f, pv, et, stat_columns[c].bit, count);
+				}
+			} else {
+				fprintf(f, ",%llu", (unsigned long long)count);
+				for (size_t c = 0; c < 8; c++) {
+					if (!(stat_columns[c].bit & acc->stats_mask))
+						continue;
+					fputc(',', f);
+					put_stat(f, pv, et, stat_columns[c].bit, count);
+				}
+			}
+			fputc('\n', f);
+		}
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	*out = text;
+	if (len)
+		*len = n_len;
+	return 0;
+}
+
+void adump_statacc_fini(struct adump_statacc *acc)
+{
+	if (!acc)
+		return;
+	free(acc->tensors);
+	acc->tensors = NULL;
+	acc->op = NULL;
+}
