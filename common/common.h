@@ -3,6 +3,7 @@
 #ifndef ADUMP_COMMON_H
 #define ADUMP_COMMON_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -51,10 +52,17 @@ static inline uint64_t adump_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Tests make dump timestamps reproducible with adump_testpoint_clock_set(). */
+extern ADUMP_HIDDEN _Atomic uint64_t adump_fake_clock_us;
+ADUMP_API void adump_testpoint_clock_set(uint64_t start_us);
+
+/* Wall-clock microseconds: dump_time and the timestamp in file names. */
 static inline uint64_t adump_wall_us(void)
 {
 	struct timespec ts;
 
+	if (__builtin_expect(__atomic_load_n((uint64_t *)&adump_fake_clock_us, __ATOMIC_RELAXED) != 0, 0))
+		return __atomic_fetch_add((uint64_t *)&adump_fake_clock_us, 1, __ATOMIC_RELAXED);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }

@@ -66,3 +66,10 @@ int adump_testpoint_hit(const char *name)
 	pthread_mutex_unlock(&points_lock);
 	return ret;
 }
+
+_Atomic uint64_t adump_fake_clock_us;
+
+void adump_testpoint_clock_set(uint64_t start_us)
+{
+	atomic_store_explicit(&adump_fake_clock_us, start_us, memory_order_relaxed);
+}

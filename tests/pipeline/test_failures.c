@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Failures are reported, never hidden: a removed directory, a failing write, a full staging
+ * pool under the drop policy, io_uring unavailable. Nothing crashes or hangs, files that lost
+ * data never carry a final name, and what was captured before stays intact. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture_helpers.h"
+#include "common/common.h"
+
+#define TIME_DIR "20260103000000"
+
+static struct adump_session *make_session(const char *root, enum adump_writer_kind writer,
+					  enum adump_on_full on_full, size_t chunk, size_t pool)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.writer = writer;
+	cfg.on_full = on_full;
+	cfg.chunk_bytes = chunk;
+	cfg.pool_bytes = pool;
+	cfg.stream_max = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	return s;
+}
+
+/* One dumped float Add of @count elements on @stream. */
+static int launch(struct adump_dev *dev, struct adump_dev_stream *stream, uint64_t count,
+		  const char *name, void **mem)
+{
+	struct adump_dev_tensor t = { .dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
+				      .dim_count = 1, .dims = { (int64_t)count }, .bytes = count * 4 };
+	struct adump_dev_dump dump = { .op_type = "Add", .op_name = name, .tensor_mask = ADUMP_DUMP_ALL };
+
+	if (!*mem) {
+		ck_assert_int_eq(adump_dev_malloc(dev, count * 4, mem), 0);
+		memset(*mem, 0, count * 4);
+	}
+	t.data = *mem;
+	return adump_dev_launch_add(stream, &t, &t, 1.0, &t, &dump);
+}
+
+static void removed_directory(enum adump_writer_kind writer)
+{
+	char *root = t_tmpdir("fail");
+	struct adump_session *s = make_session(root, writer, ADUMP_ON_FULL_BLOCK, 0, 0);
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_stats st;
+	void *mem = NULL;
+	char dir[4200];
+
+	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
+	ck_assert_int_eq(adump_session_attach(s, stream), 0);
+	ck_assert_int_eq(launch(dev, stream, 1000, "before", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+
+	/* Keep the first file, then take the directory away under the session. */
+	char saved[4200];
+	snprintf(saved, sizeof(saved), "%s/saved", root);
+	ck_assert_int_eq(rename(dir, saved), 0);
+	ck_assert_int_eq(launch(dev, stream, 1000, "after", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	ck_assert_int_eq(adump_session_flush(s), -ENOENT);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 1);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_uint_ge(st.write_errors, 1);
+	ck_assert_int_eq(st.first_error, -ENOENT);
+	/* What was captured before is intact. */
+	ck_assert_uint_eq(t_count_files(saved, ""), 1);
+	ck_assert_int_eq(adump_session_detach(s, stream), 0);
+	ck_assert_int_eq(adump_session_destroy(s), -ENOENT);
+	adump_dev_stream_destroy(stream);
+	adump_dev_free(dev, mem);
+	adump_dev_close(dev);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_removed_directory_uring)
+{
+	removed_directory(ADUMP_WRITER_AUTO);
+}
+END_TEST
+
+START_TEST(test_removed_directory_pwrite)
+{
+	removed_directory(ADUMP_WRITER_PWRITE);
+}
+END_TEST
+
+static void failing_write(enum adump_writer_kind writer)
+{
+	char *root = t_tmpdir("fail");
+	struct adump_session *s = make_session(root, writer, ADUMP_ON_FULL_BLOCK, 4096, 1u << 20);
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_stats st;
+	void *mem = NULL;
+	char dir[4200];
+
+	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
+	ck_assert_int_eq(adump_session_attach(s, stream), 0);
+	ck_assert_int_eq(launch(dev, stream, 10000, "good", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	/* The 5th write from now fails with EIO: in the middle of the second file. */
+	adump_testpoint_arm("uring.write", -EIO, 5, 0);
+	ck_assert_int_eq(launch(dev, stream, 10000, "bad", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(launch(dev, stream, 10000, "good_again", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	ck_assert_int_eq(adump_session_flush(s), -EIO);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_uint_eq(st.write_errors, 1);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ".failed"), 1);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
+	ck_assert_uint_eq(t_count_files(dir, ""), 3);
+	ck_assert_int_eq(adump_session_detach(s, stream), 0);
+	adump_session_destroy(s);
+	adump_dev_stream_destroy(stream);
+	adump_dev_free(dev, mem);
+	adump_dev_close(dev);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_failing_write_uring)
+{
+	failing_write(ADUMP_WRITER_AUTO);
+}
+END_TEST
+
+START_TEST(test_failing_write_pwrite)
+{
+	failing_write(ADUMP_WRITER_PWRITE);
+}
+END_TEST
+
+START_TEST(test_drop_policy_never_completes_a_lossy_file)
+{
+	char *root = t_tmpdir("fail");
+	/* Two 4 KiB buffers for 8 x 1.2 MB ops: the producer outruns the worker. */
+	struct adump_session *s = make_session(root, ADUMP_WRITER_AUTO, ADUMP_ON_FULL_DROP, 4096, 8192);
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_stats st;
+	void *mem = NULL;
+	char dir[4200];
+	int ret = 0;
+
+	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
+	ck_assert_int_eq(adump_session_attach(s, stream), 0);
+	for (int i = 0; i < 8; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "op%d", i);
+		ck_assert_int_eq(launch(dev, stream, 100000, name, &mem), 0);
+	}
+	ret = adump_dev_stream_sync(stream);
+	adump_stats_get(s, &st);
+	ck_assert_int_eq(adump_session_detach(s, stream), 0);
+	ck_assert_uint_eq(st.files_completed + st.files_failed, 8);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
+	ck_assert_uint_eq(t_count_files(dir, ".failed"), st.files_failed);
+	if (st.drops) {
+		ck_assert_int_eq(ret, -ADUMP_ERR_DROPPED);
+		ck_assert_uint_gt(st.files_failed, 0);
+		ck_assert_int_eq(adump_session_error(s), -ADUMP_ERR_DROPPED);
+	}
+	/* Every file with a final name is complete: 8 + header + 3 tensors. */
+	size_t n;
+	char **files = t_list_files(dir, &n);
+	for (size_t i = 0; i < n; i++) {
+		char path[4200];
+		struct t_dump d;
+
+		if (strstr(files[i], ".failed"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		t_dump_load(path, &d);
+		ck_assert_uint_eq(d.len, d.payload_base + 3 * 400000);
+		t_dump_free(&d);
+	}
+	t_free_list(files, n);
+	adump_session_destroy(s);
+	adump_dev_stream_destroy(stream);
+	adump_dev_free(dev, mem);
+	adump_dev_close(dev);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_uring_unavailable_falls_back)
+{
+	char *root = t_tmpdir("fail");
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	struct adump_stats st;
+	struct t_workload w = { .stream_count = 2, .op_count = 10, .min_bytes = 1,
+				.max_bytes = 1u << 20, .seed = t_seed() };
+	char dir[4200];
+
+	adump_testpoint_arm("uring.setup", -EPERM, 1, 1);
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.stream_max = 2;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(t_workload_run(s, &w), 0);
+	adump_stats_get(s, &st);
+	ck_assert_int_eq(st.backend, ADUMP_WRITER_PWRITE);
+	ck_assert_uint_eq(st.files_completed, 20);
+	adump_session_destroy(s);
+	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
+	t_check_capture(dir, &w);
+	t_workload_free(&w);
+
+	/* Asking for io_uring explicitly fails instead of falling back. */
+	cfg.writer = ADUMP_WRITER_URING;
+	s = NULL;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), -EPERM);
+	ck_assert_ptr_null(s);
+	adump_testpoint_disarm_all();
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("failures");
+	TCase *tc = tcase_create("reported");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_removed_directory_uring);
+	tcase_add_test(tc, test_removed_directory_pwrite);
+	tcase_add_test(tc, test_failing_write_uring);
+	tcase_add_test(tc, test_failing_write_pwrite);
+	tcase_add_test(tc, test_drop_policy_never_completes_a_lossy_file);
+	tcase_add_test(tc, test_uring_unavailable_falls_back);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Session API contracts: configuration errors name the field, attach/detach rules, stats. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture_helpers.h"
+
+START_TEST(test_config_errors)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+
+	ck_assert_int_eq(adump_config_check(NULL), -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);        /* no dump_path */
+	cfg.dump_path = "/tmp";
+	ck_assert_int_eq(adump_config_check(&cfg), 0);
+	cfg.chunk_bytes = 100;
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
+	cfg.chunk_bytes = 1u << 20;
+	cfg.pool_bytes = 4u << 20;                                             /* 4 chunks, 16 streams */
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
+	cfg.stream_max = 2;
+	ck_assert_int_eq(adump_config_check(&cfg), 0);
+	cfg.stream_max = 65;
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
+	cfg.stream_max = 2;
+	cfg.sink = ADUMP_SINK_CALLBACK;
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);        /* no chunk_fn */
+	cfg.sink = ADUMP_SINK_FILE;
+	cfg.time_dir = "../escape";
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
+	cfg.time_dir = NULL;
+	cfg.on_full = (enum adump_on_full)7;
+	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
+	cfg.on_full = ADUMP_ON_FULL_BLOCK;
+	cfg.struct_size = 8;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), -ADUMP_ERR_CONFIG);
+	ck_assert_ptr_null(s);
+	ck_assert_str_eq(adump_strerror(-ADUMP_ERR_CONFIG), "invalid configuration");
+	ck_assert_str_eq(adump_strerror(-ENOENT), "No such file or directory");
+	ck_assert_int_eq(adump_session_destroy(NULL), 0);
+}
+END_TEST
+
+START_TEST(test_dump_path_not_creatable)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	char *tmp = t_tmpdir("session"), path[4200];
+
+	/* A regular file where a directory must go. */
+	snprintf(path, sizeof(path), "%s/file", tmp);
+	FILE *f = fopen(path, "w");
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/file/sub", tmp);
+	cfg.dump_path = path;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), -ENOTDIR);
+	ck_assert_ptr_null(s);
+	t_rmtree(tmp);
+	free(tmp);
+}
+END_TEST
+
+START_TEST(test_attach_rules)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL, *other = NULL;
+	struct adump_dev *dev;
+	struct adump_dev_stream *a, *b;
+	struct adump_stats st;
+	char *tmp = t_tmpdir("session");
+
+	cfg.dump_path = tmp;
+	cfg.stream_max = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_session_create(&cfg, &other), 0);
+	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(dev, &a), 0);
+	ck_assert_int_eq(adump_dev_stream_create(dev, &b), 0);
+	ck_assert_int_eq(adump_session_attach(s, a), 0);
+	ck_assert_int_eq(adump_session_attach(s, a), -ADUMP_ERR_STATE);
+	ck_assert_int_eq(adump_session_attach(other, a), -ADUMP_ERR_STATE);
+	ck_assert_int_eq(adump_session_attach(s, b), -ADUMP_ERR_TOO_BIG);   /* stream_max 1 */
+	ck_assert_int_eq(adump_session_detach(other, a), -ADUMP_ERR_NOT_FOUND);
+	ck_assert_int_eq(adump_session_detach(s, b), -ADUMP_ERR_NOT_FOUND);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.stream_count, 1);
+	ck_assert_uint_eq(st.streams[0].stream_id, adump_dev_stream_id(a));
+	ck_assert_uint_eq(st.worker_count, 1);
+	ck_assert(st.backend == ADUMP_WRITER_URING || st.backend == ADUMP_WRITER_PWRITE);
+	ck_assert_int_eq(adump_session_detach(s, a), 0);
+	/* Re-attach after detach, to the other session, works. */
+	ck_assert_int_eq(adump_session_attach(other, a), 0);
+	ck_assert_int_eq(adump_session_attach(s, b), 0);
+	/* destroy detaches what is still attached. */
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	ck_assert_ptr_null(adump_dev_stream_chan(b));
+	ck_assert_int_eq(adump_session_destroy(other), 0);
+	adump_dev_stream_destroy(a);
+	adump_dev_stream_destroy(b);
+	adump_dev_close(dev);
+	t_rmtree(tmp);
+	free(tmp);
+}
+END_TEST
+
+START_TEST(test_file_name_sanitised)
+{
+	struct adump_op op = { .op_type = "Conv 2D", .op_name = "a/b\\c.d e", .task_id = 3,
+			       .stream_id = 4, .timestamp_us = 1776242496294291ull };
+	char buf[128];
+
+	ck_assert_int_eq(adump_dump_file_name(&op, buf, sizeof(buf)),
+			 (int)strlen("Conv_2D.a_b_c_d_e.3.4.1776242496294291"));
+	ck_assert_str_eq(buf, "Conv_2D.a_b_c_d_e.3.4.1776242496294291");
+	ck_assert_int_eq(adump_dump_file_name(&op, buf, 10), -ADUMP_ERR_TOO_BIG);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("session");
+	TCase *tc = tcase_create("api");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_config_errors);
+	tcase_add_test(tc, test_dump_path_not_creatable);
+	tcase_add_test(tc, test_attach_rules);
+	tcase_add_test(tc, test_file_name_sanitised);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
