@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Progress bar and dump-file walk shared by `adump convert`, `inspect` and `verify`. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tools/progress.h"
+#include "tools/tool.h"
+
+#define BAR_WIDTH 30
+#define REDRAW_NS 100000000ull
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void tool_progress_start(struct tool_progress *p, const char *label, uint64_t total, bool quiet)
+{
+	*p = (struct tool_progress){ .label = label, .total = total };
+	p->is_enabled = !quiet && total >= TOOL_PROGRESS_MIN_FILES && tool_is_tty();
+}
+
+static void draw(struct tool_progress *p)
+{
+	unsigned filled = p->total ? (unsigned)(p->done * BAR_WIDTH / p->total) : BAR_WIDTH;
+	char bar[BAR_WIDTH + 1];
+
+	for (unsigned i = 0; i < BAR_WIDTH; i++)
+		bar[i] = i < filled ? '#' : ' ';
+	bar[BAR_WIDTH] = '\0';
+	fprintf(stderr, "\r%s [%s] %llu/%llu", p->label, bar, (unsigned long long)p->done,
+		(unsigned long long)p->total);
+	fflush(stderr);
+	p->is_drawn = true;
+}
+
+void tool_progress_step(struct tool_progress *p)
+{
+	uint64_t now;
+
+	p->done++;
+	if (!p->is_enabled)
+		return;
+	now = now_ns();
+	if (p->done == p->total || now - p->last_draw_ns >= REDRAW_NS) {
+		p->last_draw_ns = now;
+		draw(p);
+	}
+}
+
+void tool_progress_clear(struct tool_progress *p)
+{
+	if (!p || !p->is_drawn)
+		return;
+	fprintf(stderr, "\r\033[K");
+	fflush(stderr);
+	p->is_drawn = false;
+}
+
+void tool_progress_end(struct tool_progress *p)
+{
+	tool_progress_clear(p);
+	p->is_enabled = false;
+}
+
+void tool_warn(struct tool_progress *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	tool_progress_clear(p);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+bool tool_has_suffix(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), m = strlen(suffix);
+
+	return n >= m && strcmp(name + n - m, suffix) == 0;
+}
+
+static int push(struct tool_files *f, const char *path)
+{
+	char *copy;
+
+	if (f->count == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		char **grown = realloc(f->paths, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		f->paths = grown;
+		f->cap = cap;
+	}
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	f->paths[f->count++] = copy;
+	return 0;
+}
+
+static int add_dir(struct tool_files *f, const char *dir, bool recursive)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (ret == 0 && (e = readdir(d))) {
+		struct stat st;
+		char *path;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (lstat(path, &st) == 0) {
+			if (S_ISREG(st.st_mode))
+				ret = push(f, path);
+			else if (S_ISDIR(st.st_mode) && recursive)
+				ret = add_dir(f, path, recursive);
+		}
+		free(path);
+	}
+	closedir(d);
+	return ret;
+}
+
+int tool_files_add(struct tool_files *f, const char *path, bool recursive)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return add_dir(f, path, recursive);
+	return push(f, path);
+}
+
+static int compare_paths(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void tool_files_sort(struct tool_files *f)
+{
+	if (f->count)
+		qsort(f->paths, f->count, sizeof(*f->paths), compare_paths);
+}
+
+void tool_files_free(struct tool_files *f)
+{
+	for (size_t i = 0; i < f->count; i++)
+		free(f->paths[i]);
+	free(f->paths);
+	*f = (struct tool_files){ 0 };
+}
