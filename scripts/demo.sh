@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The main job: install what is missing, build adump, capture a synthetic 4-stream workload
+# from the simulated NPU and check every dump file it wrote.
+#   scripts/demo.sh [OUT_DIR]        (default /tmp/adump-demo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-/tmp/adump-demo}
+
+scripts/setup.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DADUMP_BUILD_TESTS=OFF >/dev/null
+cmake --build build -j"$(nproc)"
+
+rm -rf "$out"
+echo
+echo "== adump bench --streams 4 --ops 200 --min-size 1K --max-size 4M --out $out"
+build/tools/adump bench --streams 4 --ops 200 --min-size 1K --max-size 4M --out "$out"
+if build/tools/adump verify --help >/dev/null 2>&1; then
+	echo
+	echo "== adump verify $out"
+	build/tools/adump verify --quiet "$out"
+fi

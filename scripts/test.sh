@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Every test: install what is missing, then build and run the whole suite three times, plain,
+# with AddressSanitizer + UndefinedBehaviorSanitizer and with ThreadSanitizer, then the
+# examples and a short libFuzzer run. Exits non-zero if anything fails.
+#   scripts/test.sh [plain|asan|tsan|fuzz ...]   (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+jobs=$(nproc)
+stages=("$@")
+((${#stages[@]})) || stages=(plain asan tsan fuzz)
+
+build_and_test() {
+	local dir=$1; shift
+	cmake -S . -B "$dir" -DADUMP_WERROR=ON "$@" >/dev/null
+	cmake --build "$dir" -j"$jobs"
+	(cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900)
+}
+
+for stage in "${stages[@]}"; do
+	echo "== $stage"
+	case $stage in
+	plain)
+		build_and_test build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
+		if [[ -x examples/run.sh ]]; then
+			ADUMP_BUILD_DIR=build-test examples/run.sh
+		fi
+		;;
+	asan)
+		# Sanitizer builds run the stress tests with fewer records; they are ~10x slower.
+		ADUMP_TEST_RING_RECORDS=300000 \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+			build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DADUMP_SANITIZE=address
+		;;
+	tsan)
+		ADUMP_TEST_RING_RECORDS=300000 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+			build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DADUMP_SANITIZE=thread
+		;;
+	fuzz)
+		if [[ -x tests/fuzz/run.sh ]]; then
+			tests/fuzz/run.sh 30
+		else
+			echo "no fuzz targets"
+		fi
+		;;
+	*)
+		echo "unknown stage $stage" >&2
+		exit 2
+		;;
+	esac
+done
+echo "scripts/test.sh: all stages passed (${stages[*]})"
