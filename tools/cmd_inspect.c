@@ -98,7 +98,7 @@ static int inspect_one(struct adump_reader *r, const char *path, bool is_stats,
 {
 	const struct adump_reader_header *h;
 	json_object *jf = NULL, *jt = NULL;
-	char shape[512], orig[512], dt[32], fmt[32];
+	char shape[512], orig[512], dt_buf[32], fmt_buf[32];
 	int rc = 0;
 
 	if (adump_reader_open(r, path) < 0) {
@@ -151,8 +151,8 @@ static int inspect_one(struct adump_reader *r, const char *path, bool is_stats,
 
 		format_shape(shape, sizeof(shape), t->info.dims, t->info.dim_count);
 		format_shape(orig, sizeof(orig), t->info.orig_dims, t->info.orig_dim_count);
-		dtype_label(t->info.dtype, dt, sizeof(dt));
-		format_label(t->info.format, fmt, sizeof(fmt));
+		const char *dt = dtype_label(t->info.dtype, dt_buf, sizeof(dt_buf));
+		const char *fmt = format_label(t->info.format, fmt_buf, sizeof(fmt_buf));
 		if (is_stats && (t->info.kind == ADUMP_TENSOR_INPUT ||
 				 t->info.kind == ADUMP_TENSOR_OUTPUT)) {
 			int ret = adump_reader_tensor_stats(r, i, &s);
