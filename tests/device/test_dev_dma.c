@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The DMA engine end to end over a real channel: dumped Adds are cut into chunks that wrap a
+ * small staging pool, a test consumer reassembles every file and checks offsets, flags and
+ * metadata against the tensors; under the drop policy a slow consumer makes chunks drop, the
+ * file is marked failed, its LAST record still arrives and sync reports the drop. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "dev_helpers.h"
+#include "ring/ring.h"
+
+#define CHUNK_BYTES 4096u
+#define CANARY_BYTES 64u
+#define MAX_FILES 64
+
+/* One dump file as the consumer saw it. */
+struct seen_file {
+	struct adump_op op;                     /* strings and arrays point into the fields below */
+	char op_type[64];
+	char op_name[64];
+	char alpha[32];
+	struct adump_tensor tensors[3];
+	unsigned char *payload;                 /* payload_bytes long */
+	uint64_t payload_bytes;
+	uint64_t bytes_received;
+	uint32_t record_count;
+	bool is_failed;
+	bool has_gap;                           /* a chunk went missing (drop policy only) */
+};
+
+struct consumer {
+	struct adump_chan *chan;
+	struct adump_doorbell doorbell;
+	pthread_t thread;
+	_Atomic int is_stopping;
+	unsigned delay_us;                      /* per record: a deliberately slow worker */
+	/* Consumer thread only until joined. */
+	struct adump_op_rec *current;           /* file in progress */
+	uint64_t next_offset;
+	struct seen_file files[MAX_FILES];
+	unsigned file_count;
+	char error[256];                        /* first protocol violation */
+};
+
+static void consumer_fail(struct consumer *c, const char *what)
+{
+	if (!c->error[0])
+		snprintf(c->error, sizeof(c->error), "file %u: %s", c->file_count, what);
+}
+
+static void file_open(struct consumer *c, struct adump_op_rec *op_rec)
+{
+	struct seen_file *f = &c->files[c->file_count];
+
+	memset(f, 0, sizeof(*f));
+	f->op = op_rec->op;
+	snprintf(f->op_type, sizeof(f->op_type), "%s", op_rec->op.op_type);
+	snprintf(f->op_name, sizeof(f->op_name), "%s", op_rec->op.op_name);
+	f->op.op_type = f->op_type;
+	f->op.op_name = f->op_name;
+	if (op_rec->op.attr_count == 1)
+		snprintf(f->alpha, sizeof(f->alpha), "%s=%s", op_rec->op.attrs[0].name,
+			 op_rec->op.attrs[0].value);
+	f->op.attrs = NULL;
+	if (op_rec->op.tensor_count > 3) {
+		consumer_fail(c, "more than 3 tensors");
+		f->op.tensor_count = 3;
+	}
+	if (f->op.tensor_count)
+		memcpy(f->tensors, op_rec->op.tensors, f->op.tensor_count * sizeof(f->tensors[0]));
+	f->op.tensors = f->tensors;
+	f->payload_bytes = op_rec->payload_bytes;
+	f->payload = calloc(1, f->payload_bytes ? f->payload_bytes : 1);
+	c->current = op_rec;
+	c->next_offset = 0;
+}
+
+static void handle(struct consumer *c, struct adump_rec *rec)
+{
+	struct seen_file *f;
+	bool is_last = rec->flags & ADUMP_REC_LAST;
+
+	if (c->file_count == MAX_FILES) {
+		consumer_fail(c, "too many files");
+		adump_chan_release_sc(c->chan, rec);
+		return;
+	}
+	if (rec->flags & ADUMP_REC_FIRST) {
+		if (c->current)
+			consumer_fail(c, "FIRST before the previous file's LAST");
+		file_open(c, rec->op);
+	} else if (rec->op != c->current) {
+		consumer_fail(c, "record of a file that did not start with FIRST");
+		file_open(c, rec->op);
+	}
+	f = &c->files[c->file_count];
+	if (rec->offset != c->next_offset) {
+		if (rec->offset < c->next_offset)
+			consumer_fail(c, "offset went backwards");
+		f->has_gap = true;
+	}
+	if (rec->len > CHUNK_BYTES || rec->offset + rec->len > f->payload_bytes)
+		consumer_fail(c, "record outside the payload");
+	else
+		memcpy(f->payload + rec->offset, rec->buf, rec->len);
+	if (!is_last && rec->len != CHUNK_BYTES)
+		consumer_fail(c, "short chunk before LAST");
+	if (is_last && rec->offset + rec->len != f->payload_bytes)
+		consumer_fail(c, "LAST does not end the payload");
+	c->next_offset = rec->offset + rec->len;
+	f->bytes_received += rec->len;
+	f->record_count++;
+	if (c->delay_us)
+		usleep(c->delay_us);
+	adump_chan_release_sc(c->chan, rec);
+	if (is_last) {
+		/* The producer sets is_failed before it commits LAST. */
+		f->is_failed = atomic_load_explicit(&c->current->is_failed, memory_order_relaxed);
+		adump_op_rec_destroy(c->current);
+		c->current = NULL;
+		c->file_count++;
+	}
+}
+
+static void *consumer_main(void *arg)
+{
+	struct consumer *c = arg;
+	struct adump_rec *rec;
+	uint64_t value;
+
+	for (;;) {
+		rec = adump_chan_pop_sc(c->chan);
+		if (rec) {
+			handle(c, rec);
+			continue;
+		}
+		if (atomic_load_explicit(&c->is_stopping, memory_order_acquire))
+			break;
+		/* Doorbell protocol: announce the sleep, look once more, then wait. */
+		atomic_store_explicit(&c->doorbell.is_sleeping, 1, memory_order_seq_cst);
+		rec = adump_chan_pop_sc(c->chan);
+		if (!rec) {
+			struct pollfd pfd = { .fd = c->doorbell.event_fd, .events = POLLIN };
+
+			poll(&pfd, 1, 10);      /* a bounded wait: a lost wake-up costs 10 ms */
+			while (read(c->doorbell.event_fd, &value, sizeof(value)) > 0)
+				;
+		}
+		atomic_store_explicit(&c->doorbell.is_sleeping, 0, memory_order_relaxed);
+		if (rec)
+			handle(c, rec);
+	}
+	return NULL;
+}
+
+struct fixture {
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_chan *chan;
+	unsigned char *buffer_mem;
+	uint32_t buffer_count;
+	struct consumer consumer;
+};
+
+static void fixture_start(struct fixture *fx, uint32_t buffer_count, enum adump_on_full on_full,
+			  unsigned delay_us)
+{
+	struct adump_chan_cfg cfg;
+
+	memset(fx, 0, sizeof(*fx));
+	ck_assert_int_eq(adump_dev_open(0, &fx->dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(fx->dev, &fx->stream), 0);
+	fx->buffer_count = buffer_count;
+	fx->buffer_mem = malloc(buffer_count * CHUNK_BYTES + CANARY_BYTES);
+	memset(fx->buffer_mem + buffer_count * CHUNK_BYTES, 0xa5, CANARY_BYTES);
+	cfg = (struct adump_chan_cfg){
+		.stream_id = adump_dev_stream_id(fx->stream),
+		.buffer_count = buffer_count,
+		.buffer_bytes = CHUNK_BYTES,
+		.buffer_mem = fx->buffer_mem,
+		.on_full = on_full,
+	};
+	ck_assert_int_eq(adump_chan_create(&cfg, &fx->chan), 0);
+	ck_assert_int_eq(adump_doorbell_init(&fx->consumer.doorbell), 0);
+	adump_chan_set_doorbell(fx->chan, &fx->consumer.doorbell);
+	fx->consumer.chan = fx->chan;
+	fx->consumer.delay_us = delay_us;
+	ck_assert_int_eq(pthread_create(&fx->consumer.thread, NULL, consumer_main, &fx->consumer),
+			 0);
+	adump_dev_stream_bind(fx->stream, fx->chan);
+	ck_assert_ptr_eq(adump_dev_stream_chan(fx->stream), fx->chan);
+}
+
+/* Stops the consumer (after a sync, so the channel is idle) and checks the canary. */
+static void fixture_stop_consumer(struct fixture *fx)
+{
+	atomic_store_explicit(&fx->consumer.is_stopping, 1, memory_order_release);
+	ck_assert_int_eq(pthread_join(fx->consumer.thread, NULL), 0);
+	ck_assert_msg(!fx->consumer.error[0], "consumer: %s", fx->consumer.error);
+	ck_assert_ptr_null(fx->consumer.current);
+	for (unsigned i = 0; i < CANARY_BYTES; i++)
+		ck_assert_uint_eq(fx->buffer_mem[fx->buffer_count * CHUNK_BYTES + i], 0xa5);
+}
+
+static void fixture_finish(struct fixture *fx)
+{
+	adump_dev_stream_bind(fx->stream, NULL);
+	ck_assert_int_eq(adump_dev_stream_destroy(fx->stream), 0);
+	adump_chan_destroy(fx->chan);
+	adump_doorbell_fini(&fx->consumer.doorbell);
+	free(fx->buffer_mem);
+	for (unsigned i = 0; i < fx->consumer.file_count; i++)
+		free(fx->consumer.files[i].payload);
+	adump_dev_close(fx->dev);
+}
+
+/* One launch the test expects to see as a file. */
+struct launch {
+	struct adump_dev_tensor t[3];           /* self, other, out */
+	double alpha;
+	uint32_t mask;
+	uint32_t task_id;
+	char op_name[32];
+};
+
+static void fill_random(struct adump_dev *dev, struct adump_dev_tensor *t, uint64_t *rng)
+{
+	unsigned char *host = malloc(t->bytes ? t->bytes : 1);
+
+	/* Small integers are exact in every dtype, so any bit pattern check is meaningful. */
+	for (uint64_t i = 0; i < t->bytes; i++)
+		host[i] = (unsigned char)(t_rand(rng) & 0x3f);
+	t_dev_upload(dev, t, host);
+	free(host);
+}
+
+static void launch_init(struct fixture *fx, struct launch *l, int32_t dtype, int64_t elems,
+			double alpha, uint32_t mask, uint64_t *rng)
+{
+	const int64_t shape[] = { elems };
+
+	memset(l, 0, sizeof(*l));
+	for (int i = 0; i < 3; i++)
+		l->t[i] = t_dev_tensor(fx->dev, dtype, 1, shape);
+	fill_random(fx->dev, &l->t[0], rng);
+	fill_random(fx->dev, &l->t[1], rng);
+	l->alpha = alpha;
+	l->mask = mask;
+}
+
+static void launch_submit(struct fixture *fx, struct launch *l, uint32_t task_id)
+{
+	struct adump_dev_dump dump = { .op_type = "Add", .op_name = l->op_name,
+				       .tensor_mask = l->mask };
+
+	snprintf(l->op_name, sizeof(l->op_name), "aclnnAdd_%u", task_id);
+	l->task_id = task_id;
+	ck_assert_int_eq(adump_dev_launch_add(fx->stream, &l->t[0], &l->t[1], l->alpha, &l->t[2],
+					      &dump), 0);
+}
+
+static void launch_free(struct fixture *fx, struct launch *l)
+{
+	for (int i = 0; i < 3; i++)
+		t_dev_tensor_free(fx->dev, &l->t[i]);
+}
+
+/* Checks one complete, undropped file against its launch. */
+static void check_file(struct fixture *fx, const struct seen_file *f, const struct launch *l,
+		       uint64_t wall_before, uint64_t wall_after)
+{
+	const struct adump_dev_tensor *sel[3];
+	static const enum adump_tensor_kind kinds[3] = { ADUMP_TENSOR_INPUT, ADUMP_TENSOR_INPUT,
+							 ADUMP_TENSOR_OUTPUT };
+	static const uint32_t arg_index[3] = { 0, 1, 0 };
+	enum adump_tensor_kind sel_kind[3];
+	uint32_t sel_arg[3], n = 0;
+	uint64_t expect_bytes = 0, offset = 0, chunks;
+	char alpha[48];
+
+	for (int i = 0; i < 3; i++) {
+		bool is_wanted = i < 2 ? (l->mask & ADUMP_DUMP_INPUTS) : (l->mask & ADUMP_DUMP_OUTPUTS);
+
+		if (!is_wanted)
+			continue;
+		sel[n] = &l->t[i];
+		sel_kind[n] = kinds[i];
+		sel_arg[n] = arg_index[i];
+		expect_bytes += l->t[i].bytes;
+		n++;
+	}
+	ck_assert_str_eq(f->op_type, "Add");
+	ck_assert_str_eq(f->op_name, l->op_name);
+	ck_assert_uint_eq(f->op.device_id, 0);
+	ck_assert_uint_eq(f->op.stream_id, adump_dev_stream_id(fx->stream));
+	ck_assert_uint_eq(f->op.task_id, l->task_id);
+	ck_assert_uint_ge(f->op.timestamp_us, wall_before);
+	ck_assert_uint_le(f->op.timestamp_us, wall_after);
+	if (l->t[0].dtype == ADUMP_DT_INT32)
+		snprintf(alpha, sizeof(alpha), "alpha=%d", (int32_t)l->alpha);
+	else
+		snprintf(alpha, sizeof(alpha), "alpha=%.9g", (double)(float)l->alpha);
+	ck_assert_str_eq(f->alpha, alpha);
+	ck_assert_uint_eq(f->op.tensor_count, n);
+	ck_assert_uint_eq(f->payload_bytes, expect_bytes);
+	ck_assert_uint_eq(f->bytes_received, expect_bytes);
+	chunks = expect_bytes ? (expect_bytes + CHUNK_BYTES - 1) / CHUNK_BYTES : 1;
+	ck_assert_uint_eq(f->record_count, chunks);
+	ck_assert(!f->is_failed);
+	ck_assert(!f->has_gap);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct adump_tensor *t = &f->tensors[i];
+		void *host = t_dev_download(fx->dev, sel[i]);
+
+		ck_assert_int_eq(t->kind, sel_kind[i]);
+		ck_assert_uint_eq(t->arg_index, sel_arg[i]);
+		ck_assert_int_eq(t->dtype, sel[i]->dtype);
+		ck_assert_int_eq(t->format, sel[i]->format);
+		ck_assert_uint_eq(t->dim_count, sel[i]->dim_count);
+		ck_assert_uint_eq(t->orig_dim_count, sel[i]->orig_dim_count ? sel[i]->orig_dim_count
+									   : sel[i]->dim_count);
+		for (uint32_t d = 0; d < t->dim_count; d++)
+			ck_assert_uint_eq(t->dims[d], (uint64_t)sel[i]->dims[d]);
+		for (uint32_t d = 0; d < t->orig_dim_count; d++)
+			ck_assert_uint_eq(t->orig_dims[d], sel[i]->orig_dim_count
+								   ? (uint64_t)sel[i]->orig_dims[d]
+								   : (uint64_t)sel[i]->dims[d]);
+		ck_assert_uint_eq(t->address, (uint64_t)(uintptr_t)sel[i]->data);
+		ck_assert_uint_eq(t->bytes, sel[i]->bytes);
+		/* The payload is self ‖ other ‖ out, as the device holds them after the run. */
+		ck_assert_mem_eq(f->payload + offset, host, sel[i]->bytes);
+		offset += sel[i]->bytes;
+		free(host);
+	}
+}
+
+START_TEST(test_dma_chunks_reassemble)
+{
+	/* Element counts chosen so files end mid-chunk and chunks span tensor boundaries. */
+	static const struct {
+		int32_t dtype;
+		int64_t elems;
+		double alpha;
+		uint32_t mask;
+	} plan[] = {
+		{ ADUMP_DT_FLOAT, 1000, 1.0, ADUMP_DUMP_ALL },              /* 12000 B */
+		{ ADUMP_DT_FLOAT, 1024, 0.5, ADUMP_DUMP_ALL },              /* exactly 3 chunks */
+		{ ADUMP_DT_FLOAT16, 3001, 0.1, ADUMP_DUMP_ALL },
+		{ ADUMP_DT_INT32, 7777, 3.0, ADUMP_DUMP_INPUTS },
+		{ ADUMP_DT_INT32, 513, -2.0, ADUMP_DUMP_OUTPUTS },
+		{ ADUMP_DT_FLOAT, 1, 2.0, ADUMP_DUMP_ALL },                 /* one short chunk */
+		{ ADUMP_DT_FLOAT, 0, 1.0, ADUMP_DUMP_ALL },                 /* no payload */
+		{ ADUMP_DT_FLOAT, 100, 1.0, 0 },                            /* no tensors */
+		{ ADUMP_DT_FLOAT, 20000, -1.25, ADUMP_DUMP_ALL },           /* 59 chunks */
+	};
+	enum { PLAN_COUNT = sizeof(plan) / sizeof(plan[0]), ROUNDS = 3 };
+	struct launch launches[PLAN_COUNT * ROUNDS];
+	struct fixture fx;
+	uint64_t rng = t_seed(), wall_before, wall_after;
+	uint32_t task_id = 0, n = 0;
+	struct adump_stream_stats stats;
+	uint64_t expect_records = 0;
+
+	/* Four 4 KiB buffers and a consumer that takes 20 µs a record: the producer wraps the
+	 * pool many times and has to wait for buffers. */
+	fixture_start(&fx, 4, ADUMP_ON_FULL_BLOCK, 20);
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int i = 0; i < PLAN_COUNT; i++, n++) {
+			launch_init(&fx, &launches[n], plan[i].dtype, plan[i].elems, plan[i].alpha,
+				    plan[i].mask, &rng);
+			/* orig_dims differ from dims on some tensors. */
+			if (i % 2) {
+				launches[n].t[0].orig_dim_count = 2;
+				launches[n].t[0].orig_dims[0] = 1;
+				launches[n].t[0].orig_dims[1] = plan[i].elems;
+				launches[n].t[0].format = ADUMP_FORMAT_NCHW;
+			}
+		}
+	}
+	wall_before = adump_wall_us();
+	for (uint32_t i = 0; i < n; i++) {
+		struct launch *l = &launches[i];
+
+		/* An undumped launch between dumped ones still takes a task id. */
+		if (i % 4 == 3)
+			ck_assert_int_eq(adump_dev_launch_add(fx.stream, &l->t[0], &l->t[1], 1.0,
+							      &l->t[0], NULL), 0);
+		if (i % 4 == 3)
+			task_id++;
+		launch_submit(&fx, l, task_id++);
+	}
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	wall_after = adump_wall_us();
+	fixture_stop_consumer(&fx);
+
+	ck_assert_uint_eq(fx.consumer.file_count, n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct seen_file *f = &fx.consumer.files[i];
+
+		check_file(&fx, f, &launches[i], wall_before, wall_after);
+		expect_records += f->record_count;
+	}
+	adump_chan_stats(fx.chan, &stats);
+	ck_assert_uint_eq(stats.drops, 0);
+	ck_assert_uint_eq(stats.records, expect_records);
+	ck_assert_uint_gt(stats.producer_wait_count, 0);
+	for (uint32_t i = 0; i < n; i++)
+		launch_free(&fx, &launches[i]);
+	fixture_finish(&fx);
+}
+END_TEST
+
+START_TEST(test_dma_unbound_stream_posts_nothing)
+{
+	struct fixture fx;
+	struct launch l;
+	uint64_t rng = t_seed();
+	struct adump_stream_stats stats;
+
+	fixture_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 0);
+	launch_init(&fx, &l, ADUMP_DT_FLOAT, 5000, 1.0, ADUMP_DUMP_ALL, &rng);
+	adump_dev_stream_bind(fx.stream, NULL);
+	launch_submit(&fx, &l, 0);
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	/* Bound again: the next launch is dumped, with the next task id. */
+	adump_dev_stream_bind(fx.stream, fx.chan);
+	launch_submit(&fx, &l, 1);
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	fixture_stop_consumer(&fx);
+	ck_assert_uint_eq(fx.consumer.file_count, 1);
+	ck_assert_uint_eq(fx.consumer.files[0].op.task_id, 1);
+	adump_chan_stats(fx.chan, &stats);
+	ck_assert_uint_eq(stats.records, 15);   /* 60000 B in 4 KiB chunks */
+	launch_free(&fx, &l);
+	fixture_finish(&fx);
+}
+END_TEST
+
+START_TEST(test_dma_drop_policy)
+{
+	struct fixture fx;
+	struct launch big, small;
+	uint64_t rng = t_seed();
+	struct adump_stream_stats stats;
+	const struct seen_file *f;
+	uint64_t chunks;
+
+	/* Two buffers and a consumer that takes 2 ms a record: a 30-chunk file must drop. */
+	fixture_start(&fx, 2, ADUMP_ON_FULL_DROP, 2000);
+	launch_init(&fx, &big, ADUMP_DT_FLOAT, 10000, 1.0, ADUMP_DUMP_ALL, &rng);
+	launch_init(&fx, &small, ADUMP_DT_FLOAT, 300, 1.0, ADUMP_DUMP_ALL, &rng);
+	launch_submit(&fx, &big, 0);
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), -ADUMP_ERR_DROPPED);
+	/* The drop was reported once; a file that fits in one chunk is never dropped. */
+	launch_submit(&fx, &small, 1);
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	fixture_stop_consumer(&fx);
+
+	ck_assert_uint_eq(fx.consumer.file_count, 2);
+	f = &fx.consumer.files[0];
+	chunks = (big.t[0].bytes * 3 + CHUNK_BYTES - 1) / CHUNK_BYTES;
+	ck_assert(f->is_failed);
+	ck_assert(f->has_gap);
+	ck_assert_uint_lt(f->record_count, chunks);
+	ck_assert_uint_ge(f->record_count, 1);  /* at least the LAST, checked by the consumer */
+	adump_chan_stats(fx.chan, &stats);
+	/* Every chunk was either posted or counted as dropped. */
+	ck_assert_uint_eq(stats.drops + f->record_count, chunks);
+	ck_assert_uint_eq(stats.records, f->record_count + 1);
+	ck_assert(!fx.consumer.files[1].is_failed);
+	ck_assert_uint_eq(fx.consumer.files[1].record_count, 1);
+	launch_free(&fx, &big);
+	launch_free(&fx, &small);
+	fixture_finish(&fx);
+}
+END_TEST
+
+static Suite *dma_suite(void)
+{
+	Suite *s = suite_create("device_dma");
+	TCase *tc = tcase_create("dma");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_dma_chunks_reassemble);
+	tcase_add_test(tc, test_dma_unbound_stream_posts_nothing);
+	tcase_add_test(tc, test_dma_drop_policy);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return t_run_suite(dma_suite());
+}
