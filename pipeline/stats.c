@@ -212,11 +212,14 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
 		payload_offset = acc->next_offset;
 	}
 	if (payload_offset > acc->next_offset) {
-		/* A gap: every tensor it touches cannot be complete. */
+		/* A gap: every tensor with bytes inside [next_offset, payload_offset) cannot be
+		 * complete. */
 		while (acc->tensor_index < op->tensor_count) {
-			uint64_t end = acc->tensor_start + op->tensors[acc->tensor_index].bytes;
+			const struct adump_tensor *t = &op->tensors[acc->tensor_index];
+			uint64_t end = acc->tensor_start + t->bytes;
 
-			priv(acc, acc->tensor_index)->stat.is_incomplete = true;
+			if (t->bytes && end > acc->next_offset && acc->tensor_start < payload_offset)
+				priv(acc, acc->tensor_index)->stat.is_incomplete = true;
 			if (payload_offset < end)
 				break;
 			acc->tensor_start = end;

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* aclmdlInitDump / aclmdlSetDump / aclmdlFinalizeDump (reference §1.5): every return code,
+ * the aclInit exclusion, cycles, override, flush on finalize, and what a config dumps
+ * (dump_mode, dump_step through adump_acl_step_advance()). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "acl/adump_acl.h"
+#include "acl_test.h"
+
+static char *dir;
+
+static void setup(void)
+{
+	dir = t_tmpdir("acl-mdl");
+	ck_assert_ptr_nonnull(dir);
+	t_acl_log_capture();
+}
+
+static void teardown(void)
+{
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* A config dumping single ops into <dir>/<sub> with extra keys @extra (may be ""). */
+static char *config(const char *sub, const char *extra)
+{
+	char *path, *json, *out, name[64];
+
+	ck_assert(asprintf(&path, "%s/%s", dir, sub) > 0);
+	mkdir(path, 0750);
+	ck_assert(asprintf(&json, "{\"dump\": {\"dump_path\": \"%s\", \"dump_list\": [{}], \"dump_op_switch\": \"on\"%s%s}}",
+			   path, *extra ? ", " : "", extra) > 0);
+	snprintf(name, sizeof(name), "%s.json", sub);
+	out = t_acl_write(dir, name, json);
+	free(path);
+	free(json);
+	return out;
+}
+
+static size_t dumps_in(const char *sub)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	return t_count_files(path, "");
+}
+
+START_TEST(test_codes_before_init)
+{
+	ck_assert_int_eq(aclmdlInitDump(), ACL_ERROR_UNINITIALIZE);
+	ck_assert_int_eq(aclmdlSetDump("x.json"), ACL_ERROR_UNINITIALIZE);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_ERROR_UNINITIALIZE);
+}
+END_TEST
+
+START_TEST(test_codes_after_init)
+{
+	char *good = config("a", "");
+	char *syntax = t_acl_write(dir, "syntax.json", "{\"dump\": {\"dump_path\": }");
+	char *bad = t_acl_write(dir, "bad.json", "{\"dump\": {\"dump_op_switch\": \"on\"}}");
+	char *empty = t_acl_write(dir, "empty.json", "");
+
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(good), ACL_ERROR_DUMP_NOT_RUN);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_ERROR_DUMP_NOT_RUN);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_ERROR_REPEAT_INITIALIZE);
+	ck_assert_int_eq(aclmdlSetDump(NULL), ACL_ERROR_INVALID_PARAM);
+	ck_assert_int_eq(aclmdlSetDump("/nonexistent/acl.json"), ACL_ERROR_INVALID_FILE);
+	ck_assert_int_eq(aclmdlSetDump(syntax), ACL_ERROR_PARSE_FILE);
+	ck_assert(t_acl_log_has("syntax.json:1:24"));
+	ck_assert_int_eq(aclmdlSetDump(bad), ACL_ERROR_INVALID_DUMP_CONFIG);
+	ck_assert(t_acl_log_has("dump.dump_path: required"));
+	ck_assert_int_eq(aclmdlSetDump(empty), ACL_SUCCESS);
+	ck_assert_ptr_null(acldumpGetPath(DATA_DUMP));
+	ck_assert_int_eq(aclmdlSetDump(good), ACL_SUCCESS);
+	ck_assert_ptr_nonnull(acldumpGetPath(DATA_DUMP));
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	ck_assert_ptr_null(acldumpGetPath(DATA_DUMP));
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_ERROR_DUMP_NOT_RUN);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+	free(good);
+	free(syntax);
+	free(bad);
+	free(empty);
+}
+END_TEST
+
+/* Documented behaviour (the CANN source does not enforce it; UNVERIFIED there). */
+START_TEST(test_exclusive_with_init_json)
+{
+	char *data = config("a", "");
+	char *exc = t_acl_write(dir, "exc.json", "{\"dump\": {\"dump_scene\": \"lite_exception\"}}");
+
+	ck_assert_int_eq(aclInit(data), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_ERROR_DUMP_ALREADY_RUN);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+	/* An exception-only aclInit config does not block configurable dump. */
+	ck_assert_int_eq(aclInit(exc), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+	free(data);
+	free(exc);
+}
+END_TEST
+
+START_TEST(test_cycles)
+{
+	char *cfg = config("cyc", "");
+	aclrtStream s = t_acl_start(NULL);
+	struct t_acl_add a;
+
+	t_acl_add_setup(&a);
+	for (int i = 0; i < 40; i++) {
+		ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+		ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
+		ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+		/* No synchronize: aclmdlFinalizeDump flushes what is outstanding. */
+		ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+		ck_assert_uint_eq(dumps_in("cyc"), (size_t)i + 1);
+	}
+	/* Not dumped once finalized. */
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	ck_assert_uint_eq(dumps_in("cyc"), 40);
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(cfg);
+}
+END_TEST
+
+START_TEST(test_second_setdump_overrides)
+{
+	char *first = config("first", ""), *second = config("second", "");
+	aclrtStream s = t_acl_start(NULL);
+	struct t_acl_add a;
+
+	t_acl_add_setup(&a);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(first), ACL_SUCCESS);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclmdlSetDump(second), ACL_SUCCESS);   /* flushes the first */
+	ck_assert_uint_eq(dumps_in("first"), 1);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	ck_assert_uint_eq(dumps_in("first"), 1);
+	ck_assert_uint_eq(dumps_in("second"), 2);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(first);
+	free(second);
+}
+END_TEST
+
+/* One dump file's size, to tell which tensors it holds. */
+static size_t only_dump_size(const char *sub)
+{
+	char path[4096];
+	size_t len = 0;
+	FILE *p;
+	void *buf;
+
+	snprintf(path, sizeof(path), "find %s/%s -type f | head -1", dir, sub);
+	p = popen(path, "r");
+	ck_assert_ptr_nonnull(fgets(path, sizeof(path), p));
+	pclose(p);
+	path[strcspn(path, "\n")] = '\0';
+	buf = t_read_file(path, &len);
+	free(buf);
+	return len;
+}
+
+START_TEST(test_mode_and_step)
+{
+	char *input = config("input", "\"dump_mode\": \"input\"");
+	char *all = config("all", "\"dump_mode\": \"all\"");
+	char *steps = config("steps", "\"dump_step\": \"1|3\"");
+	aclrtStream s = t_acl_start(NULL);
+	struct t_acl_add a;
+	size_t in_size, all_size;
+
+	t_acl_add_setup(&a);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(input), ACL_SUCCESS);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclmdlSetDump(all), ACL_SUCCESS);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclmdlSetDump(steps), ACL_SUCCESS);
+	ck_assert_uint_eq(adump_acl_step_get(), 0);
+	for (int step = 0; step < 5; step++) {
+		ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+		ck_assert_uint_eq(adump_acl_step_advance(), (uint64_t)step + 1);
+	}
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	in_size = only_dump_size("input");
+	all_size = only_dump_size("all");
+	/* all = input + 32 bytes of output (header sizes differ by the output entry). */
+	ck_assert_uint_gt(all_size, in_size + 32);
+	ck_assert_uint_eq(dumps_in("steps"), 2);        /* steps 1 and 3 */
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(input);
+	free(all);
+	free(steps);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("acl_mdl");
+	TCase *tc = tcase_create("mdl");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_codes_before_init);
+	tcase_add_test(tc, test_codes_after_init);
+	tcase_add_test(tc, test_exclusive_with_init_json);
+	tcase_add_test(tc, test_cycles);
+	tcase_add_test(tc, test_second_setdump_overrides);
+	tcase_add_test(tc, test_mode_and_step);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
