@@ -63,7 +63,7 @@ static acldumpChunk *chunk_buf_get(size_t data_len)
 }
 
 /* Native chunk -> acldumpChunk; runs on worker threads. */
-static int chunk_to_acl(const struct adump_chunk *chunk, void *user)
+int adump_acl_chunk_to_callback(const struct adump_chunk *chunk, void *user)
 {
 	struct adump_acl_state *st = user;
 	adump_acl_callback_fn cb = atomic_load_explicit(&st->callback, memory_order_acquire);
@@ -187,17 +187,20 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 	cfg.writer = writer_from_env();
 	cfg.sink = atomic_load_explicit(&st->callback, memory_order_relaxed) ? ADUMP_SINK_CALLBACK
 									     : ADUMP_SINK_FILE;
-	cfg.chunk_fn = chunk_to_acl;
+	cfg.chunk_fn = adump_acl_chunk_to_callback;
 	cfg.chunk_user = st;
+	st->stats_mask = c->is_stats ? c->stats_mask : 0;
 #ifdef ADUMP_CONFIG_HAS_STATS
 	/* dump_data stats: the workers compute the CSV of reference §2.4 while the chunks
 	 * stream through (pipeline/stats.h) instead of writing tensor bytes. */
-	cfg.stats_mask = c->is_stats ? c->stats_mask : 0;
+	cfg.stats_mask = st->stats_mask;
 #else
-	if (c->is_stats)
-		adump_log_once(ADUMP_LOG_WARN, MOD,
-			       "dump_data stats: this build's pipeline has no statistics sink; "
-			       "tensor data is dumped instead");
+	/* No statistics sink in the pipeline yet: take the chunks on the workers and compute
+	 * the statistics there (stats_sink.c). */
+	if (c->is_stats) {
+		cfg.sink = ADUMP_SINK_CALLBACK;
+		cfg.chunk_fn = adump_acl_stats_chunk;
+	}
 #endif
 	ret = adump_session_create(&cfg, &st->session);
 	if (ret < 0) {

@@ -212,6 +212,43 @@ START_TEST(test_mode_and_step)
 }
 END_TEST
 
+/* dump_data stats: a <file>.csv with the statistics of reference §2.4, no tensor file. */
+START_TEST(test_stats_csv)
+{
+	char *cfg = config("stats", "\"dump_mode\": \"all\", \"dump_data\": \"stats\"");
+	char cmd[4096], path[4096];
+	aclrtStream s = t_acl_start(NULL);
+	struct t_acl_add a;
+	size_t len;
+	char *csv;
+	FILE *p;
+
+	t_acl_add_setup(&a);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	ck_assert_uint_eq(dumps_in("stats"), 1);
+	snprintf(cmd, sizeof(cmd), "find %s/stats -name 'Add.aclnnAdd.*.csv'", dir);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(path, sizeof(path), p));
+	pclose(p);
+	path[strcspn(path, "\n")] = '\0';
+	csv = t_read_file(path, &len);
+	ck_assert_ptr_nonnull(csv);
+	ck_assert_str_eq(csv, "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,"
+			 "Avg Value,Count,Nan Count,Negative Inf Count,Positive Inf Count\n"
+			 "Input,0,32,DT_FLOAT,ND,4x2,7,0,3.5,8,0,0,0\n"
+			 "Input,1,32,DT_FLOAT,ND,4x2,3,1,1.875,8,0,0,0\n"
+			 "Output,0,32,DT_FLOAT,ND,4x2,10,1,5.375,8,0,0,0\n");
+	free(csv);
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(cfg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_mdl");
@@ -225,6 +262,7 @@ int main(void)
 	tcase_add_test(tc, test_cycles);
 	tcase_add_test(tc, test_second_setdump_overrides);
 	tcase_add_test(tc, test_mode_and_step);
+	tcase_add_test(tc, test_stats_csv);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
