@@ -29,13 +29,13 @@ for stage in "${stages[@]}"; do
 		fi
 		;;
 	asan)
-		# Sanitizer builds run the stress tests with fewer records; they are ~10x slower.
-		ADUMP_TEST_RING_RECORDS=300000 \
+		# Sanitizer builds run the stress and capture tests smaller: they are 10-50x slower.
+		ADUMP_TEST_RING_RECORDS=300000 ADUMP_TEST_MAX_BYTES=2097152 \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 			build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DADUMP_SANITIZE=address
 		;;
 	tsan)
-		ADUMP_TEST_RING_RECORDS=300000 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		ADUMP_TEST_RING_RECORDS=300000 ADUMP_TEST_MAX_BYTES=1048576 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 			build_and_test build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DADUMP_SANITIZE=thread
 		;;
 	fuzz)
