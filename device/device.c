@@ -15,6 +15,22 @@
 static pthread_mutex_t dev_table_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct adump_dev *dev_table[ADUMP_DEV_MAX];
 
+/* Launches take the memory lock shared all the time; preferring writers keeps a malloc or
+ * free from waiting behind a steady stream of them. */
+static int mem_lock_init(pthread_rwlock_t *lock)
+{
+	pthread_rwlockattr_t attr;
+	int ret;
+
+	ret = -pthread_rwlockattr_init(&attr);
+	if (ret < 0)
+		return ret;
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	ret = -pthread_rwlock_init(lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	return ret;
+}
+
 int adump_dev_open(int32_t id, struct adump_dev **out)
 {
 	struct adump_dev *dev;
@@ -32,7 +48,7 @@ int adump_dev_open(int32_t id, struct adump_dev **out)
 			ret = -ENOMEM;
 			goto out;
 		}
-		ret = -pthread_rwlock_init(&dev->mem_lock, NULL);
+		ret = mem_lock_init(&dev->mem_lock);
 		if (ret < 0) {
 			free(dev);
 			goto out;
@@ -147,6 +163,9 @@ int adump_dev_malloc(struct adump_dev *dev, size_t bytes, void **out)
 		return -EINVAL;
 	if (bytes == 0)
 		return -ADUMP_ERR_TOO_BIG;
+	ret = ADUMP_TESTPOINT("device.malloc");
+	if (ret < 0)
+		return ret;
 	ret = -posix_memalign(&mem, DEV_MEM_ALIGN, bytes);
 	if (ret < 0)
 		return ret;

@@ -116,7 +116,9 @@ int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id, uin
 		.attr_count = 1,
 		.attrs = &attr,
 	};
-	ret = adump_op_rec_create(&op, &op_rec);
+	ret = ADUMP_TESTPOINT("device.dma");
+	if (ret == 0)
+		ret = adump_op_rec_create(&op, &op_rec);
 	if (ret < 0) {
 		adump_log_once(ADUMP_LOG_ERROR, "device", "dump of %s skipped: %s", req->op_name,
 			       adump_strerror(ret));

@@ -43,7 +43,7 @@ ADUMP_API void adump_dev_close(struct adump_dev *dev);
 ADUMP_API int32_t adump_dev_id(const struct adump_dev *dev);
 
 /**
- * adump_dev_malloc() - allocate device memory.
+ * adump_dev_malloc() - allocate device memory, 64-byte aligned and uninitialised.
  * Return: 0 and *out set, -ADUMP_ERR_TOO_BIG for 0 bytes, -ENOMEM. Any thread.
  */
 ADUMP_API int adump_dev_malloc(struct adump_dev *dev, size_t bytes, void **out);
@@ -93,7 +93,9 @@ ADUMP_API int adump_dev_stream_destroy(struct adump_dev_stream *stream);
  * adump_dev_stream_sync() - wait until every task launched so far has run and every dump
  * record those tasks produced has been written (or delivered to the callback).
  * Return: 0, or the first kernel error of those tasks (-EINVAL for bad kernel arguments
- * detected at run time), or -ADUMP_ERR_DROPPED if any of their chunks was dropped.
+ * detected at run time, such as memory freed while queued) or of their dumps (-ENOMEM when
+ * an op record could not be built; that file is skipped), or -ADUMP_ERR_DROPPED if any of
+ * their chunks was dropped. Each error is reported to one sync only. Any thread.
  */
 ADUMP_API int adump_dev_stream_sync(struct adump_dev_stream *stream);
 
@@ -136,9 +138,11 @@ struct adump_dev_dump {
  *        session, the DMA engine copies the selected inputs (self, other) and outputs (out)
  *        into staging buffers chunk by chunk and posts one record per chunk; `alpha` is
  *        recorded as an attribute. Unattached streams ignore the request.
- * Return: 0 once queued; -EINVAL for NULL tensors or mismatched shapes, sizes or dtypes;
- * -ADUMP_ERR_UNSUPPORTED for other dtypes; -ADUMP_ERR_NOT_FOUND for data outside device
- * memory. Producer: any thread, one at a time per stream.
+ * Return: 0 once queued; -EINVAL for NULL tensors, mismatched shapes, sizes or dtypes, or a
+ * dump request without op_type or op_name; -ADUMP_ERR_UNSUPPORTED for other dtypes;
+ * -ADUMP_ERR_NOT_FOUND for data outside device memory; -ENOMEM. Each queued launch takes the
+ * stream's next task id (0, 1, 2, ...), dumped or not. Blocks while the stream already holds
+ * 1024 unfinished tasks. Producer: any thread, one at a time per stream.
  */
 ADUMP_API int adump_dev_launch_add(struct adump_dev_stream *stream,
 				   const struct adump_dev_tensor *self,

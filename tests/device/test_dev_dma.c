@@ -479,6 +479,46 @@ START_TEST(test_dma_drop_policy)
 }
 END_TEST
 
+#ifdef T_HAVE_TESTPOINTS
+START_TEST(test_dma_op_rec_failure)
+{
+	struct fixture fx;
+	struct launch l[3];
+	uint64_t rng = t_seed();
+	float *got;
+
+	fixture_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 0);
+	for (int i = 0; i < 3; i++)
+		launch_init(&fx, &l[i], ADUMP_DT_FLOAT, 3000, 2.0, ADUMP_DUMP_ALL, &rng);
+	/* The second dump cannot build its op record: no records, the kernel still ran. */
+	adump_testpoint_arm("device.dma", -ENOMEM, 2, 0);
+	for (uint32_t i = 0; i < 3; i++)
+		launch_submit(&fx, &l[i], i);
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), -ENOMEM);
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	fixture_stop_consumer(&fx);
+	ck_assert_uint_eq(fx.consumer.file_count, 2);
+	ck_assert_uint_eq(fx.consumer.files[0].op.task_id, 0);
+	ck_assert_uint_eq(fx.consumer.files[1].op.task_id, 2);
+	got = t_dev_download(fx.dev, &l[1].t[2]);
+	for (int i = 0; i < 3000; i++) {
+		float a, b;
+
+		ck_assert_int_eq(adump_dev_memcpy(fx.dev, &a, 4, (float *)l[1].t[0].data + i, 4,
+						  ADUMP_COPY_DEVICE_TO_HOST), 0);
+		ck_assert_int_eq(adump_dev_memcpy(fx.dev, &b, 4, (float *)l[1].t[1].data + i, 4,
+						  ADUMP_COPY_DEVICE_TO_HOST), 0);
+		ck_assert_float_eq(got[i], a + 2.0f * b);
+	}
+	free(got);
+	for (int i = 0; i < 3; i++)
+		launch_free(&fx, &l[i]);
+	fixture_finish(&fx);
+}
+END_TEST
+#endif
+
 static Suite *dma_suite(void)
 {
 	Suite *s = suite_create("device_dma");
@@ -488,6 +528,9 @@ static Suite *dma_suite(void)
 	tcase_add_test(tc, test_dma_chunks_reassemble);
 	tcase_add_test(tc, test_dma_unbound_stream_posts_nothing);
 	tcase_add_test(tc, test_dma_drop_policy);
+#ifdef T_HAVE_TESTPOINTS
+	tcase_add_test(tc, test_dma_op_rec_failure);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }

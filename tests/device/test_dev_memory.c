@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "adump/device.h"
+#include "common/common.h"
 #include "helpers.h"
 
 static struct adump_dev *dev;
@@ -256,6 +257,21 @@ START_TEST(test_concurrent_alloc)
 }
 END_TEST
 
+#ifdef T_HAVE_TESTPOINTS
+START_TEST(test_malloc_injected_failure)
+{
+	void *p = NULL;
+
+	adump_testpoint_arm("device.malloc", -ENOMEM, 2, 0);
+	ck_assert_int_eq(adump_dev_malloc(dev, 16, &p), 0);
+	ck_assert_int_eq(adump_dev_malloc(dev, 16, &p), -ENOMEM);
+	adump_testpoint_disarm_all();
+	ck_assert(adump_dev_is_device_ptr(dev, p, 16));     /* the first one, untouched */
+	ck_assert_int_eq(adump_dev_free(dev, p), 0);
+}
+END_TEST
+#endif
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("device_memory");
@@ -272,6 +288,9 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_memcpy_kinds);
 	tcase_add_test(tc, test_memcpy_errors);
 	tcase_add_test(tc, test_concurrent_alloc);
+#ifdef T_HAVE_TESTPOINTS
+	tcase_add_test(tc, test_malloc_injected_failure);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
