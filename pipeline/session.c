@@ -433,6 +433,8 @@ void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
 			continue;
 		st = &out->streams[out->stream_count++];
 		adump_chan_stats(s->slots[i].chan, st);
+		adump_chan_hist_add(s->slots[i].chan, out->producer_wait_hist, out->enqueue_hist,
+				    &out->producer_wait_max_ns);
 		out->drops += st->drops;
 		out->producer_wait_count += st->producer_wait_count;
 		out->producer_wait_ns += st->producer_wait_ns;

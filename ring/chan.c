@@ -38,6 +38,11 @@ struct adump_chan {
 	_Atomic uint32_t high_water;
 	_Atomic uint32_t producer_sleeping;
 	_Atomic uint32_t has_dropped;           /* since the last adump_chan_wait_idle() */
+	uint32_t reserve_count;                 /* producer only: picks the enqueue samples */
+	uint64_t reserve_start_ns;              /* producer only: start of a sampled enqueue */
+	_Atomic uint64_t wait_max_ns;
+	_Atomic uint64_t wait_hist[ADUMP_HIST_BUCKETS];
+	_Atomic uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
 
 	/* Consumer side. */
 	alignas(64) _Atomic uint64_t released;
@@ -132,6 +137,13 @@ void adump_chan_destroy(struct adump_chan *c)
 	free(c);
 }
 
+static unsigned hist_bucket(uint64_t ns)
+{
+	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+
+	return b < ADUMP_HIST_BUCKETS ? b : ADUMP_HIST_BUCKETS - 1;
+}
+
 static struct adump_rec *take_free(struct adump_chan *c)
 {
 	void *rec;
@@ -145,9 +157,14 @@ static struct adump_rec *take_free(struct adump_chan *c)
 
 struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 {
-	struct adump_rec *rec = take_free(c);
-	uint64_t start;
+	struct adump_rec *rec;
+	uint64_t start, waited;
 
+	/* Sample the enqueue latency of one record in ADUMP_ENQUEUE_SAMPLE: timing every one
+	 * would cost more than the hand-off itself. */
+	if (++c->reserve_count % ADUMP_ENQUEUE_SAMPLE == 0)
+		c->reserve_start_ns = adump_now_ns();
+	rec = take_free(c);
 	if (rec)
 		return rec;
 	if (c->on_full == ADUMP_ON_FULL_DROP && !must_wait) {
@@ -175,7 +192,13 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 	}
 	atomic_store_explicit(&c->producer_sleeping, 0, memory_order_relaxed);
 out:
-	atomic_fetch_add_explicit(&c->wait_ns, adump_now_ns() - start, memory_order_relaxed);
+	waited = adump_now_ns() - start;
+	atomic_fetch_add_explicit(&c->wait_ns, waited, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->wait_hist[hist_bucket(waited)], 1, memory_order_relaxed);
+	if (waited > atomic_load_explicit(&c->wait_max_ns, memory_order_relaxed))
+		atomic_store_explicit(&c->wait_max_ns, waited, memory_order_relaxed);
+	/* A wait is reported in its own histogram, not as enqueue latency. */
+	c->reserve_start_ns = 0;
 	return rec;
 }
 
@@ -200,6 +223,12 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 	ring_push(&c->full_ring, c->full_slots, rec, &depth);
 	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
 		atomic_store_explicit(&c->high_water, depth + 1, memory_order_relaxed);
+	if (c->reserve_start_ns) {
+		uint64_t took = adump_now_ns() - c->reserve_start_ns;
+
+		atomic_fetch_add_explicit(&c->enqueue_hist[hist_bucket(took)], 1, memory_order_relaxed);
+		c->reserve_start_ns = 0;
+	}
 	db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
 	if (db)
 		adump_doorbell_ring(db);
@@ -293,4 +322,33 @@ void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out
 	out->ring_high_water = atomic_load_explicit(&c->high_water, memory_order_relaxed);
 	out->producer_wait_count = atomic_load_explicit(&c->wait_count, memory_order_relaxed);
 	out->producer_wait_ns = atomic_load_explicit(&c->wait_ns, memory_order_relaxed);
+}
+
+void adump_chan_hist_add(const struct adump_chan *c, uint64_t *wait_hist, uint64_t *enqueue_hist,
+			 uint64_t *wait_max)
+{
+	uint64_t max = atomic_load_explicit(&c->wait_max_ns, memory_order_relaxed);
+
+	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++) {
+		wait_hist[i] += atomic_load_explicit(&c->wait_hist[i], memory_order_relaxed);
+		enqueue_hist[i] += atomic_load_explicit(&c->enqueue_hist[i], memory_order_relaxed);
+	}
+	if (max > *wait_max)
+		*wait_max = max;
+}
+
+uint64_t adump_hist_percentile(const uint64_t *hist, double q)
+{
+	uint64_t total = 0, seen = 0;
+
+	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++)
+		total += hist[i];
+	if (!total)
+		return 0;
+	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++) {
+		seen += hist[i];
+		if ((double)seen >= q * (double)total)
+			return 2ull << i;
+	}
+	return 2ull << (ADUMP_HIST_BUCKETS - 1);
 }

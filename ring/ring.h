@@ -123,5 +123,8 @@ uint32_t adump_chan_buffer_count(const struct adump_chan *c);
 size_t adump_chan_buffer_bytes(const struct adump_chan *c);
 /* Counters for adump_stats_get(); any thread, relaxed. */
 void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out);
+/* Adds the channel's latency histograms into @wait_hist / @enqueue_hist and raises *wait_max. */
+void adump_chan_hist_add(const struct adump_chan *c, uint64_t *wait_hist, uint64_t *enqueue_hist,
+			 uint64_t *wait_max);
 
 #endif

@@ -39,6 +39,46 @@ enum adump_sink {
 	ADUMP_SINK_CALLBACK = 1,        /* the same bytes, as chunks, to chunk_fn; no files */
 };
 
+/* How file data reaches the disk. DIRECT writes with O_DIRECT from the staging buffers
+ * (every write aligned; files are byte-identical to buffered ones). */
+enum adump_io {
+	ADUMP_IO_BUFFERED = 0,
+	ADUMP_IO_DIRECT = 1,
+};
+
+/* LZ4: each dump file is written as one standard LZ4 frame, <name>.lz4, which `lz4 -d`
+ * restores to the exact dump file. Blocks that do not shrink are stored uncompressed. */
+enum adump_compress {
+	ADUMP_COMPRESS_NONE = 0,
+	ADUMP_COMPRESS_LZ4 = 1,
+};
+
+/* PACKED: dump files are appended to per-worker segment files with an index (name, segment,
+ * offset, length, CRC32C); `adump unpack` restores the individual files. */
+enum adump_layout {
+	ADUMP_LAYOUT_FILES = 0,
+	ADUMP_LAYOUT_PACKED = 1,
+};
+
+/* STATS: instead of tensor bytes, a CSV of per-tensor statistics (<name>.csv), computed by
+ * the workers while the chunks stream through (acl.json "dump_data": "stats"). */
+enum adump_content {
+	ADUMP_CONTENT_TENSOR = 0,
+	ADUMP_CONTENT_STATS = 1,
+};
+
+/* Statistics for ADUMP_CONTENT_STATS (CANN's selection bits). */
+enum {
+	ADUMP_STAT_MAX = 1u << 0,
+	ADUMP_STAT_MIN = 1u << 1,
+	ADUMP_STAT_AVG = 1u << 2,
+	ADUMP_STAT_NAN = 1u << 3,
+	ADUMP_STAT_NEG_INF = 1u << 4,
+	ADUMP_STAT_POS_INF = 1u << 5,
+	ADUMP_STAT_L2NORM = 1u << 6,
+	ADUMP_STAT_DEFAULT = 0x3f,
+};
+
 /* One piece of one dump file, as the callback sink delivers it. Concatenating a file's chunks
  * by offset gives exactly the bytes the file sink writes. */
 struct adump_chunk {
@@ -66,9 +106,25 @@ struct adump_config {
 	enum adump_sink sink;
 	adump_chunk_fn chunk_fn;        /* with ADUMP_SINK_CALLBACK */
 	void *chunk_user;
+	enum adump_io io;
+	enum adump_compress compress;
+	enum adump_layout layout;
+	size_t segment_bytes;           /* PACKED: roll segments at this size; 0: 1 GiB */
+	enum adump_content content;
+	uint32_t stats_mask;            /* STATS: ADUMP_STAT_*; 0: ADUMP_STAT_DEFAULT */
 };
 
 #define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config) }
+
+#define ADUMP_HIST_BUCKETS 40
+#define ADUMP_ENQUEUE_SAMPLE 16
+
+/**
+ * adump_hist_percentile() - a percentile of a log2 histogram of nanoseconds.
+ * @hist: ADUMP_HIST_BUCKETS counters; @q: 0..1 (0.5 = median, 0.99 = p99).
+ * Return: the upper bound of the bucket holding that percentile, in ns; 0 if empty.
+ */
+ADUMP_API uint64_t adump_hist_percentile(const uint64_t *hist, double q);
 
 struct adump_stream_stats {
 	uint32_t stream_id;
@@ -91,6 +147,12 @@ struct adump_stats {
 	uint64_t producer_wait_count;
 	uint64_t producer_wait_ns;
 	enum adump_writer_kind backend;     /* URING or PWRITE once decided; AUTO before */
+	/* Latency histograms over all streams, bucket i counting durations in [2^i, 2^(i+1)) ns:
+	 * producer waits for a free buffer (every wait), and enqueue latency from reserve to
+	 * commit (sampled: one record in ADUMP_ENQUEUE_SAMPLE). */
+	uint64_t producer_wait_hist[ADUMP_HIST_BUCKETS];
+	uint64_t producer_wait_max_ns;
+	uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
 	int first_error;                /* first failure the session saw (negative), or 0 */
 	unsigned worker_count;          /* workers running */
 	unsigned stream_count;          /* entries filled in streams[] */
