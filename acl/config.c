@@ -667,7 +667,9 @@ int adump_acl_cfg_load(const char *path, struct adump_acl_cfg *out)
 
 bool adump_acl_cfg_is_data_dump(const struct adump_acl_cfg *cfg)
 {
-	return cfg && cfg->has_dump && !adump_acl_cfg_is_exception(cfg) &&
+	/* dump_debug (overflow dump) writes only ops that overflow; the simulated NPU's
+	 * kernels never do, so an overflow config dumps nothing. */
+	return cfg && cfg->has_dump && !adump_acl_cfg_is_exception(cfg) && !cfg->is_debug &&
 	       (cfg->list_count || cfg->is_op_switch);
 }
 

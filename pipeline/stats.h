@@ -11,19 +11,6 @@
 
 #include "adump/types.h"
 
-/* Statistic selection (acl.json dump_stats), CANN's bit order. */
-enum {
-	ADUMP_STAT_MAX = 1u << 0,
-	ADUMP_STAT_MIN = 1u << 1,
-	ADUMP_STAT_AVG = 1u << 2,
-	ADUMP_STAT_NAN = 1u << 3,
-	ADUMP_STAT_NEG_INF = 1u << 4,
-	ADUMP_STAT_POS_INF = 1u << 5,
-	ADUMP_STAT_L2NORM = 1u << 6,
-	ADUMP_STAT_DEFAULT = 0x3f,      /* the first six: the fixed CSV layout */
-	ADUMP_STAT_ALL = 0x7f,
-};
-
 /* One dump file's accumulator. Caller-owned storage; the fields are private. */
 struct adump_statacc {
 	const struct adump_op *op;      /* borrowed until adump_statacc_fini() */
@@ -40,7 +27,10 @@ struct adump_statacc {
  * adump_statacc_init() - start the statistics of one dump file.
  * @acc:        caller storage.
  * @op:         the file's op; borrowed (with its tensors) until adump_statacc_fini().
- * @stats_mask: ADUMP_STAT_* bits; 0 means ADUMP_STAT_DEFAULT.
+ * @stats_mask: statistics to print, CANN's selection bits (acl.json dump_stats), which
+ *              adump.h names ADUMP_STAT_*: Max 1<<0, Min 1<<1, Avg 1<<2, Nan 1<<3,
+ *              Negative Inf 1<<4, Positive Inf 1<<5, L2norm 1<<6. 0 means the default six
+ *              (0x3f), which print in the fixed column layout of reference §2.4.
  *
  * Allocates one accumulator per tensor, once per file (not per chunk).
  * Return: 0, -EINVAL for a NULL argument, -ENOMEM. Any thread; one thread per @acc.

@@ -256,6 +256,37 @@ START_TEST(test_callback_before_init)
 }
 END_TEST
 
+/* dump_data stats with a callback: the CSV text arrives as one chunk named <file>.csv. */
+START_TEST(test_stats_through_callback)
+{
+	char *json, *cfg;
+	aclrtStream s;
+	struct t_acl_add a;
+
+	ck_assert(asprintf(&json, "{\"dump\": {\"dump_path\": \"%s\", \"dump_op_switch\": \"on\", "
+			   "\"dump_data\": \"stats\", \"dump_stats\": [\"Max\", \"Min\"]}}", dir) > 0);
+	cfg = t_acl_write(dir, "stats.json", json);
+	s = t_acl_start(cfg);
+	ck_assert_int_eq(acldumpRegCallback(collect, 0), ACL_SUCCESS);
+	t_acl_add_setup(&a);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	pthread_mutex_lock(&lock);
+	ck_assert_uint_eq(chunk_count, 1);
+	ck_assert_uint_eq(last_count, 1);
+	ck_assert_uint_eq(strlen(first_name) - strlen(strstr(first_name, ".csv")), strlen(first_name) - 4);
+	ck_assert_str_eq((char *)assembled, "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max Value,Min Value\n"
+			 "Output,0,32,DT_FLOAT,ND,4x2,8,10,1\n");
+	pthread_mutex_unlock(&lock);
+	ck_assert_uint_eq(t_count_files(dir, ""), 2);   /* the two json files only */
+	acldumpUnregCallback();
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(json);
+	free(cfg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_callback");
@@ -267,6 +298,7 @@ int main(void)
 	tcase_add_test(tc, test_chunks_reassemble_to_file_bytes);
 	tcase_add_test(tc, test_callback_errors_are_counted);
 	tcase_add_test(tc, test_callback_before_init);
+	tcase_add_test(tc, test_stats_through_callback);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

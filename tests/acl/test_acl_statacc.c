@@ -194,7 +194,8 @@ START_TEST(test_selected_columns_and_gaps)
 	struct adump_statacc acc;
 	char *csv;
 
-	csv = csv_of(&op, ADUMP_STAT_MAX | ADUMP_STAT_L2NORM, (uint8_t *)data, sizeof(data), NULL, 0);
+	/* Max (1 << 0) and L2norm (1 << 6): Count first, then the selection. */
+	csv = csv_of(&op, (1u << 0) | (1u << 6), (uint8_t *)data, sizeof(data), NULL, 0);
 	ck_assert_str_eq(csv, "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max Value,l2norm\n"
 			 "Input,0,16,DT_FLOAT,ND,4,4,4,5\n"
 			 "Output,0,16,DT_FLOAT,ND,4,4,1,2\n");
