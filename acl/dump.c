@@ -192,8 +192,12 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 	st->stats_mask = c->is_stats ? c->stats_mask : 0;
 #ifdef ADUMP_CONFIG_HAS_STATS
 	/* dump_data stats: the workers compute the CSV of reference §2.4 while the chunks
-	 * stream through (pipeline/stats.h) instead of writing tensor bytes. */
-	cfg.stats_mask = st->stats_mask;
+	 * stream through (pipeline/stats.h) instead of writing tensor bytes. adump.h defines
+	 * the macro once the workers honour ADUMP_CONTENT_STATS. */
+	if (c->is_stats) {
+		cfg.content = ADUMP_CONTENT_STATS;
+		cfg.stats_mask = st->stats_mask;
+	}
 #else
 	/* No statistics sink in the pipeline yet: take the chunks on the workers and compute
 	 * the statistics there (stats_sink.c). */
