@@ -130,6 +130,9 @@ static int copy_payload(struct adump_reader *r, uint32_t tensor, int fd, bool wi
 	uint64_t done = 0;
 	int ret = 0;
 
+	/* Small payloads get a buffer of their own size; large ones stream in 1 MiB steps. */
+	if (t->info.bytes < step)
+		step = t->info.bytes ? (size_t)t->info.bytes : 1;
 	buf = malloc(step);
 	if (widen_bf16)
 		wide = malloc(step * 2);

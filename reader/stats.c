@@ -231,6 +231,8 @@ int adump_reader_tensor_stats(struct adump_reader *r, uint32_t tensor,
 	} else if (t->info.bytes) {
 		/* A whole number of elements per step keeps elements from straddling reads. */
 		step = ADUMP_READER_STEP_BYTES - ADUMP_READER_STEP_BYTES % elem;
+		if (t->info.bytes < step)
+			step = (size_t)t->info.bytes;
 		buf = malloc(step);
 		if (!buf)
 			return adump_reader_fail(r, -ENOMEM, "out of memory for a read buffer");

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Writes the fuzzers' seed corpus: <dir>/reader holds small valid dumps of several dtypes and
+ * shapes plus damaged copies; <dir>/asm holds chunk scripts (see fuzz_asm.c) that assemble
+ * such a dump in order, shuffled, with a duplicate and with a missing piece. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "adump/adump.h"
+
+static int write_seed(const char *dir, const char *name, const void *buf, size_t len)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* A dump of @op in memory: header then payloads filled with a byte pattern. */
+static unsigned char *make_dump(const struct adump_op *op, size_t *len)
+{
+	long hdr = adump_dump_header_pack(op, NULL, 0);
+	size_t total;
+	unsigned char *buf;
+
+	if (hdr < 0)
+		return NULL;
+	total = (size_t)hdr;
+	for (uint32_t i = 0; i < op->tensor_count; i++)
+		total += op->tensors[i].bytes;
+	buf = malloc(total);
+	if (!buf || adump_dump_header_pack(op, buf, total) != hdr)
+		exit(1);
+	for (size_t i = (size_t)hdr; i < total; i++)
+		buf[i] = (unsigned char)(i * 37 + 11);
+	*len = total;
+	return buf;
+}
+
+/* A chunk script record (fuzz_asm.c) appended at *pos. */
+static void put_record(unsigned char *s, size_t *pos, unsigned op, unsigned offset,
+		       const unsigned char *data, unsigned len)
+{
+	s[(*pos)++] = (unsigned char)op;
+	s[(*pos)++] = (unsigned char)(offset & 0xff);
+	s[(*pos)++] = (unsigned char)(offset >> 8);
+	s[(*pos)++] = (unsigned char)len;
+	if (len)
+		memcpy(s + *pos, data, len);
+	*pos += len;
+}
+
+int main(int argc, char **argv)
+{
+	static const int32_t dtypes[] = { 1, 2, 7, 27, 11, 12, 16, 28, 3 };
+	char reader_dir[4096], asm_dir[4096], name[64];
+	unsigned char script[8192];
+	int rc = 0;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: fuzz_seeds DIR\n");
+		return 2;
+	}
+	snprintf(reader_dir, sizeof(reader_dir), "%s/reader", argv[1]);
+	snprintf(asm_dir, sizeof(asm_dir), "%s/asm", argv[1]);
+	mkdir(argv[1], 0755);
+	mkdir(reader_dir, 0755);
+	mkdir(asm_dir, 0755);
+
+	for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
+		struct adump_tensor t[4] = { 0 };
+		struct adump_attr attr = { "alpha", "1" };
+		struct adump_op op = { .op_type = "Add", .op_name = "seed", .tensor_count = 4,
+				       .tensors = t, .attr_count = 1, .attrs = &attr,
+				       .timestamp_us = 1 };
+		unsigned bits = adump_dtype_bits(dtypes[d]);
+		unsigned char *dump;
+		size_t len;
+
+		for (int i = 0; i < 2; i++) {
+			t[i].kind = i ? ADUMP_TENSOR_OUTPUT : ADUMP_TENSOR_INPUT;
+			t[i].dtype = dtypes[d];
+			t[i].format = 2;
+			t[i].dim_count = t[i].orig_dim_count = 2;
+			t[i].dims[0] = t[i].orig_dims[0] = 2;
+			t[i].dims[1] = t[i].orig_dims[1] = 3;
+			t[i].bytes = (6 * bits + 7) / 8;
+		}
+		t[2].kind = ADUMP_TENSOR_BUFFER;
+		t[2].bytes = 3;
+		t[3].kind = ADUMP_TENSOR_WORKSPACE;
+		t[3].bytes = 2;
+		dump = make_dump(&op, &len);
+		if (!dump)
+			return 1;
+		snprintf(name, sizeof(name), "dump-dt%d", dtypes[d]);
+		rc |= write_seed(reader_dir, name, dump, len);
+		snprintf(name, sizeof(name), "truncated-dt%d", dtypes[d]);
+		rc |= write_seed(reader_dir, name, dump, len - 3);
+		if (d == 0) {
+			/* Damaged copies: absurd length, broken varint inside the header. */
+			unsigned char *bad = malloc(len);
+
+			memcpy(bad, dump, len);
+			memset(bad, 0xff, 8);
+			rc |= write_seed(reader_dir, "absurd-length", bad, len);
+			memcpy(bad, dump, len);
+			memset(bad + 9, 0xff, 10);
+			rc |= write_seed(reader_dir, "bad-varint", bad, len);
+			free(bad);
+
+			/* Scripts for the assembler, on file 3 ("/dump/Add.x.1.2.3"). */
+			size_t pos = 0, half = len / 2;
+			put_record(script, &pos, 0x08 | 3, 0, dump, (unsigned)half);
+			put_record(script, &pos, 0x0c | 3, 0, dump + half, (unsigned)(len - half));
+			put_record(script, &pos, 0x20 | 3, 0, NULL, 0);
+			rc |= write_seed(asm_dir, "append-take", script, pos);
+			pos = 0;
+			put_record(script, &pos, 0x04 | 3, (unsigned)half, dump + half,
+				   (unsigned)(len - half));
+			put_record(script, &pos, 0x00 | 3, 0, dump, (unsigned)half);
+			put_record(script, &pos, 0x00 | 3, 0, dump, 4);
+			put_record(script, &pos, 0x20 | 3, 0, NULL, 0);
+			rc |= write_seed(asm_dir, "shuffled-duplicate-take", script, pos);
+			pos = 0;
+			put_record(script, &pos, 0x00 | 1, 0, dump, 10);
+			put_record(script, &pos, 0x04 | 1, 20, dump + 20, 10);
+			put_record(script, &pos, 0x30 | 1, 0, NULL, 0);
+			rc |= write_seed(asm_dir, "gap-finish", script, pos);
+		}
+		free(dump);
+	}
+	return rc ? 1 : 0;
+}
