@@ -237,6 +237,8 @@ START_TEST(test_stats_csv)
 	path[strcspn(path, "\n")] = '\0';
 	csv = t_read_file(path, &len);
 	ck_assert_ptr_nonnull(csv);
+	csv = realloc(csv, len + 1);    /* t_read_file() does not NUL-terminate */
+	csv[len] = '\0';
 	ck_assert_str_eq(csv, "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,"
 			 "Avg Value,Count,Nan Count,Negative Inf Count,Positive Inf Count\n"
 			 "Input,0,32,DT_FLOAT,ND,4x2,7,0,3.5,8,0,0,0\n"
