@@ -1,142 +1,195 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `adump bench`: K Add operators on each of N streams of the simulated NPU, every op dumped,
- * tensor sizes drawn log-uniformly from [min, max]; prints what was captured and how fast. */
+/* `adump bench`: runs a workload of Add operators on N streams of the simulated NPU, dumps
+ * every op through a capture session, and reports how fast and at what cost; with --compare
+ * it also runs, in the same invocation and on the same bytes, the baselines of bench/ (naive
+ * dumper, disk-limit, create-limit, ring-limit, no dump) and reports the ratios. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "adump/adump.h"
 #include "adump/device.h"
+#include "bench/bench.h"
 #include "tools/tool.h"
 
+#define PROGRESS_AFTER_S 2.0
+#define RSS_SLACK_BYTES (64ull << 20)
+#define FILL_PIECE_BYTES (16ull << 20)
+#define DISK_LIMIT_DEPTH 32u
+#define HEADER_CAP 65536u
+
+enum sink_kind { SINK_FILE, SINK_PACKED, SINK_CALLBACK };
+
+/* Baselines --compare runs; --baselines picks a subset. */
+enum {
+	BASE_NAIVE = 1u << 0,
+	BASE_DISK = 1u << 1,
+	BASE_DISK_DIRECT = 1u << 2,
+	BASE_CREATE = 1u << 3,
+	BASE_RING = 1u << 4,
+	BASE_NODUMP = 1u << 5,
+	BASE_ALL = 0x3f,
+};
+
+static const char *const base_names[] = { "naive", "disk-limit", "disk-limit-direct",
+					  "create-limit", "ring-limit", "nodump" };
+#define BASE_COUNT 6
+
 struct bench_opts {
-	unsigned streams;
-	unsigned ops;
-	uint64_t min_size;
-	uint64_t max_size;
+	struct adump_bench_workload w;
 	const char *out;
 	unsigned workers;
 	uint64_t chunk;
 	uint64_t pool;
-	uint64_t seed;
-	enum adump_sink sink;
+	enum sink_kind sink;
 	enum adump_on_full on_full;
 	enum adump_writer_kind writer;
+	enum adump_io io;
+	enum adump_compress compress;
+	double compute_gbps;                    /* per stream; < 0: auto */
+	bool is_compare;
+	unsigned baselines;
+	bool is_sync;
 	bool json;
+	bool describe;
+};
+
+/* Device-side buffers: per input class a self and an other buffer, per stream an out. */
+struct bench_dev {
+	struct adump_dev *dev;
+	void *self[3], *other[3];
+	uint64_t cap[3];
+	uint64_t bytes;                         /* all device memory the bench allocated */
 };
 
 struct bench_stream {
-	const struct bench_opts *opts;
-	struct adump_dev *dev;
+	const struct adump_bench_plan *plan;
+	const struct bench_dev *bd;
 	struct adump_dev_stream *stream;
-	void *self_mem;
-	void *other_mem;
 	void *out_mem;
-	uint64_t rng;
+	unsigned index;
+	bool is_dump;
 	int error;
-	uint64_t tensor_bytes;
+	_Atomic uint64_t ops_done;
+	_Atomic unsigned *finished;             /* counts producers that returned */
+};
+
+struct phase {
+	bool has_run;
+	struct adump_bench_timing t;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: adump bench --out DIR [options]\n\n"
-		"Runs K Add operators on each of N streams of the simulated NPU, dumps every op\n"
-		"(inputs self, other and output out; alpha as an attribute) and reports the capture.\n"
-		"Exits 0 only if every dump file completed.\n\n"
+		"Runs Add operators on N streams of the simulated NPU, dumps every op (inputs self and\n"
+		"other, output out; alpha as an attribute) through a capture session and reports what\n"
+		"was captured and at what cost. Exits 0 only if every dump file completed (and, with\n"
+		"--compare, every baseline ran).\n\n"
+		"Workload\n"
+		"  --profile P        range (default): sizes log-uniform in [--min-size, --max-size];\n"
+		"                     transformer: a Llama-2-7B-style decoder layer's training step\n"
+		"                       (hidden 4096, seq 2048; fp32/bf16/int32; bf16 runs as float16);\n"
+		"                     tiny: 64 B - 1 KiB tensors, very many ops;\n"
+		"                     huge: float32 tensors of 256 - 512 MiB\n"
+		"                     (--profile P --describe prints the shapes)\n"
 		"  --streams N        streams, one producer thread each (default 4)\n"
-		"  --ops K            operators per stream (default 200)\n"
-		"  --min-size SIZE    smallest tensor, bytes; K/M/G suffixes (default 1K)\n"
-		"  --max-size SIZE    largest tensor (default 4M); sizes are log-uniform in between\n"
-		"  --out DIR          dump_path: files go to DIR/<YYYYMMDDhhmmss>/0/\n"
+		"  --ops K            operators per stream (range default 200)\n"
+		"  --total SIZE       stop once the ops' tensors reach SIZE bytes (K/M/G suffixes)\n"
+		"  --min-size SIZE    smallest tensor (range profile; default 1K)\n"
+		"  --max-size SIZE    largest tensor (range profile; default 4M)\n"
+		"  --seed S           workload seed (default 1)\n"
+		"  --data D           random (default; dense values, incompressible) or relu (about\n"
+		"                     half zeros, like activations)\n"
+		"  --compute-gbps R   simulated compute: each kernel takes at least the time its bytes\n"
+		"                     need at R GB/s (per stream, so N streams produce up to N*R);\n"
+		"                     'auto' picks R so that the dump volume is half of disk-limit\n\n"
+		"Capture\n"
+		"  --out DIR          dump_path: files go to DIR/<YYYYMMDDhhmmss>/0/; baselines write\n"
+		"                     under DIR/baselines/ (remove DIR afterwards)\n"
+		"  --sink S           file (default), packed (per-worker segments + index) or\n"
+		"                     callback (a consumer that reads every cache line, no files)\n"
+		"  --compress C       none (default) or lz4 (one LZ4 frame per file, <name>.lz4)\n"
+		"  --io IO            buffered (default) or direct (O_DIRECT from the staging buffers)\n"
+		"  --writer W         auto (default), uring or pwrite (ADUMP_IO=pwrite also forces\n"
+		"                     pwrite; --io auto|uring|pwrite is accepted as an old spelling)\n"
 		"  --workers W        capture workers (default: one per core, at most N)\n"
 		"  --chunk SIZE       DMA chunk and staging buffer size (default 2M)\n"
 		"  --pool SIZE        staging pool, all streams together (default 256M)\n"
-		"  --seed S           workload seed (default 1)\n"
-		"  --sink file|callback  write files, or hand the bytes to a callback that reads them\n"
-		"  --on-full block|drop  producer policy when its buffers are all in flight (block)\n"
-		"  --io auto|uring|pwrite  write backend (default auto; ADUMP_IO=pwrite also forces pwrite)\n"
-		"  --json             end with one JSON object: files, bytes, seconds, gbps, failed, ...\n"
-		"  --help             this text\n");
+		"  --on-full P        block (default) or drop: producer policy when its buffers are\n"
+		"                     all in flight\n"
+		"  --no-sync          do not end timed file phases with syncfs() (then they measure\n"
+		"                     the page cache, not the disk)\n\n"
+		"Comparison and output\n"
+		"  --compare          also run, in this invocation and on the same bytes: naive (one\n"
+		"                     thread: per op launch, sync, copy to host, pack the header, open,\n"
+		"                     write, close), disk-limit (sequential io_uring writes of the same\n"
+		"                     bytes to one file; also O_DIRECT with --io direct), create-limit\n"
+		"                     (create + write + close of as many files, same sizes, one thread),\n"
+		"                     ring-limit (as many records through a bare ck_ring SPSC pair) and\n"
+		"                     nodump (the workload with dumping off, for 'overhead')\n"
+		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,ring,\n"
+		"                     nodump (implies --compare)\n"
+		"  --json             end with one JSON object: bytes, files, tensors, seconds, gbps,\n"
+		"                     files_per_s, tensors_per_s, cpu_seconds, peak_rss_bytes,\n"
+		"                     producer_wait_*_us, enqueue_p99_us, failed, ...; with --compare\n"
+		"                     also 'baselines' (each with seconds and 'ratio' = its time / the\n"
+		"                     capture's, i.e. the capture's speed relative to it) and 'overhead'\n"
+		"  --help             this text\n\n"
+		"Timing: a phase runs from its first op to its last byte written; for file sinks and\n"
+		"the disk baselines that includes a final syncfs() of the dump filesystem, so buffered\n"
+		"runs are measured at the speed of the disk, as O_DIRECT ones are. Data left dirty by\n"
+		"setup or an earlier phase is synced before each phase starts, outside its clock.\n"
+		"Peak RSS is the process's VmHWM during the capture; the simulated device memory\n"
+		"(host memory here) is reported apart as device_bytes.\n");
 }
 
-static uint64_t rng_next(uint64_t *s)
+static int parse_baselines(const char *s, unsigned *out)
 {
-	uint64_t x = *s;
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+		{ "naive", BASE_NAIVE }, { "disk", BASE_DISK }, { "disk-direct", BASE_DISK_DIRECT },
+		{ "create", BASE_CREATE }, { "ring", BASE_RING }, { "nodump", BASE_NODUMP },
+		{ "all", BASE_ALL },
+	};
+	char *copy = strdup(s), *save = NULL, *tok;
+	unsigned bits = 0;
 
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545F4914F6CDD1DULL;
-}
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
 
-static double rng_unit(uint64_t *s)
-{
-	return (double)(rng_next(s) >> 11) / 9007199254740992.0;
-}
-
-/* Log-uniform in [lo, hi]. */
-static uint64_t draw_size(uint64_t *s, uint64_t lo, uint64_t hi)
-{
-	double v = exp(log((double)lo) + rng_unit(s) * (log((double)hi) - log((double)lo)));
-	uint64_t n = (uint64_t)llround(v);
-
-	return n < lo ? lo : n > hi ? hi : n;
-}
-
-static int chunk_touch(const struct adump_chunk *chunk, void *user)
-{
-	const unsigned char *p = chunk->data;
-	uint64_t *sum = user, acc = 0;
-
-	/* A consumer that reads every byte once, as a real one would. */
-	for (size_t i = 0; i < chunk->len; i += 64)
-		acc += p[i];
-	__atomic_fetch_add(sum, acc, __ATOMIC_RELAXED);
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (!strcmp(tok, names[i].name))
+				break;
+		if (i == sizeof(names) / sizeof(names[0])) {
+			free(copy);
+			return -1;
+		}
+		bits |= names[i].bit;
+	}
+	free(copy);
+	*out = bits;
 	return 0;
 }
 
-static const int32_t bench_dtypes[] = { ADUMP_DT_FLOAT, ADUMP_DT_FLOAT16, ADUMP_DT_INT32 };
-
-static void *stream_main(void *arg)
+static int bad(const char *what, const char *arg)
 {
-	struct bench_stream *bs = arg;
-	const struct bench_opts *o = bs->opts;
-
-	for (unsigned k = 0; k < o->ops; k++) {
-		int32_t dtype = bench_dtypes[rng_next(&bs->rng) % 3];
-		unsigned elem = dtype == ADUMP_DT_FLOAT16 ? 2 : 4;
-		uint64_t bytes = draw_size(&bs->rng, o->min_size, o->max_size);
-		uint64_t count = bytes / elem ? bytes / elem : 1;
-		uint64_t room = (o->max_size - count * elem) / elem;
-		uint64_t off = room ? (rng_next(&bs->rng) % room) * elem : 0;
-		struct adump_dev_tensor self = {
-			.data = (char *)bs->self_mem + off, .dtype = dtype, .format = ADUMP_FORMAT_ND,
-			.dim_count = 1, .dims = { (int64_t)count }, .bytes = count * elem,
-		};
-		struct adump_dev_tensor other = self, out = self;
-		char name[64];
-		struct adump_dev_dump dump = { .op_type = "Add", .op_name = name,
-					       .tensor_mask = ADUMP_DUMP_ALL };
-		double alpha = (double)(rng_next(&bs->rng) % 5) - 2.0;
-
-		other.data = (char *)bs->other_mem + off;
-		out.data = bs->out_mem;
-		snprintf(name, sizeof(name), "bench/add_%u_%u", adump_dev_stream_id(bs->stream), k);
-		bs->error = adump_dev_launch_add(bs->stream, &self, &other, alpha, &out, &dump);
-		if (bs->error < 0)
-			return NULL;
-		bs->tensor_bytes += 3 * count * elem;
-	}
-	bs->error = adump_dev_stream_sync(bs->stream);
-	return NULL;
+	fprintf(stderr, "adump bench: %s '%s'\n", what, arg);
+	return -1;
 }
 
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
@@ -148,31 +201,36 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		{ "chunk", required_argument, NULL, 'c' }, { "pool", required_argument, NULL, 'p' },
 		{ "seed", required_argument, NULL, 'S' }, { "sink", required_argument, NULL, 'K' },
 		{ "on-full", required_argument, NULL, 'F' }, { "io", required_argument, NULL, 'I' },
+		{ "writer", required_argument, NULL, 'W' }, { "profile", required_argument, NULL, 'P' },
+		{ "total", required_argument, NULL, 'T' }, { "compress", required_argument, NULL, 'C' },
+		{ "data", required_argument, NULL, 'D' }, { "compute-gbps", required_argument, NULL, 'G' },
+		{ "compare", no_argument, NULL, 'x' }, { "baselines", required_argument, NULL, 'B' },
+		{ "no-sync", no_argument, NULL, 'n' }, { "describe", no_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *io = getenv("ADUMP_IO");
+	bool is_pwrite_forced = io && !strcmp(io, "pwrite");
 	uint64_t v;
+	char *end;
 	int c;
 
-	*o = (struct bench_opts){ .streams = 4, .ops = 200, .min_size = 1024, .max_size = 4u << 20,
-				  .seed = 1 };
-	if (io && !strcmp(io, "pwrite"))
-		o->writer = ADUMP_WRITER_PWRITE;
+	*o = (struct bench_opts){
+		.w = { .stream_count = 4, .min_bytes = 1024, .max_bytes = 4u << 20, .seed = 1 },
+		.is_sync = true,
+	};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 		case 'k':
 		case 'w':
-			if (tool_parse_size(optarg, &v) < 0 || v > 1000000) {
-				fprintf(stderr, "adump bench: bad number '%s'\n", optarg);
-				return -1;
-			}
+			if (tool_parse_size(optarg, &v) < 0 || v > 100000000)
+				return bad("bad number", optarg);
 			if (c == 's')
-				o->streams = (unsigned)v;
+				o->w.stream_count = (unsigned)v;
 			else if (c == 'k')
-				o->ops = (unsigned)v;
+				o->w.ops_per_stream = v;
 			else
 				o->workers = (unsigned)v;
 			break;
@@ -180,56 +238,111 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case 'M':
 		case 'c':
 		case 'p':
-			if (tool_parse_size(optarg, &v) < 0) {
-				fprintf(stderr, "adump bench: bad size '%s' (e.g. 512, 4K, 2M, 1G)\n", optarg);
-				return -1;
-			}
+		case 'T':
+			if (tool_parse_size(optarg, &v) < 0)
+				return bad("bad size (e.g. 512, 4K, 2M, 1G)", optarg);
 			if (c == 'm')
-				o->min_size = v;
+				o->w.min_bytes = v;
 			else if (c == 'M')
-				o->max_size = v;
+				o->w.max_bytes = v;
 			else if (c == 'c')
 				o->chunk = v;
-			else
+			else if (c == 'p')
 				o->pool = v;
+			else
+				o->w.total_bytes = v;
 			break;
 		case 'o':
 			o->out = optarg;
 			break;
 		case 'S':
-			o->seed = strtoull(optarg, NULL, 0);
+			o->w.seed = strtoull(optarg, NULL, 0);
 			break;
 		case 'K':
 			if (!strcmp(optarg, "file"))
-				o->sink = ADUMP_SINK_FILE;
+				o->sink = SINK_FILE;
+			else if (!strcmp(optarg, "packed"))
+				o->sink = SINK_PACKED;
 			else if (!strcmp(optarg, "callback"))
-				o->sink = ADUMP_SINK_CALLBACK;
-			else {
-				fprintf(stderr, "adump bench: --sink takes file or callback\n");
-				return -1;
-			}
+				o->sink = SINK_CALLBACK;
+			else
+				return bad("--sink takes file, packed or callback, not", optarg);
 			break;
 		case 'F':
 			if (!strcmp(optarg, "block"))
 				o->on_full = ADUMP_ON_FULL_BLOCK;
 			else if (!strcmp(optarg, "drop"))
 				o->on_full = ADUMP_ON_FULL_DROP;
-			else {
-				fprintf(stderr, "adump bench: --on-full takes block or drop\n");
-				return -1;
-			}
+			else
+				return bad("--on-full takes block or drop, not", optarg);
 			break;
 		case 'I':
+			if (!strcmp(optarg, "buffered"))
+				o->io = ADUMP_IO_BUFFERED;
+			else if (!strcmp(optarg, "direct"))
+				o->io = ADUMP_IO_DIRECT;
+			else if (!strcmp(optarg, "auto"))
+				o->writer = ADUMP_WRITER_AUTO;
+			else if (!strcmp(optarg, "uring"))
+				o->writer = ADUMP_WRITER_URING;
+			else if (!strcmp(optarg, "pwrite"))
+				o->writer = ADUMP_WRITER_PWRITE;
+			else
+				return bad("--io takes buffered or direct, not", optarg);
+			break;
+		case 'W':
 			if (!strcmp(optarg, "auto"))
 				o->writer = ADUMP_WRITER_AUTO;
 			else if (!strcmp(optarg, "uring"))
 				o->writer = ADUMP_WRITER_URING;
 			else if (!strcmp(optarg, "pwrite"))
 				o->writer = ADUMP_WRITER_PWRITE;
-			else {
-				fprintf(stderr, "adump bench: --io takes auto, uring or pwrite\n");
-				return -1;
+			else
+				return bad("--writer takes auto, uring or pwrite, not", optarg);
+			break;
+		case 'P':
+			if (adump_bench_profile_parse(optarg, &o->w.profile) < 0)
+				return bad("--profile takes range, transformer, tiny or huge, not", optarg);
+			break;
+		case 'C':
+			if (!strcmp(optarg, "none"))
+				o->compress = ADUMP_COMPRESS_NONE;
+			else if (!strcmp(optarg, "lz4"))
+				o->compress = ADUMP_COMPRESS_LZ4;
+			else
+				return bad("--compress takes none or lz4, not", optarg);
+			break;
+		case 'D':
+			if (!strcmp(optarg, "random"))
+				o->w.data = ADUMP_BENCH_DATA_RANDOM;
+			else if (!strcmp(optarg, "relu"))
+				o->w.data = ADUMP_BENCH_DATA_RELU;
+			else
+				return bad("--data takes random or relu, not", optarg);
+			break;
+		case 'G':
+			if (!strcmp(optarg, "auto")) {
+				o->compute_gbps = -1;
+				break;
 			}
+			o->compute_gbps = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->compute_gbps >= 0) || isinf(o->compute_gbps))
+				return bad("--compute-gbps takes a rate in GB/s or auto, not", optarg);
+			break;
+		case 'x':
+			o->is_compare = true;
+			break;
+		case 'B':
+			if (parse_baselines(optarg, &o->baselines) < 0)
+				return bad("--baselines takes naive,disk,disk-direct,create,ring,nodump, not",
+					   optarg);
+			o->is_compare = true;
+			break;
+		case 'n':
+			o->is_sync = false;
+			break;
+		case 'd':
+			o->describe = true;
 			break;
 		case 'j':
 			o->json = true;
@@ -242,173 +355,903 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			return -1;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "adump bench: unexpected argument '%s'\n", argv[optind]);
+	if (is_pwrite_forced)
+		o->writer = ADUMP_WRITER_PWRITE;
+	if (optind < argc)
+		return bad("unexpected argument", argv[optind]);
+	if (o->describe)
+		return 0;
+	if (!o->out && (o->sink != SINK_CALLBACK || o->is_compare)) {
+		fprintf(stderr, "adump bench: --out DIR is required with the file and packed sinks "
+				"and with --compare\n");
 		return -1;
 	}
-	if (!o->out && o->sink == ADUMP_SINK_FILE) {
-		fprintf(stderr, "adump bench: --out DIR is required with the file sink\n");
+	if (!o->w.stream_count || o->w.stream_count > 64 || !o->w.min_bytes ||
+	    o->w.min_bytes > o->w.max_bytes) {
+		fprintf(stderr, "adump bench: need 1..64 streams and 0 < min-size <= max-size\n");
 		return -1;
 	}
-	if (!o->streams || !o->ops || !o->min_size || o->min_size > o->max_size ||
-	    o->streams > 64) {
-		fprintf(stderr, "adump bench: need 1..64 streams, ops > 0 and 0 < min-size <= max-size\n");
+	if (o->compute_gbps < 0 && !o->is_compare) {
+		fprintf(stderr, "adump bench: --compute-gbps auto needs --compare (it measures "
+				"disk-limit first)\n");
 		return -1;
 	}
+	if (o->is_compare && !o->baselines) {
+		o->baselines = BASE_ALL & ~BASE_DISK_DIRECT;
+		if (o->io == ADUMP_IO_DIRECT)
+			o->baselines |= BASE_DISK_DIRECT;
+	}
+	if (o->compute_gbps < 0)
+		o->baselines |= BASE_DISK;
+	if (o->sink == SINK_CALLBACK)
+		o->is_sync = false;
+	return 0;
+}
+
+static int chunk_touch(const struct adump_chunk *chunk, void *user)
+{
+	const unsigned char *p = chunk->data;
+	uint64_t *sum = user, acc = 0;
+
+	/* A consumer that reads every cache line once, as a real one would. */
+	for (size_t i = 0; i < chunk->len; i += 64)
+		acc += p[i];
+	__atomic_fetch_add(sum, acc, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- device buffers and the op launches every phase shares ---- */
+
+static int dev_setup(struct bench_dev *bd, const struct adump_bench_plan *plan)
+{
+	void *host = malloc(FILL_PIECE_BYTES);
+	int ret = 0;
+
+	if (!host)
+		return -ENOMEM;
+	for (unsigned cls = 0; cls < 3 && ret == 0; cls++) {
+		uint64_t cap = plan->max_bytes[cls];
+
+		if (!cap)
+			continue;
+		bd->cap[cls] = cap;
+		for (unsigned which = 0; which < 2 && ret == 0; which++) {
+			void **mem = which ? &bd->other[cls] : &bd->self[cls];
+
+			ret = adump_dev_malloc(bd->dev, cap, mem);
+			if (ret < 0)
+				break;
+			bd->bytes += cap;
+			/* Filled piece by piece so the host side never holds a whole tensor; a
+			 * piece's seed depends on its position only, so self and other share
+			 * their zero masks under --data relu. */
+			for (uint64_t off = 0; off < cap && ret == 0; off += FILL_PIECE_BYTES) {
+				uint64_t len = cap - off < FILL_PIECE_BYTES ? cap - off : FILL_PIECE_BYTES;
+
+				adump_bench_fill(host, len, cls, plan->w.data,
+						 plan->w.seed * 1000003 + off / FILL_PIECE_BYTES, which);
+				ret = adump_dev_memcpy(bd->dev, (char *)*mem + off, cap - off, host, len,
+						       ADUMP_COPY_HOST_TO_DEVICE);
+			}
+		}
+	}
+	free(host);
+	return ret;
+}
+
+static void dev_teardown(struct bench_dev *bd)
+{
+	for (unsigned cls = 0; cls < 3; cls++) {
+		if (bd->self[cls])
+			adump_dev_free(bd->dev, bd->self[cls]);
+		if (bd->other[cls])
+			adump_dev_free(bd->dev, bd->other[cls]);
+	}
+}
+
+/* The device tensors of @op: windows of the class buffers at the op's offset. */
+static void op_tensors(const struct bench_dev *bd, const struct adump_bench_op *op, void *out_mem,
+		       struct adump_dev_tensor t[3])
+{
+	unsigned cls = adump_bench_dtype_class(op->dtype);
+	unsigned elem = op->dtype == ADUMP_DT_FLOAT16 ? 2 : 4;
+	uint64_t room = (bd->cap[cls] - op->bytes) / elem + 1;
+	uint64_t off = (op->window % room) * elem;
+
+	memset(t, 0, 3 * sizeof(*t));
+	t[0].data = (char *)bd->self[cls] + off;
+	t[0].dtype = op->dtype;
+	t[0].format = ADUMP_FORMAT_ND;
+	t[0].dim_count = op->dim_count;
+	for (uint32_t d = 0; d < op->dim_count; d++)
+		t[0].dims[d] = op->dims[d];
+	t[0].bytes = op->bytes;
+	t[1] = t[0];
+	t[1].data = (char *)bd->other[cls] + off;
+	t[2] = t[0];
+	t[2].data = out_mem;
+}
+
+static void *stream_main(void *arg)
+{
+	struct bench_stream *bs = arg;
+	const struct adump_bench_plan *plan = bs->plan;
+	struct adump_bench_op op;
+	struct adump_dev_tensor t[3];
+
+	for (uint64_t i = bs->index; i < plan->op_count; i += plan->w.stream_count) {
+		struct adump_dev_dump dump = { .op_type = "Add", .op_name = op.name,
+					       .tensor_mask = ADUMP_DUMP_ALL };
+
+		adump_bench_op_get(plan, i, &op);
+		op_tensors(bs->bd, &op, bs->out_mem, t);
+		bs->error = adump_dev_launch_add(bs->stream, &t[0], &t[1], op.alpha, &t[2],
+						 bs->is_dump ? &dump : NULL);
+		if (bs->error < 0)
+			return NULL;
+		atomic_fetch_add_explicit(&bs->ops_done, 1, memory_order_relaxed);
+	}
+	bs->error = adump_dev_stream_sync(bs->stream);
+	return NULL;
+}
+
+static void *stream_thread(void *arg)
+{
+	struct bench_stream *bs = arg;
+
+	stream_main(bs);
+	/* Pairs with the acquire load in run_streams(): the error is visible once counted. */
+	atomic_fetch_add_explicit(bs->finished, 1, memory_order_release);
+	return NULL;
+}
+
+/* ---- progress line ---- */
+
+struct progress {
+	bool is_enabled;
+	bool is_drawn;
+	double t0;
+	double last;
+};
+
+static void progress_start(struct progress *p, bool quiet)
+{
+	*p = (struct progress){ .is_enabled = !quiet && tool_is_tty(), .t0 = adump_bench_now() };
+}
+
+static void progress_draw(struct progress *p, const char *phase, uint64_t done, uint64_t total,
+			  uint64_t bytes)
+{
+	double now = adump_bench_now(), el = now - p->t0;
+
+	if (!p->is_enabled || el < PROGRESS_AFTER_S || now - p->last < 0.25)
+		return;
+	p->last = now;
+	fprintf(stderr, "\r\033[K%s: %llu/%llu ops (%.0f%%), %.2f GB, %.2f GB/s, %.1f s", phase,
+		(unsigned long long)done, (unsigned long long)total,
+		total ? 100.0 * (double)done / (double)total : 100.0, (double)bytes / 1e9,
+		el > 0 ? (double)bytes / el / 1e9 : 0.0, el);
+	fflush(stderr);
+	p->is_drawn = true;
+}
+
+static void progress_end(struct progress *p)
+{
+	if (p->is_drawn) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+	}
+	p->is_drawn = false;
+}
+
+/* ---- phases that launch ops: the capture and nodump ---- */
+
+struct run_ctx {
+	const struct bench_opts *o;
+	const struct adump_bench_plan *plan;
+	struct bench_dev *bd;
+	struct bench_stream *bs;
+	const char *sync_dir;
+};
+
+/* Runs every stream's ops in parallel, with or without dump requests; waits for them.
+ * @session: polled for the progress line (may be NULL). */
+static int run_streams(struct run_ctx *rc, bool is_dump, struct adump_session *session,
+		       const char *label)
+{
+	unsigned n = rc->plan->w.stream_count;
+	pthread_t *threads = calloc(n, sizeof(*threads));
+	_Atomic unsigned finished = 0;
+	struct progress pr;
+	unsigned started = 0;
+	int ret = 0;
+
+	if (!threads)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		rc->bs[i].is_dump = is_dump;
+		rc->bs[i].error = 0;
+		rc->bs[i].finished = &finished;
+		atomic_store_explicit(&rc->bs[i].ops_done, 0, memory_order_relaxed);
+	}
+	progress_start(&pr, rc->o->json && !tool_is_tty());
+	for (; started < n; started++) {
+		ret = -pthread_create(&threads[started], NULL, stream_thread, &rc->bs[started]);
+		if (ret < 0)
+			break;
+	}
+	/* The main thread only draws the progress line while the producers run. */
+	while (atomic_load_explicit(&finished, memory_order_acquire) < started) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+		uint64_t done = 0, bytes = 0;
+
+		for (unsigned i = 0; i < started; i++)
+			done += atomic_load_explicit(&rc->bs[i].ops_done, memory_order_relaxed);
+		if (session) {
+			struct adump_stats st;
+
+			adump_stats_get(session, &st);
+			bytes = st.bytes;
+		}
+		progress_draw(&pr, label, done, rc->plan->op_count, bytes);
+		nanosleep(&ts, NULL);
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	progress_end(&pr);
+	free(threads);
+	for (unsigned i = 0; i < n && ret == 0; i++)
+		if (rc->bs[i].error < 0)
+			ret = rc->bs[i].error;
+	return ret;
+}
+
+/* ---- naive: one thread, per op launch, sync, copy to host, header, open, write, close ---- */
+
+struct naive_ctx {
+	const struct adump_bench_plan *plan;
+	const struct bench_dev *bd;
+	struct bench_stream *bs;
+	const char *dir;                        /* <out>/baselines/naive/0 */
+	bool is_quiet;
+};
+
+/* The adump_op of @op as the DMA engine would describe it, for a header of the same size. */
+static void op_describe(const struct adump_bench_op *op, const struct adump_dev_tensor t[3],
+			uint32_t stream_id, struct adump_tensor tensors[3], struct adump_attr *attr,
+			char *alpha_text, size_t alpha_cap, struct adump_op *out)
+{
+	for (int k = 0; k < 3; k++) {
+		memset(&tensors[k], 0, sizeof(tensors[k]));
+		tensors[k].kind = k < 2 ? ADUMP_TENSOR_INPUT : ADUMP_TENSOR_OUTPUT;
+		tensors[k].dtype = op->dtype;
+		tensors[k].format = ADUMP_FORMAT_ND;
+		tensors[k].dim_count = op->dim_count;
+		tensors[k].orig_dim_count = op->dim_count;
+		for (uint32_t d = 0; d < op->dim_count; d++)
+			tensors[k].dims[d] = tensors[k].orig_dims[d] = (uint64_t)op->dims[d];
+		tensors[k].address = (uint64_t)(uintptr_t)t[k].data;
+		tensors[k].bytes = op->bytes;
+		tensors[k].arg_index = k == 1 ? 1 : 0;
+	}
+	if (op->dtype == ADUMP_DT_INT32)
+		snprintf(alpha_text, alpha_cap, "%d", (int)op->alpha);
+	else
+		snprintf(alpha_text, alpha_cap, "%.9g", (double)(float)op->alpha);
+	*attr = (struct adump_attr){ .name = "alpha", .value = alpha_text };
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*out = (struct adump_op){
+		.op_type = "Add", .op_name = op->name, .device_id = 0, .stream_id = stream_id,
+		.task_id = (uint32_t)op->index, .tensor_count = 3, .tensors = tensors,
+		.attr_count = 1, .attrs = attr,
+		.timestamp_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u,
+	};
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
+{
+	const struct adump_bench_plan *plan = nc->plan;
+	uint64_t host_cap = 0;
+	unsigned char *header = malloc(HEADER_CAP), *host;
+	struct progress pr;
+	double t0, c0;
+	int ret = 0;
+
+	for (unsigned cls = 0; cls < 3; cls++)
+		if (plan->max_bytes[cls] > host_cap)
+			host_cap = plan->max_bytes[cls];
+	/* One host buffer as large as the largest tensor, reused: the dumper copies a whole
+	 * tensor off the device, then writes it. */
+	host = malloc(host_cap ? host_cap : 1);
+	if (!header || !host) {
+		free(header);
+		free(host);
+		return t->error = -ENOMEM;
+	}
+	memset(host, 0, host_cap);
+	memset(t, 0, sizeof(*t));
+	progress_start(&pr, nc->is_quiet);
+	t0 = adump_bench_now();
+	c0 = adump_bench_cpu_seconds();
+	for (uint64_t i = 0; i < plan->op_count && ret == 0; i++) {
+		struct adump_bench_op op;
+		struct adump_dev_tensor dt[3];
+		struct adump_tensor tensors[3];
+		struct adump_attr attr;
+		struct adump_op aop;
+		struct bench_stream *bs;
+		char alpha_text[32], name[4096], path[8192];
+		long hlen;
+		int fd;
+
+		adump_bench_op_get(plan, i, &op);
+		bs = &nc->bs[op.stream];
+		op_tensors(nc->bd, &op, bs->out_mem, dt);
+		ret = adump_dev_launch_add(bs->stream, &dt[0], &dt[1], op.alpha, &dt[2], NULL);
+		if (ret == 0)
+			ret = adump_dev_stream_sync(bs->stream);
+		if (ret < 0)
+			break;
+		op_describe(&op, dt, adump_dev_stream_id(bs->stream), tensors, &attr, alpha_text,
+			    sizeof(alpha_text), &aop);
+		hlen = adump_dump_header_pack(&aop, header, HEADER_CAP);
+		if (hlen < 0) {
+			ret = (int)hlen;
+			break;
+		}
+		ret = adump_dump_file_name(&aop, name, sizeof(name));
+		if (ret < 0)
+			break;
+		snprintf(path, sizeof(path), "%s/%s", nc->dir, name);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+		if (fd < 0) {
+			ret = -errno;
+			break;
+		}
+		ret = write_all(fd, header, (size_t)hlen);
+		for (int k = 0; k < 3 && ret == 0; k++) {
+			ret = adump_dev_memcpy(nc->bd->dev, host, host_cap, dt[k].data, op.bytes,
+					       ADUMP_COPY_DEVICE_TO_HOST);
+			if (ret == 0)
+				ret = write_all(fd, host, op.bytes);
+		}
+		if (close(fd) < 0 && ret == 0)
+			ret = -errno;
+		t->bytes += (uint64_t)hlen + 3 * op.bytes;
+		t->files++;
+		progress_draw(&pr, "naive", i + 1, plan->op_count, t->bytes);
+	}
+	progress_end(&pr);
+	t->seconds_unsynced = adump_bench_now() - t0;
+	if (ret == 0)
+		ret = adump_bench_syncfs(nc->dir);
+	t->seconds = adump_bench_now() - t0;
+	t->cpu_seconds = adump_bench_cpu_seconds() - c0;
+	t->error = ret;
+	free(header);
+	free(host);
+	return ret;
+}
+
+/* create-limit file k has the size of dump file k: header (as naive builds it) + 3 tensors. */
+struct size_ctx {
+	const struct adump_bench_plan *plan;
+	const struct bench_dev *bd;
+	struct bench_stream *bs;
+	unsigned char *header;
+};
+
+static uint64_t dump_file_size(uint64_t k, void *user)
+{
+	struct size_ctx *sc = user;
+	struct adump_bench_op op;
+	struct adump_dev_tensor dt[3];
+	struct adump_tensor tensors[3];
+	struct adump_attr attr;
+	struct adump_op aop;
+	char alpha_text[32];
+	long hlen;
+
+	adump_bench_op_get(sc->plan, k, &op);
+	op_tensors(sc->bd, &op, sc->bs[op.stream].out_mem, dt);
+	op_describe(&op, dt, 0, tensors, &attr, alpha_text, sizeof(alpha_text), &aop);
+	hlen = adump_dump_header_pack(&aop, NULL, 0);
+	return (hlen > 0 ? (uint64_t)hlen : 0) + 3 * op.bytes;
+}
+
+/* ---- report ---- */
+
+struct result {
+	struct adump_stats st;
+	double seconds, seconds_unsynced, cpu_seconds;
+	uint64_t bytes;                         /* dump bytes before compression */
+	uint64_t written_bytes;                 /* as the session counts them */
+	uint64_t files, tensors, records;
+	uint64_t peak_rss, host_rss;
+	uint64_t pool_bytes;
+	double wait_p50_us, wait_p99_us, wait_max_us, enqueue_p99_us;
+	int error;
+	const char *backend;
+	char dir[4096];
+};
+
+static double per_s(double n, double s)
+{
+	return s > 0 ? n / s : 0.0;
+}
+
+static void print_human(const struct bench_opts *o, const struct adump_bench_plan *plan,
+			const struct result *r, const struct phase *ph, const struct bench_dev *bd,
+			double compute_gbps, double overhead_adump, double overhead_naive)
+{
+	static const char *const sink_names[] = { "file", "packed", "callback" };
+
+	printf("adump bench: profile %s, %u streams, %llu ops, %u workers, sink %s (%s), io %s, "
+	       "compress %s, data %s\n",
+	       adump_bench_profile_name(plan->w.profile), plan->w.stream_count,
+	       (unsigned long long)plan->op_count, r->st.worker_count, sink_names[o->sink],
+	       r->backend, o->io == ADUMP_IO_DIRECT ? "direct" : "buffered",
+	       o->compress == ADUMP_COMPRESS_LZ4 ? "lz4" : "none",
+	       plan->w.data == ADUMP_BENCH_DATA_RELU ? "relu" : "random");
+	if (plan->w.profile == ADUMP_BENCH_PROFILE_RANGE)
+		printf("  tensors    %llu..%llu B\n", (unsigned long long)plan->w.min_bytes,
+		       (unsigned long long)plan->w.max_bytes);
+	if (compute_gbps > 0)
+		printf("  compute    %.3f GB/s per stream (simulated)\n", compute_gbps);
+	if (r->dir[0])
+		printf("  dir        %s\n", r->dir);
+	printf("  files      %llu completed, %llu failed (of %llu)\n",
+	       (unsigned long long)r->st.files_completed, (unsigned long long)r->st.files_failed,
+	       (unsigned long long)plan->op_count);
+	printf("  bytes      %llu (tensors %llu)", (unsigned long long)r->bytes,
+	       (unsigned long long)plan->tensor_bytes);
+	if (o->compress == ADUMP_COMPRESS_LZ4)
+		printf(", %llu written", (unsigned long long)r->written_bytes);
+	printf("\n  seconds    %.3f (%.3f before %s)\n", r->seconds, r->seconds_unsynced,
+	       o->is_sync ? "syncfs" : "the end");
+	printf("  GB/s       %.3f\n", per_s((double)r->bytes / 1e9, r->seconds));
+	printf("  files/s    %.0f\n", per_s((double)r->files, r->seconds));
+	printf("  tensors/s  %.0f\n", per_s((double)r->tensors, r->seconds));
+	printf("  CPU        %.2f s (%.2f s per GB)\n", r->cpu_seconds,
+	       r->bytes ? r->cpu_seconds / ((double)r->bytes / 1e9) : 0.0);
+	printf("  peak RSS   %.1f MiB (device memory %.1f MiB; host %.1f MiB, limit pool+64M = "
+	       "%.0f MiB)\n",
+	       (double)r->peak_rss / 1048576, (double)bd->bytes / 1048576,
+	       (double)r->host_rss / 1048576, (double)(r->pool_bytes + RSS_SLACK_BYTES) / 1048576);
+	printf("  producer   %llu waits, %.3f ms; wait p50 %.1f us, p99 %.1f us, max %.1f us; "
+	       "enqueue p99 %.2f us; %llu drops\n",
+	       (unsigned long long)r->st.producer_wait_count, (double)r->st.producer_wait_ns / 1e6,
+	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us,
+	       (unsigned long long)r->st.drops);
+	if (r->error < 0)
+		printf("  error      %s\n", adump_strerror(r->error));
+	if (!o->is_compare)
+		return;
+	printf("\n  %-18s %9s %9s %10s %11s %8s %14s\n", "run", "seconds", "GB/s", "files/s",
+	       "tensors/s", "CPU s", "adump speed x");
+	printf("  %-18s %9.3f %9.3f %10.0f %11.0f %8.2f %14s\n", "adump", r->seconds,
+	       per_s((double)r->bytes / 1e9, r->seconds), per_s((double)r->files, r->seconds),
+	       per_s((double)r->tensors, r->seconds), r->cpu_seconds, "1.00");
+	for (int b = 0; b < BASE_COUNT; b++) {
+		const struct adump_bench_timing *t = &ph[b].t;
+
+		if (!ph[b].has_run)
+			continue;
+		if (t->error < 0) {
+			printf("  %-18s failed: %s\n", base_names[b], adump_strerror(t->error));
+			continue;
+		}
+		char gb[16] = "-", fs[16] = "-", ts[16] = "-";
+
+		if (t->bytes)
+			snprintf(gb, sizeof(gb), "%.3f", per_s((double)t->bytes / 1e9, t->seconds));
+		/* Per-file rates only for the baselines that write one file per op. */
+		if (b == 0 || b == 3) {
+			snprintf(fs, sizeof(fs), "%.0f", per_s((double)t->files, t->seconds));
+			snprintf(ts, sizeof(ts), "%.0f", per_s((double)t->files * 3, t->seconds));
+		}
+		printf("  %-18s %9.3f %9s %10s %11s %8.2f %14.2f\n", base_names[b], t->seconds, gb, fs,
+		       ts, t->cpu_seconds, r->seconds > 0 ? t->seconds / r->seconds : 0.0);
+	}
+	if (ph[5].has_run && ph[5].t.error == 0) {
+		printf("  overhead   adump %+.1f %%", 100 * overhead_adump);
+		if (ph[0].has_run && ph[0].t.error == 0)
+			printf(", naive %+.1f %%", 100 * overhead_naive);
+		printf(" (time with dump - without) / without%s\n",
+		       compute_gbps > 0 ? "" : "; meaningful with --compute-gbps");
+	}
+	if (ph[4].has_run && ph[4].t.error == 0)
+		printf("  ring       pipeline %.0f records/s, bare ck_ring pair %.0f records/s\n",
+		       per_s((double)r->records, r->seconds),
+		       per_s((double)ph[4].t.records, ph[4].t.seconds));
+}
+
+static void print_json(const struct bench_opts *o, const struct adump_bench_plan *plan,
+		       const struct result *r, const struct phase *ph, const struct bench_dev *bd,
+		       double compute_gbps, double overhead_adump, double overhead_naive)
+{
+	static const char *const sink_names[] = { "file", "packed", "callback" };
+	static const char *const json_names[] = { "naive", "disk_limit", "disk_limit_direct",
+						  "create_limit", "ring_limit", "nodump" };
+
+	printf("{\"profile\":\"%s\",\"streams\":%u,\"ops\":%llu,\"workers\":%u,\"sink\":\"%s\","
+	       "\"backend\":\"%s\",\"io\":\"%s\",\"compress\":\"%s\",\"data\":\"%s\","
+	       "\"chunk_bytes\":%llu,\"pool_bytes\":%llu,\"synced\":%s,\"compute_gbps\":%.6f,",
+	       adump_bench_profile_name(plan->w.profile), plan->w.stream_count,
+	       (unsigned long long)plan->op_count, r->st.worker_count, sink_names[o->sink],
+	       r->backend, o->io == ADUMP_IO_DIRECT ? "direct" : "buffered",
+	       o->compress == ADUMP_COMPRESS_LZ4 ? "lz4" : "none",
+	       plan->w.data == ADUMP_BENCH_DATA_RELU ? "relu" : "random",
+	       (unsigned long long)(o->chunk ? o->chunk : 2u << 20),
+	       (unsigned long long)r->pool_bytes, o->is_sync ? "true" : "false", compute_gbps);
+	printf("\"files\":%llu,\"failed\":%llu,\"bytes\":%llu,\"written_bytes\":%llu,"
+	       "\"tensor_bytes\":%llu,\"tensors\":%llu,\"records\":%llu,\"seconds\":%.6f,"
+	       "\"seconds_unsynced\":%.6f,\"gbps\":%.6f,\"files_per_s\":%.1f,\"tensors_per_s\":%.1f,"
+	       "\"records_per_s\":%.1f,\"cpu_seconds\":%.4f,\"cpu_seconds_per_gb\":%.4f,"
+	       "\"peak_rss_bytes\":%llu,\"device_bytes\":%llu,\"host_rss_bytes\":%llu,"
+	       "\"rss_limit_bytes\":%llu,\"drops\":%llu,\"producer_waits\":%llu,"
+	       "\"producer_wait_ms\":%.3f,\"producer_wait_p50_us\":%.3f,\"producer_wait_p99_us\":%.3f,"
+	       "\"producer_wait_max_us\":%.3f,\"enqueue_p99_us\":%.3f,\"error\":%d",
+	       (unsigned long long)r->st.files_completed, (unsigned long long)r->st.files_failed,
+	       (unsigned long long)r->bytes, (unsigned long long)r->written_bytes,
+	       (unsigned long long)plan->tensor_bytes, (unsigned long long)r->tensors,
+	       (unsigned long long)r->records, r->seconds, r->seconds_unsynced,
+	       per_s((double)r->bytes / 1e9, r->seconds), per_s((double)r->files, r->seconds),
+	       per_s((double)r->tensors, r->seconds), per_s((double)r->records, r->seconds),
+	       r->cpu_seconds, r->bytes ? r->cpu_seconds / ((double)r->bytes / 1e9) : 0.0,
+	       (unsigned long long)r->peak_rss, (unsigned long long)bd->bytes,
+	       (unsigned long long)r->host_rss,
+	       (unsigned long long)(r->pool_bytes + RSS_SLACK_BYTES), (unsigned long long)r->st.drops,
+	       (unsigned long long)r->st.producer_wait_count, (double)r->st.producer_wait_ns / 1e6,
+	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us, r->error);
+	if (o->is_compare) {
+		bool is_first = true;
+
+		printf(",\"baselines\":{");
+		for (int b = 0; b < BASE_COUNT; b++) {
+			const struct adump_bench_timing *t = &ph[b].t;
+
+			if (!ph[b].has_run)
+				continue;
+			printf("%s\"%s\":{\"seconds\":%.6f,\"seconds_unsynced\":%.6f,\"bytes\":%llu,"
+			       "\"files\":%llu,\"records\":%llu,\"gbps\":%.6f,\"files_per_s\":%.1f,"
+			       "\"tensors_per_s\":%.1f,\"records_per_s\":%.1f,\"cpu_seconds\":%.4f,"
+			       "\"cpu_seconds_per_gb\":%.4f,\"ratio\":%.4f,\"error\":%d}",
+			       is_first ? "" : ",", json_names[b], t->seconds, t->seconds_unsynced,
+			       (unsigned long long)t->bytes, (unsigned long long)t->files,
+			       (unsigned long long)t->records, per_s((double)t->bytes / 1e9, t->seconds),
+			       per_s((double)t->files, t->seconds),
+			       b == 0 || b == 3 ? per_s((double)t->files * 3, t->seconds) : 0.0,
+			       per_s((double)t->records, t->seconds), t->cpu_seconds,
+			       t->bytes ? t->cpu_seconds / ((double)t->bytes / 1e9) : 0.0,
+			       r->seconds > 0 && t->error == 0 ? t->seconds / r->seconds : 0.0, t->error);
+			is_first = false;
+		}
+		printf("},\"overhead\":{\"adump\":");
+		if (ph[5].has_run && ph[5].t.error == 0)
+			printf("%.4f", overhead_adump);
+		else
+			printf("null");
+		printf(",\"naive\":");
+		if (ph[5].has_run && ph[5].t.error == 0 && ph[0].has_run && ph[0].t.error == 0)
+			printf("%.4f", overhead_naive);
+		else
+			printf("null");
+		printf("}");
+	}
+	printf("}\n");
+}
+
+/* mkdir -p. Return: 0 or -errno. */
+static int make_dir(const char *path)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int sync_before(const struct bench_opts *o)
+{
+	/* Whatever setup or the previous phase left dirty is written outside the next clock. */
+	if (o->out)
+		return adump_bench_syncfs(o->out);
 	return 0;
 }
 
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_opts o;
+	struct adump_bench_plan plan = { 0 };
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	struct adump_session *session = NULL;
-	struct adump_dev *dev = NULL;
+	struct bench_dev bd = { 0 };
 	struct bench_stream *bs = NULL;
-	pthread_t *threads = NULL;
-	struct adump_stats st;
-	struct timespec t0, t1;
-	uint64_t touched = 0, tensor_bytes = 0;
+	struct phase ph[BASE_COUNT];
+	struct result r;
+	struct run_ctx rc;
+	char base_dir[4096] = "", naive_dir[4200], create_dir[4200];
+	uint64_t touched = 0;
+	double compute_gbps = 0, overhead_adump = 0, overhead_naive = 0, t0, c0;
 	unsigned created = 0;
-	int ret, rc = 1;
+	int ret, rc_exit = 1;
 
+	memset(ph, 0, sizeof(ph));
+	memset(&r, 0, sizeof(r));
 	if (parse_opts(argc, argv, &o) < 0)
 		return 2;
+	if (o.describe) {
+		adump_bench_profile_describe(o.w.profile, stdout);
+		return 0;
+	}
+	ret = adump_bench_plan_make(&o.w, &plan);
+	if (ret < 0) {
+		fprintf(stderr, "adump bench: cannot plan the workload: %s\n", adump_strerror(ret));
+		return 2;
+	}
+	if (o.out) {
+		ret = make_dir(o.out);
+		if (ret == 0 && o.is_compare) {
+			snprintf(base_dir, sizeof(base_dir), "%s/baselines", o.out);
+			ret = make_dir(base_dir);
+		}
+		if (ret < 0) {
+			fprintf(stderr, "adump bench: cannot create %s: %s\n", o.out, strerror(-ret));
+			goto out;
+		}
+	}
+
+	/* The device first: its memory is filled before anything is timed. */
+	ret = adump_dev_open(0, &bd.dev);
+	if (ret < 0)
+		goto out;
+	ret = dev_setup(&bd, &plan);
+	if (ret < 0)
+		goto out;
+	bs = calloc(plan.w.stream_count, sizeof(*bs));
+	if (!bs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (; created < plan.w.stream_count; created++) {
+		struct bench_stream *b = &bs[created];
+
+		b->plan = &plan;
+		b->bd = &bd;
+		b->index = created;
+		ret = adump_dev_stream_create(bd.dev, &b->stream);
+		if (ret < 0)
+			goto out;
+		if (plan.stream_max_bytes[created]) {
+			ret = adump_dev_malloc(bd.dev, plan.stream_max_bytes[created], &b->out_mem);
+			if (ret < 0)
+				goto out;
+			/* Touched now so the capture's peak RSS does not count its first use. */
+			memset(b->out_mem, 0, plan.stream_max_bytes[created]);
+			bd.bytes += plan.stream_max_bytes[created];
+		}
+	}
+	rc = (struct run_ctx){ .o = &o, .plan = &plan, .bd = &bd, .bs = bs };
+
+	/* disk-limit runs before the capture when the compute rate is derived from it. */
+	if (o.baselines & BASE_DISK) {
+		uint64_t est = plan.tensor_bytes + plan.op_count * 200;
+
+		sync_before(&o);
+		ph[1].has_run = true;
+		adump_bench_disk_limit(base_dir, est, o.chunk ? o.chunk : 2u << 20, DISK_LIMIT_DEPTH,
+				       false, o.is_sync, &ph[1].t);
+	}
+	if (o.compute_gbps < 0) {
+		if (ph[1].t.error < 0 || ph[1].t.seconds <= 0) {
+			fprintf(stderr, "adump bench: --compute-gbps auto: disk-limit failed\n");
+			ret = ph[1].t.error ? ph[1].t.error : -EIO;
+			goto out;
+		}
+		/* Half of what the disk takes, shared by the streams. */
+		compute_gbps = (double)ph[1].t.bytes / ph[1].t.seconds / 1e9 / 2 / plan.w.stream_count;
+	} else {
+		compute_gbps = o.compute_gbps;
+	}
+	adump_dev_set_compute_gbps(bd.dev, compute_gbps);
+
+	/* ---- the capture ---- */
 	cfg.dump_path = o.out;
 	cfg.worker_count = o.workers;
 	cfg.chunk_bytes = o.chunk;
 	cfg.pool_bytes = o.pool;
-	cfg.stream_max = o.streams;
+	cfg.stream_max = plan.w.stream_count;
 	cfg.on_full = o.on_full;
 	cfg.writer = o.writer;
-	cfg.sink = o.sink;
+	cfg.sink = o.sink == SINK_CALLBACK ? ADUMP_SINK_CALLBACK : ADUMP_SINK_FILE;
+	cfg.layout = o.sink == SINK_PACKED ? ADUMP_LAYOUT_PACKED : ADUMP_LAYOUT_FILES;
+	cfg.io = o.io;
+	cfg.compress = o.compress;
 	cfg.chunk_fn = chunk_touch;
 	cfg.chunk_user = &touched;
+	r.pool_bytes = o.pool ? o.pool : 256u << 20;
 	ret = adump_session_create(&cfg, &session);
 	if (ret < 0) {
 		fprintf(stderr, "adump bench: cannot start a capture session: %s\n", adump_strerror(ret));
-		return 1;
-	}
-	ret = adump_dev_open(0, &dev);
-	if (ret < 0)
-		goto out;
-	bs = calloc(o.streams, sizeof(*bs));
-	threads = calloc(o.streams, sizeof(*threads));
-	if (!bs || !threads) {
-		ret = -ENOMEM;
 		goto out;
 	}
-	/* Inputs are filled once per stream; each op reads a window of them at a random
-	 * offset, so the device never waits on the host while the clock runs. */
-	for (; created < o.streams; created++) {
-		struct bench_stream *b = &bs[created];
-		uint64_t rng = o.seed * 0x9E3779B97F4A7C15ULL + created + 1;
-		void *host;
-
-		b->opts = &o;
-		b->dev = dev;
-		b->rng = rng;
-		ret = adump_dev_stream_create(dev, &b->stream);
-		if (ret < 0)
-			goto out;
-		if ((ret = adump_dev_malloc(dev, o.max_size, &b->self_mem)) < 0 ||
-		    (ret = adump_dev_malloc(dev, o.max_size, &b->other_mem)) < 0 ||
-		    (ret = adump_dev_malloc(dev, o.max_size, &b->out_mem)) < 0)
-			goto out;
-		host = malloc(o.max_size);
-		if (!host) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (int which = 0; which < 2; which++) {
-			uint32_t *w = host;
-
-			/* Small integers: valid for every dtype, no NaN, no overflow. */
-			for (uint64_t i = 0; i < o.max_size / 4; i++)
-				w[i] = (uint32_t)(rng_next(&rng) % 64) | 0x3c003c00u * (i & 1);
-			ret = adump_dev_memcpy(dev, which ? b->other_mem : b->self_mem, o.max_size, host,
-					       o.max_size / 4 * 4, ADUMP_COPY_HOST_TO_DEVICE);
-			if (ret < 0)
-				break;
-		}
-		free(host);
-		if (ret < 0)
-			goto out;
-		ret = adump_session_attach(session, b->stream);
+	for (unsigned i = 0; i < plan.w.stream_count; i++) {
+		ret = adump_session_attach(session, bs[i].stream);
 		if (ret < 0)
 			goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (unsigned i = 0; i < o.streams; i++)
-		pthread_create(&threads[i], NULL, stream_main, &bs[i]);
-	for (unsigned i = 0; i < o.streams; i++)
-		pthread_join(threads[i], NULL);
-	ret = adump_session_flush(session);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	for (unsigned i = 0; i < o.streams; i++) {
-		if (bs[i].error < 0 && ret == 0)
-			ret = bs[i].error;
-		tensor_bytes += bs[i].tensor_bytes;
+	if (o.sink != SINK_CALLBACK)
+		snprintf(r.dir, sizeof(r.dir), "%s", adump_session_dir(session));
+	sync_before(&o);
+	adump_bench_peak_rss_reset();
+	t0 = adump_bench_now();
+	c0 = adump_bench_cpu_seconds();
+	ret = run_streams(&rc, true, session, "capture");
+	int fret = adump_session_flush(session);
+
+	if (ret == 0)
+		ret = fret;
+	r.seconds_unsynced = adump_bench_now() - t0;
+	if (o.is_sync) {
+		fret = adump_bench_syncfs(r.dir);
+		if (ret == 0)
+			ret = fret;
+	}
+	r.seconds = adump_bench_now() - t0;
+	r.cpu_seconds = adump_bench_cpu_seconds() - c0;
+	r.peak_rss = adump_bench_peak_rss();
+	r.host_rss = r.peak_rss > bd.bytes ? r.peak_rss - bd.bytes : 0;
+	adump_stats_get(session, &r.st);
+	r.error = ret;
+	r.backend = o.sink == SINK_CALLBACK ? "callback" :
+		    r.st.backend == ADUMP_WRITER_URING ? "io_uring" : "pwrite";
+	r.files = r.st.files_completed;
+	r.tensors = r.files * 3;
+	r.records = r.st.records;
+	r.written_bytes = r.st.bytes;
+	r.bytes = r.st.bytes;
+	r.wait_p50_us = (double)adump_hist_percentile(r.st.producer_wait_hist, 0.5) / 1e3;
+	r.wait_p99_us = (double)adump_hist_percentile(r.st.producer_wait_hist, 0.99) / 1e3;
+	r.wait_max_us = (double)r.st.producer_wait_max_ns / 1e3;
+	r.enqueue_p99_us = (double)adump_hist_percentile(r.st.enqueue_hist, 0.99) / 1e3;
+	for (unsigned i = 0; i < plan.w.stream_count; i++)
+		adump_session_detach(session, bs[i].stream);
+
+	/* ---- baselines, on the same ops and bytes ---- */
+	if (o.compress == ADUMP_COMPRESS_LZ4) {
+		/* The capture's bytes are what the dump files hold before compression. */
+		struct size_ctx sc = { .plan = &plan, .bd = &bd, .bs = bs };
+
+		r.bytes = 0;
+		for (uint64_t k = 0; k < plan.op_count; k++)
+			r.bytes += dump_file_size(k, &sc);
+	}
+	if (o.baselines & BASE_DISK_DIRECT) {
+		sync_before(&o);
+		ph[2].has_run = true;
+		adump_bench_disk_limit(base_dir, r.bytes, o.chunk ? o.chunk : 2u << 20,
+				       DISK_LIMIT_DEPTH, true, o.is_sync, &ph[2].t);
+	}
+	if ((o.baselines & BASE_DISK) && ph[1].t.error == 0 && ph[1].t.bytes != r.bytes) {
+		/* The estimate run first (for --compute-gbps auto) becomes exact now. */
+		sync_before(&o);
+		adump_bench_disk_limit(base_dir, r.bytes, o.chunk ? o.chunk : 2u << 20,
+				       DISK_LIMIT_DEPTH, false, o.is_sync, &ph[1].t);
+	}
+	if (o.baselines & BASE_NODUMP) {
+		ph[5].has_run = true;
+		t0 = adump_bench_now();
+		c0 = adump_bench_cpu_seconds();
+		ph[5].t.error = run_streams(&rc, false, NULL, "nodump");
+		ph[5].t.seconds = ph[5].t.seconds_unsynced = adump_bench_now() - t0;
+		ph[5].t.cpu_seconds = adump_bench_cpu_seconds() - c0;
+		ph[5].t.files = 0;
+		ph[5].t.bytes = 0;
+	}
+	if (o.baselines & BASE_NAIVE) {
+		struct naive_ctx nc = { .plan = &plan, .bd = &bd, .bs = bs, .dir = naive_dir,
+					.is_quiet = o.json && !tool_is_tty() };
+
+		snprintf(naive_dir, sizeof(naive_dir), "%s/naive", base_dir);
+		ret = make_dir(naive_dir);
+		if (ret == 0) {
+			strcat(naive_dir, "/0");
+			ret = make_dir(naive_dir);
+		}
+		sync_before(&o);
+		ph[0].has_run = true;
+		if (ret < 0)
+			ph[0].t.error = ret;
+		else
+			run_naive(&nc, &ph[0].t);
+	}
+	if (o.baselines & BASE_CREATE) {
+		struct size_ctx sc = { .plan = &plan, .bd = &bd, .bs = bs };
+
+		snprintf(create_dir, sizeof(create_dir), "%s/create", base_dir);
+		ph[3].has_run = true;
+		ret = make_dir(create_dir);
+		sync_before(&o);
+		if (ret < 0)
+			ph[3].t.error = ret;
+		else
+			adump_bench_create_limit(create_dir, r.files ? r.files : plan.op_count,
+						 dump_file_size, &sc, o.is_sync, &ph[3].t);
+	}
+	if (o.baselines & BASE_RING) {
+		size_t chunk = o.chunk ? o.chunk : 2u << 20;
+		unsigned slots = (unsigned)(r.pool_bytes / chunk / plan.w.stream_count);
+
+		ph[4].has_run = true;
+		adump_bench_ring_limit(r.records, slots, &ph[4].t);
+	}
+	if (ph[5].has_run && ph[5].t.error == 0 && ph[5].t.seconds > 0) {
+		overhead_adump = (r.seconds - ph[5].t.seconds) / ph[5].t.seconds;
+		if (ph[0].has_run && ph[0].t.error == 0)
+			overhead_naive = (ph[0].t.seconds - ph[5].t.seconds) / ph[5].t.seconds;
 	}
 
-	adump_stats_get(session, &st);
-	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	uint64_t expected = (uint64_t)o.streams * o.ops;
-	bool all_done = st.files_completed == expected && st.files_failed == 0;
-	const char *backend = o.sink == ADUMP_SINK_CALLBACK ? "callback" :
-			      st.backend == ADUMP_WRITER_URING ? "io_uring" : "pwrite";
-
-	printf("adump bench: %u streams x %u ops, tensors %llu..%llu B, sink %s\n", o.streams, o.ops,
-	       (unsigned long long)o.min_size, (unsigned long long)o.max_size, backend);
-	if (o.sink == ADUMP_SINK_FILE)
-		printf("  dir        %s\n", adump_session_dir(session));
-	printf("  files      %llu completed, %llu failed (of %llu)\n",
-	       (unsigned long long)st.files_completed, (unsigned long long)st.files_failed,
-	       (unsigned long long)expected);
-	printf("  bytes      %llu (tensors %llu)\n", (unsigned long long)st.bytes,
-	       (unsigned long long)tensor_bytes);
-	printf("  seconds    %.3f\n", secs);
-	printf("  GB/s       %.3f\n", secs > 0 ? (double)st.bytes / secs / 1e9 : 0.0);
-	printf("  files/s    %.0f\n", secs > 0 ? (double)st.files_completed / secs : 0.0);
-	printf("  producer   %llu waits, %.3f ms waiting; %llu drops\n",
-	       (unsigned long long)st.producer_wait_count, (double)st.producer_wait_ns / 1e6,
-	       (unsigned long long)st.drops);
-	if (ret < 0)
-		printf("  error      %s\n", adump_strerror(ret));
+	print_human(&o, &plan, &r, ph, &bd, compute_gbps, overhead_adump, overhead_naive);
 	if (o.json)
-		printf("{\"files\":%llu,\"bytes\":%llu,\"tensor_bytes\":%llu,\"seconds\":%.6f,"
-		       "\"gbps\":%.6f,\"files_per_s\":%.1f,\"failed\":%llu,\"drops\":%llu,"
-		       "\"producer_waits\":%llu,\"producer_wait_ms\":%.3f,\"streams\":%u,\"ops\":%u,"
-		       "\"workers\":%u,\"backend\":\"%s\",\"error\":%d}\n",
-		       (unsigned long long)st.files_completed, (unsigned long long)st.bytes,
-		       (unsigned long long)tensor_bytes, secs,
-		       secs > 0 ? (double)st.bytes / secs / 1e9 : 0.0,
-		       secs > 0 ? (double)st.files_completed / secs : 0.0,
-		       (unsigned long long)st.files_failed, (unsigned long long)st.drops,
-		       (unsigned long long)st.producer_wait_count, (double)st.producer_wait_ns / 1e6,
-		       o.streams, o.ops, st.worker_count, backend, ret);
-	rc = (ret == 0 && all_done) ? 0 : 1;
+		print_json(&o, &plan, &r, ph, &bd, compute_gbps, overhead_adump, overhead_naive);
+	fflush(stdout);
+	ret = r.error;
+	rc_exit = (r.error == 0 && r.st.files_completed == plan.op_count && r.st.files_failed == 0)
+			  ? 0 : 1;
+	for (int b = 0; b < BASE_COUNT; b++)
+		if (ph[b].has_run && ph[b].t.error < 0)
+			rc_exit = 1;
 out:
-	if (ret < 0 && rc)
+	if (ret < 0 && rc_exit)
 		fprintf(stderr, "adump bench: %s\n", adump_strerror(ret));
 	if (session && bs)
-		for (unsigned i = 0; i < created; i++)
+		for (unsigned i = 0; i < plan.w.stream_count; i++)
 			if (bs[i].stream)
 				adump_session_detach(session, bs[i].stream);
 	adump_session_destroy(session);
 	if (bs) {
-		for (unsigned i = 0; i < o.streams; i++) {
+		for (unsigned i = 0; i < plan.w.stream_count; i++) {
 			adump_dev_stream_destroy(bs[i].stream);
-			if (bs[i].self_mem)
-				adump_dev_free(dev, bs[i].self_mem);
-			if (bs[i].other_mem)
-				adump_dev_free(dev, bs[i].other_mem);
 			if (bs[i].out_mem)
-				adump_dev_free(dev, bs[i].out_mem);
+				adump_dev_free(bd.dev, bs[i].out_mem);
 		}
 	}
 	free(bs);
-	free(threads);
-	adump_dev_close(dev);
-	return rc;
+	dev_teardown(&bd);
+	adump_dev_close(bd.dev);
+	adump_bench_plan_free(&plan);
+	return rc_exit;
 }

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench/: what `adump bench` measures with — the workload profiles (which ops, which tensor
+ * shapes and dtypes, which bytes) and the baselines a capture is compared against in the same
+ * run (naive dumper, disk-limit, create-limit, ring-limit). Linked into the adump tool only. */
+#ifndef ADUMP_BENCH_H
+#define ADUMP_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adump/adump.h"
+#include "adump/device.h"
+
+enum adump_bench_profile {
+	ADUMP_BENCH_PROFILE_RANGE = 0,          /* --min-size/--max-size, log-uniform */
+	ADUMP_BENCH_PROFILE_TRANSFORMER = 1,    /* a Llama-style decoder layer's training step */
+	ADUMP_BENCH_PROFILE_TINY = 2,           /* 64 B - 1 KiB tensors, very many ops */
+	ADUMP_BENCH_PROFILE_HUGE = 3,           /* 256 - 512 MiB tensors, few ops */
+};
+
+enum adump_bench_data {
+	ADUMP_BENCH_DATA_RANDOM = 0,            /* dense random values: lz4 cannot shrink them */
+	ADUMP_BENCH_DATA_RELU = 1,              /* about half zeros, like activations after ReLU */
+};
+
+/* What to run. Ops are numbered 0..n-1 across all streams; op i runs on stream
+ * i % stream_count, so every stream sees the same mix and the op list does not depend on
+ * the worker count. Every parameter of op i is a pure function of (profile, seed, i). */
+struct adump_bench_workload {
+	enum adump_bench_profile profile;
+	enum adump_bench_data data;
+	uint64_t seed;
+	unsigned stream_count;
+	uint64_t ops_per_stream;                /* 0: until total_bytes (or the profile default) */
+	uint64_t total_bytes;                   /* 0: ops_per_stream (or the profile default) */
+	uint64_t min_bytes, max_bytes;          /* RANGE only */
+};
+
+/* One op: an Add whose self, other and out all have this shape and dtype. */
+struct adump_bench_op {
+	uint64_t index;
+	uint32_t stream;
+	int32_t dtype;                          /* FLOAT, FLOAT16 or INT32: what the kernel runs */
+	int32_t model_dtype;                    /* the dtype the profile means (BF16 runs as FLOAT16) */
+	uint32_t dim_count;
+	int64_t dims[4];
+	uint64_t bytes;                         /* per tensor */
+	double alpha;
+	uint64_t window;                        /* 0..2^64-1: where in the input buffers to read */
+	char name[96];                          /* op_name */
+};
+
+/* The whole run, worked out by one pass over the op list before anything is timed. */
+struct adump_bench_plan {
+	struct adump_bench_workload w;
+	uint64_t op_count;
+	uint64_t tensor_bytes;                  /* Σ 3 × bytes */
+	uint64_t max_bytes[3];                  /* largest tensor per input class (see below) */
+	uint64_t *stream_max_bytes;             /* largest tensor per stream; caller frees */
+	uint64_t layer_tensor_count;            /* TRANSFORMER: tensors in one layer step */
+	uint64_t layer_step_bytes;              /* TRANSFORMER: Σ tensor bytes of one step */
+};
+
+/* Input classes: each has its own self/other buffers filled with valid values of its type. */
+enum { ADUMP_BENCH_CLASS_F32 = 0, ADUMP_BENCH_CLASS_F16 = 1, ADUMP_BENCH_CLASS_I32 = 2 };
+unsigned adump_bench_dtype_class(int32_t dtype);
+
+const char *adump_bench_profile_name(enum adump_bench_profile p);
+int adump_bench_profile_parse(const char *s, enum adump_bench_profile *out);
+
+/**
+ * adump_bench_plan_make() - count the ops, bytes and buffer sizes of a workload.
+ * Return: 0, -EINVAL for an empty or inconsistent workload, -ENOMEM.
+ */
+int adump_bench_plan_make(const struct adump_bench_workload *w, struct adump_bench_plan *out);
+void adump_bench_plan_free(struct adump_bench_plan *p);
+
+/* Op @i of the plan (i < op_count). */
+void adump_bench_op_get(const struct adump_bench_plan *p, uint64_t i, struct adump_bench_op *op);
+
+/* Print the profile's tensor table (TRANSFORMER: the layer's shapes) to @f. */
+void adump_bench_profile_describe(enum adump_bench_profile p, void *f);
+
+/**
+ * adump_bench_fill() - fill @len bytes of an input buffer of class @cls with values every
+ * kernel of that dtype adds without NaN, infinity or overflow; @which (0 self, 1 other)
+ * and @seed pick the values. RELU zeroes the same elements in self and other.
+ */
+void adump_bench_fill(void *buf, uint64_t len, unsigned cls, enum adump_bench_data data,
+		      uint64_t seed, unsigned which);
+
+/* Timings of one baseline phase. */
+struct adump_bench_timing {
+	double seconds;                         /* including the final syncfs when is_synced */
+	double seconds_unsynced;
+	double cpu_seconds;                     /* user + sys of the whole process */
+	uint64_t bytes;
+	uint64_t files;
+	uint64_t records;
+	int error;                              /* 0 or negative errno */
+};
+
+double adump_bench_now(void);
+double adump_bench_cpu_seconds(void);
+
+/**
+ * adump_bench_disk_limit() - write @bytes to one new file under @dir with plain sequential
+ * io_uring writes of @chunk bytes, @depth in flight, from one reused buffer; then syncfs
+ * when @sync. @is_direct: O_DIRECT (the size is rounded up to 4 KiB). The file is removed
+ * afterwards. Return: 0 or -errno (also in out->error).
+ */
+int adump_bench_disk_limit(const char *dir, uint64_t bytes, size_t chunk, unsigned depth,
+			   bool is_direct, bool sync, struct adump_bench_timing *out);
+
+/**
+ * adump_bench_create_limit() - create + write + close @count files in @dir, one thread,
+ * plain syscalls; file k gets @sizes(k, user) bytes. Then syncfs when @sync.
+ */
+int adump_bench_create_limit(const char *dir, uint64_t count,
+			     uint64_t (*sizes)(uint64_t k, void *user), void *user, bool sync,
+			     struct adump_bench_timing *out);
+
+/**
+ * adump_bench_ring_limit() - move @records pointers through a bare ck_ring SPSC pair (a
+ * filled ring to a consumer thread and a free ring back), @slots records circulating, no
+ * other work. Return: 0 or -errno.
+ */
+int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_timing *out);
+
+/* syncfs() on the filesystem holding @dir. Return: 0 or -errno. */
+int adump_bench_syncfs(const char *dir);
+
+/* Process memory: current peak RSS (VmHWM) in bytes, and a reset of that peak. */
+uint64_t adump_bench_peak_rss(void);
+void adump_bench_peak_rss_reset(void);
+
+#endif
