@@ -287,6 +287,47 @@ START_TEST(test_stats_through_callback)
 }
 END_TEST
 
+/* Several host threads, each with its own stream, launching while the callback runs on the
+ * workers: every file arrives complete, once. */
+#define THREADS 4
+#define LAUNCHES 25
+
+static void *launcher(void *arg)
+{
+	aclrtStream s = NULL;
+	struct t_acl_add a;
+
+	(void)arg;
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtCreateStream(&s), ACL_SUCCESS);
+	t_acl_add_setup(&a);
+	for (int i = 0; i < LAUNCHES; i++)
+		ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	t_acl_add_teardown(&a);
+	ck_assert_int_eq(aclrtDestroyStream(s), ACL_SUCCESS);
+	return NULL;
+}
+
+START_TEST(test_threads_and_streams)
+{
+	aclrtStream s = t_acl_start(config);
+	pthread_t th[THREADS];
+
+	ck_assert_int_eq(acldumpRegCallback(collect, 0), ACL_SUCCESS);
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, launcher, NULL), 0);
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+	pthread_mutex_lock(&lock);
+	ck_assert_uint_eq(last_count, THREADS * LAUNCHES);
+	ck_assert_uint_eq(bad_len_count, 0);
+	pthread_mutex_unlock(&lock);
+	acldumpUnregCallback();
+	t_acl_stop(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_callback");
@@ -299,6 +340,7 @@ int main(void)
 	tcase_add_test(tc, test_callback_errors_are_counted);
 	tcase_add_test(tc, test_callback_before_init);
 	tcase_add_test(tc, test_stats_through_callback);
+	tcase_add_test(tc, test_threads_and_streams);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

@@ -251,6 +251,35 @@ START_TEST(test_stats_csv)
 }
 END_TEST
 
+/* ADUMP_IO=pwrite picks the native pwrite writer (the shim reads the environment, the
+ * library never does). */
+START_TEST(test_io_env)
+{
+	char *cfg = config("io", "");
+	aclrtStream s;
+	struct t_acl_add a;
+	struct adump_stats stats;
+
+	setenv("ADUMP_IO", "pwrite", 1);
+	s = t_acl_start(NULL);
+	t_acl_add_setup(&a);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
+	pthread_mutex_lock(&adump_acl_state()->lock);
+	adump_stats_get(adump_acl_state()->session, &stats);
+	pthread_mutex_unlock(&adump_acl_state()->lock);
+	ck_assert_int_eq(stats.backend, ADUMP_WRITER_PWRITE);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	ck_assert_uint_eq(dumps_in("io"), 1);
+	unsetenv("ADUMP_IO");
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(cfg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_mdl");
@@ -265,6 +294,7 @@ int main(void)
 	tcase_add_test(tc, test_second_setdump_overrides);
 	tcase_add_test(tc, test_mode_and_step);
 	tcase_add_test(tc, test_stats_csv);
+	tcase_add_test(tc, test_io_env);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
