@@ -3,6 +3,9 @@
  * dependent Adds, several streams at once, and destroy without a prior sync. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <time.h>
 
 #include "dev_helpers.h"
 
@@ -196,6 +199,70 @@ START_TEST(test_stream_keeps_device)
 }
 END_TEST
 
+struct syncer {
+	struct adump_dev_stream *stream;
+	_Atomic int is_stopping;
+	int error;
+};
+
+static void *syncer_main(void *arg)
+{
+	struct syncer *y = arg;
+
+	while (!atomic_load_explicit(&y->is_stopping, memory_order_acquire)) {
+		int ret = adump_dev_stream_sync(y->stream);
+
+		if (ret < 0 && y->error == 0)
+			y->error = ret;
+	}
+	return NULL;
+}
+
+START_TEST(test_sync_from_another_thread)
+{
+	struct syncer y = { 0 };
+	pthread_t thread;
+
+	ck_assert_int_eq(adump_dev_stream_create(dev, &y.stream), 0);
+	/* Sync is any-thread: a second thread syncing all along must not disturb the order. */
+	ck_assert_int_eq(pthread_create(&thread, NULL, syncer_main, &y), 0);
+	run_counter(y.stream, 20000, 0);
+	atomic_store_explicit(&y.is_stopping, 1, memory_order_release);
+	ck_assert_int_eq(pthread_join(thread, NULL), 0);
+	ck_assert_int_eq(y.error, 0);
+	ck_assert_int_eq(adump_dev_stream_destroy(y.stream), 0);
+}
+END_TEST
+
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+}
+
+START_TEST(test_idle_streams_sleep)
+{
+	struct adump_dev_stream *s[8];
+	const struct timespec pause = { .tv_sec = 0, .tv_nsec = 300000000 };
+	uint64_t before, used;
+
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(adump_dev_stream_create(dev, &s[i]), 0);
+	run_counter(s[0], 100, 0);
+	before = cpu_ns();
+	nanosleep(&pause, NULL);
+	used = cpu_ns() - before;
+	/* Eight idle executors over 300 ms: spinning would burn ~600 ms of CPU on two cores. */
+	ck_assert_msg(used < 30000000u, "idle streams used %llu ns of CPU",
+		      (unsigned long long)used);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(adump_dev_stream_destroy(s[i]), 0);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
 	Suite *s = suite_create("device_stream");
@@ -210,6 +277,8 @@ static Suite *stream_suite(void)
 	tcase_add_test(tc, test_destroy_without_sync);
 	tcase_add_test(tc, test_destroy_reports_kernel_error);
 	tcase_add_test(tc, test_stream_keeps_device);
+	tcase_add_test(tc, test_sync_from_another_thread);
+	tcase_add_test(tc, test_idle_streams_sleep);
 	suite_add_tcase(s, tc);
 	return s;
 }
