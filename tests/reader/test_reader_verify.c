@@ -399,18 +399,13 @@ START_TEST(test_stats_streaming)
 	struct adump_reader_stats s;
 	struct adump_reader *r;
 	char path[PATH_MAX];
-	double sum = 0, min = INFINITY, max = -INFINITY;
 
 	for (int i = 0; i < N; i++) {
 		int v = (int)(t_rand(&state) % 4001) - 2000;   /* exact in float16 */
 
 		h[i] = f32_to_f16((float)v);
-		sum += v;
-		min = v < min ? v : min;
-		max = v > max ? v : max;
 	}
 	h[N - 1] = 0x7e00;
-	sum -= 0;
 	snprintf(path, sizeof(path), "%s/Big.b.0.0.0", dump_dir);
 	ck_assert_int_eq(adump_dump_write_file(path, &op, data, 0644), 0);
 	ck_assert_int_eq(adump_reader_create(&r), 0);
@@ -419,7 +414,6 @@ START_TEST(test_stats_streaming)
 	ck_assert_uint_eq(s.element_count, N);
 	ck_assert_uint_eq(s.nan_count, 1);
 	ck_assert_uint_eq(s.finite_count, N - 1);
-	ck_assert(s.min >= min && s.max <= max);
 	/* Recompute without the element replaced by NaN. */
 	{
 		double recomputed = 0, rmin = INFINITY, rmax = -INFINITY;
