@@ -15,6 +15,7 @@
 
 struct adump_session;
 struct file_state;
+struct worker_ext;
 
 /* One write in flight: a record's chunk (one per staging buffer, indexed like the pool) or a
  * file's header (embedded in the file's state, rec == NULL). */
@@ -22,7 +23,8 @@ struct adump_chunk_write {
 	struct adump_wreq req;
 	struct file_state *file;
 	struct adump_chan *chan;
-	struct adump_rec *rec;
+	struct adump_rec *rec;                  /* the staging buffer to release, or NULL */
+	void *out_buf;                          /* a worker output buffer to recycle, or NULL */
 };
 
 struct adump_worker {
@@ -37,8 +39,7 @@ struct adump_worker {
 	unsigned chan_count;                    /* session lock */
 	_Atomic uint64_t epoch;                 /* bumped once per loop: detach waits on it */
 	_Atomic bool should_stop;
-	int start_error;
-	_Atomic int is_ready;
+	struct worker_ext *ext;                 /* worker.c's private extras */
 };
 
 struct stream_slot {

@@ -73,6 +73,31 @@ int adump_config_check(const struct adump_config *cfg)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "on_full, writer or sink has an unknown value");
 		return -ADUMP_ERR_CONFIG;
 	}
+	if ((unsigned)cfg->io > ADUMP_IO_DIRECT || (unsigned)cfg->compress > ADUMP_COMPRESS_LZ4 ||
+	    (unsigned)cfg->layout > ADUMP_LAYOUT_PACKED || (unsigned)cfg->content > ADUMP_CONTENT_STATS) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "io, compress, layout or content has an unknown value");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->compress == ADUMP_COMPRESS_LZ4 &&
+	    (cfg->sink != ADUMP_SINK_FILE || cfg->layout != ADUMP_LAYOUT_FILES ||
+	     cfg->content != ADUMP_CONTENT_TENSOR)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE,
+			  "compress lz4 applies to tensor dumps in the file sink with the files layout");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->layout == ADUMP_LAYOUT_PACKED &&
+	    (cfg->sink != ADUMP_SINK_FILE || cfg->content != ADUMP_CONTENT_TENSOR)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "layout packed applies to tensor dumps in the file sink");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->content == ADUMP_CONTENT_STATS && (cfg->stats_mask & ~0x7fu)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "stats_mask 0x%x has unknown bits", cfg->stats_mask);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->io == ADUMP_IO_DIRECT) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "io direct is not supported yet");
+		return -ADUMP_ERR_UNSUPPORTED;
+	}
 	if (cfg->sink == ADUMP_SINK_CALLBACK && !cfg->chunk_fn) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "sink is callback but chunk_fn is NULL");
 		return -ADUMP_ERR_CONFIG;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A worker: drains the rings of the streams it owns, builds each file's DumpData header
- * once, and writes every chunk at its exact offset through its own writer (or hands it to
- * the callback). A file is written as <name>.part and renamed only when every chunk, the
- * last included, has completed; a file that lost data becomes <name>.failed. */
+ * once, and writes every chunk at its exact offset through its own writer, several in flight
+ * per file (or hands it to the callback, or folds it into statistics). A file is written as
+ * <name>.part and renamed only when every chunk, the last included, has completed; a file
+ * that lost data becomes <name>.failed and is counted, never left looking complete. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,26 +13,20 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "pipeline/pipeline_int.h"
+#include "pipeline/worker_int.h"
 #include "proto/proto.h"
 
 #define MODULE "worker"
 #define DRAIN_BATCH 64                  /* records taken from one ring before the next ring */
 #define COMPLETION_BATCH 64
 
-/* Per dump file, from its first record to its completion. */
-struct file_state {
-	struct adump_op_rec *op;
-	int fd;
-	bool is_failed;
-	bool is_last_seen;
-	uint32_t pending;                       /* writes submitted, not yet completed */
-	uint64_t payload_base;                  /* 8 + header length */
-	void *header;
-	size_t header_len;
-	struct adump_chunk_write header_write;
-	char path[];                            /* final path; ".part" appended while open */
-};
+/* @base followed by @suffix into @dst. Return: 0, or -ENAMETOOLONG. */
+static int path_with(char *dst, size_t cap, const char *base, const char *suffix)
+{
+	int n = snprintf(dst, cap, "%s%s", base, suffix);
+
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
 
 static size_t path_cap(const struct adump_session *s)
 {
@@ -53,7 +48,7 @@ static int ensure_device_dir(struct adump_session *s, uint32_t device_id)
 	return ret;
 }
 
-static void file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what)
+void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what)
 {
 	if (fs->is_failed)
 		return;
@@ -63,56 +58,137 @@ static void file_fail(struct adump_session *s, struct file_state *fs, int err, c
 		       fs->path, adump_strerror(err));
 }
 
-static void file_finish(struct adump_session *s, struct file_state *fs)
-{
-	char part[4200], failed[4200];
-
-	if (s->cfg.sink == ADUMP_SINK_FILE && fs->fd >= 0) {
-		snprintf(part, sizeof(part), "%s.part", fs->path);
-		if (close(fs->fd) < 0)
-			file_fail(s, fs, -errno, "closing");
-		if (!fs->is_failed && rename(part, fs->path) < 0)
-			file_fail(s, fs, -errno, "renaming");
-		if (fs->is_failed) {
-			/* Keep what was captured for inspection, under a name that can never be
-			 * mistaken for a complete dump. */
-			snprintf(failed, sizeof(failed), "%s.failed", fs->path);
-			if (rename(part, failed) < 0)
-				unlink(part);
-		}
-	}
-	if (fs->is_failed)
-		atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
-	else
-		atomic_fetch_add_explicit(&s->files_completed, 1, memory_order_relaxed);
-	adump_op_rec_destroy(fs->op);
-	free(fs->header);
-	free(fs);
-}
-
-static void deliver(struct adump_session *s, struct file_state *fs, uint64_t offset,
-		    const void *data, size_t len, bool is_last)
+static void deliver(struct adump_session *s, const char *name, uint64_t offset, const void *data,
+		    size_t len, bool is_last)
 {
 	struct adump_chunk chunk = {
-		.file_name = fs->path, .offset = offset, .data = data, .len = len, .is_last = is_last,
+		.file_name = name, .offset = offset, .data = data, .len = len, .is_last = is_last,
 	};
 
 	if (s->cfg.chunk_fn(&chunk, s->cfg.chunk_user) != 0 &&
 	    atomic_fetch_add_explicit(&s->callback_errors, 1, memory_order_relaxed) == 0)
 		adump_log(ADUMP_LOG_WARN, MODULE, "dump callback returned an error for %s (counted)",
-			  fs->path);
+			  name);
 	atomic_fetch_add_explicit(&s->bytes, len, memory_order_relaxed);
 }
 
+/* A small file written whole and renamed into place: the statistics CSV. */
+static int write_small_file(const char *path, const void *data, size_t len)
+{
+	char part[4200];
+	int fd, ret = 0;
+
+	if (path_with(part, sizeof(part), path, ".part") < 0)
+		return -ENAMETOOLONG;
+	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
+	if (fd < 0)
+		return -errno;
+	for (size_t done = 0; done < len && ret == 0;) {
+		ssize_t n = write(fd, (const char *)data + done, len - done);
+
+		if (n < 0 && errno != EINTR)
+			ret = -errno;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(part, path) < 0)
+		ret = -errno;
+	if (ret < 0)
+		unlink(part);
+	return ret;
+}
+
+static void finish_stats(struct adump_session *s, struct file_state *fs)
+{
+	char csv_name[4200];
+	char *csv = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = path_with(csv_name, sizeof(csv_name), fs->path, ".csv");
+	if (ret == 0)
+		ret = adump_statacc_csv(&fs->stats, &csv, &len);
+	if (ret < 0) {
+		adump_file_fail(s, fs, ret, "computing statistics of");
+		return;
+	}
+	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
+		/* As CANN's host writer does: the CSV text, NUL-terminated, in one chunk. */
+		deliver(s, csv_name, 0, csv, len + 1, true);
+	} else {
+		ret = write_small_file(csv_name, csv, len);
+		if (ret < 0) {
+			atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+			adump_file_fail(s, fs, ret, "writing statistics of");
+		} else {
+			atomic_fetch_add_explicit(&s->bytes, len, memory_order_relaxed);
+		}
+	}
+	free(csv);
+}
+
+/* Everything of the file has completed: put it in place (or mark it failed), count it. */
+static void file_finish(struct adump_worker *w, struct file_state *fs)
+{
+	struct adump_session *s = w->session;
+	const char *suffix = s->cfg.compress == ADUMP_COMPRESS_LZ4 ? ".lz4" : "";
+	char part[4200], final[4200], failed[4200];
+
+	if (fs->has_stats) {
+		if (!fs->is_failed)
+			finish_stats(s, fs);
+		adump_statacc_fini(&fs->stats);
+	} else if (s->cfg.layout == ADUMP_LAYOUT_PACKED) {
+		if (!fs->is_failed) {
+			int ret = adump_packed_index(w, fs);
+
+			if (ret < 0)
+				adump_file_fail(s, fs, ret, "indexing");
+		}
+	} else if (s->cfg.sink == ADUMP_SINK_FILE && fs->fd >= 0) {
+		int ret = path_with(final, sizeof(final), fs->path, suffix);
+
+		if (ret == 0)
+			ret = path_with(part, sizeof(part), final, ".part");
+		if (ret < 0)
+			adump_file_fail(s, fs, ret, "naming");
+		if (close(fs->fd) < 0)
+			adump_file_fail(s, fs, -errno, "closing");
+		if (!fs->is_failed && rename(part, final) < 0)
+			adump_file_fail(s, fs, -errno, "renaming");
+		if (fs->is_failed && ret == 0) {
+			/* Keep what was captured for inspection, under a name that can never be
+			 * mistaken for a complete dump. */
+			if (path_with(failed, sizeof(failed), final, ".failed") < 0 ||
+			    rename(part, failed) < 0)
+				unlink(part);
+		}
+	}
+	if (fs->cctx)
+		adump_lz4_release(w, fs);
+	if (fs->is_failed)
+		atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&s->files_completed, 1, memory_order_relaxed);
+	/* Last: a sync waiting for this record then sees the file counted and in place. */
+	if (fs->held_rec)
+		adump_chan_release_sc(fs->held_chan, fs->held_rec);
+	adump_op_rec_destroy(fs->op);
+	free(fs->header);
+	free(fs);
+}
+
 /* Return: true if the write is in flight; false if it failed at once (file marked failed). */
-static bool submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
+bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
 {
 	struct adump_session *s = w->session;
 	int ret = adump_writer_write(w->writer, &cw->req);
 
 	if (ret < 0) {
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
-		file_fail(s, cw->file, ret, "queueing a write to");
+		adump_file_fail(s, cw->file, ret, "queueing a write to");
 		return false;
 	}
 	cw->file->pending++;
@@ -120,12 +196,33 @@ static bool submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
 	return true;
 }
 
-/* The first record of a file: its name, header and (file sink) its .part file. */
+static int open_part(struct adump_session *s, struct file_state *fs, const char *suffix)
+{
+	char part[4200];
+	int ret = ADUMP_TESTPOINT("worker.open");
+
+	if (ret == 0)
+		ret = ensure_device_dir(s, fs->op->op.device_id);
+	if (ret == 0 && snprintf(part, sizeof(part), "%s%s.part", fs->path, suffix) >= (int)sizeof(part))
+		ret = -ENAMETOOLONG;
+	if (ret == 0) {
+		fs->fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
+		if (fs->fd < 0)
+			ret = -errno;
+	}
+	if (ret < 0) {
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		adump_file_fail(s, fs, ret, "creating");
+	}
+	return ret;
+}
+
+/* The first record of a file: its name and header, then whatever its output needs. */
 static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec *op)
 {
 	struct adump_session *s = w->session;
 	struct file_state *fs = calloc(1, sizeof(*fs) + path_cap(s));
-	char name[4200], part[4200];
+	char name[4200];
 	int ret, n;
 
 	if (!fs)
@@ -136,52 +233,75 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 	ret = adump_dump_file_name(&op->op, name, sizeof(name));
 	if (ret < 0) {
 		snprintf(fs->path + n, path_cap(s) - (size_t)n, "unnamed");
-		file_fail(s, fs, ret, "naming");
+		adump_file_fail(s, fs, ret, "naming");
 		return fs;
 	}
 	memcpy(fs->path + n, name, (size_t)ret + 1);
+
+	if (s->cfg.content == ADUMP_CONTENT_STATS) {
+		ret = adump_statacc_init(&fs->stats, &op->op, s->cfg.stats_mask);
+		if (ret < 0)
+			adump_file_fail(s, fs, ret, "starting statistics of");
+		else
+			fs->has_stats = true;
+		if (ret == 0 && s->cfg.sink == ADUMP_SINK_FILE) {
+			ret = ensure_device_dir(s, op->op.device_id);
+			if (ret < 0)
+				adump_file_fail(s, fs, ret, "creating the directory of");
+		}
+		return fs;
+	}
 	ret = adump_dump_header_alloc(&op->op, &fs->header, &fs->header_len);
 	if (ret < 0) {
-		file_fail(s, fs, ret, "building the header of");
+		adump_file_fail(s, fs, ret, "building the header of");
 		return fs;
 	}
 	fs->payload_base = fs->header_len;
 	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
-		deliver(s, fs, 0, fs->header, fs->header_len, op->payload_bytes == 0);
+		deliver(s, fs->path, 0, fs->header, fs->header_len, op->payload_bytes == 0);
 		return fs;
 	}
-	ret = ADUMP_TESTPOINT("worker.open");
-	if (ret == 0)
-		ret = ensure_device_dir(s, op->op.device_id);
-	if (ret == 0) {
-		snprintf(part, sizeof(part), "%s.part", fs->path);
-		fs->fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
-		if (fs->fd < 0)
-			ret = -errno;
+	if (s->cfg.compress == ADUMP_COMPRESS_LZ4) {
+		if (open_part(s, fs, ".lz4") == 0)
+			adump_lz4_begin(w, fs);
+		return fs;
 	}
-	if (ret < 0) {
-		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
-		file_fail(s, fs, ret, "creating");
+	if (s->cfg.layout == ADUMP_LAYOUT_PACKED) {
+		ret = adump_packed_place(w, fs);
+		if (ret < 0) {
+			atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+			adump_file_fail(s, fs, ret, "placing in a segment");
+			return fs;
+		}
+		fs->crc = adump_crc32c(0, fs->header, fs->header_len);
+	} else if (open_part(s, fs, "") < 0) {
 		return fs;
 	}
 	fs->header_write = (struct adump_chunk_write){
-		.req = { .fd = fs->fd, .buf_index = -1, .buf = fs->header, .len = fs->header_len },
+		.req = { .fd = fs->fd, .buf_index = -1, .buf = fs->header, .len = fs->header_len,
+			 .offset = fs->base },
 		.file = fs,
 	};
-	submit_write(w, &fs->header_write);
+	adump_submit_write(w, &fs->header_write);
 	return fs;
 }
 
 /* A record is done (written, delivered or skipped): finish its file if nothing of it is
  * outstanding any more, then give the buffer back. Finishing first means that a stream sync,
- * which waits for the buffers, also sees the renamed file. */
+ * which waits for the buffers, also sees the finished file. */
 static void record_done(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
 			struct file_state *fs)
 {
-	if (rec->flags & ADUMP_REC_LAST)
+	if (rec->flags & ADUMP_REC_LAST) {
 		fs->is_last_seen = true;
+		if (fs->pending) {
+			fs->held_chan = chan;
+			fs->held_rec = rec;
+			return;
+		}
+	}
 	if (fs->is_last_seen && fs->pending == 0)
-		file_finish(w->session, fs);
+		file_finish(w, fs);
 	adump_chan_release_sc(chan, rec);
 }
 
@@ -190,6 +310,7 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 	struct adump_session *s = w->session;
 	struct adump_op_rec *op = rec->op;
 	struct file_state *fs = op->priv;
+	bool is_last = (rec->flags & ADUMP_REC_LAST) != 0;
 
 	atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed);
 	if (!fs) {
@@ -199,7 +320,7 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			adump_session_set_error(s, -ENOMEM);
 			atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "out of memory for a file's state");
-			if (rec->flags & ADUMP_REC_LAST)
+			if (is_last)
 				adump_op_rec_destroy(op);
 			else
 				atomic_store_explicit(&op->is_failed, 2, memory_order_relaxed);
@@ -209,26 +330,38 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 		op->priv = fs;
 	}
 	if (atomic_load_explicit(&op->is_failed, memory_order_relaxed))
-		file_fail(s, fs, -ADUMP_ERR_DROPPED, "dropped data of");
-	if (fs->is_failed || rec->len == 0) {
+		adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "dropped data of");
+	if (fs->is_failed || (rec->len == 0 && !fs->cctx)) {
+		record_done(w, chan, rec, fs);
+		return;
+	}
+	if (fs->has_stats) {
+		adump_statacc_feed(&fs->stats, rec->offset, rec->buf, rec->len);
 		record_done(w, chan, rec, fs);
 		return;
 	}
 	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
-		deliver(s, fs, fs->payload_base + rec->offset, rec->buf, rec->len,
-			(rec->flags & ADUMP_REC_LAST) != 0);
+		deliver(s, fs->path, fs->payload_base + rec->offset, rec->buf, rec->len, is_last);
 		record_done(w, chan, rec, fs);
 		return;
 	}
+	if (fs->cctx) {
+		/* Compressed into worker buffers: the staging buffer is free again at once. */
+		adump_lz4_data(w, fs, rec->buf, rec->len, is_last);
+		record_done(w, chan, rec, fs);
+		return;
+	}
+	if (s->cfg.layout == ADUMP_LAYOUT_PACKED)
+		fs->crc = adump_crc32c(fs->crc, rec->buf, rec->len);
 	struct adump_chunk_write *cw = &s->writes[rec->index];
 	*cw = (struct adump_chunk_write){
 		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec->buf, .len = rec->len,
-			 .offset = fs->payload_base + rec->offset },
+			 .offset = fs->base + fs->payload_base + rec->offset },
 		.file = fs, .chan = chan, .rec = rec,
 	};
-	if (!submit_write(w, cw))
+	if (!adump_submit_write(w, cw))
 		record_done(w, chan, rec, fs);
-	else if (rec->flags & ADUMP_REC_LAST)
+	else if (is_last)
 		fs->is_last_seen = true;
 }
 
@@ -242,14 +375,16 @@ static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
 	atomic_fetch_sub_explicit(&s->writes_in_flight, 1, memory_order_relaxed);
 	if (req->res < 0) {
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
-		file_fail(s, fs, req->res, "writing");
+		adump_file_fail(s, fs, req->res, "writing");
 	} else {
 		atomic_fetch_add_explicit(&s->bytes, req->len, memory_order_relaxed);
 	}
+	if (cw->out_buf)
+		adump_out_buf_put(w, cw->out_buf);
 	if (cw->rec)
 		record_done(w, cw->chan, cw->rec, fs);
 	else if (fs->is_last_seen && fs->pending == 0)
-		file_finish(s, fs);
+		file_finish(w, fs);
 }
 
 static unsigned reap(struct adump_worker *w, bool block, bool *doorbell)
@@ -267,6 +402,14 @@ static unsigned reap(struct adump_worker *w, bool block, bool *doorbell)
 	for (int i = 0; i < n; i++)
 		handle_completion(w, done[i]);
 	return (unsigned)n;
+}
+
+void adump_worker_reap_blocking(struct adump_worker *w)
+{
+	bool doorbell;
+
+	adump_writer_submit(w->writer);
+	reap(w, true, &doorbell);
 }
 
 static unsigned drain_rings(struct adump_worker *w)
@@ -328,6 +471,16 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+static void ext_destroy(struct adump_worker *w)
+{
+	if (!w->ext)
+		return;
+	adump_lz4_worker_fini(w);
+	adump_packed_worker_fini(w);
+	free(w->ext);
+	w->ext = NULL;
+}
+
 int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned index)
 {
 	struct adump_writer_cfg wcfg = {
@@ -339,9 +492,19 @@ int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned
 	memset(w, 0, sizeof(*w));
 	w->session = s;
 	w->index = index;
+	w->ext = calloc(1, sizeof(*w->ext));
+	if (!w->ext)
+		return -ENOMEM;
+	w->ext->packed.index_fd = -1;
+	w->ext->packed.seg_fd = -1;
+	ret = s->cfg.compress == ADUMP_COMPRESS_LZ4 ? adump_lz4_worker_init(w, s->chunk_bytes) : 0;
+	if (ret == 0 && s->cfg.layout == ADUMP_LAYOUT_PACKED)
+		ret = adump_packed_worker_init(w);
+	if (ret < 0)
+		goto err_ext;
 	ret = adump_doorbell_init(&w->doorbell);
 	if (ret < 0)
-		return ret;
+		goto err_ext;
 	wcfg.doorbell_fd = w->doorbell.event_fd;
 	ret = adump_writer_create(&wcfg, &w->writer);
 	if (ret < 0)
@@ -357,6 +520,8 @@ err_writer:
 	adump_writer_destroy(w->writer);
 err_doorbell:
 	adump_doorbell_fini(&w->doorbell);
+err_ext:
+	ext_destroy(w);
 	return ret;
 }
 
@@ -372,5 +537,6 @@ void adump_worker_stop(struct adump_worker *w)
 	pthread_join(w->thread, NULL);
 	adump_writer_destroy(w->writer);
 	adump_doorbell_fini(&w->doorbell);
+	ext_destroy(w);
 	w->is_started = false;
 }

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
 	build-essential cmake pkg-config git
 	liburing-dev libck-dev libprotobuf-c-dev protobuf-c-compiler liblz4-dev lz4
-	check libjson-c-dev
+	check libjson-c-dev libisal-dev
 	clang libclang-rt-14-dev
 	python3 python3-numpy
 	gnuplot-nox

@@ -268,6 +268,17 @@ ADUMP_API int adump_dump_write_file(const char *path, const struct adump_op *op,
  */
 ADUMP_API int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *data);
 
+/**
+ * adump_unpack() - restore the dump files of a packed capture.
+ * @dir:     the capture directory (<dump_path>/<time_dir>) or its packed/ folder.
+ * @out_dir: files are written as <out_dir>/<device_id>/<name>, byte-identical to what the
+ *           file sink would have written; created as needed.
+ * Every complete index line is checked against its segment's bytes (CRC32C); a line a crash
+ * cut short is ignored. Return: the number of files restored, or the first error
+ * (-ADUMP_ERR_CORRUPT for an entry that does not match; the others are still restored).
+ */
+ADUMP_API long adump_unpack(const char *dir, const char *out_dir);
+
 /* Logging. The library never writes to stdout; the default sink prints WARN and above to
  * stderr as "adump: module: message". */
 enum adump_log_level { ADUMP_LOG_DEBUG = 0, ADUMP_LOG_INFO, ADUMP_LOG_WARN, ADUMP_LOG_ERROR };

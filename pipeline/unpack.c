@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Restoring the dump files of a packed capture: every complete index line names a file's
+ * bytes in a segment; each is checked against its CRC32C and written out under its name. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "pipeline/worker_int.h"
+
+#define MODULE "unpack"
+#define COPY_BYTES (4u << 20)
+
+struct index_entry {
+	char name[4096];
+	char segment[256];
+	unsigned long long offset;
+	unsigned long long length;
+	unsigned crc;
+};
+
+/* Parses one index line (without its newline). Return: 0, or -ADUMP_ERR_CORRUPT. */
+static int parse_line(char *line, struct index_entry *e)
+{
+	char *fields[5], *save = NULL, *tok = strtok_r(line, "\t", &save);
+	int n = 0;
+
+	while (tok && n < 5) {
+		fields[n++] = tok;
+		tok = strtok_r(NULL, "\t", &save);
+	}
+	if (n != 5 || tok || strlen(fields[0]) >= sizeof(e->name) ||
+	    strlen(fields[1]) >= sizeof(e->segment) || strstr(fields[0], "..") ||
+	    fields[0][0] == '/' || strchr(fields[1], '/'))
+		return -ADUMP_ERR_CORRUPT;
+	strcpy(e->name, fields[0]);
+	strcpy(e->segment, fields[1]);
+	char *end;
+	e->offset = strtoull(fields[2], &end, 10);
+	if (*end)
+		return -ADUMP_ERR_CORRUPT;
+	e->length = strtoull(fields[3], &end, 10);
+	if (*end)
+		return -ADUMP_ERR_CORRUPT;
+	e->crc = (unsigned)strtoul(fields[4], &end, 16);
+	if (*end)
+		return -ADUMP_ERR_CORRUPT;
+	return 0;
+}
+
+static int restore(const char *packed_dir, const char *out_dir, const struct index_entry *e,
+		   unsigned char *buf)
+{
+	char seg_path[4400], out_path[8400], part[8500];
+	int in = -1, out = -1, ret = 0;
+	uint32_t crc = 0;
+
+	snprintf(seg_path, sizeof(seg_path), "%s/%s", packed_dir, e->segment);
+	snprintf(out_path, sizeof(out_path), "%s/%s", out_dir, e->name);
+	snprintf(part, sizeof(part), "%s.part", out_path);
+	char *slash = strrchr(out_path, '/');
+	*slash = '\0';
+	ret = adump_mkdir_p(out_path, 0750);
+	*slash = '/';
+	if (ret < 0)
+		return ret;
+	in = open(seg_path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (out < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (unsigned long long done = 0; done < e->length && ret == 0;) {
+		size_t want = e->length - done < COPY_BYTES ? (size_t)(e->length - done) : COPY_BYTES;
+		ssize_t n = pread(in, buf, want, (off_t)(e->offset + done));
+
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -ADUMP_ERR_CORRUPT;     /* segment shorter than indexed */
+			break;
+		}
+		crc = adump_crc32c(crc, buf, (size_t)n);
+		if (write(out, buf, (size_t)n) != n)
+			ret = -EIO;
+		done += (unsigned long long)n;
+	}
+	if (ret == 0 && crc != e->crc)
+		ret = -ADUMP_ERR_CORRUPT;
+	if (close(out) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && rename(part, out_path) < 0)
+		ret = -errno;
+	if (ret < 0)
+		unlink(part);
+out:
+	close(in);
+	return ret;
+}
+
+long adump_unpack(const char *dir, const char *out_dir)
+{
+	char packed_dir[4200];
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	unsigned char *buf;
+	long restored = 0;
+	int first_error = 0;
+
+	if (!dir || !out_dir)
+		return -EINVAL;
+	/* Accept the capture directory or its packed/ folder. */
+	snprintf(packed_dir, sizeof(packed_dir), "%s/packed", dir);
+	if (stat(packed_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		snprintf(packed_dir, sizeof(packed_dir), "%s", dir);
+	d = opendir(packed_dir);
+	if (!d)
+		return -errno;
+	buf = malloc(COPY_BYTES);
+	if (!buf) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char idx_path[4400], line[8192];
+		unsigned line_number = 0;
+		FILE *f;
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".idx"))
+			continue;
+		snprintf(idx_path, sizeof(idx_path), "%s/%s", packed_dir, de->d_name);
+		f = fopen(idx_path, "re");
+		if (!f) {
+			if (!first_error)
+				first_error = -errno;
+			continue;
+		}
+		while (fgets(line, sizeof(line), f)) {
+			struct index_entry e;
+			size_t n = strlen(line);
+			int ret;
+
+			line_number++;
+			/* A line without its newline is the one a crash cut short: not an entry. */
+			if (n == 0 || line[n - 1] != '\n')
+				break;
+			line[n - 1] = '\0';
+			ret = parse_line(line, &e);
+			if (ret == 0)
+				ret = restore(packed_dir, out_dir, &e, buf);
+			if (ret < 0) {
+				adump_log(ADUMP_LOG_ERROR, MODULE, "%s line %u: %s", idx_path, line_number,
+					  ret == -ADUMP_ERR_CORRUPT ? "entry does not match its segment "
+								     "(bad line, short segment or CRC32C)"
+								   : adump_strerror(ret));
+				if (!first_error)
+					first_error = ret;
+				continue;
+			}
+			restored++;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	free(buf);
+	return first_error ? first_error : restored;
+}

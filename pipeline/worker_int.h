@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pipeline/ private: per-file state and the output variants a worker drives (plain files,
+ * LZ4 frames, packed segments, statistics), shared by worker.c, lz4out.c and packed.c. */
+#ifndef ADUMP_WORKER_INT_H
+#define ADUMP_WORKER_INT_H
+
+#include <lz4frame.h>
+
+#include "pipeline/pipeline_int.h"
+#include "pipeline/stats.h"
+
+/* A buffer for bytes the worker produced itself (compressed data), written once. */
+struct out_buf {
+	struct adump_chunk_write write;         /* first: the completion finds the buffer */
+	struct out_buf *next_free;
+	size_t cap;
+	unsigned char mem[];
+};
+
+struct packed_state {
+	int index_fd;
+	int seg_fd;                             /* the segment being filled */
+	uint32_t seg_number;
+	uint64_t seg_offset;                    /* next free byte of it */
+	int *old_fds;                           /* full segments, closed at worker stop */
+	uint32_t old_count;
+};
+
+/* Worker-private extras, created with the worker. */
+struct worker_ext {
+	LZ4F_cctx **free_cctx;                  /* LZ4: contexts not in use */
+	unsigned free_cctx_count;
+	unsigned cctx_cap;
+	struct out_buf *free_out;               /* LZ4: output buffers not in flight */
+	unsigned out_count;                     /* allocated */
+	size_t out_cap;                         /* bytes per output buffer */
+	struct packed_state packed;
+};
+
+/* Per dump file, from its first record to its completion. */
+struct file_state {
+	struct adump_op_rec *op;
+	int fd;                                 /* the .part file, or the segment (packed) */
+	bool is_failed;
+	bool is_last_seen;
+	bool has_stats;
+	uint32_t pending;                       /* writes submitted, not yet completed */
+	uint64_t payload_base;                  /* 8 + header length */
+	uint64_t base;                          /* packed: the file's first byte in its segment */
+	uint64_t out_offset;                    /* lz4: next byte of the frame */
+	uint32_t crc;                           /* packed: CRC32C so far (in file order) */
+	uint32_t seg_number;                    /* packed */
+	LZ4F_cctx *cctx;                        /* lz4 */
+	struct adump_statacc stats;
+	/* The file's LAST record, held back while writes are outstanding: a stream sync waits
+	 * for it, so a sync never returns before its files are finished. */
+	struct adump_chan *held_chan;
+	struct adump_rec *held_rec;
+	void *header;
+	size_t header_len;
+	struct adump_chunk_write header_write;
+	char path[];                            /* final path; ".part" appended while open */
+};
+
+/* worker.c */
+void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what);
+bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw);
+/* Wait for at least one completion and handle it (frees output buffers). */
+void adump_worker_reap_blocking(struct adump_worker *w);
+
+/* lz4out.c: each file one LZ4 frame, compressed on the worker as its chunks pass. */
+int adump_lz4_worker_init(struct adump_worker *w, size_t chunk_bytes);
+void adump_lz4_worker_fini(struct adump_worker *w);
+void adump_lz4_begin(struct adump_worker *w, struct file_state *fs);
+void adump_lz4_data(struct adump_worker *w, struct file_state *fs, const void *data, size_t len,
+		    bool is_last);
+void adump_lz4_release(struct adump_worker *w, struct file_state *fs);
+void adump_out_buf_put(struct adump_worker *w, struct out_buf *ob);
+
+/* packed.c: per-worker segments and index. */
+int adump_packed_worker_init(struct adump_worker *w);
+void adump_packed_worker_fini(struct adump_worker *w);
+/* Reserve the file's bytes in the current segment (rolling it when full). */
+int adump_packed_place(struct adump_worker *w, struct file_state *fs);
+/* Append the file's index entry; called once all its writes completed. */
+int adump_packed_index(struct adump_worker *w, struct file_state *fs);
+uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len);
+
+#endif
