@@ -45,6 +45,8 @@ typedef struct acldumpChunk {
  * The callback gets each chunk and sizeof(acldumpChunk) + bufLen; it runs on adump worker
  * threads, one file's chunks in order, different files concurrently. The chunk is borrowed
  * for the duration of the call. A non-zero return is logged and counted; delivery goes on.
+ * The callback may call acldumpGetPath() but no other acl function (a launch or configuration
+ * call on another thread may be waiting for the callback to finish).
  * @flag: must be 0 (no disk copy).
  * Return: ACL_SUCCESS; ACL_ERROR_FAILURE for a NULL callback or flag != 0.
  */
