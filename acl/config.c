@@ -727,6 +727,14 @@ uint32_t adump_acl_cfg_select(const struct adump_acl_cfg *cfg, const char *op_ty
 		if (i == cfg->step_count)
 			return 0;
 	}
+	/* Watcher: the outputs of the watched nodes are dumped (CANN dumps them after each
+	 * op of the layer list to catch memory overwrites; single ops are their own layer). */
+	if (cfg->scene == ADUMP_ACL_SCENE_WATCHER) {
+		for (size_t i = 0; i < cfg->list_count; i++)
+			if (in_strv(cfg->list[i].watcher_nodes, cfg->list[i].watcher_count, op_name))
+				return ADUMP_DUMP_OUTPUTS;
+		return 0;
+	}
 	/* Single ops (aclnn) run outside any model: entries naming a model_name select that
 	 * model's ops only, so they never select an aclnn op. Entries without a model, and
 	 * dump_op_switch on, select single ops; any layer list restricts them by op name. */

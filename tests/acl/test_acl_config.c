@@ -321,6 +321,12 @@ START_TEST(test_config_select)
 	adump_acl_cfg_fini(&cfg);
 	free(json);
 
+	/* Watcher: only watched nodes, outputs only. */
+	ck_assert_int_eq(parse("{\"dump\":{\"dump_path\":\"%D\",\"dump_scene\":\"watcher\",\"dump_list\":[{\"watcher_nodes\":[\"aclnnAdd\"]}]}}", &cfg), 0);
+	ck_assert_uint_eq(adump_acl_cfg_select(&cfg, "Add", "aclnnAdd", 0, 2, 1), ADUMP_DUMP_OUTPUTS);
+	ck_assert_uint_eq(adump_acl_cfg_select(&cfg, "Mul", "aclnnMul", 0, 2, 1), 0);
+	adump_acl_cfg_fini(&cfg);
+
 	/* Overflow dump: the simulated kernels never overflow, nothing is dumped. */
 	ck_assert_int_eq(parse("{\"dump\":{\"dump_path\":\"%D\",\"dump_debug\":\"on\",\"dump_list\":[{}]}}", &cfg), 0);
 	ck_assert(cfg.has_dump);
