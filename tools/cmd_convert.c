@@ -311,6 +311,9 @@ int cmd_convert(int argc, char **argv)
 		(unsigned long long)converted, (unsigned long long)failed,
 		(unsigned long long)c.array_count, c.out_dir,
 		c.warning_count ? " (with warnings)" : "");
+	if (!converted && !failed && !is_recursive)
+		fprintf(stderr, "adump convert: no dump files found; -r descends into "
+				"subdirectories (<dump_path>/<time>/<device>/)\n");
 	if (failed || (!converted && !rc))
 		rc = 1;
 out:

@@ -318,6 +318,33 @@ START_TEST(test_shape_mismatch_and_kinds)
 }
 END_TEST
 
+START_TEST(test_comma_list)
+{
+	float v[3] = { 1, 2, 3 };
+	uint64_t dims[] = { 3 };
+	struct adump_tensor t = rt_tensor(ADUMP_TENSOR_INPUT, ADUMP_DT_FLOAT, 1, dims, sizeof(v));
+	const void *data[1] = { v };
+	struct adump_op op = { .op_type = "Z", .op_name = "c", .tensor_count = 1, .tensors = &t };
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], path[PATH_MAX];
+
+	snprintf(a, sizeof(a), "%s/Z.c.1.0.0", in_dir);
+	snprintf(b, sizeof(b), "%s/Z.c.2.0.0", in_dir);
+	snprintf(c, sizeof(c), "%s/Z.c.3.0.0", in_dir);
+	ck_assert_int_eq(adump_dump_write_file(a, &op, data, 0644), 0);
+	ck_assert_int_eq(adump_dump_write_file(b, &op, data, 0644), 0);
+	ck_assert_int_eq(adump_dump_write_file(c, &op, data, 0644), 0);
+	/* Only the two listed files are converted. */
+	ck_assert_int_eq(run("convert -d %s,%s -out %s", a, c, out_dir), 0);
+	snprintf(path, sizeof(path), "%s/Z.c.1.0.0.input.0.npy", out_dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	snprintf(path, sizeof(path), "%s/Z.c.3.0.0.input.0.npy", out_dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	snprintf(path, sizeof(path), "%s/Z.c.2.0.0.input.0.npy", out_dir);
+	ck_assert_int_ne(access(path, R_OK), 0);
+	ck_assert_uint_eq(t_count_files(out_dir, ".npy"), 2);
+}
+END_TEST
+
 START_TEST(test_long_name_mapping)
 {
 	char name[300], path[PATH_MAX], line[512];
@@ -370,6 +397,15 @@ START_TEST(test_malformed_inputs)
 	ck_assert_ptr_nonnull(strstr(err, "tiny: file is 3 bytes"));
 	ck_assert_ptr_nonnull(strstr(err, "0 file(s) converted, 2 failed"));
 	free(err);
+	/* No dump files directly inside the directory: exit 1, with a hint about -r. */
+	char nested[PATH_MAX];
+	snprintf(nested, sizeof(nested), "%s/nest", dir);
+	ck_assert_int_eq(mkdir(nested, 0755), 0);
+	ck_assert_int_eq(run("convert -d %s -out %s", dir, out_dir), 1);
+	ck_assert_int_eq(run("convert -d %s -out %s", nested, out_dir), 1);
+	err = slurp("stderr");
+	ck_assert_ptr_nonnull(strstr(err, "-r descends into subdirectories"));
+	free(err);
 	ck_assert_int_eq(run("convert -out %s", out_dir), 2);
 	ck_assert_int_eq(run("convert --help"), 0);
 	ck_assert_int_eq(run("convert -d %s/none -out %s", in_dir, out_dir), 1);
@@ -386,6 +422,7 @@ int main(void)
 	tcase_add_test(tc, test_npy_header_literal);
 	tcase_add_test(tc, test_every_dtype);
 	tcase_add_test(tc, test_shape_mismatch_and_kinds);
+	tcase_add_test(tc, test_comma_list);
 	tcase_add_test(tc, test_long_name_mapping);
 	tcase_add_test(tc, test_malformed_inputs);
 	suite_add_tcase(s, tc);
