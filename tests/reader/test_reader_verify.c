@@ -114,6 +114,32 @@ START_TEST(test_verify_clean)
 	ck_assert_int_eq(mkdir(empty, 0755), 0);
 	ck_assert_int_eq(run("verify %s", empty), 1);
 	ck_assert_int_eq(run("verify %s/missing", dir), 2);
+	/* Not a terminal (stderr is a file here): no progress bar. */
+	ck_assert_int_eq(run("verify %s/dump", dir), 0);
+	out = slurp("stderr");
+	ck_assert_str_eq(out, "");
+	free(out);
+	/* On a terminal, 20 files draw a bar that --quiet silences; script(1) provides one. */
+	if (access("/usr/bin/script", X_OK) == 0) {
+		char cmd[PATH_MAX * 2];
+
+		snprintf(cmd, sizeof(cmd),
+			 "/usr/bin/script -qc '%s verify %s/dump' /dev/null >%s/tty 2>&1", ADUMP_TOOL,
+			 dir, dir);
+		ck_assert_int_eq(system(cmd), 0);
+		out = slurp("tty");
+		ck_assert_msg(strstr(out, "\rverify [####"), "no bar in: %s", out);
+		free(out);
+		snprintf(cmd, sizeof(cmd),
+			 "/usr/bin/script -qc '%s verify --quiet %s/dump' /dev/null >%s/tty 2>&1",
+			 ADUMP_TOOL, dir, dir);
+		ck_assert_int_eq(system(cmd), 0);
+		out = slurp("tty");
+		ck_assert_ptr_null(strstr(out, "verify ["));
+		free(out);
+	} else {
+		fprintf(stderr, "note: no /usr/bin/script; terminal progress check skipped\n");
+	}
 	ck_assert_int_eq(run("verify --help"), 0);
 }
 END_TEST
