@@ -3,6 +3,7 @@
  * truncated file, a .part leftover, a .failed file, a corrupted header and a shape/size
  * mismatch fails and names each. inspect: its statistics match values computed here, and the
  * library's streaming statistics match on a tensor larger than one read step. */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dump_data.pb-c.h"
 #include "reader_helpers.h"
 
 #ifndef ADUMP_TOOL
@@ -225,6 +227,43 @@ START_TEST(test_verify_problems)
 	ck_assert(json_object_object_get_ex(doc, "problems", &v));
 	ck_assert_int_eq(json_object_array_length(v), 5);
 	json_object_put(doc);
+	free(out);
+}
+END_TEST
+
+START_TEST(test_verify_unknown_dtype)
+{
+	Toolkit__Dumpdata__DumpData dd = TOOLKIT__DUMPDATA__DUMP_DATA__INIT;
+	Toolkit__Dumpdata__OpInput in = TOOLKIT__DUMPDATA__OP_INPUT__INIT, *ins[1] = { &in };
+	unsigned char buf[256] = { 0 };
+	char path[PATH_MAX];
+	uint64_t le;
+	size_t n;
+	FILE *f;
+
+	/* A header whose dtype no table knows: the layout is fine, the dtype is not. */
+	in.data_type = (Toolkit__Dumpdata__OutputDataType)99;
+	in.size = 4;
+	dd.n_input = 1;
+	dd.input = ins;
+	n = toolkit__dumpdata__dump_data__pack(&dd, buf + 8);
+	le = htole64(n);
+	memcpy(buf, &le, 8);
+	snprintf(path, sizeof(path), "%s/Odd.o.0.0.0", dump_dir);
+	f = fopen(path, "wb");
+	ck_assert_uint_eq(fwrite(buf, 1, 8 + n + 4, f), 8 + n + 4);
+	fclose(f);
+	ck_assert_int_eq(run("verify %s", dump_dir), 1);
+	char *out = slurp("stdout");
+	ck_assert_msg(strstr(out, "input 0: unknown dtype 99"), "%s", out);
+	free(out);
+	ck_assert_int_eq(run("inspect %s", path), 0);
+	out = slurp("stdout");
+	ck_assert_msg(strstr(out, "input 0: unknown(99) NCHW"), "%s", out);
+	free(out);
+	ck_assert_int_eq(run("convert -d %s -out %s/npy", path, dir), 0);
+	out = slurp("stderr");
+	ck_assert_msg(strstr(out, "numpy has no dtype for unknown (99)"), "%s", out);
 	free(out);
 }
 END_TEST
@@ -468,6 +507,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_verify_clean);
 	tcase_add_test(tc, test_verify_problems);
+	tcase_add_test(tc, test_verify_unknown_dtype);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("inspect");
