@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump bench` as a program: exit codes, the --json last line and its fields, --compare on
+ * a tiny workload (every baseline runs and reports), and the naive baseline's files are
+ * valid dumps. Correctness only: no timing is asserted. */
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "helpers.h"
+
+#ifndef ADUMP_TOOL
+#error "ADUMP_TOOL must name the adump binary"
+#endif
+
+static char *dir;
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...)
+{
+	char args[8192], cmd[9000];
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s %s >%s/stdout 2>%s/stderr", ADUMP_TOOL, args, dir, dir);
+	status = system(cmd);
+	ck_assert_int_ne(status, -1);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The last line of the last run's stdout, parsed. */
+static json_object *last_json(void)
+{
+	char path[PATH_MAX], line[65536], last[65536] = "";
+	FILE *f;
+	json_object *obj;
+
+	snprintf(path, sizeof(path), "%s/stdout", dir);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '\n')
+			memcpy(last, line, strlen(line) + 1);
+	fclose(f);
+	obj = json_tokener_parse(last);
+	ck_assert_msg(obj != NULL, "last line is not JSON: %s", last);
+	return obj;
+}
+
+static json_object *field(json_object *o, const char *name)
+{
+	json_object *v = NULL;
+
+	ck_assert_msg(json_object_object_get_ex(o, name, &v), "no field '%s'", name);
+	return v;
+}
+
+static void setup(void)
+{
+	dir = t_tmpdir("bench");
+}
+
+static void teardown(void)
+{
+	t_rmtree(dir);
+	free(dir);
+}
+
+START_TEST(test_help_and_bad_options)
+{
+	ck_assert_int_eq(run("bench --help"), 0);
+	ck_assert_int_eq(run("bench --profile nonsense --out %s/d", dir), 2);
+	ck_assert_int_eq(run("bench --sink nowhere --out %s/d", dir), 2);
+	ck_assert_int_eq(run("bench --compute-gbps auto --out %s/d", dir), 2);
+	ck_assert_int_eq(run("bench --profile transformer --describe"), 0);
+}
+END_TEST
+
+/* The core issue's acceptance form, shrunk: exit 0, and the required JSON fields. */
+START_TEST(test_json_fields)
+{
+	static const char *const required[] = {
+		"files", "bytes", "seconds", "gbps", "failed", "tensors", "files_per_s",
+		"tensors_per_s", "peak_rss_bytes", "producer_wait_p99_us", "cpu_seconds",
+		"producer_wait_p50_us", "producer_wait_max_us", "enqueue_p99_us",
+	};
+	json_object *o;
+
+	ck_assert_int_eq(run("bench --streams 3 --ops 7 --min-size 1K --max-size 64K --pool 16M "
+			     "--seed %llu --out %s/d --json",
+			     (unsigned long long)(t_seed() % 1000 + 1), dir),
+			 0);
+	o = last_json();
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		field(o, required[i]);
+	ck_assert_int_eq(json_object_get_int64(field(o, "files")), 21);
+	ck_assert_int_eq(json_object_get_int64(field(o, "failed")), 0);
+	ck_assert_int_eq(json_object_get_int64(field(o, "tensors")), 63);
+	ck_assert_int_gt(json_object_get_int64(field(o, "bytes")), 21 * 3 * 1024);
+	ck_assert_int_eq(t_count_files(dir, "") >= 21, 1);
+	json_object_put(o);
+}
+END_TEST
+
+/* --compare on a tiny workload: every baseline runs on the same ops and reports. */
+START_TEST(test_compare_tiny)
+{
+	static const char *const baselines[] = { "naive", "disk_limit", "create_limit",
+						 "ring_limit", "nodump" };
+	json_object *o, *b, *ov;
+	char naive[PATH_MAX];
+
+	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K --pool 16M "
+			     "--compute-gbps 1 --compare --json --out %s/d",
+			     dir),
+			 0);
+	o = last_json();
+	b = field(o, "baselines");
+	for (size_t i = 0; i < sizeof(baselines) / sizeof(baselines[0]); i++) {
+		json_object *one = field(b, baselines[i]);
+
+		ck_assert_int_eq(json_object_get_int(field(one, "error")), 0);
+		ck_assert(json_object_get_double(field(one, "seconds")) > 0);
+		ck_assert(json_object_get_double(field(one, "ratio")) > 0);
+	}
+	/* Same ops, same files and bytes. */
+	ck_assert_int_eq(json_object_get_int64(field(field(b, "naive"), "files")),
+			 json_object_get_int64(field(o, "files")));
+	ck_assert_int_eq(json_object_get_int64(field(field(b, "naive"), "bytes")),
+			 json_object_get_int64(field(o, "bytes")));
+	ck_assert_int_eq(json_object_get_int64(field(field(b, "create_limit"), "files")),
+			 json_object_get_int64(field(o, "files")));
+	ck_assert_int_eq(json_object_get_int64(field(field(b, "ring_limit"), "records")),
+			 json_object_get_int64(field(o, "records")));
+	ov = field(o, "overhead");
+	ck_assert(json_object_get_type(field(ov, "adump")) == json_type_double);
+	ck_assert(json_object_get_type(field(ov, "naive")) == json_type_double);
+	/* The naive dumper writes real dump files. */
+	snprintf(naive, sizeof(naive), "%s/d/baselines/naive", dir);
+	ck_assert_int_eq(run("verify --quiet %s", naive), 0);
+	json_object_put(o);
+}
+END_TEST
+
+/* --ops with a profile, the callback sink and relu data. (The transformer and huge
+ * profiles need hundreds of MiB of simulated device memory: not run here.) */
+START_TEST(test_profiles_run)
+{
+	json_object *o;
+
+	ck_assert_int_eq(run("bench --profile tiny --streams 2 --ops 5 --sink callback --json"), 0);
+	o = last_json();
+	ck_assert_int_eq(json_object_get_int64(field(o, "files")), 10);
+	ck_assert_str_eq(json_object_get_string(field(o, "profile")), "tiny");
+	json_object_put(o);
+	ck_assert_int_eq(run("bench --streams 2 --ops 3 --data relu --sink callback --json"), 0);
+	o = last_json();
+	ck_assert_int_eq(json_object_get_int64(field(o, "files")), 6);
+	json_object_put(o);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("bench_cli");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_help_and_bad_options);
+	tcase_add_test(tc, test_json_fields);
+	tcase_add_test(tc, test_compare_tiny);
+	tcase_add_test(tc, test_profiles_run);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
