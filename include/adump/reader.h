@@ -111,6 +111,8 @@ struct adump_reader;
  * adump_reader_create() - a reader object; it opens one dump at a time and keeps the message
  * of its last failure (adump_reader_error()).
  * Return: 0 or -ENOMEM. The caller destroys it with adump_reader_destroy().
+ * A reader is used by one thread at a time; separate readers are independent, so threads
+ * that read dumps in parallel each create their own.
  */
 ADUMP_API int adump_reader_create(struct adump_reader **out);
 
