@@ -80,7 +80,8 @@ int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id, uin
 	struct payload_cursor cursor = { .count = 0 };
 	struct adump_op_rec *op_rec;
 	char alpha_text[32];
-	uint64_t total = 0, chunk_bytes, chunk_count;
+	uint64_t total = 0, chunk_bytes, chunk_count, first_bytes, skew = 0;
+	uint32_t align;
 	uint32_t tensor_count = 0;
 	bool is_failed = false, is_posted = false;
 	int ret;
@@ -125,11 +126,26 @@ int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id, uin
 		return ret;
 	}
 
+	/* With direct I/O the chunks are cut at aligned file offsets (see struct adump_rec):
+	 * the first one is shorter by the header's misalignment and sits that far into its
+	 * buffer. The header's length is all the engine needs of it. */
 	chunk_bytes = adump_chan_buffer_bytes(chan);
-	chunk_count = total ? (total + chunk_bytes - 1) / chunk_bytes : 1;
+	align = adump_chan_align(chan);
+	if (align) {
+		long header_bytes = adump_dump_header_pack(&op, NULL, 0);
+
+		if (header_bytes < 0) {
+			adump_op_rec_destroy(op_rec);
+			return (int)header_bytes;
+		}
+		skew = (uint64_t)header_bytes % align;
+	}
+	first_bytes = chunk_bytes - skew;
+	chunk_count = total <= first_bytes ? 1 : 1 + (total - first_bytes + chunk_bytes - 1) / chunk_bytes;
 	for (uint64_t i = 0; i < chunk_count; i++) {
-		uint64_t offset = i * chunk_bytes;
-		uint64_t len = total - offset < chunk_bytes ? total - offset : chunk_bytes;
+		uint64_t offset = i ? first_bytes + (i - 1) * chunk_bytes : 0;
+		uint64_t cap = i ? chunk_bytes : first_bytes;
+		uint64_t len = total - offset < cap ? total - offset : cap;
 		bool is_last = i == chunk_count - 1;
 		struct adump_rec *rec;
 
@@ -152,7 +168,8 @@ int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id, uin
 		rec->offset = offset;
 		rec->len = (uint32_t)len;
 		rec->flags = (is_posted ? 0 : ADUMP_REC_FIRST) | (is_last ? ADUMP_REC_LAST : 0);
-		cursor_take(&cursor, rec->buf, len);
+		rec->buf_offset = i ? 0 : (uint32_t)skew;
+		cursor_take(&cursor, (unsigned char *)rec->buf + rec->buf_offset, len);
 		is_posted = true;
 		/* After the LAST commit the worker may free op_rec at any time: no access below. */
 		adump_chan_commit_sp(chan, rec);

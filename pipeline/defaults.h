@@ -13,5 +13,6 @@
 #define ADUMP_WORKER_MAX 64u
 #define ADUMP_URING_DEPTH 256u
 #define ADUMP_FILE_MODE 0640
+#define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 
 #endif

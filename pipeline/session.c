@@ -94,9 +94,17 @@ int adump_config_check(const struct adump_config *cfg)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "stats_mask 0x%x has unknown bits", cfg->stats_mask);
 		return -ADUMP_ERR_CONFIG;
 	}
-	if (cfg->io == ADUMP_IO_DIRECT) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "io direct is not supported yet");
-		return -ADUMP_ERR_UNSUPPORTED;
+	if (cfg->io == ADUMP_IO_DIRECT &&
+	    (cfg->sink != ADUMP_SINK_FILE || cfg->layout != ADUMP_LAYOUT_FILES ||
+	     cfg->compress != ADUMP_COMPRESS_NONE || cfg->content != ADUMP_CONTENT_TENSOR)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE,
+			  "io direct applies to uncompressed tensor dumps in the file sink, files layout");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->io == ADUMP_IO_DIRECT && chunk % ADUMP_DIRECT_ALIGN) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "io direct needs chunk_bytes a multiple of %u",
+			  ADUMP_DIRECT_ALIGN);
+		return -ADUMP_ERR_CONFIG;
 	}
 	if (cfg->sink == ADUMP_SINK_CALLBACK && !cfg->chunk_fn) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "sink is callback but chunk_fn is NULL");
@@ -311,6 +319,7 @@ int adump_session_attach(struct adump_session *s, struct adump_dev_stream *strea
 		.buffer_mem = (char *)s->pool + (size_t)slot * s->buffers_per_stream * s->chunk_bytes,
 		.first_index = slot * s->buffers_per_stream,
 		.on_full = s->cfg.on_full,
+		.align = s->cfg.io == ADUMP_IO_DIRECT ? ADUMP_DIRECT_ALIGN : 0,
 	};
 	ret = adump_chan_create(&ccfg, &chan);
 	if (ret < 0)

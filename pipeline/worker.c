@@ -154,6 +154,10 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 			ret = path_with(part, sizeof(part), final, ".part");
 		if (ret < 0)
 			adump_file_fail(s, fs, ret, "naming");
+		/* Direct writes pad the last block: cut the file back to its exact size. */
+		if (fs->is_direct && !fs->is_failed &&
+		    ftruncate(fs->fd, (off_t)(fs->header_len + fs->op->payload_bytes)) < 0)
+			adump_file_fail(s, fs, -errno, "truncating");
 		if (close(fs->fd) < 0)
 			adump_file_fail(s, fs, -errno, "closing");
 		if (!fs->is_failed && rename(part, final) < 0)
@@ -206,7 +210,15 @@ static int open_part(struct adump_session *s, struct file_state *fs, const char 
 	if (ret == 0 && snprintf(part, sizeof(part), "%s%s.part", fs->path, suffix) >= (int)sizeof(part))
 		ret = -ENAMETOOLONG;
 	if (ret == 0) {
-		fs->fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
+		int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+
+		fs->fd = open(part, flags | (fs->is_direct ? O_DIRECT : 0), ADUMP_FILE_MODE);
+		if (fs->fd < 0 && errno == EINVAL && fs->is_direct) {
+			/* This filesystem has no O_DIRECT (tmpfs): the aligned writes work buffered. */
+			adump_log_once(ADUMP_LOG_WARN, MODULE,
+				       "O_DIRECT not supported under %s; writing buffered", s->dir);
+			fs->fd = open(part, flags, ADUMP_FILE_MODE);
+		}
 		if (fs->fd < 0)
 			ret = -errno;
 	}
@@ -266,6 +278,33 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 			adump_lz4_begin(w, fs);
 		return fs;
 	}
+	if (s->cfg.io == ADUMP_IO_DIRECT) {
+		/* Writes from the header need aligned memory; its aligned head goes out now,
+		 * its tail with the first chunk. */
+		size_t cap = (fs->header_len + ADUMP_DIRECT_ALIGN - 1) / ADUMP_DIRECT_ALIGN *
+			     ADUMP_DIRECT_ALIGN;
+		void *aligned = aligned_alloc(ADUMP_DIRECT_ALIGN, cap);
+
+		if (!aligned) {
+			adump_file_fail(s, fs, -ENOMEM, "aligning the header of");
+			return fs;
+		}
+		memcpy(aligned, fs->header, fs->header_len);
+		free(fs->header);
+		fs->header = aligned;
+		fs->is_direct = true;
+		if (open_part(s, fs, "") < 0)
+			return fs;
+		size_t head = fs->header_len / ADUMP_DIRECT_ALIGN * ADUMP_DIRECT_ALIGN;
+		if (head) {
+			fs->header_write = (struct adump_chunk_write){
+				.req = { .fd = fs->fd, .buf_index = -1, .buf = fs->header, .len = head },
+				.file = fs,
+			};
+			adump_submit_write(w, &fs->header_write);
+		}
+		return fs;
+	}
 	if (s->cfg.layout == ADUMP_LAYOUT_PACKED) {
 		ret = adump_packed_place(w, fs);
 		if (ret < 0) {
@@ -305,6 +344,39 @@ static void record_done(struct adump_worker *w, struct adump_chan *chan, struct 
 	adump_chan_release_sc(chan, rec);
 }
 
+static inline const void *rec_data(const struct adump_rec *rec)
+{
+	return (const char *)rec->buf + rec->buf_offset;
+}
+
+/* Direct I/O: the buffer maps onto an aligned stretch of the file (struct adump_rec). The
+ * first chunk's buffer gets the header's unaligned tail in front of its data, so every write
+ * starts aligned; the last one is padded to the alignment and the file truncated at the end. */
+static void submit_direct(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+			  struct file_state *fs)
+{
+	struct adump_session *s = w->session;
+	const uint64_t align = ADUMP_DIRECT_ALIGN;
+	uint64_t head = fs->header_len / align * align;
+	uint64_t file_offset = fs->payload_base + rec->offset;
+
+	if (rec->offset == 0) {
+		memcpy(rec->buf, (const char *)fs->header + head, rec->buf_offset);
+		file_offset = head;
+	}
+	uint64_t len = (rec->buf_offset + rec->len + align - 1) / align * align;
+	struct adump_chunk_write *cw = &s->writes[rec->index];
+	*cw = (struct adump_chunk_write){
+		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec->buf, .len = len,
+			 .offset = file_offset },
+		.file = fs, .chan = chan, .rec = rec,
+	};
+	if (len == 0 || !adump_submit_write(w, cw))
+		record_done(w, chan, rec, fs);
+	else if (rec->flags & ADUMP_REC_LAST)
+		fs->is_last_seen = true;
+}
+
 static void handle_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
 	struct adump_session *s = w->session;
@@ -331,32 +403,36 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 	}
 	if (atomic_load_explicit(&op->is_failed, memory_order_relaxed))
 		adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "dropped data of");
-	if (fs->is_failed || (rec->len == 0 && !fs->cctx)) {
+	if (fs->is_failed || (rec->len == 0 && !fs->cctx && !fs->is_direct)) {
 		record_done(w, chan, rec, fs);
 		return;
 	}
+	if (fs->is_direct) {
+		submit_direct(w, chan, rec, fs);
+		return;
+	}
 	if (fs->has_stats) {
-		adump_statacc_feed(&fs->stats, rec->offset, rec->buf, rec->len);
+		adump_statacc_feed(&fs->stats, rec->offset, rec_data(rec), rec->len);
 		record_done(w, chan, rec, fs);
 		return;
 	}
 	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
-		deliver(s, fs->path, fs->payload_base + rec->offset, rec->buf, rec->len, is_last);
+		deliver(s, fs->path, fs->payload_base + rec->offset, rec_data(rec), rec->len, is_last);
 		record_done(w, chan, rec, fs);
 		return;
 	}
 	if (fs->cctx) {
 		/* Compressed into worker buffers: the staging buffer is free again at once. */
-		adump_lz4_data(w, fs, rec->buf, rec->len, is_last);
+		adump_lz4_data(w, fs, rec_data(rec), rec->len, is_last);
 		record_done(w, chan, rec, fs);
 		return;
 	}
 	if (s->cfg.layout == ADUMP_LAYOUT_PACKED)
-		fs->crc = adump_crc32c(fs->crc, rec->buf, rec->len);
+		fs->crc = adump_crc32c(fs->crc, rec_data(rec), rec->len);
 	struct adump_chunk_write *cw = &s->writes[rec->index];
 	*cw = (struct adump_chunk_write){
-		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec->buf, .len = rec->len,
-			 .offset = fs->base + fs->payload_base + rec->offset },
+		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec_data(rec),
+			 .len = rec->len, .offset = fs->base + fs->payload_base + rec->offset },
 		.file = fs, .chan = chan, .rec = rec,
 	};
 	if (!adump_submit_write(w, cw))

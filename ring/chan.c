@@ -24,6 +24,7 @@ struct adump_chan {
 	uint32_t stream_id;
 	size_t buffer_bytes;
 	enum adump_on_full on_full;
+	uint32_t align;
 	struct adump_doorbell *_Atomic doorbell;
 
 	/* ck_ring pads its own producer and consumer counters apart. */
@@ -94,7 +95,8 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 	uint32_t slots;
 
 	if (!cfg || cfg->buffer_count < 2 || cfg->buffer_count > (1u << 24) || !cfg->buffer_bytes ||
-	    cfg->buffer_bytes > UINT32_MAX || !cfg->buffer_mem) {
+	    cfg->buffer_bytes > UINT32_MAX || !cfg->buffer_mem ||
+	    (cfg->align && cfg->buffer_bytes % cfg->align)) {
 		adump_log(ADUMP_LOG_ERROR, "ring", "channel: need >= 2 buffers of 1 B..4 GiB and memory");
 		return -ADUMP_ERR_CONFIG;
 	}
@@ -114,6 +116,7 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 	c->buffer_bytes = cfg->buffer_bytes;
 	c->stream_id = cfg->stream_id;
 	c->on_full = cfg->on_full;
+	c->align = cfg->align;
 	ck_ring_init(&c->full_ring, slots);
 	ck_ring_init(&c->free_ring, slots);
 	for (uint32_t i = 0; i < cfg->buffer_count; i++) {
@@ -301,6 +304,11 @@ void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db)
 uint32_t adump_chan_stream_id(const struct adump_chan *c)
 {
 	return c->stream_id;
+}
+
+uint32_t adump_chan_align(const struct adump_chan *c)
+{
+	return c->align;
 }
 
 uint32_t adump_chan_buffer_count(const struct adump_chan *c)

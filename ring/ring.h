@@ -36,7 +36,10 @@ enum {
 };
 
 /* One DMA completion: @len bytes of the file's payload, starting at payload offset @offset,
- * sit in @buf. The file offset is 8 + header bytes + @offset (the header length is known
+ * sit at @buf + @buf_offset. On a channel with an alignment (direct I/O) the producer cuts
+ * chunks at file offsets that are multiples of it: the first chunk holds buffer_bytes - skew
+ * bytes placed at buf + skew, skew = (8 + header bytes) % align, so that every buffer maps
+ * onto an aligned stretch of the file. The file offset is 8 + header bytes + @offset (the header length is known
  * only to the worker that builds it). A file with no payload posts one record of length 0
  * flagged FIRST|LAST. */
 struct adump_rec {
@@ -46,6 +49,7 @@ struct adump_rec {
 	uint32_t flags;
 	void *buf;                              /* chan's buffer_bytes long; fixed per record */
 	uint32_t index;                         /* buffer index, for registered-buffer writes */
+	uint32_t buf_offset;                    /* the data starts at buf + buf_offset */
 };
 
 struct adump_chan;
@@ -68,6 +72,7 @@ struct adump_chan_cfg {
 	void *buffer_mem;                       /* borrowed: buffer_count * buffer_bytes */
 	uint32_t first_index;                   /* index of buffer_mem's first buffer in the pool */
 	enum adump_on_full on_full;
+	uint32_t align;                         /* 0, or the file alignment chunks are cut at */
 };
 
 /**
@@ -120,6 +125,8 @@ void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db);
 
 uint32_t adump_chan_stream_id(const struct adump_chan *c);
 uint32_t adump_chan_buffer_count(const struct adump_chan *c);
+/* 0, or the alignment the producer must cut chunks at (see struct adump_rec). */
+uint32_t adump_chan_align(const struct adump_chan *c);
 size_t adump_chan_buffer_bytes(const struct adump_chan *c);
 /* Counters for adump_stats_get(); any thread, relaxed. */
 void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out);

@@ -8,7 +8,8 @@
 
 #include "capture_helpers.h"
 
-static void run_capture(enum adump_writer_kind writer, uint64_t chunk, unsigned workers)
+static void run_capture(enum adump_writer_kind writer, uint64_t chunk, unsigned workers,
+			enum adump_io io)
 {
 	char *tmp = t_tmpdir("capture");
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
@@ -29,6 +30,7 @@ static void run_capture(enum adump_writer_kind writer, uint64_t chunk, unsigned 
 	cfg.writer = writer;
 	cfg.chunk_bytes = chunk;
 	cfg.worker_count = workers;
+	cfg.io = io;
 	cfg.stream_max = 4;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
 	ck_assert_int_eq(t_workload_run(s, &w), 0);
@@ -52,20 +54,33 @@ static void run_capture(enum adump_writer_kind writer, uint64_t chunk, unsigned 
 
 START_TEST(test_capture_uring_default_chunk)
 {
-	run_capture(ADUMP_WRITER_AUTO, 0, 0);
+	run_capture(ADUMP_WRITER_AUTO, 0, 0, ADUMP_IO_BUFFERED);
 }
 END_TEST
 
 START_TEST(test_capture_small_chunks_one_worker)
 {
 	/* 64 KiB chunks: large tensors span many chunks and several are in flight per file. */
-	run_capture(ADUMP_WRITER_AUTO, 64u << 10, 1);
+	run_capture(ADUMP_WRITER_AUTO, 64u << 10, 1, ADUMP_IO_BUFFERED);
 }
 END_TEST
 
 START_TEST(test_capture_pwrite)
 {
-	run_capture(ADUMP_WRITER_PWRITE, 0, 2);
+	run_capture(ADUMP_WRITER_PWRITE, 0, 2, ADUMP_IO_BUFFERED);
+}
+END_TEST
+
+START_TEST(test_capture_direct_io)
+{
+	/* O_DIRECT: every write aligned, headers and tails through the first/last buffers. */
+	run_capture(ADUMP_WRITER_AUTO, 64u << 10, 2, ADUMP_IO_DIRECT);
+}
+END_TEST
+
+START_TEST(test_capture_direct_io_pwrite)
+{
+	run_capture(ADUMP_WRITER_PWRITE, 0, 2, ADUMP_IO_DIRECT);
 }
 END_TEST
 
@@ -78,6 +93,8 @@ int main(void)
 	tcase_add_test(tc, test_capture_uring_default_chunk);
 	tcase_add_test(tc, test_capture_small_chunks_one_worker);
 	tcase_add_test(tc, test_capture_pwrite);
+	tcase_add_test(tc, test_capture_direct_io);
+	tcase_add_test(tc, test_capture_direct_io_pwrite);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

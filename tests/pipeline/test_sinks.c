@@ -65,6 +65,8 @@ static struct t_workload w = {
 	.chunk_bytes = 256u << 10, .keep_memory = true,
 };
 
+static enum adump_io capture_io;
+
 static void capture(const char *root, enum adump_sink sink, enum adump_writer_kind writer,
 		    struct collector *col, uint64_t chunk)
 {
@@ -79,6 +81,7 @@ static void capture(const char *root, enum adump_sink sink, enum adump_writer_ki
 	cfg.writer = writer;
 	cfg.chunk_bytes = chunk;
 	cfg.stream_max = 1;
+	cfg.io = sink == ADUMP_SINK_FILE ? capture_io : ADUMP_IO_BUFFERED;
 	cfg.chunk_fn = collect;
 	cfg.chunk_user = col;
 	/* One stream and a counting clock: both runs name and stamp every file the same. */
@@ -199,6 +202,26 @@ START_TEST(test_callback_reassembles_to_file_bytes)
 }
 END_TEST
 
+START_TEST(test_direct_io_matches_buffered)
+{
+	char *root = t_tmpdir("sinks");
+	char a[4200], b[4200], ta[4200], tb[4200];
+
+	snprintf(a, sizeof(a), "%s/buffered", root);
+	snprintf(b, sizeof(b), "%s/direct", root);
+	capture(a, ADUMP_SINK_FILE, ADUMP_WRITER_AUTO, NULL, 256u << 10);
+	capture_io = ADUMP_IO_DIRECT;
+	capture(b, ADUMP_SINK_FILE, ADUMP_WRITER_AUTO, NULL, 256u << 10);
+	capture_io = ADUMP_IO_BUFFERED;
+	snprintf(ta, sizeof(ta), "%s/%s", a, TIME_DIR);
+	snprintf(tb, sizeof(tb), "%s/%s", b, TIME_DIR);
+	compare_trees(ta, tb);
+	t_workload_free(&w);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sinks");
@@ -207,6 +230,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_pwrite_matches_uring);
 	tcase_add_test(tc, test_callback_reassembles_to_file_bytes);
+	tcase_add_test(tc, test_direct_io_matches_buffered);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
