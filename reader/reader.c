@@ -397,7 +397,7 @@ int adump_reader_open(struct adump_reader *r, const char *path)
 	if (!r || !path)
 		return -ADUMP_ERR_CONFIG;
 	adump_reader_close(r);
-	ret = adump_reader_source_open_file(path, &src);
+	ret = adump_reader_source_open_path(path, &src);
 	if (ret < 0) {
 		snprintf(r->error, sizeof(r->error), "%s: %s", path, adump_strerror(ret));
 		return ret;

@@ -20,6 +20,9 @@ struct adump_reader_source {
 ADUMP_HIDDEN const void *adump_reader_source_map(struct adump_reader_source *src,
 						 uint64_t offset, size_t len);
 
+/* Open the source for a path: a plain dump file today; containers plug in here. */
+ADUMP_HIDDEN int adump_reader_source_open_path(const char *path, struct adump_reader_source **out);
+
 /* Record a failure message "<name>: <fmt...>" in the reader and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
