@@ -800,6 +800,20 @@ static double per_s(double n, double s)
 	return s > 0 ? n / s : 0.0;
 }
 
+/* How many times faster the capture went than baseline @b: its time over the capture's,
+ * per byte for the disk baselines (which may have written a slightly different amount),
+ * per file, record or op otherwise (the same number in both). */
+static double ratio_to(int b, const struct adump_bench_timing *t, const struct result *r)
+{
+	double scale = 1.0;
+
+	if (t->error < 0 || r->seconds <= 0 || t->seconds <= 0)
+		return 0.0;
+	if ((b == 1 || b == 2) && t->bytes)
+		scale = (double)r->bytes / (double)t->bytes;
+	return t->seconds * scale / r->seconds;
+}
+
 static void print_human(const struct bench_opts *o, const struct adump_bench_plan *plan,
 			const struct result *r, const struct phase *ph, const struct bench_dev *bd,
 			double compute_gbps, double overhead_adump, double overhead_naive)
@@ -871,7 +885,7 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 			snprintf(ts, sizeof(ts), "%.0f", per_s((double)t->files * 3, t->seconds));
 		}
 		printf("  %-18s %9.3f %9s %10s %11s %8.2f %14.2f\n", base_names[b], t->seconds, gb, fs,
-		       ts, t->cpu_seconds, r->seconds > 0 ? t->seconds / r->seconds : 0.0);
+		       ts, t->cpu_seconds, ratio_to(b, t, r));
 	}
 	if (ph[5].has_run && ph[5].t.error == 0) {
 		printf("  overhead   adump %+.1f %%", 100 * overhead_adump);
@@ -944,7 +958,7 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 			       b == 0 || b == 3 ? per_s((double)t->files * 3, t->seconds) : 0.0,
 			       per_s((double)t->records, t->seconds), t->cpu_seconds,
 			       t->bytes ? t->cpu_seconds / ((double)t->bytes / 1e9) : 0.0,
-			       r->seconds > 0 && t->error == 0 ? t->seconds / r->seconds : 0.0, t->error);
+			       ratio_to(b, t, r), t->error);
 			is_first = false;
 		}
 		printf("},\"overhead\":{\"adump\":");
@@ -1066,8 +1080,10 @@ int cmd_bench(int argc, char **argv)
 	}
 	rc = (struct run_ctx){ .o = &o, .plan = &plan, .bd = &bd, .bs = bs };
 
-	/* disk-limit runs before the capture when the compute rate is derived from it. */
-	if (o.baselines & BASE_DISK) {
+	/* disk-limit runs before the capture only when the compute rate is derived from it;
+	 * it then writes the plan's tensor bytes plus an estimate of the headers, and its
+	 * ratio is taken per byte. */
+	if (o.compute_gbps < 0) {
 		uint64_t est = plan.tensor_bytes + plan.op_count * 200;
 
 		sync_before(&o);
@@ -1165,9 +1181,9 @@ int cmd_bench(int argc, char **argv)
 		adump_bench_disk_limit(base_dir, r.bytes, o.chunk ? o.chunk : 2u << 20,
 				       DISK_LIMIT_DEPTH, true, o.is_sync, &ph[2].t);
 	}
-	if ((o.baselines & BASE_DISK) && ph[1].t.error == 0 && ph[1].t.bytes != r.bytes) {
-		/* The estimate run first (for --compute-gbps auto) becomes exact now. */
+	if ((o.baselines & BASE_DISK) && !ph[1].has_run) {
 		sync_before(&o);
+		ph[1].has_run = true;
 		adump_bench_disk_limit(base_dir, r.bytes, o.chunk ? o.chunk : 2u << 20,
 				       DISK_LIMIT_DEPTH, false, o.is_sync, &ph[1].t);
 	}
