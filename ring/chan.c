@@ -40,7 +40,8 @@ struct adump_chan {
 	_Atomic uint32_t producer_sleeping;
 	_Atomic uint32_t has_dropped;           /* since the last adump_chan_wait_idle() */
 	uint32_t reserve_count;                 /* producer only: picks the enqueue samples */
-	uint64_t reserve_start_ns;              /* producer only: start of a sampled enqueue */
+	bool is_sampled;                        /* producer only: time this enqueue */
+	uint64_t reserve_ns;                    /* producer only: its reserve's duration */
 	_Atomic uint64_t wait_max_ns;
 	_Atomic uint64_t wait_hist[ADUMP_HIST_BUCKETS];
 	_Atomic uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
@@ -163,13 +164,22 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 	struct adump_rec *rec;
 	uint64_t start, waited;
 
-	/* Sample the enqueue latency of one record in ADUMP_ENQUEUE_SAMPLE: timing every one
-	 * would cost more than the hand-off itself. */
-	if (++c->reserve_count % ADUMP_ENQUEUE_SAMPLE == 0)
-		c->reserve_start_ns = adump_now_ns();
-	rec = take_free(c);
-	if (rec)
-		return rec;
+	/* Sample the enqueue latency of one record in ADUMP_ENQUEUE_SAMPLE (timing every one
+	 * would cost more than the hand-off itself): the reserve here plus the commit, not the
+	 * producer's copy in between. */
+	if (++c->reserve_count % ADUMP_ENQUEUE_SAMPLE == 0) {
+		start = adump_now_ns();
+		rec = take_free(c);
+		if (rec) {
+			c->reserve_ns = adump_now_ns() - start;
+			c->is_sampled = true;
+			return rec;
+		}
+	} else {
+		rec = take_free(c);
+		if (rec)
+			return rec;
+	}
 	if (c->on_full == ADUMP_ON_FULL_DROP && !must_wait) {
 		adump_chan_count_drop_sp(c);
 		return NULL;
@@ -200,8 +210,6 @@ out:
 	atomic_fetch_add_explicit(&c->wait_hist[hist_bucket(waited)], 1, memory_order_relaxed);
 	if (waited > atomic_load_explicit(&c->wait_max_ns, memory_order_relaxed))
 		atomic_store_explicit(&c->wait_max_ns, waited, memory_order_relaxed);
-	/* A wait is reported in its own histogram, not as enqueue latency. */
-	c->reserve_start_ns = 0;
 	return rec;
 }
 
@@ -218,6 +226,7 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 {
 	struct adump_doorbell *db;
 	unsigned int depth = 0;
+	uint64_t start = c->is_sampled ? adump_now_ns() : 0;
 
 	atomic_fetch_add_explicit(&c->committed, 1, memory_order_relaxed);
 	/* Pairs with the acquire in adump_chan_pop_sc(): record and buffer contents. */
@@ -226,15 +235,16 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 	ring_push(&c->full_ring, c->full_slots, rec, &depth);
 	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
 		atomic_store_explicit(&c->high_water, depth + 1, memory_order_relaxed);
-	if (c->reserve_start_ns) {
-		uint64_t took = adump_now_ns() - c->reserve_start_ns;
 
-		atomic_fetch_add_explicit(&c->enqueue_hist[hist_bucket(took)], 1, memory_order_relaxed);
-		c->reserve_start_ns = 0;
-	}
 	db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
 	if (db)
 		adump_doorbell_ring(db);
+	if (c->is_sampled) {
+		uint64_t took = c->reserve_ns + (adump_now_ns() - start);
+
+		atomic_fetch_add_explicit(&c->enqueue_hist[hist_bucket(took)], 1, memory_order_relaxed);
+		c->is_sampled = false;
+	}
 }
 
 struct adump_rec *adump_chan_pop_sc(struct adump_chan *c)

@@ -148,8 +148,9 @@ struct adump_stats {
 	uint64_t producer_wait_ns;
 	enum adump_writer_kind backend;     /* URING or PWRITE once decided; AUTO before */
 	/* Latency histograms over all streams, bucket i counting durations in [2^i, 2^(i+1)) ns:
-	 * producer waits for a free buffer (every wait), and enqueue latency from reserve to
-	 * commit (sampled: one record in ADUMP_ENQUEUE_SAMPLE). */
+	 * producer waits for a free buffer (every wait), and enqueue latency: a reserve that found
+	 * a free buffer plus its commit, without the copy between them (sampled: one record in
+	 * ADUMP_ENQUEUE_SAMPLE). */
 	uint64_t producer_wait_hist[ADUMP_HIST_BUCKETS];
 	uint64_t producer_wait_max_ns;
 	uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
