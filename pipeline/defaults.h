@@ -12,6 +12,7 @@
 #define ADUMP_MIN_BUFFERS_PER_STREAM 2u
 #define ADUMP_WORKER_MAX 64u
 #define ADUMP_URING_DEPTH 256u
+#define ADUMP_WORKER_SPIN_NS 50000u             /* a worker polls this long before sleeping */
 #define ADUMP_FILE_MODE 0640
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 

@@ -521,6 +521,19 @@ static bool rings_empty(struct adump_worker *w)
 	return true;
 }
 
+static bool spin_for_work(struct adump_worker *w)
+{
+	uint64_t deadline = adump_now_ns() + ADUMP_WORKER_SPIN_NS;
+
+	do {
+		for (int i = 0; i < 64; i++)
+			__builtin_ia32_pause();
+		if (!rings_empty(w))
+			return true;
+	} while (adump_now_ns() < deadline);
+	return false;
+}
+
 static void *worker_main(void *arg)
 {
 	struct adump_worker *w = arg;
@@ -538,6 +551,10 @@ static void *worker_main(void *arg)
 		if (atomic_load_explicit(&w->should_stop, memory_order_acquire) &&
 		    adump_writer_in_flight(w->writer) == 0 && rings_empty(w))
 			break;
+		/* Poll a little before sleeping: a busy producer posts again within microseconds,
+		 * and a doorbell costs it a system call and us a wake-up. */
+		if (spin_for_work(w))
+			continue;
 		/* Dekker with adump_doorbell_ring(): announce the sleep, then look once more. */
 		atomic_store_explicit(&w->doorbell.is_sleeping, 1, memory_order_seq_cst);
 		if (rings_empty(w) && !atomic_load_explicit(&w->should_stop, memory_order_seq_cst))
