@@ -25,7 +25,7 @@ for stage in "${stages[@]}"; do
 	plain)
 		build_and_test build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 		if [[ -x examples/run.sh ]]; then
-			ADUMP_BUILD_DIR=build-test examples/run.sh
+			BUILD_DIR="$PWD/build-test" examples/run.sh
 		fi
 		;;
 	asan)
