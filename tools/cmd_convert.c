@@ -233,15 +233,17 @@ static int collect(const char *arg, bool recursive, struct tool_files *files)
 	return rc;
 }
 
-/* Files a directory holds that are not dumps: our own output and unfinished writes. */
+/* Files a directory holds that are not dumps: our own output, statistics CSVs and unfinished
+ * writes. */
 static bool is_skipped(const char *path, uint64_t *leftovers)
 {
 	if (tool_has_suffix(path, ".part") || tool_has_suffix(path, ".failed")) {
 		(*leftovers)++;
 		return true;
 	}
+	/* .csv: mapping.csv and statistics-mode output. */
 	return tool_has_suffix(path, ".npy") || tool_has_suffix(path, ".bin") ||
-	       tool_has_suffix(path, "/mapping.csv") || !strcmp(path, "mapping.csv");
+	       tool_has_suffix(path, ".csv");
 }
 
 int cmd_convert(int argc, char **argv)

@@ -19,12 +19,14 @@ static void usage(FILE *f)
 		"the tensor sizes equals the file size, the DumpData header parses, and each\n"
 		"input's and output's shape x dtype size equals its size. Lists leftover .part\n"
 		"files (writes that never finished) and .failed files (write errors, dropped data).\n"
+		".csv files (statistics mode) are not dump files and are skipped.\n"
 		"Prints one line per problem and a summary; exits 1 on any problem, 2 on bad usage.\n\n"
 		"  --json    print one JSON document on stdout instead of text\n"
 		"  --quiet   no progress bar\n");
 }
 
-enum verdict { VERDICT_OK, VERDICT_BAD, VERDICT_PART, VERDICT_FAILED };
+/* SKIPPED: statistics CSVs (dump_data "stats"), which are not dump files. */
+enum verdict { VERDICT_OK, VERDICT_BAD, VERDICT_PART, VERDICT_FAILED, VERDICT_SKIPPED };
 
 /* Shape, dtype and size agreement for one opened dump; the first mismatch goes to @msg. */
 static bool check_shapes(struct adump_reader *r, char *msg, size_t cap)
@@ -68,6 +70,8 @@ static enum verdict verify_one(struct adump_reader *r, const char *path, char *m
 		snprintf(msg, cap, "%s: leftover .part file (a write that never finished)", path);
 		return VERDICT_PART;
 	}
+	if (tool_has_suffix(path, ".csv"))
+		return VERDICT_SKIPPED;
 	if (tool_has_suffix(path, ".failed")) {
 		snprintf(msg, cap, "%s: failed dump (write error or dropped data)", path);
 		return VERDICT_FAILED;
@@ -88,12 +92,12 @@ static enum verdict verify_one(struct adump_reader *r, const char *path, char *m
 
 int cmd_verify(int argc, char **argv)
 {
-	static const char *const verdict_names[] = { "ok", "bad", "part", "failed" };
+	static const char *const verdict_names[] = { "ok", "bad", "part", "failed", "skipped" };
 	struct tool_files files = { 0 };
 	struct tool_progress progress;
 	struct adump_reader *r = NULL;
 	bool is_json = false, is_quiet = false;
-	uint64_t counts[4] = { 0 };
+	uint64_t counts[5] = { 0 };
 	json_object *doc = NULL, *problems = NULL;
 	int dir_count = 0, rc = 0;
 
@@ -145,7 +149,7 @@ int cmd_verify(int argc, char **argv)
 		enum verdict v = verify_one(r, files.paths[i], msg, sizeof(msg));
 
 		counts[v]++;
-		if (v != VERDICT_OK) {
+		if (v != VERDICT_OK && v != VERDICT_SKIPPED) {
 			if (is_json) {
 				json_object *p = json_object_new_object();
 
@@ -172,7 +176,7 @@ int cmd_verify(int argc, char **argv)
 
 	if (is_json) {
 		json_object_object_add(doc, "files", json_object_new_int64((int64_t)files.count));
-		for (int v = 0; v < 4; v++)
+		for (int v = 0; v < 5; v++)
 			json_object_object_add(doc, verdict_names[v],
 					       json_object_new_int64((int64_t)counts[v]));
 		json_object_object_add(doc, "problems", problems);
@@ -181,12 +185,14 @@ int cmd_verify(int argc, char **argv)
 		printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
 									   JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else {
-		printf("verify: %zu files: %llu ok, %llu bad, %llu .part leftover, %llu failed%s\n",
+		printf("verify: %zu files: %llu ok, %llu bad, %llu .part leftover, %llu failed",
 		       files.count, (unsigned long long)counts[VERDICT_OK],
 		       (unsigned long long)counts[VERDICT_BAD],
 		       (unsigned long long)counts[VERDICT_PART],
-		       (unsigned long long)counts[VERDICT_FAILED],
-		       is_empty ? " (no dump files found)" : problem_count ? "" : ": passed");
+		       (unsigned long long)counts[VERDICT_FAILED]);
+		if (counts[VERDICT_SKIPPED])
+			printf(", %llu .csv skipped", (unsigned long long)counts[VERDICT_SKIPPED]);
+		printf("%s\n", is_empty ? " (no dump files found)" : problem_count ? "" : ": passed");
 	}
 	rc = problem_count || is_empty ? 1 : 0;
 out:
