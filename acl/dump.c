@@ -92,6 +92,8 @@ int adump_acl_chunk_to_callback(const struct adump_chunk *chunk, void *user)
 		c->flag = 0;
 		if (piece)
 			memcpy(c->dataBuf, data + done, piece);
+		/* CANN's host writer passes sizeof(chunk) + bufLen; its doc only says "length of
+		 * the acldumpChunk". The exact contract is UNVERIFIED; we follow the code. */
 		ret = cb(c, (int32_t)(sizeof(acldumpChunk) + piece));
 		if (ret != 0) {
 			atomic_fetch_add_explicit(&st->callback_errors, 1, memory_order_relaxed);
@@ -158,7 +160,9 @@ static enum adump_writer_kind writer_from_env(void)
 	return ADUMP_WRITER_AUTO;
 }
 
-/* <YYYYMMDDhhmmss>, local time of the moment a config is applied (reference §2.5.2). */
+/* <YYYYMMDDhhmmss>, local time of the moment a config is applied (reference §2.5.2; CANN's
+ * code stamps it per config call, its doc says "time of writing": UNVERIFIED, we follow
+ * the code). */
 static void stamp_time_dir(struct adump_acl_state *st)
 {
 	time_t now = time(NULL);
