@@ -158,7 +158,6 @@ struct adump_acl_state {
 	char exc_dir[PATH_MAX];         /* acldumpGetPath(AIC_ERR_*) */
 
 	_Atomic(adump_acl_callback_fn) callback;
-	uint32_t stats_mask;            /* of the running session; 0 = tensor dump */
 	_Atomic uint64_t callback_errors;
 	_Atomic uint64_t step;
 	_Atomic uint32_t op_count;
@@ -179,10 +178,8 @@ struct adump_acl_state *adump_acl_state(void);
 /* dump.c, with the lock held: rebuild the native session for the config in force and the
  * registered callback, and attach every stream. Return: 0 or a native error. */
 int adump_acl_session_apply_locked(struct adump_acl_state *st);
-/* Session chunk functions, on worker threads: to the registered acl callback, and the
- * statistics sink of dump_data stats (stats_sink.c). */
+/* The session's chunk function, on worker threads: native chunk -> acldumpChunk callback. */
 int adump_acl_chunk_to_callback(const struct adump_chunk *chunk, void *user);
-int adump_acl_stats_chunk(const struct adump_chunk *chunk, void *user);
 /* With the lock held: destroy the session (flushes), detaching every stream. */
 int adump_acl_session_stop_locked(struct adump_acl_state *st);
 /* With the lock held: attach a new stream if a session runs. */

@@ -193,23 +193,13 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 									     : ADUMP_SINK_FILE;
 	cfg.chunk_fn = adump_acl_chunk_to_callback;
 	cfg.chunk_user = st;
-	st->stats_mask = c->is_stats ? c->stats_mask : 0;
-#ifdef ADUMP_CONFIG_HAS_STATS
 	/* dump_data stats: the workers compute the CSV of reference §2.4 while the chunks
-	 * stream through (pipeline/stats.h) instead of writing tensor bytes. adump.h defines
-	 * the macro once the workers honour ADUMP_CONTENT_STATS. */
+	 * stream through (pipeline/stats.h) instead of writing tensor bytes; with a callback
+	 * the CSV text is delivered as one chunk named <file>.csv. */
 	if (c->is_stats) {
 		cfg.content = ADUMP_CONTENT_STATS;
-		cfg.stats_mask = st->stats_mask;
+		cfg.stats_mask = c->stats_mask;
 	}
-#else
-	/* No statistics sink in the pipeline yet: take the chunks on the workers and compute
-	 * the statistics there (stats_sink.c). */
-	if (c->is_stats) {
-		cfg.sink = ADUMP_SINK_CALLBACK;
-		cfg.chunk_fn = adump_acl_stats_chunk;
-	}
-#endif
 	ret = adump_session_create(&cfg, &st->session);
 	if (ret < 0) {
 		adump_log(ADUMP_LOG_ERROR, MOD, "dump session: %s", adump_strerror(ret));
