@@ -60,7 +60,7 @@ const char *adump_reader_npy_descr(int32_t dtype)
 long adump_reader_npy_header(const char *descr, const uint64_t *dims, uint32_t dim_count,
 			     void *buf, size_t cap)
 {
-	char dict[NPY_GROWTH_DIGITS + 64 + 24 * ADUMP_MAX_DIMS];
+	char dict[1024];                        /* 25 dims of 20 digits fit with room to spare */
 	size_t len, hlen, pad, total;
 	int n;
 

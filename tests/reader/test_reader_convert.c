@@ -121,6 +121,15 @@ START_TEST(test_npy_header_literal)
 			 (long)expected_npy_header("<c8", NULL, 0, want));
 	ck_assert_mem_eq(buf, want, 128);
 	ck_assert_int_eq(adump_reader_npy_header("<f4", d2, 2, buf, 64), -ADUMP_ERR_TOO_BIG);
+	/* The widest header: 25 dimensions of 20 digits each. */
+	uint64_t wide[ADUMP_MAX_DIMS];
+	char big[1024], big_want[1024];
+	for (int i = 0; i < ADUMP_MAX_DIMS; i++)
+		wide[i] = UINT64_MAX - (uint64_t)i;
+	n = adump_reader_npy_header("<c16", wide, ADUMP_MAX_DIMS, big, sizeof(big));
+	ck_assert_int_eq(n, (long)expected_npy_header("<c16", wide, ADUMP_MAX_DIMS, big_want));
+	ck_assert_int_eq(n % 64, 0);
+	ck_assert_mem_eq(big, big_want, (size_t)n);
 }
 END_TEST
 
