@@ -26,7 +26,9 @@ extern "C" {
 
 /* A source reads bytes at absolute offsets of one logical dump file. Files and memory buffers
  * are built in; other containers (compressed frames, packed segments) plug in by supplying
- * their own ops. */
+ * their own ops. The parser reads the length, then the header, and statistics and .npy output
+ * read each payload front to back, so a forward-only source (a compressed stream) needs to
+ * restart only when a caller reads backwards. */
 struct adump_reader_source_ops {
 	/* Read up to @len bytes at @offset into @buf. Return: bytes read (short only at the
 	 * end of the data), or a negative code. */
