@@ -5,8 +5,9 @@
  *
  *     <device_id>/<file name>\t<segment file>\t<offset>\t<length>\t<crc32c hex>\n
  *
- * Data is always written before its index line, and each line goes out in one write(), so a
- * crash leaves an index whose complete lines all describe valid data. CRC32C is computed by
+ * Data is always written before its index line, and lines go out whole, in batches of one
+ * write() (when the batch fills, before the worker sleeps, when it stops), so a crash leaves
+ * an index whose complete lines all describe valid data. CRC32C is computed by
  * ISA-L (crc32_iscsi) while the chunks pass, in file order. */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 
 #define MODULE "packed"
 #define DEFAULT_SEGMENT_BYTES (1ull << 30)
+#define INDEX_BATCH_BYTES (64u << 10)   /* index lines gathered before one write() */
 
 uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len)
 {
@@ -54,6 +56,9 @@ int adump_packed_worker_init(struct adump_worker *w)
 	if (ret < 0)
 		return ret;
 	snprintf(path, sizeof(path), "%s/packed/w%u.idx", w->session->dir, w->index);
+	p->index_buf = malloc(INDEX_BATCH_BYTES);
+	if (!p->index_buf)
+		return -ENOMEM;
 	p->index_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, ADUMP_FILE_MODE);
 	if (p->index_fd < 0)
 		return -errno;
@@ -64,6 +69,10 @@ void adump_packed_worker_fini(struct adump_worker *w)
 {
 	struct packed_state *p = &w->ext->packed;
 
+	if (p->index_fd >= 0 && adump_packed_flush(w) < 0)
+		adump_log(ADUMP_LOG_ERROR, MODULE, "worker %u: index lines lost at stop", w->index);
+	free(p->index_buf);
+	p->index_buf = NULL;
 	for (uint32_t i = 0; i < p->old_count; i++)
 		close(p->old_fds[i]);
 	free(p->old_fds);
@@ -108,6 +117,31 @@ int adump_packed_place(struct adump_worker *w, struct file_state *fs)
 	return 0;
 }
 
+int adump_packed_flush(struct adump_worker *w)
+{
+	struct packed_state *p = &w->ext->packed;
+	size_t done = 0;
+	int ret = 0;
+
+	while (done < p->index_len) {
+		ssize_t n = write(p->index_fd, p->index_buf + done, p->index_len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (ret < 0) {
+		adump_session_set_error(w->session, ret);
+		adump_log_once(ADUMP_LOG_ERROR, MODULE, "writing the index: %s", adump_strerror(ret));
+	}
+	p->index_len = 0;
+	return ret;
+}
+
 int adump_packed_index(struct adump_worker *w, struct file_state *fs)
 {
 	struct packed_state *p = &w->ext->packed;
@@ -122,8 +156,12 @@ int adump_packed_index(struct adump_worker *w, struct file_state *fs)
 		     (unsigned long long)(fs->header_len + fs->op->payload_bytes), fs->crc);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return -ENAMETOOLONG;
-	/* One write() per line: O_APPEND makes it land whole after every earlier line. */
-	if (write(p->index_fd, line, (size_t)n) != n)
-		return errno ? -errno : -EIO;
+	if (p->index_len + (size_t)n > INDEX_BATCH_BYTES) {
+		ret = adump_packed_flush(w);
+		if (ret < 0)
+			return ret;
+	}
+	memcpy(p->index_buf + p->index_len, line, (size_t)n);
+	p->index_len += (size_t)n;
 	return 0;
 }

@@ -129,6 +129,17 @@ static void finish_stats(struct adump_session *s, struct file_state *fs)
 	free(csv);
 }
 
+static bool rings_empty(struct adump_worker *w)
+{
+	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++) {
+		struct adump_chan *c = atomic_load_explicit(&w->chans[i], memory_order_acquire);
+
+		if (c && !adump_chan_is_empty_sc(c))
+			return false;
+	}
+	return true;
+}
+
 /* Everything of the file has completed: put it in place (or mark it failed), count it. */
 static void file_finish(struct adump_worker *w, struct file_state *fs)
 {
@@ -144,6 +155,10 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 		if (!fs->is_failed) {
 			int ret = adump_packed_index(w, fs);
 
+			/* Batched while more work waits; at the end of a burst the line goes out
+			 * now, before the sync that waits for this file can return. */
+			if (ret == 0 && rings_empty(w))
+				ret = adump_packed_flush(w);
 			if (ret < 0)
 				adump_file_fail(s, fs, ret, "indexing");
 		}
@@ -510,16 +525,6 @@ static unsigned drain_rings(struct adump_worker *w)
 	return handled;
 }
 
-static bool rings_empty(struct adump_worker *w)
-{
-	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++) {
-		struct adump_chan *c = atomic_load_explicit(&w->chans[i], memory_order_acquire);
-
-		if (c && !adump_chan_is_empty_sc(c))
-			return false;
-	}
-	return true;
-}
 
 static bool spin_for_work(struct adump_worker *w)
 {
@@ -555,6 +560,9 @@ static void *worker_main(void *arg)
 		 * and a doorbell costs it a system call and us a wake-up. */
 		if (spin_for_work(w))
 			continue;
+		/* Index lines of finished packed files go out before the worker idles. */
+		if (w->ext->packed.index_len)
+			adump_packed_flush(w);
 		/* Dekker with adump_doorbell_ring(): announce the sleep, then look once more. */
 		atomic_store_explicit(&w->doorbell.is_sleeping, 1, memory_order_seq_cst);
 		if (rings_empty(w) && !atomic_load_explicit(&w->should_stop, memory_order_seq_cst))

@@ -24,6 +24,8 @@ struct packed_state {
 	uint64_t seg_offset;                    /* next free byte of it */
 	int *old_fds;                           /* full segments, closed at worker stop */
 	uint32_t old_count;
+	char *index_buf;                        /* lines of completed files, not yet written */
+	size_t index_len;
 };
 
 /* Worker-private extras, created with the worker. */
@@ -83,8 +85,11 @@ int adump_packed_worker_init(struct adump_worker *w);
 void adump_packed_worker_fini(struct adump_worker *w);
 /* Reserve the file's bytes in the current segment (rolling it when full). */
 int adump_packed_place(struct adump_worker *w, struct file_state *fs);
-/* Append the file's index entry; called once all its writes completed. */
+/* Queue the file's index entry; called once all its writes completed. Entries go out in
+ * batches (adump_packed_flush()), always after the data they describe. */
 int adump_packed_index(struct adump_worker *w, struct file_state *fs);
+/* Write the queued index lines; the worker calls it before it sleeps and when it stops. */
+int adump_packed_flush(struct adump_worker *w);
 uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len);
 
 #endif
