@@ -448,6 +448,14 @@ START_TEST(test_inspect_stats)
 	ck_assert_ptr_nonnull(strstr(out, "input 0: DT_FLOAT ND shape [1000] orig [1000] size 4000"));
 	ck_assert_ptr_nonnull(strstr(out, "nan 1 inf 2"));
 	free(out);
+	/* --no-stats reads headers only. */
+	ck_assert_int_eq(run("inspect --no-stats %s", path), 0);
+	out = slurp("stdout");
+	ck_assert_ptr_nonnull(strstr(out, "input 0: DT_FLOAT ND shape [1000]"));
+	ck_assert_ptr_null(strstr(out, " min "));
+	free(out);
+	ck_assert_int_eq(run("inspect --help"), 0);
+	ck_assert_int_eq(run("inspect --bogus %s", path), 2);
 	/* A bad file: message names it, exit 1, the good one is still printed. */
 	char bad[PATH_MAX];
 	snprintf(bad, sizeof(bad), "%s/bad", dir);
