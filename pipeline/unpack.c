@@ -60,9 +60,10 @@ static int restore(const char *packed_dir, const char *out_dir, const struct ind
 	int in = -1, out = -1, ret = 0;
 	uint32_t crc = 0;
 
-	snprintf(seg_path, sizeof(seg_path), "%s/%s", packed_dir, e->segment);
-	snprintf(out_path, sizeof(out_path), "%s/%s", out_dir, e->name);
-	snprintf(part, sizeof(part), "%s.part", out_path);
+	if (snprintf(seg_path, sizeof(seg_path), "%s/%s", packed_dir, e->segment) >= (int)sizeof(seg_path) ||
+	    snprintf(out_path, sizeof(out_path), "%s/%s", out_dir, e->name) >= (int)sizeof(out_path) ||
+	    snprintf(part, sizeof(part), "%s.part", out_path) >= (int)sizeof(part))
+		return -ENAMETOOLONG;
 	char *slash = strrchr(out_path, '/');
 	*slash = '\0';
 	ret = adump_mkdir_p(out_path, 0750);
@@ -116,7 +117,8 @@ long adump_unpack(const char *dir, const char *out_dir)
 	if (!dir || !out_dir)
 		return -EINVAL;
 	/* Accept the capture directory or its packed/ folder. */
-	snprintf(packed_dir, sizeof(packed_dir), "%s/packed", dir);
+	if (snprintf(packed_dir, sizeof(packed_dir), "%s/packed", dir) >= (int)sizeof(packed_dir))
+		return -ENAMETOOLONG;
 	if (stat(packed_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		snprintf(packed_dir, sizeof(packed_dir), "%s", dir);
 	d = opendir(packed_dir);
@@ -135,7 +137,9 @@ long adump_unpack(const char *dir, const char *out_dir)
 
 		if (len < 5 || strcmp(de->d_name + len - 4, ".idx"))
 			continue;
-		snprintf(idx_path, sizeof(idx_path), "%s/%s", packed_dir, de->d_name);
+		if (snprintf(idx_path, sizeof(idx_path), "%s/%s", packed_dir, de->d_name) >=
+		    (int)sizeof(idx_path))
+			continue;
 		f = fopen(idx_path, "re");
 		if (!f) {
 			if (!first_error)
