@@ -24,7 +24,14 @@
 #define PROGRESS_AFTER_S 2.0
 #define RSS_SLACK_BYTES (64ull << 20)
 #define FILL_PIECE_BYTES (16ull << 20)
+/* disk-limit writes as fio did for machine-limits.md: 1 MiB at queue depth 32. (Buffered
+ * io_uring writes of 2 MiB to one file are punted to a single io-wq worker and ran 3x
+ * slower here: see bench/RESULTS.md.) */
 #define DISK_LIMIT_DEPTH 32u
+#define DISK_LIMIT_WRITE_BYTES (1u << 20)
+/* ring-limit moves at least this many records, so thread start-up does not dominate; its
+ * ratio is taken per record. */
+#define RING_LIMIT_MIN_RECORDS (1u << 20)
 #define HEADER_CAP 65536u
 
 enum sink_kind { SINK_FILE, SINK_PACKED, SINK_CALLBACK };
@@ -134,10 +141,11 @@ static void usage(FILE *f)
 		"  --compare          also run, in this invocation and on the same bytes: naive (one\n"
 		"                     thread: per op launch, sync, copy to host, pack the header, open,\n"
 		"                     write, close), disk-limit (sequential io_uring writes of the same\n"
-		"                     bytes to one file; also O_DIRECT with --io direct), create-limit\n"
-		"                     (create + write + close of as many files, same sizes, one thread),\n"
-		"                     ring-limit (as many records through a bare ck_ring SPSC pair) and\n"
-		"                     nodump (the workload with dumping off, for 'overhead')\n"
+		"                     bytes to one file, 1 MiB at depth 32; also O_DIRECT with --io\n"
+		"                     direct), create-limit (create + write + close of as many files,\n"
+		"                     same sizes, one thread), ring-limit (as many records, at least 1M,\n"
+		"                     through a bare ck_ring SPSC pair; compared per record) and nodump\n"
+		"                     (the workload with dumping off, for 'overhead')\n"
 		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,ring,\n"
 		"                     nodump (implies --compare)\n"
 		"  --json             end with one JSON object: bytes, files, tensors, seconds, gbps,\n"
@@ -811,6 +819,8 @@ static double ratio_to(int b, const struct adump_bench_timing *t, const struct r
 		return 0.0;
 	if ((b == 1 || b == 2) && t->bytes)
 		scale = (double)r->bytes / (double)t->bytes;
+	if (b == 4 && t->records)
+		scale = (double)r->records / (double)t->records;
 	return t->seconds * scale / r->seconds;
 }
 
@@ -1088,8 +1098,8 @@ int cmd_bench(int argc, char **argv)
 
 		sync_before(&o);
 		ph[1].has_run = true;
-		adump_bench_disk_limit(base_dir, est, o.chunk ? o.chunk : 2u << 20, DISK_LIMIT_DEPTH,
-				       false, o.is_sync, &ph[1].t);
+		adump_bench_disk_limit(base_dir, est, DISK_LIMIT_WRITE_BYTES, DISK_LIMIT_DEPTH, false,
+				       o.is_sync, &ph[1].t);
 	}
 	if (o.compute_gbps < 0) {
 		if (ph[1].t.error < 0 || ph[1].t.seconds <= 0) {
@@ -1178,14 +1188,14 @@ int cmd_bench(int argc, char **argv)
 	if (o.baselines & BASE_DISK_DIRECT) {
 		sync_before(&o);
 		ph[2].has_run = true;
-		adump_bench_disk_limit(base_dir, r.bytes, o.chunk ? o.chunk : 2u << 20,
-				       DISK_LIMIT_DEPTH, true, o.is_sync, &ph[2].t);
+		adump_bench_disk_limit(base_dir, r.bytes, DISK_LIMIT_WRITE_BYTES, DISK_LIMIT_DEPTH,
+				       true, o.is_sync, &ph[2].t);
 	}
 	if ((o.baselines & BASE_DISK) && !ph[1].has_run) {
 		sync_before(&o);
 		ph[1].has_run = true;
-		adump_bench_disk_limit(base_dir, r.bytes, o.chunk ? o.chunk : 2u << 20,
-				       DISK_LIMIT_DEPTH, false, o.is_sync, &ph[1].t);
+		adump_bench_disk_limit(base_dir, r.bytes, DISK_LIMIT_WRITE_BYTES, DISK_LIMIT_DEPTH,
+				       false, o.is_sync, &ph[1].t);
 	}
 	if (o.baselines & BASE_NODUMP) {
 		ph[5].has_run = true;
@@ -1232,7 +1242,9 @@ int cmd_bench(int argc, char **argv)
 		unsigned slots = (unsigned)(r.pool_bytes / chunk / plan.w.stream_count);
 
 		ph[4].has_run = true;
-		adump_bench_ring_limit(r.records, slots, &ph[4].t);
+		adump_bench_ring_limit(r.records > RING_LIMIT_MIN_RECORDS ? r.records
+								       : RING_LIMIT_MIN_RECORDS,
+				       slots, &ph[4].t);
 	}
 	if (ph[5].has_run && ph[5].t.error == 0 && ph[5].t.seconds > 0) {
 		overhead_adump = (r.seconds - ph[5].t.seconds) / ph[5].t.seconds;
