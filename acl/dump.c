@@ -317,6 +317,15 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
 		pthread_mutex_unlock(&st->lock);
 		return ACL_SUCCESS;
 	}
+	/* An exception scene turns exception dump on; a second attempt is ignored with a
+	 * warning, as CANN's IsRepeatEnableException does. */
+	if (adump_acl_cfg_is_exception(&cfg)) {
+		if (st->is_exception)
+			adump_log(ADUMP_LOG_WARN, MOD, "exception dump is already enabled; %s ignored",
+				  dumpCfgPath);
+		else
+			adump_acl_exception_setup_locked(st, &cfg);
+	}
 	/* The last SetDump wins: stop the old session (flushing it) and start the new one. */
 	adump_acl_session_stop_locked(st);
 	adump_acl_cfg_fini(&st->mdl_cfg);

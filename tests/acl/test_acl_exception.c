@@ -335,6 +335,23 @@ START_TEST(test_path_priority)
 }
 END_TEST
 
+/* aclmdlSetDump with an exception scene enables exception dump; again: ignored, success. */
+START_TEST(test_enable_through_setdump)
+{
+	char path[4096];
+
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(acldumpGetExceptionInfoPath(path, sizeof(path)), ACL_ERROR_FAILURE);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(exc_config), ACL_SUCCESS);
+	ck_assert_int_eq(acldumpGetExceptionInfoPath(path, sizeof(path)), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(exc_config), ACL_SUCCESS);
+	ck_assert(t_acl_log_has("exception dump is already enabled"));
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_exception");
@@ -347,6 +364,7 @@ int main(void)
 	tcase_add_test(tc, test_save_writes_file);
 	tcase_add_test(tc, test_symlink_cannot_escape);
 	tcase_add_test(tc, test_path_priority);
+	tcase_add_test(tc, test_enable_through_setdump);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
