@@ -13,8 +13,10 @@
 extern "C" {
 #endif
 
-/* Which generations of the acl surface this header set provides: 1 = the dump API of
- * CANN's 2026-08 acl_dump.h (exception info, tensor info) plus the runtime subset. */
+/* Which generation of CANN's acl_dump.h surface the headers declare: 0 = the 2026-01/02
+ * API (callback, op-info, acldumpGetPath(acldumpType)); 1 (default) adds the 2026-08
+ * exception-info API (acldumpTensorInfo, acldumpSaveExceptionInfo,
+ * acldumpGetExceptionInfoPath). The library always provides everything. */
 #ifndef ADUMP_ACL_COMPAT_VERSION
 #define ADUMP_ACL_COMPAT_VERSION 1
 #endif

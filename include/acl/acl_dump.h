@@ -83,6 +83,7 @@ typedef enum acldumpType {
  */
 ACL_FUNC_VISIBILITY const char *acldumpGetPath(acldumpType dumpType);
 
+#if ADUMP_ACL_COMPAT_VERSION >= 1
 #define ACL_DUMP_MAX_SHAPE_NUM 25
 
 typedef enum acldumpTensorType {
@@ -139,6 +140,7 @@ ACL_DUMP_WEAK ACL_FUNC_VISIBILITY aclError acldumpSaveExceptionInfo(const char *
  * small; ACL_ERROR_FAILURE when exception dump is not enabled.
  */
 ACL_DUMP_WEAK ACL_FUNC_VISIBILITY aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen);
+#endif /* ADUMP_ACL_COMPAT_VERSION >= 1 */
 
 #ifdef __cplusplus
 }
