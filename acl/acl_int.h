@@ -214,6 +214,8 @@ void adump_acl_opinfo_reset_locked(struct adump_acl_state *st);
 
 /* Resolve a stream handle; NULL when it is not a live stream. Lock held. */
 struct adump_acl_stream *adump_acl_stream_find_locked(struct adump_acl_state *st, aclrtStream h);
+/* The calling thread's current device id, or -1. Lock held. */
+int32_t adump_acl_current_device_locked(struct adump_acl_state *st);
 /* The current device (opened), or NULL. Lock held. */
 struct adump_dev *adump_acl_current_dev_locked(struct adump_acl_state *st);
 

@@ -106,7 +106,9 @@ aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen)
 		return ACL_ERROR_INVALID_PARAM;
 	pthread_mutex_lock(&st->lock);
 	is_enabled = st->is_exception;
-	device = st->current_device < 0 ? 0 : st->current_device;
+	device = adump_acl_current_device_locked(st);
+	if (device < 0)
+		device = 0;
 	pthread_mutex_unlock(&st->lock);
 	if (!is_enabled) {
 		adump_log(ADUMP_LOG_ERROR, MOD, "acldumpGetExceptionInfoPath: exception dump is not enabled");
@@ -352,7 +354,7 @@ aclError acldumpSaveExceptionInfo(const char *fileName, const char *userTag,
 		return ACL_ERROR_INVALID_PARAM;
 	}
 	dev = adump_acl_current_dev_locked(st);
-	device = st->current_device;
+	device = adump_acl_current_device_locked(st);
 	if (!dev) {
 		pthread_mutex_unlock(&st->lock);
 		adump_log(ADUMP_LOG_ERROR, MOD, "acldumpSaveExceptionInfo: no device set");

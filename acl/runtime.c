@@ -44,6 +44,9 @@ struct aclOpExecutor {
 };
 
 static struct adump_acl_state state;
+/* CANN's current device is per thread; a thread that never set one uses the device set
+ * last in the process. */
+static _Thread_local int32_t thread_device = -1;
 static pthread_once_t state_once = PTHREAD_ONCE_INIT;
 
 static void state_init(void)
@@ -186,6 +189,7 @@ aclError aclrtSetDevice(int32_t deviceId)
 	if (ret == 0) {
 		st->dev_refs[deviceId]++;
 		st->current_device = deviceId;
+		thread_device = deviceId;
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (ret == -ADUMP_ERR_NOT_FOUND)
@@ -228,17 +232,26 @@ aclError aclrtGetDevice(int32_t *deviceId)
 	if (!deviceId)
 		return ACL_ERROR_INVALID_PARAM;
 	pthread_mutex_lock(&st->lock);
-	if (st->current_device < 0)
+	if (adump_acl_current_device_locked(st) < 0)
 		ret = ACL_ERROR_RT_CONTEXT_NULL;
 	else
-		*deviceId = st->current_device;
+		*deviceId = adump_acl_current_device_locked(st);
 	pthread_mutex_unlock(&st->lock);
 	return ret;
 }
 
+int32_t adump_acl_current_device_locked(struct adump_acl_state *st)
+{
+	if (thread_device >= 0 && st->devs[thread_device])
+		return thread_device;
+	return st->current_device;
+}
+
 struct adump_dev *adump_acl_current_dev_locked(struct adump_acl_state *st)
 {
-	return st->current_device < 0 ? NULL : st->devs[st->current_device];
+	int32_t id = adump_acl_current_device_locked(st);
+
+	return id < 0 ? NULL : st->devs[id];
 }
 
 struct adump_acl_stream *adump_acl_stream_find_locked(struct adump_acl_state *st, aclrtStream h)
@@ -274,7 +287,7 @@ aclError aclrtCreateStream(aclrtStream *stream)
 		free(s);
 		return adump_acl_err_from(ret);
 	}
-	s->device_id = st->current_device;
+	s->device_id = adump_acl_current_device_locked(st);
 	s->next = st->streams;
 	st->streams = s;
 	ret = adump_acl_stream_attach_locked(st, s);

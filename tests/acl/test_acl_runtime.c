@@ -2,6 +2,7 @@
 /* The runtime subset (reference §9) on the simulated NPU, with CANN's codes for bad
  * arguments: NULL pointers, unknown streams, double free, size 0, copies larger than destMax,
  * repeated init/finalize and bad aclInit configs. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +165,36 @@ START_TEST(test_aclnn_add)
 }
 END_TEST
 
+static void *other_thread(void *arg)
+{
+	int32_t id = -1;
+
+	(void)arg;
+	/* Not set here yet: the process's last device. */
+	ck_assert_int_eq(aclrtGetDevice(&id), ACL_SUCCESS);
+	ck_assert_int_eq(id, 0);
+	ck_assert_int_eq(aclrtSetDevice(3), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtGetDevice(&id), ACL_SUCCESS);
+	ck_assert_int_eq(id, 3);
+	return NULL;
+}
+
+/* The current device is per thread, as CANN's context is. */
+START_TEST(test_device_per_thread)
+{
+	pthread_t th;
+	int32_t id = -1;
+
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(aclrtSetDevice(0), ACL_SUCCESS);
+	ck_assert_int_eq(pthread_create(&th, NULL, other_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(aclrtGetDevice(&id), ACL_SUCCESS);
+	ck_assert_int_eq(id, 0);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_runtime");
@@ -177,6 +208,7 @@ int main(void)
 	tcase_add_test(tc, test_stream_codes);
 	tcase_add_test(tc, test_memory_codes);
 	tcase_add_test(tc, test_aclnn_add);
+	tcase_add_test(tc, test_device_per_thread);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
