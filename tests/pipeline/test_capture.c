@@ -20,11 +20,6 @@ static void run_capture(enum adump_writer_kind writer, uint64_t chunk, unsigned 
 		.chunk_bytes = chunk ? chunk : 2u << 20, .seed = t_seed(),
 	};
 	char dir[4200];
-	const char *max_env = getenv("ADUMP_TEST_MAX_BYTES");
-
-	/* Sanitizer builds shrink the tensors (they check every byte copied, ~50x slower). */
-	if (max_env)
-		w.max_bytes = strtoull(max_env, NULL, 0);
 	cfg.dump_path = tmp;
 	cfg.time_dir = "20260101000000";
 	cfg.writer = writer;
