@@ -12,7 +12,7 @@
 
 static int write_seed(const char *dir, const char *name, const void *buf, size_t len)
 {
-	char path[4096];
+	char path[4096 + 128];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);

@@ -90,7 +90,7 @@ static void check_op(const char *out_dir, const char *dump_path)
 	const struct adump_reader_header *h;
 	const char *base = strrchr(dump_path, '/') + 1;
 	struct npy self, other, out;
-	char path[PATH_MAX];
+	char path[PATH_MAX * 2];
 	double alpha = NAN;
 
 	ck_assert_int_eq(adump_reader_create(&r), 0);

@@ -17,7 +17,7 @@ struct consumer {
 	struct adump_asm *a;
 	atomic_uint completed;
 	atomic_uint failed;
-	char first_error[512];
+	char first_error[1024];
 	pthread_mutex_t lock;
 };
 

@@ -78,17 +78,18 @@ static char *slurp(const char *name)
 static size_t expected_npy_header(const char *descr, const uint64_t *dims, uint32_t n, char *out)
 {
 	char dict[1024];
-	size_t len = (size_t)sprintf(dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-				     descr);
+	size_t len = (size_t)snprintf(dict, sizeof(dict),
+				      "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
 
 	for (uint32_t i = 0; i < n; i++)
-		len += (size_t)sprintf(dict + len, i ? ", %llu" : "%llu",
-				       (unsigned long long)dims[i]);
-	len += (size_t)sprintf(dict + len, n == 1 ? ",), }" : "), }");
+		len += (size_t)snprintf(dict + len, sizeof(dict) - len, i ? ", %llu" : "%llu",
+					(unsigned long long)dims[i]);
+	len += (size_t)snprintf(dict + len, sizeof(dict) - len, "%s", n == 1 ? ",), }" : "), }");
 	if (n) {
 		int digits = snprintf(NULL, 0, "%llu", (unsigned long long)dims[0]);
-		len += (size_t)sprintf(dict + len, "%*s", 21 - digits, "");
+		len += (size_t)snprintf(dict + len, sizeof(dict) - len, "%*s", 21 - digits, "");
 	}
+	ck_assert_uint_lt(len, sizeof(dict));
 	size_t total = 10 + len + 1;
 	total += 64 - total % 64;
 	memcpy(out, "\x93NUMPY\x01\x00", 8);
