@@ -125,6 +125,41 @@ START_TEST(test_files_per_signature)
 }
 END_TEST
 
+/* A directory this process cannot write: a 0500 one, or (as root, which ignores modes)
+ * /proc/self. NULL when there is none. */
+static const char *readonly_dir(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/ro", dir);
+	ck_assert_int_eq(mkdir(path, 0500), 0);
+	if (access(path, W_OK) < 0)
+		return path;
+	if (access("/proc/self", W_OK) < 0)
+		return "/proc/self";
+	return NULL;
+}
+
+START_TEST(test_start_needs_read_write)
+{
+	const char *ro = readonly_dir();
+	struct adump_acl_cfg cfg;
+	char *json;
+
+	if (!ro) {
+		fprintf(stderr, "skipped: no read-only directory available\n");
+		return;
+	}
+	ck_assert_int_eq(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, ro), ACL_ERROR_FAILURE);
+	ck_assert(t_acl_log_has("is not a read-write directory"));
+	/* acl.json dump_path has the same rule. */
+	ck_assert(asprintf(&json, "{\"dump\":{\"dump_path\":\"%s\",\"dump_op_switch\":\"on\"}}", ro) > 0);
+	ck_assert_int_eq(adump_acl_cfg_parse(json, strlen(json), "acl.json", &cfg), -ADUMP_ERR_CONFIG);
+	ck_assert(t_acl_log_has("is not readable and writable"));
+	free(json);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_opinfo");
@@ -134,6 +169,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_start_stop_codes);
 	tcase_add_test(tc, test_files_per_signature);
+	tcase_add_test(tc, test_start_needs_read_write);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
