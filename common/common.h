@@ -67,6 +67,9 @@ static inline uint64_t adump_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* write() all of @buf, retrying short writes and EINTR. Return: 0 or -errno. */
+ADUMP_HIDDEN int adump_write_all(int fd, const void *buf, size_t len);
+
 /* mkdir -p; existing directories are fine. Return: 0 or -errno. */
 ADUMP_HIDDEN int adump_mkdir_p(const char *path, unsigned mode);
 

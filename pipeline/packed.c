@@ -120,20 +120,8 @@ int adump_packed_place(struct adump_worker *w, struct file_state *fs)
 int adump_packed_flush(struct adump_worker *w)
 {
 	struct packed_state *p = &w->ext->packed;
-	size_t done = 0;
-	int ret = 0;
+	int ret = adump_write_all(p->index_fd, p->index_buf, p->index_len);
 
-	while (done < p->index_len) {
-		ssize_t n = write(p->index_fd, p->index_buf + done, p->index_len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
-			break;
-		}
-		done += (size_t)n;
-	}
 	if (ret < 0) {
 		adump_session_set_error(w->session, ret);
 		adump_log_once(ADUMP_LOG_ERROR, MODULE, "writing the index: %s", adump_strerror(ret));

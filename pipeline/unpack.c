@@ -87,8 +87,7 @@ static int restore(const char *packed_dir, const char *out_dir, const struct ind
 			break;
 		}
 		crc = adump_crc32c(crc, buf, (size_t)n);
-		if (write(out, buf, (size_t)n) != n)
-			ret = -EIO;
+		ret = adump_write_all(out, buf, (size_t)n);
 		done += (unsigned long long)n;
 	}
 	if (ret == 0 && crc != e->crc)

@@ -76,21 +76,14 @@ static void deliver(struct adump_session *s, const char *name, uint64_t offset, 
 static int write_small_file(const char *path, const void *data, size_t len)
 {
 	char part[4200];
-	int fd, ret = 0;
+	int fd, ret;
 
 	if (path_with(part, sizeof(part), path, ".part") < 0)
 		return -ENAMETOOLONG;
 	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
 	if (fd < 0)
 		return -errno;
-	for (size_t done = 0; done < len && ret == 0;) {
-		ssize_t n = write(fd, (const char *)data + done, len - done);
-
-		if (n < 0 && errno != EINTR)
-			ret = -errno;
-		else if (n > 0)
-			done += (size_t)n;
-	}
+	ret = adump_write_all(fd, data, len);
 	if (close(fd) < 0 && ret == 0)
 		ret = -errno;
 	if (ret == 0 && rename(part, path) < 0)

@@ -239,23 +239,6 @@ int adump_dump_file_name(const struct adump_op *op, char *buf, size_t cap)
 	return (int)(pos + (size_t)n);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *data)
 {
 	void *hdr = NULL;
@@ -267,7 +250,7 @@ int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *da
 	ret = adump_dump_header_alloc(op, &hdr, &hdr_len);
 	if (ret < 0)
 		return ret;
-	ret = write_all(fd, hdr, hdr_len);
+	ret = adump_write_all(fd, hdr, hdr_len);
 	for (uint32_t i = 0; ret == 0 && i < op->tensor_count; i++) {
 		if (!op->tensors[i].bytes)
 			continue;
@@ -275,7 +258,7 @@ int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *da
 			ret = -ADUMP_ERR_CONFIG;
 			break;
 		}
-		ret = write_all(fd, data[i], op->tensors[i].bytes);
+		ret = adump_write_all(fd, data[i], op->tensors[i].bytes);
 	}
 	free(hdr);
 	return ret;
