@@ -17,8 +17,9 @@ ADUMP_HIDDEN void adump_log(enum adump_log_level level, const char *module, cons
 
 #define adump_log_once(level, module, ...)                                       \
 	do {                                                                     \
-		static _Atomic int adump_logged_once_;                           \
-		if (!__atomic_exchange_n(&adump_logged_once_, 1, __ATOMIC_RELAXED)) \
+		static atomic_int adump_logged_once_;                            \
+		if (!atomic_exchange_explicit(&adump_logged_once_, 1,            \
+					      memory_order_relaxed))             \
 			adump_log(level, module, __VA_ARGS__);                   \
 	} while (0)
 
@@ -61,8 +62,8 @@ static inline uint64_t adump_wall_us(void)
 {
 	struct timespec ts;
 
-	if (__builtin_expect(__atomic_load_n((uint64_t *)&adump_fake_clock_us, __ATOMIC_RELAXED) != 0, 0))
-		return __atomic_fetch_add((uint64_t *)&adump_fake_clock_us, 1, __ATOMIC_RELAXED);
+	if (__builtin_expect(atomic_load_explicit(&adump_fake_clock_us, memory_order_relaxed) != 0, 0))
+		return atomic_fetch_add_explicit(&adump_fake_clock_us, 1, memory_order_relaxed);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }

@@ -28,10 +28,6 @@ static int path_with(char *dst, size_t cap, const char *base, const char *suffix
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-static size_t path_cap(const struct adump_session *s)
-{
-	return strlen(s->dir) + 16 + 4096;
-}
 
 static int ensure_device_dir(struct adump_session *s, uint32_t device_id)
 {
@@ -241,22 +237,22 @@ static int open_part(struct adump_session *s, struct file_state *fs, const char 
 static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec *op)
 {
 	struct adump_session *s = w->session;
-	struct file_state *fs = calloc(1, sizeof(*fs) + path_cap(s));
-	char name[4200];
-	int ret, n;
+	char name[4096];
+	int name_len = adump_dump_file_name(&op->op, name, sizeof(name));
+	size_t cap = strlen(s->dir) + 16 + (name_len > 0 ? (size_t)name_len : 8) + 1;
+	struct file_state *fs = malloc(sizeof(*fs) + cap);
+	int ret;
 
 	if (!fs)
 		return NULL;
+	memset(fs, 0, sizeof(*fs));
 	fs->op = op;
 	fs->fd = -1;
-	n = snprintf(fs->path, path_cap(s), "%s/%u/", s->dir, op->op.device_id);
-	ret = adump_dump_file_name(&op->op, name, sizeof(name));
-	if (ret < 0) {
-		snprintf(fs->path + n, path_cap(s) - (size_t)n, "unnamed");
-		adump_file_fail(s, fs, ret, "naming");
+	snprintf(fs->path, cap, "%s/%u/%s", s->dir, op->op.device_id, name_len > 0 ? name : "unnamed");
+	if (name_len < 0) {
+		adump_file_fail(s, fs, name_len, "naming");
 		return fs;
 	}
-	memcpy(fs->path + n, name, (size_t)ret + 1);
 
 	if (s->cfg.content == ADUMP_CONTENT_STATS) {
 		ret = adump_statacc_init(&fs->stats, &op->op, s->cfg.stats_mask);

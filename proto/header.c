@@ -37,7 +37,10 @@ struct header_scratch {
 	void *block;
 };
 
-static int scratch_build(const struct adump_op *op, struct header_scratch *s)
+/* Scratch for ops of a few tensors fits on the stack: no allocation per header. */
+#define SCRATCH_STACK_BYTES 4096
+
+static int scratch_build(const struct adump_op *op, struct header_scratch *s, void *stack)
 {
 	uint32_t n = op->tensor_count, kinds[4] = { 0 };
 	size_t bytes;
@@ -48,10 +51,16 @@ static int scratch_build(const struct adump_op *op, struct header_scratch *s)
 	bytes = n * (sizeof(OpInput) + sizeof(OpOutput) + sizeof(OpBuffer) + sizeof(Workspace)) +
 		op->attr_count * sizeof(OpAttr) + 2 * n * sizeof(Shape) +
 		(n + op->attr_count) * sizeof(void *) + 2 * n * ADUMP_MAX_DIMS * sizeof(uint64_t);
-	s->block = calloc(1, bytes ? bytes : 1);
-	if (!s->block)
-		return -ENOMEM;
-	p = s->block;
+	if (bytes <= SCRATCH_STACK_BYTES) {
+		memset(stack, 0, bytes);
+		s->block = NULL;
+		p = stack;
+	} else {
+		s->block = calloc(1, bytes);
+		if (!s->block)
+			return -ENOMEM;
+		p = s->block;
+	}
 	s->inputs = (OpInput *)p;
 	p += n * sizeof(OpInput);
 	s->outputs = (OpOutput *)p;
@@ -156,50 +165,63 @@ static int scratch_build(const struct adump_op *op, struct header_scratch *s)
 	return 0;
 }
 
+/* Build the message for @op in @s. Return: its packed size, or a negative code. */
+static long header_prepare(const struct adump_op *op, struct header_scratch *s, void *stack)
+{
+	int ret = adump_op_check(op);
+
+	if (ret < 0)
+		return ret;
+	ret = scratch_build(op, s, stack);
+	if (ret < 0)
+		return ret;
+	return (long)toolkit__dumpdata__dump_data__get_packed_size(&s->dd);
+}
+
+static void header_emit(struct header_scratch *s, size_t len, void *buf)
+{
+	uint64_t le = htole64((uint64_t)len);
+
+	memcpy(buf, &le, 8);
+	toolkit__dumpdata__dump_data__pack(&s->dd, (uint8_t *)buf + 8);
+}
+
 long adump_dump_header_pack(const struct adump_op *op, void *buf, size_t cap)
 {
+	_Alignas(16) unsigned char stack[SCRATCH_STACK_BYTES];
 	struct header_scratch s;
-	size_t len;
-	uint64_t le;
-	int ret;
+	long len = header_prepare(op, &s, stack);
 
-	ret = adump_op_check(op);
-	if (ret < 0)
-		return ret;
-	ret = scratch_build(op, &s);
-	if (ret < 0)
-		return ret;
-	len = toolkit__dumpdata__dump_data__get_packed_size(&s.dd);
+	if (len < 0)
+		return len;
 	if (buf) {
-		if (cap < 8 + len) {
+		if (cap < 8 + (size_t)len) {
 			free(s.block);
 			return -ADUMP_ERR_TOO_BIG;
 		}
-		le = htole64((uint64_t)len);
-		memcpy(buf, &le, 8);
-		toolkit__dumpdata__dump_data__pack(&s.dd, (uint8_t *)buf + 8);
+		header_emit(&s, (size_t)len, buf);
 	}
 	free(s.block);
-	return (long)(8 + len);
+	return 8 + len;
 }
 
 int adump_dump_header_alloc(const struct adump_op *op, void **out, size_t *len)
 {
-	long size = adump_dump_header_pack(op, NULL, 0);
+	_Alignas(16) unsigned char stack[SCRATCH_STACK_BYTES];
+	struct header_scratch s;
+	long size = header_prepare(op, &s, stack);
 	void *buf;
 
 	if (size < 0)
 		return (int)size;
-	buf = malloc((size_t)size);
+	buf = malloc(8 + (size_t)size);
+	if (buf)
+		header_emit(&s, (size_t)size, buf);
+	free(s.block);
 	if (!buf)
 		return -ENOMEM;
-	size = adump_dump_header_pack(op, buf, (size_t)size);
-	if (size < 0) {
-		free(buf);
-		return (int)size;
-	}
 	*out = buf;
-	*len = (size_t)size;
+	*len = 8 + (size_t)size;
 	return 0;
 }
 
