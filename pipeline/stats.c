@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming statistics for stats dump (reference §2.4). Semantics follow CANN's device-side
  * writer: max/min start at the first element and take later ones that compare greater/less
- * (so NaN never replaces a number), the mean is a running mean over every element, and a
- * tensor with infinities of one sign only has that infinity as its mean. Numbers print like
+ * (so NaN never replaces a number), the mean covers every element (a compensated sum over
+ * the count), and a tensor with infinities of one sign only has that infinity as its mean. Numbers print like
  * a C++ ostream (%g, six significant digits); integer types print exactly. */
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,11 +83,19 @@ static double bf16_to_double(uint16_t b)
 	return f;
 }
 
-/* Running statistics of one tensor. */
-struct adump_stat_tensor {
-	double max;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "stats.c reads little-endian device data with host loads"
+#endif
+
+/* Per-tensor state. Sums use Neumaier compensation, so the mean does not depend on how the
+ * payload was split and stays accurate over billions of elements. */
+struct statacc_priv {
+	double max;                     /* floating types */
 	double min;
-	double avg;                     /* running mean over every element, in order */
+	int64_t smax, smin;             /* signed integers: exact */
+	uint64_t umax, umin;            /* unsigned integers and bool: exact */
+	double sum;
+	double compensation;
 	double sum_squares;             /* for L2norm */
 	uint64_t seen_count;            /* elements accumulated so far */
 	uint64_t nan_count;
@@ -95,98 +104,154 @@ struct adump_stat_tensor {
 	bool is_incomplete;             /* a gap in the feed: stats print as NA */
 };
 
-/* Little-endian element at @p, as the device wrote it. */
-static uint64_t load_le(const uint8_t *p, uint32_t bytes)
-{
-	uint64_t v = 0;
+static float half_table[65536];
+static pthread_once_t half_once = PTHREAD_ONCE_INIT;
 
-	for (uint32_t i = 0; i < bytes; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
+static void half_table_fill(void)
+{
+	for (uint32_t h = 0; h < 65536; h++)
+		half_table[h] = (float)half_to_double((uint16_t)h);
 }
 
-/* Integers keep exact extremes in the bit pattern slots; floats use max/min. */
-struct int_extremes {
-	int64_t smax, smin;
-	uint64_t umax, umin;
-};
-
-static void add_element(struct adump_stat_tensor *s, struct int_extremes *ix, struct elem_type et,
-			const uint8_t *p)
+/* Sum, squares and the non-finite counts of one value. */
+static inline void add_sum(double v, double *sum, double *comp, double *sq)
 {
-	uint64_t raw = load_le(p, et.bytes);
-	bool is_first = s->seen_count == 0;
-	double v;
+	double t = *sum + v;
 
+	if (fabs(*sum) >= fabs(v))
+		*comp += (*sum - t) + v;
+	else
+		*comp += (v - t) + *sum;
+	*sum = t;
+	*sq += v * v;
+}
+
+/* Floating types: CONV turns the loaded T into a double. max/min start at the first element
+ * (a NaN there stays, as in CANN); later NaNs never compare. */
+#define FEED_FLOAT(name, T, CONV)                                                        \
+	static void feed_##name(struct statacc_priv *pv, const uint8_t *p, size_t n)    \
+	{                                                                                \
+		double mx = pv->max, mn = pv->min, sum = pv->sum;                        \
+		double comp = pv->compensation, sq = pv->sum_squares;                    \
+		uint64_t nan = 0, ninf = 0, pinf = 0;                                    \
+                                                                                         \
+		if (!n)                                                                  \
+			return;                                                          \
+		if (!pv->seen_count) {                                                   \
+			T x0;                                                            \
+			memcpy(&x0, p, sizeof(T));                                       \
+			mx = mn = CONV(x0);                                              \
+		}                                                                        \
+		for (size_t i = 0; i < n; i++) {                                         \
+			T x;                                                             \
+			double v;                                                        \
+                                                                                         \
+			memcpy(&x, p + i * sizeof(T), sizeof(T));                        \
+			v = CONV(x);                                                     \
+			if (v > mx)                                                      \
+				mx = v;                                                  \
+			if (v < mn)                                                      \
+				mn = v;                                                  \
+			if (__builtin_expect(!isfinite(v), 0)) {                         \
+				if (isnan(v))                                            \
+					nan++;                                           \
+				else if (v > 0)                                          \
+					pinf++;                                          \
+				else                                                     \
+					ninf++;                                          \
+			}                                                                \
+			add_sum(v, &sum, &comp, &sq);                                    \
+		}                                                                        \
+		pv->max = mx;                                                            \
+		pv->min = mn;                                                            \
+		pv->sum = sum;                                                           \
+		pv->compensation = comp;                                                 \
+		pv->sum_squares = sq;                                                    \
+		pv->nan_count += nan;                                                    \
+		pv->neg_inf_count += ninf;                                               \
+		pv->pos_inf_count += pinf;                                               \
+		pv->seen_count += n;                                                     \
+	}
+
+/* Integer types: exact extremes in @MX/@MN (smax/smin or umax/umin). */
+#define FEED_INT(name, T, MX, MN, CONV)                                                  \
+	static void feed_##name(struct statacc_priv *pv, const uint8_t *p, size_t n)    \
+	{                                                                                \
+		double sum = pv->sum, comp = pv->compensation, sq = pv->sum_squares;     \
+                                                                                         \
+		if (!n)                                                                  \
+			return;                                                          \
+		if (!pv->seen_count) {                                                   \
+			T x0;                                                            \
+			memcpy(&x0, p, sizeof(T));                                       \
+			pv->MX = pv->MN = CONV(x0);                                      \
+		}                                                                        \
+		for (size_t i = 0; i < n; i++) {                                         \
+			T x;                                                             \
+                                                                                         \
+			memcpy(&x, p + i * sizeof(T), sizeof(T));                        \
+			if (CONV(x) > pv->MX)                                            \
+				pv->MX = CONV(x);                                        \
+			if (CONV(x) < pv->MN)                                            \
+				pv->MN = CONV(x);                                        \
+			add_sum((double)CONV(x), &sum, &comp, &sq);                      \
+		}                                                                        \
+		pv->sum = sum;                                                           \
+		pv->compensation = comp;                                                 \
+		pv->sum_squares = sq;                                                    \
+		pv->seen_count += n;                                                     \
+	}
+
+#define AS_DOUBLE(x) ((double)(x))
+#define HALF(x) ((double)half_table[(x)])
+#define BF16(x) bf16_to_double(x)
+#define AS_BOOL(x) ((uint64_t)((x) != 0))
+#define AS_SIGNED(x) ((int64_t)(x))
+#define AS_UNSIGNED(x) ((uint64_t)(x))
+
+FEED_FLOAT(f16, uint16_t, HALF)
+FEED_FLOAT(bf16, uint16_t, BF16)
+FEED_FLOAT(f32, float, AS_DOUBLE)
+FEED_FLOAT(f64, double, AS_DOUBLE)
+FEED_INT(s8, int8_t, smax, smin, AS_SIGNED)
+FEED_INT(s16, int16_t, smax, smin, AS_SIGNED)
+FEED_INT(s32, int32_t, smax, smin, AS_SIGNED)
+FEED_INT(s64, int64_t, smax, smin, AS_SIGNED)
+FEED_INT(u8, uint8_t, umax, umin, AS_UNSIGNED)
+FEED_INT(u16, uint16_t, umax, umin, AS_UNSIGNED)
+FEED_INT(u32, uint32_t, umax, umin, AS_UNSIGNED)
+FEED_INT(u64, uint64_t, umax, umin, AS_UNSIGNED)
+FEED_INT(bool, uint8_t, umax, umin, AS_BOOL)
+
+/* @n whole elements at @p. */
+static void feed_elements(struct statacc_priv *pv, struct elem_type et, const uint8_t *p, size_t n)
+{
 	switch (et.kind) {
-	case ELEM_SINT: {
-		int64_t x = et.bytes == 8 ? (int64_t)raw
-			    : (int64_t)(raw << (64 - 8 * et.bytes)) >> (64 - 8 * et.bytes);
-
-		if (is_first || x > ix->smax)
-			ix->smax = x;
-		if (is_first || x < ix->smin)
-			ix->smin = x;
-		v = (double)x;
+	case ELEM_F16: feed_f16(pv, p, n); break;
+	case ELEM_BF16: feed_bf16(pv, p, n); break;
+	case ELEM_F32: feed_f32(pv, p, n); break;
+	case ELEM_F64: feed_f64(pv, p, n); break;
+	case ELEM_BOOL: feed_bool(pv, p, n); break;
+	case ELEM_SINT:
+		switch (et.bytes) {
+		case 1: feed_s8(pv, p, n); break;
+		case 2: feed_s16(pv, p, n); break;
+		case 4: feed_s32(pv, p, n); break;
+		default: feed_s64(pv, p, n); break;
+		}
 		break;
-	}
 	case ELEM_UINT:
-	case ELEM_BOOL:
-		if (et.kind == ELEM_BOOL)
-			raw = raw != 0;
-		if (is_first || raw > ix->umax)
-			ix->umax = raw;
-		if (is_first || raw < ix->umin)
-			ix->umin = raw;
-		v = (double)raw;
+		switch (et.bytes) {
+		case 1: feed_u8(pv, p, n); break;
+		case 2: feed_u16(pv, p, n); break;
+		case 4: feed_u32(pv, p, n); break;
+		default: feed_u64(pv, p, n); break;
+		}
 		break;
-	case ELEM_F16:
-		v = half_to_double((uint16_t)raw);
-		break;
-	case ELEM_BF16:
-		v = bf16_to_double((uint16_t)raw);
-		break;
-	case ELEM_F32: {
-		uint32_t bits = (uint32_t)raw;
-		float f;
-
-		memcpy(&f, &bits, sizeof(f));
-		v = f;
+	default:
 		break;
 	}
-	default: {
-		double d;
-
-		memcpy(&d, &raw, sizeof(d));
-		v = d;
-		break;
-	}
-	}
-	if (is_first) {
-		s->max = v;
-		s->min = v;
-	} else {
-		if (v > s->max)
-			s->max = v;
-		if (v < s->min)
-			s->min = v;
-	}
-	if (isnan(v))
-		s->nan_count++;
-	else if (isinf(v) && v > 0)
-		s->pos_inf_count++;
-	else if (isinf(v))
-		s->neg_inf_count++;
-	s->avg += (v - s->avg) / (double)(s->seen_count + 1);
-	s->sum_squares += v * v;
-	s->seen_count++;
 }
-
-/* Per-tensor state: floating statistics plus exact integer extremes. */
-struct statacc_priv {
-	struct adump_stat_tensor stat;
-	struct int_extremes ix;
-};
 
 int adump_statacc_init(struct adump_statacc *acc, const struct adump_op *op, uint32_t stats_mask)
 {
@@ -195,6 +260,7 @@ int adump_statacc_init(struct adump_statacc *acc, const struct adump_op *op, uin
 	memset(acc, 0, sizeof(*acc));
 	acc->op = op;
 	acc->stats_mask = stats_mask ? stats_mask & STAT_ALL : STAT_DEFAULT;
+	pthread_once(&half_once, half_table_fill);
 	if (op->tensor_count) {
 		acc->tensors = calloc(op->tensor_count, sizeof(struct statacc_priv));
 		if (!acc->tensors)
@@ -232,7 +298,7 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
 			uint64_t end = acc->tensor_start + t->bytes;
 
 			if (t->bytes && end > acc->next_offset && acc->tensor_start < payload_offset)
-				priv(acc, acc->tensor_index)->stat.is_incomplete = true;
+				priv(acc, acc->tensor_index)->is_incomplete = true;
 			if (payload_offset < end)
 				break;
 			acc->tensor_start = end;
@@ -273,12 +339,17 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
 				q += n;
 				left -= n;
 				if (acc->partial_bytes == et.bytes) {
-					add_element(&pv->stat, &pv->ix, et, acc->partial);
+					feed_elements(pv, et, acc->partial, 1);
 					acc->partial_bytes = 0;
 				}
 			}
-			for (; left >= et.bytes; q += et.bytes, left -= et.bytes)
-				add_element(&pv->stat, &pv->ix, et, q);
+			if (left >= et.bytes) {
+				size_t n = left / et.bytes;
+
+				feed_elements(pv, et, q, n);
+				q += n * et.bytes;
+				left -= n * et.bytes;
+			}
 			if (left) {
 				memcpy(acc->partial, q, left);
 				acc->partial_bytes = (uint32_t)left;
@@ -305,20 +376,21 @@ static void put_double(FILE *f, double v)
 static void put_extreme(FILE *f, const struct statacc_priv *pv, struct elem_type et, bool is_max)
 {
 	if (et.kind == ELEM_SINT)
-		fprintf(f, "%lld", (long long)(is_max ? pv->ix.smax : pv->ix.smin));
+		fprintf(f, "%lld", (long long)(is_max ? pv->smax : pv->smin));
 	else if (et.kind == ELEM_UINT || et.kind == ELEM_BOOL)
-		fprintf(f, "%llu", (unsigned long long)(is_max ? pv->ix.umax : pv->ix.umin));
+		fprintf(f, "%llu", (unsigned long long)(is_max ? pv->umax : pv->umin));
 	else
-		put_double(f, is_max ? pv->stat.max : pv->stat.min);
+		put_double(f, is_max ? pv->max : pv->min);
 }
 
-static double final_avg(const struct adump_stat_tensor *s)
+/* As CANN: infinities of one sign only make the mean that infinity. */
+static double final_avg(const struct statacc_priv *s)
 {
 	if (s->neg_inf_count && !s->pos_inf_count)
 		return -INFINITY;
 	if (s->pos_inf_count && !s->neg_inf_count)
 		return INFINITY;
-	return s->avg;
+	return s->seen_count ? (s->sum + s->compensation) / (double)s->seen_count : 0.0;
 }
 
 static void put_shape(FILE *f, const struct adump_tensor *t)
@@ -335,7 +407,7 @@ static void put_shape(FILE *f, const struct adump_tensor *t)
 static void put_stat(FILE *f, const struct statacc_priv *pv, struct elem_type et, uint32_t bit,
 		     uint64_t count)
 {
-	const struct adump_stat_tensor *s = &pv->stat;
+	const struct statacc_priv *s = pv;
 
 	if (s->is_incomplete || s->seen_count != count) {
 		fputs("NA", f);
