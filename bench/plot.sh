@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Turns bench/matrix.jsonl (from run_matrix.sh) into bench/scaling.svg with gnuplot
+# Turns bench/matrix.jsonl (from run_matrix.sh) into bench/scaling.svg and .png with gnuplot
 # (Debian: gnuplot-nox, installed by scripts/setup.sh): capture throughput against streams
 # for 1 and 2 workers, per profile, next to the ceiling measured in the same runs.
 #
@@ -44,14 +44,23 @@ for p, by_s in rows.items():
             f.write(f"{s} " + " ".join(cells) + "\n")
 EOF
 
+for term in svg png; do
+	if [[ $term == svg ]]; then
+		setterm='set terminal svg size 1200,480 dynamic enhanced font "sans,11"'
+		target=$svg
+	else
+		setterm='set terminal pngcairo size 1200,480 enhanced font "sans,10"'
+		target=${svg%.svg}.png
+	fi
 gnuplot <<EOF
-set terminal svg size 1200,420 dynamic enhanced font "sans,11"
-set output "$svg"
+$setterm
+set output "$target"
 set multiplot layout 1,3 title "adump bench: capture vs the ceiling measured in the same run (bench/RESULTS.md)"
 set logscale x 2
+set xrange [0.8:20]
 set xtics (1, 2, 4, 8, 16)
 set xlabel "streams"
-set key top left
+set key below font ",9"
 set grid
 set style data linespoints
 set datafile missing "nan"
@@ -73,4 +82,5 @@ do for [p in "transformer huge tiny"] {
 }
 unset multiplot
 EOF
-echo "plot: $svg"
+echo "plot: $target"
+done
