@@ -79,6 +79,37 @@ int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
 	return ret;
 }
 
+int adump_reader_fail_as(struct adump_reader *r, const char *name, int ret, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	adump_reader_close(r);
+	n = snprintf(r->error, sizeof(r->error), "%s: ", name ? name : "(dump)");
+	if (n < 0 || (size_t)n >= sizeof(r->error))
+		return ret;
+	va_start(ap, fmt);
+	vsnprintf(r->error + n, sizeof(r->error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int adump_reader_check(struct adump_reader *r)
+{
+	char msg[512];
+	int ret;
+
+	if (!r || !r->is_open)
+		return -ADUMP_ERR_CONFIG;
+	if (!r->src->int_ops || !r->src->int_ops->check)
+		return 0;
+	msg[0] = '\0';
+	ret = r->src->int_ops->check(r->src->ctx, msg, sizeof(msg));
+	if (ret < 0)
+		return adump_reader_fail(r, ret, "%s", msg[0] ? msg : adump_strerror(ret));
+	return 0;
+}
+
 int adump_reader_create(struct adump_reader **out)
 {
 	struct adump_reader *r;
@@ -300,7 +331,7 @@ static int parse(struct adump_reader *r)
 	ret = adump_reader_source_read_at(r->src, 0, &le, 8);
 	if (ret < 0)
 		return adump_reader_fail(r, ret, "reading the header length: %s",
-					 adump_strerror(ret));
+					 adump_reader_source_strerror(r->src, ret));
 	header_len = le64toh(le);
 	/* Both bounds come before any allocation: a corrupt length must not become a huge
 	 * malloc or a read past the end. */
@@ -322,7 +353,8 @@ static int parse(struct adump_reader *r)
 	ret = adump_reader_source_read_at(r->src, 8, header, (size_t)header_len);
 	if (ret < 0) {
 		free(header);
-		return adump_reader_fail(r, ret, "reading the header: %s", adump_strerror(ret));
+		return adump_reader_fail(r, ret, "reading the header: %s",
+					 adump_reader_source_strerror(r->src, ret));
 	}
 	r->budget.left = (size_t)header_len * UNPACK_BUDGET_PER_BYTE + UNPACK_BUDGET_MIN;
 	if (r->budget.left > UNPACK_BUDGET_MAX)
@@ -392,16 +424,15 @@ int adump_reader_open_source(struct adump_reader *r, struct adump_reader_source 
 int adump_reader_open(struct adump_reader *r, const char *path)
 {
 	struct adump_reader_source *src;
+	char msg[512];
 	int ret;
 
 	if (!r || !path)
 		return -ADUMP_ERR_CONFIG;
 	adump_reader_close(r);
-	ret = adump_reader_source_open_path(path, &src);
-	if (ret < 0) {
-		snprintf(r->error, sizeof(r->error), "%s: %s", path, adump_strerror(ret));
-		return ret;
-	}
+	ret = adump_reader_source_open_path(path, &src, msg, sizeof(msg));
+	if (ret < 0)
+		return adump_reader_fail_as(r, path, ret, "%s", msg);
 	return adump_reader_open_source(r, src, path);
 }
 
@@ -448,7 +479,8 @@ int adump_reader_read(struct adump_reader *r, uint32_t tensor, uint64_t offset, 
 	if (ret < 0)
 		return adump_reader_fail(r, ret, "%s %u: reading the payload: %s",
 					 adump_reader_kind_name(r->tensors[tensor].info.kind),
-					 r->tensors[tensor].index, adump_strerror(ret));
+					 r->tensors[tensor].index,
+					 adump_reader_source_strerror(r->src, ret));
 	return 0;
 }
 

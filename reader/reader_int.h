@@ -12,6 +12,18 @@ struct adump_reader_source {
 	const struct adump_reader_source_ops *ops;
 	void *ctx;
 	uint64_t size;
+	/* Containers the library builds in (lz4 frames, packed entries) set these two. */
+	const struct adump_reader_source_int_ops *int_ops;
+};
+
+/* What the built-in containers add to the public ops: a message for their last failure and an
+ * integrity check (checksum or CRC) over all their bytes. */
+struct adump_reader_source_int_ops {
+	/* Message of the last failed read_at, "" if none. */
+	const char *(*error)(void *ctx);
+	/* Read everything and compare with the container's checksum. Return: 0 or negative,
+	 * with what is wrong in @msg. */
+	int (*check)(void *ctx, char *msg, size_t cap);
 };
 
 /* Bytes read per step when streaming a payload. */
@@ -20,8 +32,25 @@ struct adump_reader_source {
 ADUMP_HIDDEN const void *adump_reader_source_map(struct adump_reader_source *src,
 						 uint64_t offset, size_t len);
 
-/* Open the source for a path: a plain dump file today; containers plug in here. */
-ADUMP_HIDDEN int adump_reader_source_open_path(const char *path, struct adump_reader_source **out);
+/* Open the source for a path: a plain dump file, or an LZ4 frame (by its .lz4 suffix or its
+ * magic number) presented decompressed. On failure @msg says why (without the path). */
+ADUMP_HIDDEN int adump_reader_source_open_path(const char *path, struct adump_reader_source **out,
+					       char *msg, size_t cap);
+
+/* The LZ4 frame in @compressed (taken over, also on failure) as a source of its content.
+ * On failure @msg says why. */
+ADUMP_HIDDEN int adump_reader_lz4_wrap(struct adump_reader_source *compressed,
+				       struct adump_reader_source **out, char *msg, size_t cap);
+
+/* The message for a failed read of @src: the container's own when it has one. */
+ADUMP_HIDDEN const char *adump_reader_source_strerror(struct adump_reader_source *src, int ret);
+
+/* Record "<name>: <fmt...>" as the reader's error, with no dump open, and return @ret. */
+ADUMP_HIDDEN int adump_reader_fail_as(struct adump_reader *r, const char *name, int ret,
+				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* CRC32C as the packed layout records it (ISA-L's crc32_iscsi with the inversions). */
+ADUMP_HIDDEN uint32_t adump_reader_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* Record a failure message "<name>: <fmt...>" in the reader and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)

@@ -3,6 +3,7 @@
  * pread so payloads are never loaded whole; memory buffers are read and mapped directly. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -202,10 +203,43 @@ int adump_reader_source_open_mem(const void *buf, size_t len, bool take_ownershi
 	return ret;
 }
 
-int adump_reader_source_open_path(const char *path, struct adump_reader_source **out)
+const char *adump_reader_source_strerror(struct adump_reader_source *src, int ret)
 {
-	/* The one place a path becomes a source. Other containers (issue 5: .lz4 frame files,
-	 * packed segment directories) are recognised here and return their own ops; the parser
-	 * above only ever sees a source. */
-	return adump_reader_source_open_file(path, out);
+	const char *msg = src && src->int_ops && src->int_ops->error ? src->int_ops->error(src->ctx)
+								      : "";
+
+	return msg[0] ? msg : adump_strerror(ret);
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+int adump_reader_source_open_path(const char *path, struct adump_reader_source **out, char *msg,
+				  size_t cap)
+{
+	struct adump_reader_source *file;
+	unsigned char magic[4];
+	int ret;
+
+	/* The one place a path becomes a source; the parser above only ever sees a source.
+	 * Packed entries are not paths: adump_reader_open_packed() opens them. */
+	msg[0] = '\0';
+	ret = adump_reader_source_open_file(path, &file);
+	if (ret < 0) {
+		snprintf(msg, cap, "%s", adump_strerror(ret));
+		return ret;
+	}
+	/* A plain dump starts with its header length, whose low 32 bits can never be the LZ4
+	 * magic (that length would be far beyond ADUMP_READER_HEADER_MAX), so the magic alone
+	 * tells an LZ4 frame; the suffix sends a damaged frame there too, for a better message. */
+	if (has_suffix(path, ".lz4") ||
+	    (file->size >= 4 && file->ops->read_at(file->ctx, 0, magic, 4) == 4 &&
+	     magic[0] == 0x04 && magic[1] == 0x22 && magic[2] == 0x4d && magic[3] == 0x18))
+		return adump_reader_lz4_wrap(file, out, msg, cap);
+	*out = file;
+	return 0;
 }

@@ -68,6 +68,22 @@ ADUMP_API int adump_reader_source_open_file(const char *path, struct adump_reade
 ADUMP_API int adump_reader_source_open_mem(const void *buf, size_t len, bool take_ownership,
 					   struct adump_reader_source **out);
 
+/**
+ * adump_reader_source_open_lz4() - the content of a standard LZ4 frame (a .lz4 dump file) as
+ * a source.
+ * @compressed: the frame's bytes; the new source takes ownership, also on failure.
+ *
+ * The frame must record its content size (adump's frames do; `lz4 --content-size` adds it).
+ * Reads decode forward with one block (at most 4 MiB) of output held; a read before that
+ * block decodes again from the start. A content size beyond what lz4 can encode from the
+ * frame's length is refused before anything is allocated for it.
+ * Return: 0; -ADUMP_ERR_CORRUPT for a bad frame header; -ADUMP_ERR_UNSUPPORTED when the content
+ * size is not recorded; -ENOMEM. adump_reader_open() does this itself for a path ending in
+ * .lz4 or starting with the LZ4 magic number.
+ */
+ADUMP_API int adump_reader_source_open_lz4(struct adump_reader_source *compressed,
+					   struct adump_reader_source **out);
+
 /** adump_reader_source_size() - bytes the source holds. */
 ADUMP_API uint64_t adump_reader_source_size(const struct adump_reader_source *src);
 
@@ -153,6 +169,16 @@ ADUMP_API int adump_reader_open_mem(struct adump_reader *r, const void *buf, siz
 ADUMP_API int adump_reader_open_source(struct adump_reader *r, struct adump_reader_source *src,
 				       const char *name);
 
+/**
+ * adump_reader_check() - check the open dump's container checksum: for an LZ4 frame, decode to
+ * its end (liblz4 compares the content checksum) and refuse bytes after the frame; for a
+ * packed entry, compare the CRC32C of its bytes with the index. Plain files and memory have no
+ * checksum and return at once.
+ * Return: 0; -ADUMP_ERR_CORRUPT or -ADUMP_ERR_INCOMPLETE (message in adump_reader_error(), the
+ * dump stays open); -ADUMP_ERR_CONFIG when no dump is open. One thread at a time.
+ */
+ADUMP_API int adump_reader_check(struct adump_reader *r);
+
 /** adump_reader_close() - release the open dump, if any. */
 ADUMP_API void adump_reader_close(struct adump_reader *r);
 
@@ -195,6 +221,87 @@ ADUMP_API int adump_reader_tensor_expected_bytes(const struct adump_tensor *t, u
 
 /** adump_reader_kind_name() - "input", "output", "buffer" or "workspace". */
 ADUMP_API const char *adump_reader_kind_name(enum adump_tensor_kind kind);
+
+/* ---- Packed captures ---------------------------------------------------------------------- */
+
+/* A packed capture (dump_layout "packed") keeps its dump files in <capture>/packed/: segment
+ * files w<k>-<n>.seg and one index w<k>.idx per worker, a line per dump file:
+ *     <device_id>/<file name> TAB <segment> TAB <offset> TAB <length> TAB <crc32c hex> LF
+ * An index is read as a list of entries, each opened like a file. */
+
+enum adump_reader_packed_status {
+	ADUMP_PACKED_ENTRY = 0,         /* a complete, well-formed line */
+	ADUMP_PACKED_LEFTOVER = 1,      /* the index's last line, without its newline: the line a
+					 * crash cut short; not an entry, not an error */
+	ADUMP_PACKED_MALFORMED = 2,     /* a complete line that does not parse */
+};
+
+struct adump_reader_packed_entry {
+	enum adump_reader_packed_status status;
+	const char *name;               /* "<device_id>/<file name>"; "" unless ENTRY */
+	const char *segment;            /* segment file name in the packed directory */
+	uint64_t offset;                /* of the dump file in the segment */
+	uint64_t length;
+	uint32_t crc32c;
+	const char *index_path;         /* the index file holding the line */
+	uint32_t line;                  /* 1-based */
+	const char *message;            /* LEFTOVER, MALFORMED: what is wrong; "" for ENTRY */
+};
+
+struct adump_reader_packed;
+
+/**
+ * adump_reader_packed_open() - list the entries of a packed capture.
+ * @path: a capture directory holding packed/, the packed directory itself, or one index file.
+ * @out:  receives the list on success; the caller closes it with adump_reader_packed_close().
+ * Reads no index line yet beyond counting them (adump_reader_packed_line_count()).
+ * Return: 0; -ADUMP_ERR_NOT_FOUND when @path holds no index file; -errno; -ENOMEM.
+ * One thread at a time per list.
+ */
+ADUMP_API int adump_reader_packed_open(const char *path, struct adump_reader_packed **out);
+
+/** adump_reader_packed_close() - close the list and its segment files; NULL does nothing. */
+ADUMP_API void adump_reader_packed_close(struct adump_reader_packed *p);
+
+/** adump_reader_packed_dir() - the packed directory the list reads. */
+ADUMP_API const char *adump_reader_packed_dir(const struct adump_reader_packed *p);
+
+/** adump_reader_packed_line_count() - index lines in all, counted at open. */
+ADUMP_API uint64_t adump_reader_packed_line_count(const struct adump_reader_packed *p);
+
+/**
+ * adump_reader_packed_next() - the next index line: index files in name order, lines in order.
+ * @entry: receives a pointer valid until the next call or close.
+ * Return: 1 with an entry (check its status), 0 at the end, -errno when an index cannot be read.
+ */
+ADUMP_API int adump_reader_packed_next(struct adump_reader_packed *p,
+				       const struct adump_reader_packed_entry **entry);
+
+/**
+ * adump_reader_open_packed() - open one entry in @r as a dump named by the entry's name.
+ * @p:          the list the entry came from; must outlive the open dump only for this call
+ *              (the reader keeps its own descriptor of the segment).
+ * @entry:      an ADUMP_PACKED_ENTRY from @p.
+ * @is_checked: compare the entry's CRC32C before parsing (reads the entry once more).
+ * Return: as adump_reader_open(); -errno when the segment cannot be opened; -ADUMP_ERR_CORRUPT
+ * when the range lies beyond the segment's end or the CRC32C differs; -ADUMP_ERR_CONFIG for an
+ * entry that is not ADUMP_PACKED_ENTRY. The message is in adump_reader_error().
+ */
+ADUMP_API int adump_reader_open_packed(struct adump_reader *r, struct adump_reader_packed *p,
+				       const struct adump_reader_packed_entry *entry,
+				       bool is_checked);
+
+enum adump_reader_packed_file {
+	ADUMP_PACKED_FILE_NONE = 0,
+	ADUMP_PACKED_FILE_INDEX = 1,    /* w<k>.idx */
+	ADUMP_PACKED_FILE_SEGMENT = 2,  /* w<k>-<n>.seg */
+};
+
+/**
+ * adump_reader_packed_file_kind() - whether a path names a packed capture's index or segment
+ * file (by its file name), so directory walks can treat those apart from dump files.
+ */
+ADUMP_API enum adump_reader_packed_file adump_reader_packed_file_kind(const char *path);
 
 /* ---- Statistics -------------------------------------------------------------------------- */
 

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Packed captures: the index lines of <capture>/packed/w<k>.idx read as a list of entries,
+ * and each entry (a byte range of a segment file) opened as a source read with pread and
+ * checked against its CRC32C. The index format is pipeline/packed.c's. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <isa-l/crc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader/reader_int.h"
+
+/* Segment descriptors the list keeps open; a capture rolls a segment per GiB by default, so
+ * a few cover it, and more are opened again as needed. */
+#define SEGMENT_CACHE 16
+#define CHECK_STEP_BYTES ((size_t)1 << 20)
+
+uint32_t adump_reader_crc32c(uint32_t crc, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	/* ISA-L takes an int length: feed it in pieces. */
+	while (len) {
+		int n = len > (1u << 30) ? 1 << 30 : (int)len;
+
+		crc = ~crc32_iscsi((unsigned char *)p, n, ~crc);
+		p += n;
+		len -= (size_t)n;
+	}
+	return crc;
+}
+
+/* ---- one entry as a source ---- */
+
+struct entry_ctx {
+	int fd;                                 /* owned (a dup of the list's) */
+	uint64_t base, length;
+	uint32_t crc32c;
+	char segment[256];
+	char error[512];
+};
+
+static long entry_read_at(void *ctx, uint64_t offset, void *buf, size_t len)
+{
+	struct entry_ctx *e = ctx;
+	ssize_t got;
+
+	e->error[0] = '\0';
+	if (offset >= e->length)
+		return 0;
+	if (len > e->length - offset)
+		len = (size_t)(e->length - offset);
+	if (len > (1u << 30))
+		len = 1u << 30;
+	do
+		got = pread(e->fd, buf, len, (off_t)(e->base + offset));
+	while (got < 0 && errno == EINTR);
+	if (got < 0) {
+		int ret = -errno;
+
+		snprintf(e->error, sizeof(e->error), "reading segment %s: %s", e->segment,
+			 strerror(-ret));
+		return ret;
+	}
+	if (got == 0)
+		snprintf(e->error, sizeof(e->error), "segment %s ends before the entry does",
+			 e->segment);
+	return (long)got;
+}
+
+static const char *entry_error(void *ctx)
+{
+	return ((struct entry_ctx *)ctx)->error;
+}
+
+static int entry_check(void *ctx, char *msg, size_t cap)
+{
+	struct entry_ctx *e = ctx;
+	unsigned char *buf = malloc(CHECK_STEP_BYTES);
+	uint32_t crc = 0;
+	int ret = 0;
+
+	if (!buf) {
+		snprintf(msg, cap, "out of memory for the CRC32C check");
+		return -ENOMEM;
+	}
+	for (uint64_t done = 0; done < e->length;) {
+		size_t want = e->length - done < CHECK_STEP_BYTES ? (size_t)(e->length - done)
+								   : CHECK_STEP_BYTES;
+		long got = entry_read_at(e, done, buf, want);
+
+		if (got <= 0) {
+			ret = got < 0 ? (int)got : -ADUMP_ERR_INCOMPLETE;
+			snprintf(msg, cap, "%s", e->error);
+			break;
+		}
+		crc = adump_reader_crc32c(crc, buf, (size_t)got);
+		done += (uint64_t)got;
+	}
+	free(buf);
+	if (ret == 0 && crc != e->crc32c) {
+		snprintf(msg, cap, "CRC32C mismatch: the index records %08x, the %llu bytes at "
+				   "offset %llu of segment %s give %08x",
+			 e->crc32c, (unsigned long long)e->length, (unsigned long long)e->base,
+			 e->segment, crc);
+		ret = -ADUMP_ERR_CORRUPT;
+	}
+	return ret;
+}
+
+static void entry_close(void *ctx)
+{
+	struct entry_ctx *e = ctx;
+
+	close(e->fd);
+	free(e);
+}
+
+static const struct adump_reader_source_ops entry_ops = {
+	.read_at = entry_read_at,
+	.close = entry_close,
+};
+
+static const struct adump_reader_source_int_ops entry_int_ops = {
+	.error = entry_error,
+	.check = entry_check,
+};
+
+/* ---- the list ---- */
+
+struct segment {
+	char name[256];
+	int fd;
+	uint64_t bytes;
+};
+
+struct adump_reader_packed {
+	char *dir;
+	char **index_names;                     /* sorted */
+	size_t index_count;
+	size_t index_pos;                       /* next index to open */
+	FILE *f;                                /* the index being read */
+	char *index_path;
+	uint32_t line_number;
+	char *line;
+	size_t line_cap;
+	uint64_t line_count;
+	struct adump_reader_packed_entry entry;
+	char name[4096];
+	char segment_name[256];
+	char message[256];
+	struct segment segments[SEGMENT_CACHE];
+	unsigned segment_count, segment_next;
+};
+
+enum adump_reader_packed_file adump_reader_packed_file_kind(const char *path)
+{
+	const char *base = strrchr(path, '/'), *p;
+
+	base = base ? base + 1 : path;
+	if (base[0] != 'w' || base[1] < '0' || base[1] > '9')
+		return ADUMP_PACKED_FILE_NONE;
+	for (p = base + 1; *p >= '0' && *p <= '9'; p++)
+		;
+	if (!strcmp(p, ".idx"))
+		return ADUMP_PACKED_FILE_INDEX;
+	if (*p++ != '-' || *p < '0' || *p > '9')
+		return ADUMP_PACKED_FILE_NONE;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !strcmp(p, ".seg") ? ADUMP_PACKED_FILE_SEGMENT : ADUMP_PACKED_FILE_NONE;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int add_index(struct adump_reader_packed *p, const char *name)
+{
+	char **grown = realloc(p->index_names, (p->index_count + 1) * sizeof(*grown));
+
+	if (!grown)
+		return -ENOMEM;
+	p->index_names = grown;
+	p->index_names[p->index_count] = strdup(name);
+	if (!p->index_names[p->index_count])
+		return -ENOMEM;
+	p->index_count++;
+	return 0;
+}
+
+static int list_indexes(struct adump_reader_packed *p)
+{
+	DIR *d = opendir(p->dir);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (ret == 0 && (de = readdir(d)))
+		if (adump_reader_packed_file_kind(de->d_name) == ADUMP_PACKED_FILE_INDEX)
+			ret = add_index(p, de->d_name);
+	closedir(d);
+	if (ret == 0 && p->index_count)
+		qsort(p->index_names, p->index_count, sizeof(*p->index_names), compare_names);
+	return ret;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Lines in one index: its newlines, plus a last line without one. */
+static int count_lines(struct adump_reader_packed *p, const char *name)
+{
+	char path[4400], buf[65536];
+	int fd, last = '\n';
+	ssize_t n;
+
+	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			p->line_count += buf[i] == '\n';
+		last = buf[n - 1];
+	}
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	p->line_count += last != '\n';
+	return 0;
+}
+
+int adump_reader_packed_open(const char *path, struct adump_reader_packed **out)
+{
+	struct adump_reader_packed *p;
+	struct stat st;
+	int ret;
+
+	if (!path || !out)
+		return -ADUMP_ERR_CONFIG;
+	if (stat(path, &st) < 0)
+		return -errno;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (S_ISREG(st.st_mode)) {
+		const char *slash = strrchr(path, '/');
+
+		if (adump_reader_packed_file_kind(path) != ADUMP_PACKED_FILE_INDEX) {
+			ret = -ADUMP_ERR_NOT_FOUND;
+			goto err;
+		}
+		p->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+		if (!p->dir || add_index(p, slash ? slash + 1 : path) < 0) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	} else if (S_ISDIR(st.st_mode)) {
+		/* A capture directory first: its packed/ folder is where the indexes are. */
+		if (asprintf(&p->dir, "%s/packed", path) < 0) {
+			p->dir = NULL;
+			ret = -ENOMEM;
+			goto err;
+		}
+		if (is_dir(p->dir)) {
+			ret = list_indexes(p);
+			if (ret < 0)
+				goto err;
+		}
+		if (!p->index_count) {
+			free(p->dir);
+			p->dir = strdup(path);
+			if (!p->dir) {
+				ret = -ENOMEM;
+				goto err;
+			}
+			ret = list_indexes(p);
+			if (ret < 0)
+				goto err;
+		}
+		if (!p->index_count) {
+			ret = -ADUMP_ERR_NOT_FOUND;
+			goto err;
+		}
+	} else {
+		ret = -ADUMP_ERR_NOT_FOUND;
+		goto err;
+	}
+	for (size_t i = 0; i < p->index_count; i++) {
+		ret = count_lines(p, p->index_names[i]);
+		if (ret < 0)
+			goto err;
+	}
+	*out = p;
+	return 0;
+err:
+	adump_reader_packed_close(p);
+	return ret;
+}
+
+void adump_reader_packed_close(struct adump_reader_packed *p)
+{
+	if (!p)
+		return;
+	if (p->f)
+		fclose(p->f);
+	for (unsigned i = 0; i < p->segment_count; i++)
+		close(p->segments[i].fd);
+	for (size_t i = 0; i < p->index_count; i++)
+		free(p->index_names[i]);
+	free(p->index_names);
+	free(p->index_path);
+	free(p->line);
+	free(p->dir);
+	free(p);
+}
+
+const char *adump_reader_packed_dir(const struct adump_reader_packed *p)
+{
+	return p->dir;
+}
+
+uint64_t adump_reader_packed_line_count(const struct adump_reader_packed *p)
+{
+	return p->line_count;
+}
+
+static bool parse_u64(const char *s, int base, uint64_t *out)
+{
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, base);
+	return !*end && errno == 0;
+}
+
+/* Split a complete line (newline removed) into p->entry. Return: true when well formed;
+ * otherwise p->message says what is wrong. */
+static bool parse_line(struct adump_reader_packed *p, char *line)
+{
+	struct adump_reader_packed_entry *e = &p->entry;
+	char *fields[5], *tab;
+	uint64_t crc;
+	int n = 0;
+
+	fields[n++] = line;
+	while (n < 5 && (tab = strchr(fields[n - 1], '\t'))) {
+		*tab = '\0';
+		fields[n++] = tab + 1;
+	}
+	if (n != 5 || strchr(fields[4], '\t')) {
+		snprintf(p->message, sizeof(p->message), "expected 5 tab-separated fields");
+		return false;
+	}
+	if (!fields[0][0] || fields[0][0] == '/' || strstr(fields[0], "..") ||
+	    strlen(fields[0]) >= sizeof(p->name)) {
+		snprintf(p->message, sizeof(p->message), "bad file name");
+		return false;
+	}
+	if (!fields[1][0] || strchr(fields[1], '/') || strlen(fields[1]) >= sizeof(p->segment_name)) {
+		snprintf(p->message, sizeof(p->message), "bad segment name");
+		return false;
+	}
+	if (!parse_u64(fields[2], 10, &e->offset) || !parse_u64(fields[3], 10, &e->length) ||
+	    e->offset > UINT64_MAX - e->length) {
+		snprintf(p->message, sizeof(p->message), "bad offset or length");
+		return false;
+	}
+	if (strlen(fields[4]) > 8 || !parse_u64(fields[4], 16, &crc)) {
+		snprintf(p->message, sizeof(p->message), "bad CRC32C");
+		return false;
+	}
+	strcpy(p->name, fields[0]);
+	strcpy(p->segment_name, fields[1]);
+	e->crc32c = (uint32_t)crc;
+	return true;
+}
+
+int adump_reader_packed_next(struct adump_reader_packed *p,
+			     const struct adump_reader_packed_entry **entry)
+{
+	struct adump_reader_packed_entry *e = &p->entry;
+	ssize_t n;
+
+	if (!p || !entry)
+		return -ADUMP_ERR_CONFIG;
+	for (;;) {
+		if (!p->f) {
+			if (p->index_pos == p->index_count)
+				return 0;
+			free(p->index_path);
+			if (asprintf(&p->index_path, "%s/%s", p->dir, p->index_names[p->index_pos++]) < 0) {
+				p->index_path = NULL;
+				return -ENOMEM;
+			}
+			p->f = fopen(p->index_path, "re");
+			if (!p->f)
+				return -errno;
+			p->line_number = 0;
+		}
+		errno = 0;
+		n = getline(&p->line, &p->line_cap, p->f);
+		if (n < 0) {
+			int ret = errno ? -errno : 0;
+
+			fclose(p->f);
+			p->f = NULL;
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		break;
+	}
+	p->line_number++;
+	memset(e, 0, sizeof(*e));
+	p->name[0] = p->segment_name[0] = p->message[0] = '\0';
+	e->name = p->name;
+	e->segment = p->segment_name;
+	e->message = p->message;
+	e->index_path = p->index_path;
+	e->line = p->line_number;
+	if (p->line[n - 1] != '\n') {
+		/* Lines go out whole and data before them, so only a crash leaves this. */
+		e->status = ADUMP_PACKED_LEFTOVER;
+		snprintf(p->message, sizeof(p->message),
+			 "last line cut short (a capture that did not stop cleanly); not an entry");
+	} else {
+		p->line[n - 1] = '\0';
+		if (strlen(p->line) != (size_t)n - 1) {
+			e->status = ADUMP_PACKED_MALFORMED;
+			snprintf(p->message, sizeof(p->message), "NUL byte in the line");
+		} else if (parse_line(p, p->line)) {
+			e->status = ADUMP_PACKED_ENTRY;
+		} else {
+			e->status = ADUMP_PACKED_MALFORMED;
+			p->name[0] = p->segment_name[0] = '\0';
+		}
+	}
+	*entry = e;
+	return 1;
+}
+
+/* An open descriptor of segment @name and its size, from the cache or opened now. */
+static int segment_get(struct adump_reader_packed *p, const char *name, struct segment **out)
+{
+	struct segment *s;
+	struct stat st;
+	char path[4400];
+	int fd;
+
+	for (unsigned i = 0; i < p->segment_count; i++)
+		if (!strcmp(p->segments[i].name, name)) {
+			*out = &p->segments[i];
+			return 0;
+		}
+	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (p->segment_count < SEGMENT_CACHE) {
+		s = &p->segments[p->segment_count++];
+	} else {
+		s = &p->segments[p->segment_next];
+		p->segment_next = (p->segment_next + 1) % SEGMENT_CACHE;
+		close(s->fd);
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->fd = fd;
+	s->bytes = (uint64_t)st.st_size;
+	*out = s;
+	return 0;
+}
+
+int adump_reader_open_packed(struct adump_reader *r, struct adump_reader_packed *p,
+			     const struct adump_reader_packed_entry *entry, bool is_checked)
+{
+	struct adump_reader_source *src;
+	struct entry_ctx *e;
+	struct segment *seg = NULL;
+	char msg[512];
+	int ret;
+
+	if (!r)
+		return -ADUMP_ERR_CONFIG;
+	if (!p || !entry || entry->status != ADUMP_PACKED_ENTRY)
+		return adump_reader_fail_as(r, entry ? entry->name : NULL, -ADUMP_ERR_CONFIG,
+					    "not a packed entry");
+	ret = segment_get(p, entry->segment, &seg);
+	if (ret < 0)
+		return adump_reader_fail_as(r, entry->name, ret, "segment %s/%s: %s", p->dir,
+					    entry->segment, adump_strerror(ret));
+	if (entry->offset > seg->bytes || entry->length > seg->bytes - entry->offset)
+		return adump_reader_fail_as(r, entry->name, -ADUMP_ERR_CORRUPT,
+					    "entry %s:%u ends at byte %llu, past the end of segment "
+					    "%s (%llu bytes)",
+					    entry->index_path, entry->line,
+					    (unsigned long long)(entry->offset + entry->length),
+					    entry->segment, (unsigned long long)seg->bytes);
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return adump_reader_fail_as(r, entry->name, -ENOMEM, "out of memory");
+	e->fd = fcntl(seg->fd, F_DUPFD_CLOEXEC, 0);
+	if (e->fd < 0) {
+		ret = -errno;
+		free(e);
+		return adump_reader_fail_as(r, entry->name, ret, "%s", adump_strerror(ret));
+	}
+	e->base = entry->offset;
+	e->length = entry->length;
+	e->crc32c = entry->crc32c;
+	snprintf(e->segment, sizeof(e->segment), "%s", entry->segment);
+	if (is_checked) {
+		msg[0] = '\0';
+		ret = entry_check(e, msg, sizeof(msg));
+		if (ret < 0) {
+			entry_close(e);
+			return adump_reader_fail_as(r, entry->name, ret, "%s", msg);
+		}
+	}
+	ret = adump_reader_source_create(&entry_ops, e, e->length, &src);
+	if (ret < 0) {
+		entry_close(e);
+		return adump_reader_fail_as(r, entry->name, ret, "%s", adump_strerror(ret));
+	}
+	src->int_ops = &entry_int_ops;
+	return adump_reader_open_source(r, src, entry->name);
+}
