@@ -11,6 +11,7 @@
 #include "common/common.h"
 #include "ring/ring.h"
 #include "ring/ring_int.h"
+#include "ring/spsc.h"
 
 #define SPIN_ITERATIONS 2000            /* ~ a few µs before the producer sleeps */
 #define WAIT_SLICE_NS 10000000u         /* re-check every 10 ms: a lost wake-up never hangs */
@@ -65,31 +66,6 @@ static uint32_t pow2_above(uint32_t n)
 	return p;
 }
 
-/* The ring calls are not instrumented under ThreadSanitizer (see ring_int.h); the record
- * hand-off is annotated by the callers instead. */
-ADUMP_NO_TSAN static bool ring_push(ck_ring_t *ring, ck_ring_buffer_t *slots, void *rec,
-				    unsigned int *size)
-{
-	unsigned int ignored;
-	bool ok;
-
-	ADUMP_TSAN_IGNORE_BEGIN();
-	/* ck's _size variant stores through @size unconditionally. */
-	ok = ck_ring_enqueue_spsc_size(ring, slots, rec, size ? size : &ignored);
-	ADUMP_TSAN_IGNORE_END();
-	return ok;
-}
-
-ADUMP_NO_TSAN static bool ring_pop(ck_ring_t *ring, ck_ring_buffer_t *slots, void **rec)
-{
-	bool ok;
-
-	ADUMP_TSAN_IGNORE_BEGIN();
-	ok = ck_ring_dequeue_spsc(ring, slots, rec);
-	ADUMP_TSAN_IGNORE_END();
-	return ok;
-}
-
 int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 {
 	struct adump_chan *c;
@@ -125,7 +101,7 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 
 		r->buf = (char *)cfg->buffer_mem + (size_t)i * cfg->buffer_bytes;
 		r->index = cfg->first_index + i;
-		ring_push(&c->free_ring, c->free_slots, r, NULL);
+		adump_spsc_push(&c->free_ring, c->free_slots, r, NULL);
 	}
 	*out = c;
 	return 0;
@@ -152,11 +128,8 @@ static struct adump_rec *take_free(struct adump_chan *c)
 {
 	void *rec;
 
-	if (!ring_pop(&c->free_ring, c->free_slots, &rec))
-		return NULL;
-	/* Pairs with the release in adump_chan_release_sc(): the worker is done with it. */
-	ADUMP_TSAN_ACQUIRE(rec);
-	return rec;
+	/* The worker is done with a record it pushed back (adump_chan_release_sc()). */
+	return adump_spsc_pop(&c->free_ring, c->free_slots, &rec) ? rec : NULL;
 }
 
 struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
@@ -229,10 +202,8 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 	uint64_t start = c->is_sampled ? adump_now_ns() : 0;
 
 	atomic_fetch_add_explicit(&c->committed, 1, memory_order_relaxed);
-	/* Pairs with the acquire in adump_chan_pop_sc(): record and buffer contents. */
-	ADUMP_TSAN_RELEASE(rec);
 	/* Never full: the ring has more slots than there are records. */
-	ring_push(&c->full_ring, c->full_slots, rec, &depth);
+	adump_spsc_push(&c->full_ring, c->full_slots, rec, &depth);
 	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
 		atomic_store_explicit(&c->high_water, depth + 1, memory_order_relaxed);
 
@@ -251,27 +222,17 @@ struct adump_rec *adump_chan_pop_sc(struct adump_chan *c)
 {
 	void *rec;
 
-	if (!ring_pop(&c->full_ring, c->full_slots, &rec))
-		return NULL;
-	ADUMP_TSAN_ACQUIRE(rec);
-	return rec;
+	return adump_spsc_pop(&c->full_ring, c->full_slots, &rec) ? rec : NULL;
 }
 
 bool adump_chan_is_empty_sc(struct adump_chan *c)
 {
-	unsigned int n;
-
-	ADUMP_TSAN_IGNORE_BEGIN();
-	n = ck_ring_size(&c->full_ring);
-	ADUMP_TSAN_IGNORE_END();
-	return n == 0;
+	return adump_spsc_size(&c->full_ring) == 0;
 }
 
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
 {
-	/* Pairs with the acquire in take_free(). */
-	ADUMP_TSAN_RELEASE(rec);
-	ring_push(&c->free_ring, c->free_slots, rec, NULL);
+	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
 	atomic_fetch_add_explicit(&c->released, 1, memory_order_release);
 	/* Dekker with the producer's sleep and with adump_chan_wait_idle(). */
 	atomic_thread_fence(memory_order_seq_cst);
