@@ -41,7 +41,8 @@ ADUMP_HIDDEN int adump_testpoint_hit(const char *name);
 #else
 #define ADUMP_TESTPOINT(name) 0
 #endif
-/* Arm @name to fail with @err on its @nth hit (1-based) and every later one when @sticky. */
+/* Arm @name to fail with @err on its @nth hit (1-based); @sticky 1: and every later hit;
+ * @sticky 2: on every @nth hit. */
 ADUMP_API void adump_testpoint_arm(const char *name, int err, unsigned nth, int sticky);
 ADUMP_API void adump_testpoint_disarm_all(void);
 

@@ -60,7 +60,8 @@ int adump_testpoint_hit(const char *name)
 		if (strcmp(p->name, name) != 0)
 			continue;
 		p->hits++;
-		if (p->hits == p->nth || (p->sticky && p->hits > p->nth))
+		if (p->hits == p->nth || (p->sticky == 1 && p->hits > p->nth) ||
+		    (p->sticky == 2 && p->hits % p->nth == 0))
 			ret = p->err;
 	}
 	pthread_mutex_unlock(&points_lock);

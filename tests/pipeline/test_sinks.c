@@ -222,6 +222,40 @@ START_TEST(test_direct_io_matches_buffered)
 }
 END_TEST
 
+static void short_writes(enum adump_writer_kind writer)
+{
+	char *root = t_tmpdir("sinks");
+	char a[4200], b[4200], ta[4200], tb[4200];
+
+	snprintf(a, sizeof(a), "%s/clean", root);
+	snprintf(b, sizeof(b), "%s/short", root);
+	capture(a, ADUMP_SINK_FILE, writer, NULL, 256u << 10);
+	/* Every 3rd completion comes back half done, every 5th as EAGAIN: the rest of each
+	 * write must go out again at its own offset, and the files must not change. */
+	adump_testpoint_arm("uring.short", 1, 3, 2);
+	adump_testpoint_arm("uring.eagain", 1, 5, 2);
+	capture(b, ADUMP_SINK_FILE, writer, NULL, 256u << 10);
+	adump_testpoint_disarm_all();
+	snprintf(ta, sizeof(ta), "%s/%s", a, TIME_DIR);
+	snprintf(tb, sizeof(tb), "%s/%s", b, TIME_DIR);
+	compare_trees(ta, tb);
+	t_workload_free(&w);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_short_writes_uring)
+{
+	short_writes(ADUMP_WRITER_URING);
+}
+END_TEST
+
+START_TEST(test_short_writes_pwrite)
+{
+	short_writes(ADUMP_WRITER_PWRITE);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sinks");
@@ -231,6 +265,8 @@ int main(void)
 	tcase_add_test(tc, test_pwrite_matches_uring);
 	tcase_add_test(tc, test_callback_reassembles_to_file_bytes);
 	tcase_add_test(tc, test_direct_io_matches_buffered);
+	tcase_add_test(tc, test_short_writes_uring);
+	tcase_add_test(tc, test_short_writes_pwrite);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
