@@ -285,9 +285,9 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 	if (s->cfg.io == ADUMP_IO_DIRECT) {
 		/* Writes from the header need aligned memory; its aligned head goes out now,
 		 * its tail with the first chunk. */
-		size_t cap = (fs->header_len + ADUMP_DIRECT_ALIGN - 1) / ADUMP_DIRECT_ALIGN *
-			     ADUMP_DIRECT_ALIGN;
-		void *aligned = aligned_alloc(ADUMP_DIRECT_ALIGN, cap);
+		size_t aligned_bytes = (fs->header_len + ADUMP_DIRECT_ALIGN - 1) /
+				       ADUMP_DIRECT_ALIGN * ADUMP_DIRECT_ALIGN;
+		void *aligned = aligned_alloc(ADUMP_DIRECT_ALIGN, aligned_bytes);
 
 		if (!aligned) {
 			adump_file_fail(s, fs, -ENOMEM, "aligning the header of");
