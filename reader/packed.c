@@ -494,9 +494,9 @@ int adump_reader_open_packed(struct adump_reader *r, struct adump_reader_packed 
 			     const struct adump_reader_packed_entry *entry, bool is_checked)
 {
 	struct adump_reader_source *src;
-	struct entry_ctx *e;
+	struct entry_ctx *e = NULL;
 	struct segment *seg = NULL;
-	char msg[512];
+	char msg[512], *name;
 	int ret;
 
 	if (!r)
@@ -504,25 +504,35 @@ int adump_reader_open_packed(struct adump_reader *r, struct adump_reader_packed 
 	if (!p || !entry || entry->status != ADUMP_PACKED_ENTRY)
 		return adump_reader_fail_as(r, entry ? entry->name : NULL, -ADUMP_ERR_CONFIG,
 					    "not a packed entry");
-	ret = segment_get(p, entry->segment, &seg);
-	if (ret < 0)
-		return adump_reader_fail_as(r, entry->name, ret, "segment %s/%s: %s", p->dir,
-					    entry->segment, adump_strerror(ret));
-	if (entry->offset > seg->bytes || entry->length > seg->bytes - entry->offset)
-		return adump_reader_fail_as(r, entry->name, -ADUMP_ERR_CORRUPT,
-					    "entry %s:%u ends at byte %llu, past the end of segment "
-					    "%s (%llu bytes)",
-					    entry->index_path, entry->line,
-					    (unsigned long long)(entry->offset + entry->length),
-					    entry->segment, (unsigned long long)seg->bytes);
-	e = calloc(1, sizeof(*e));
-	if (!e)
+	if (asprintf(&name, "%s/%s", p->dir, entry->name) < 0)
 		return adump_reader_fail_as(r, entry->name, -ENOMEM, "out of memory");
+	ret = segment_get(p, entry->segment, &seg);
+	if (ret < 0) {
+		adump_reader_fail_as(r, name, ret, "segment %s: %s", entry->segment,
+				     adump_strerror(ret));
+		goto out;
+	}
+	if (entry->offset > seg->bytes || entry->length > seg->bytes - entry->offset) {
+		ret = adump_reader_fail_as(r, name, -ADUMP_ERR_CORRUPT,
+					   "index line %s:%u ends at byte %llu, past the end of "
+					   "segment %s (%llu bytes)",
+					   entry->index_path, entry->line,
+					   (unsigned long long)(entry->offset + entry->length),
+					   entry->segment, (unsigned long long)seg->bytes);
+		goto out;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		ret = adump_reader_fail_as(r, name, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* The source owns a descriptor of its own, so it may outlive the list's cache. */
 	e->fd = fcntl(seg->fd, F_DUPFD_CLOEXEC, 0);
 	if (e->fd < 0) {
 		ret = -errno;
 		free(e);
-		return adump_reader_fail_as(r, entry->name, ret, "%s", adump_strerror(ret));
+		adump_reader_fail_as(r, name, ret, "%s", adump_strerror(ret));
+		goto out;
 	}
 	e->base = entry->offset;
 	e->length = entry->length;
@@ -533,14 +543,19 @@ int adump_reader_open_packed(struct adump_reader *r, struct adump_reader_packed 
 		ret = entry_check(e, msg, sizeof(msg));
 		if (ret < 0) {
 			entry_close(e);
-			return adump_reader_fail_as(r, entry->name, ret, "%s", msg);
+			adump_reader_fail_as(r, name, ret, "%s", msg);
+			goto out;
 		}
 	}
 	ret = adump_reader_source_create(&entry_ops, e, e->length, &src);
 	if (ret < 0) {
 		entry_close(e);
-		return adump_reader_fail_as(r, entry->name, ret, "%s", adump_strerror(ret));
+		adump_reader_fail_as(r, name, ret, "%s", adump_strerror(ret));
+		goto out;
 	}
 	src->int_ops = &entry_int_ops;
-	return adump_reader_open_source(r, src, entry->name);
+	ret = adump_reader_open_source(r, src, name);
+out:
+	free(name);
+	return ret;
 }

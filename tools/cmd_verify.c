@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `adump verify DIR`: checks that every dump file below a directory is complete and
- * consistent (layout adds up, header parses, shape x dtype matches size), lists .part
- * leftovers and .failed files, and exits non-zero on any problem. */
+ * consistent (layout adds up, header parses, shape x dtype matches size), .lz4 frames and
+ * packed captures included, lists .part leftovers and .failed files, and exits non-zero on
+ * any problem. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,13 +21,30 @@ static void usage(FILE *f)
 		"input's and output's shape x dtype size equals its size. Lists leftover .part\n"
 		"files (writes that never finished) and .failed files (write errors, dropped data).\n"
 		".csv files (statistics mode) are not dump files and are skipped.\n"
+		"<name>.lz4 files (dump_compress lz4) are decoded in full: the frame checksum must\n"
+		"match and the content must be a whole dump; .lz4.part and .lz4.failed count as\n"
+		"leftovers and failed files.\n"
+		"A packed capture (a directory packed/ of w<k>.idx indexes and w<k>-<n>.seg\n"
+		"segments) is checked entry by entry, each shown as <packed dir>/<entry name>:\n"
+		"its segment exists, the range lies inside it, the CRC32C matches and the dump\n"
+		"layout adds up. An index's last line without its newline is what a crash leaves:\n"
+		"reported as a warning, not a problem. Any other bad index line is a problem.\n"
 		"Prints one line per problem and a summary; exits 1 on any problem, 2 on bad usage.\n\n"
 		"  --json    print one JSON document on stdout instead of text\n"
 		"  --quiet   no progress bar\n");
 }
 
-/* SKIPPED: statistics CSVs (dump_data "stats"), which are not dump files. */
-enum verdict { VERDICT_OK, VERDICT_BAD, VERDICT_PART, VERDICT_FAILED, VERDICT_SKIPPED };
+/* SKIPPED: statistics CSVs (dump_data "stats"), which are not dump files. LEFTOVER: a packed
+ * index's cut-short last line, a warning. */
+enum verdict {
+	VERDICT_OK,
+	VERDICT_BAD,
+	VERDICT_PART,
+	VERDICT_FAILED,
+	VERDICT_SKIPPED,
+	VERDICT_LEFTOVER,
+	VERDICT_COUNT
+};
 
 /* Shape, dtype and size agreement for one opened dump; the first mismatch goes to @msg. */
 static bool check_shapes(struct adump_reader *r, char *msg, size_t cap)
@@ -63,6 +81,25 @@ static bool check_shapes(struct adump_reader *r, char *msg, size_t cap)
 	return true;
 }
 
+/* Shapes and, for containers, the checksum of the dump open in @r; closes it. */
+static enum verdict verify_opened(struct adump_reader *r, char *msg, size_t cap)
+{
+	char detail[512];
+
+	if (!check_shapes(r, detail, sizeof(detail))) {
+		snprintf(msg, cap, "%s: %s", adump_reader_name(r), detail);
+		adump_reader_close(r);
+		return VERDICT_BAD;
+	}
+	if (adump_reader_check(r) < 0) {
+		snprintf(msg, cap, "%s", adump_reader_error(r));
+		adump_reader_close(r);
+		return VERDICT_BAD;
+	}
+	adump_reader_close(r);
+	return VERDICT_OK;
+}
+
 static enum verdict verify_one(struct adump_reader *r, const char *path, char *msg, size_t cap)
 {
 	msg[0] = '\0';
@@ -80,24 +117,58 @@ static enum verdict verify_one(struct adump_reader *r, const char *path, char *m
 		snprintf(msg, cap, "%s", adump_reader_error(r));
 		return VERDICT_BAD;
 	}
-	char detail[512];
-	if (!check_shapes(r, detail, sizeof(detail))) {
-		snprintf(msg, cap, "%s: %s", path, detail);
-		adump_reader_close(r);
+	return verify_opened(r, msg, cap);
+}
+
+/* One line of a packed index. */
+static enum verdict verify_entry(struct adump_reader *r, struct adump_reader_packed *p,
+				 const struct adump_reader_packed_entry *e, char *msg, size_t cap)
+{
+	msg[0] = '\0';
+	if (e->status != ADUMP_PACKED_ENTRY) {
+		snprintf(msg, cap, "%s line %u: %s", e->index_path, e->line, e->message);
+		return e->status == ADUMP_PACKED_LEFTOVER ? VERDICT_LEFTOVER : VERDICT_BAD;
+	}
+	/* The CRC first, so a damaged entry is reported as damaged rather than as whatever
+	 * the parser makes of the changed bytes. */
+	if (adump_reader_open_packed(r, p, e, true) < 0) {
+		snprintf(msg, cap, "%s", adump_reader_error(r));
 		return VERDICT_BAD;
 	}
-	adump_reader_close(r);
-	return VERDICT_OK;
+	return verify_opened(r, msg, cap);
+}
+
+static const char *const verdict_names[VERDICT_COUNT] = { "ok",      "bad",     "part",
+							    "failed",  "skipped", "index_leftover" };
+
+/* One problem (or warning), as a JSON entry or a line of text. */
+static void report(bool is_json, json_object *problems, struct tool_progress *progress,
+		   enum verdict v, const char *file, const char *msg)
+{
+	static const char *const labels[VERDICT_COUNT] = { "OK",     "BAD",  "PART",
+							   "FAILED", "SKIP", "WARN" };
+
+	if (is_json) {
+		json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "file", json_object_new_string(file));
+		json_object_object_add(p, "kind", json_object_new_string(verdict_names[v]));
+		json_object_object_add(p, "message", json_object_new_string(msg));
+		json_object_array_add(problems, p);
+	} else {
+		tool_progress_clear(progress);
+		printf("%-6s %s\n", labels[v], msg);
+	}
 }
 
 int cmd_verify(int argc, char **argv)
 {
-	static const char *const verdict_names[] = { "ok", "bad", "part", "failed", "skipped" };
+	uint64_t file_count = 0, entry_count = 0;
 	struct tool_files files = { 0 };
 	struct tool_progress progress;
 	struct adump_reader *r = NULL;
 	bool is_json = false, is_quiet = false;
-	uint64_t counts[5] = { 0 };
+	uint64_t counts[VERDICT_COUNT] = { 0 };
 	json_object *doc = NULL, *problems = NULL;
 	int dir_count = 0, rc = 0;
 
@@ -143,31 +214,71 @@ int cmd_verify(int argc, char **argv)
 		doc = json_object_new_object();
 		problems = json_object_new_array();
 	}
-	tool_progress_start(&progress, "verify", files.count, is_quiet);
+	/* Index files stand for their lines; segments are read through them. */
+	uint64_t item_count = 0;
 	for (size_t i = 0; i < files.count; i++) {
+		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files.paths[i]);
+		struct adump_reader_packed *p;
+
+		if (kind == ADUMP_PACKED_FILE_INDEX &&
+		    adump_reader_packed_open(files.paths[i], &p) == 0) {
+			item_count += adump_reader_packed_line_count(p);
+			adump_reader_packed_close(p);
+		} else if (kind != ADUMP_PACKED_FILE_SEGMENT) {
+			item_count++;
+		}
+	}
+	tool_progress_start(&progress, "verify", item_count, is_quiet);
+	for (size_t i = 0; i < files.count; i++) {
+		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files.paths[i]);
+		struct adump_reader_packed *p = NULL;
+		const struct adump_reader_packed_entry *e = NULL;
 		char msg[1400];
-		enum verdict v = verify_one(r, files.paths[i], msg, sizeof(msg));
+		enum verdict v;
+		int ret = 0;
 
-		counts[v]++;
-		if (v != VERDICT_OK && v != VERDICT_SKIPPED) {
-			if (is_json) {
-				json_object *p = json_object_new_object();
-
-				json_object_object_add(p, "file",
-						       json_object_new_string(files.paths[i]));
-				json_object_object_add(p, "kind",
-						       json_object_new_string(verdict_names[v]));
-				json_object_object_add(p, "message", json_object_new_string(msg));
-				json_object_array_add(problems, p);
-			} else {
-				tool_progress_clear(&progress);
-				printf("%-6s %s\n", v == VERDICT_BAD    ? "BAD"
-						    : v == VERDICT_PART ? "PART"
-									: "FAILED",
-				       msg);
+		if (kind == ADUMP_PACKED_FILE_SEGMENT)
+			continue;
+		if (kind == ADUMP_PACKED_FILE_INDEX) {
+			ret = adump_reader_packed_open(files.paths[i], &p);
+			if (ret < 0) {
+				counts[VERDICT_BAD]++;
+				report(is_json, problems, &progress, VERDICT_BAD, files.paths[i],
+				       adump_strerror(ret));
+				continue;
 			}
 		}
-		tool_progress_step(&progress);
+		for (;;) {
+			const char *name = files.paths[i];
+
+			if (p) {
+				ret = adump_reader_packed_next(p, &e);
+				if (ret <= 0)
+					break;
+				v = verify_entry(r, p, e, msg, sizeof(msg));
+				if (e->status == ADUMP_PACKED_ENTRY)
+					name = adump_reader_name(r)[0] ? adump_reader_name(r)
+								       : e->name;
+				entry_count += e->status != ADUMP_PACKED_LEFTOVER;
+			} else {
+				v = verify_one(r, files.paths[i], msg, sizeof(msg));
+			}
+			counts[v]++;
+			if (v != VERDICT_OK && v != VERDICT_SKIPPED)
+				report(is_json, problems, &progress, v, name, msg);
+			tool_progress_step(&progress);
+			if (!p)
+				break;
+		}
+		if (p && ret < 0) {
+			counts[VERDICT_BAD]++;
+			snprintf(msg, sizeof(msg), "%s: reading the index: %s", files.paths[i],
+				 adump_strerror(ret));
+			report(is_json, problems, &progress, VERDICT_BAD, files.paths[i], msg);
+		}
+		adump_reader_packed_close(p);
+		if (!p)
+			file_count++;
 	}
 	tool_progress_end(&progress);
 
@@ -175,8 +286,10 @@ int cmd_verify(int argc, char **argv)
 	bool is_empty = counts[VERDICT_OK] + problem_count == 0;
 
 	if (is_json) {
-		json_object_object_add(doc, "files", json_object_new_int64((int64_t)files.count));
-		for (int v = 0; v < 5; v++)
+		json_object_object_add(doc, "files", json_object_new_int64((int64_t)file_count));
+		json_object_object_add(doc, "packed_entries",
+				       json_object_new_int64((int64_t)entry_count));
+		for (int v = 0; v < VERDICT_COUNT; v++)
 			json_object_object_add(doc, verdict_names[v],
 					       json_object_new_int64((int64_t)counts[v]));
 		json_object_object_add(doc, "problems", problems);
@@ -185,13 +298,19 @@ int cmd_verify(int argc, char **argv)
 		printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
 									   JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else {
-		printf("verify: %zu files: %llu ok, %llu bad, %llu .part leftover, %llu failed",
-		       files.count, (unsigned long long)counts[VERDICT_OK],
+		printf("verify: %llu files", (unsigned long long)file_count);
+		if (entry_count)
+			printf(" and %llu packed entries", (unsigned long long)entry_count);
+		printf(": %llu ok, %llu bad, %llu .part leftover, %llu failed",
+		       (unsigned long long)counts[VERDICT_OK],
 		       (unsigned long long)counts[VERDICT_BAD],
 		       (unsigned long long)counts[VERDICT_PART],
 		       (unsigned long long)counts[VERDICT_FAILED]);
 		if (counts[VERDICT_SKIPPED])
 			printf(", %llu .csv skipped", (unsigned long long)counts[VERDICT_SKIPPED]);
+		if (counts[VERDICT_LEFTOVER])
+			printf(", %llu cut-short index line(s) (warning)",
+			       (unsigned long long)counts[VERDICT_LEFTOVER]);
 		printf("%s\n", is_empty ? " (no dump files found)" : problem_count ? "" : ": passed");
 	}
 	rc = problem_count || is_empty ? 1 : 0;

@@ -278,7 +278,8 @@ ADUMP_API int adump_reader_packed_next(struct adump_reader_packed *p,
 				       const struct adump_reader_packed_entry **entry);
 
 /**
- * adump_reader_open_packed() - open one entry in @r as a dump named by the entry's name.
+ * adump_reader_open_packed() - open one entry in @r as a dump named "<packed dir>/<entry name>"
+ * (adump_reader_name()), the path the file would have had were the directory unpacked there.
  * @p:          the list the entry came from; must outlive the open dump only for this call
  *              (the reader keeps its own descriptor of the segment).
  * @entry:      an ADUMP_PACKED_ENTRY from @p.
