@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 out=${1:-/tmp/adump-demo}
 
 scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DADUMP_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DADUMP_BUILD_TESTS=OFF -DADUMP_SKIP= >/dev/null
 cmake --build build -j"$(nproc)"
 
 rm -rf "$out"
