@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `adump convert -d <file|dir|f1,f2> [-out DIR]`: dump files to numpy arrays, named as
+/* `adump convert -d <file|dir|f1,f2> [-out DIR]`: dump files (plain, .lz4 or the entries of
+ * a packed capture) to numpy arrays, named as
  * msaccucmp's convert names them: <base>.input.<i>.npy, <base>.output.<i>.npy,
  * <base>.buffer.<i>.bin, <base>.space.<i>.bin; bases too long for the file system are hashed
  * and recorded in <out>/mapping.csv. */
@@ -28,6 +29,10 @@ static void usage(FILE *f)
 		"(int4, float8, ...) are saved raw as .bin with a note. When the header's shape does\n"
 		"not match the size, the array is saved 1-D with a warning. Names too long for the\n"
 		"file system use a hash of <base>, listed as '<hash>,<base>' in DIR/mapping.csv.\n\n"
+		"Compressed dumps (<name>.lz4, dump_compress lz4) are read directly and converted\n"
+		"under <name>. A packed capture (dump_layout packed) converts every entry of its\n"
+		"indexes as if it were a file: give its directory (the one holding packed/), the\n"
+		"packed/ directory or one w<k>.idx index.\n\n"
 		"  -d PATH     a dump file, a directory of them, or a comma-separated list\n"
 		"  -out DIR    output directory (default: current directory; created if missing)\n"
 		"  -r          descend into subdirectories of a -d directory\n"
@@ -178,16 +183,20 @@ static size_t longest_name(const struct adump_reader_header *h, size_t len)
 	return len + strlen(".output.") + index_digits + strlen(".npy");
 }
 
-static int convert_file(struct convert *c, const char *file)
+/* Convert the dump open in c->r, named @file; closes it. */
+static int convert_opened(struct convert *c, const char *file)
 {
 	const struct adump_reader_header *h;
-	const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
-	char hashed[32];
+	const char *slash = strrchr(file, '/');
+	char hashed[32], base_buf[PATH_MAX];
+	const char *base = slash ? slash + 1 : file;
 	int rc = 0;
 
-	if (adump_reader_open(c->r, file) < 0) {
-		tool_warn(&c->progress, "adump convert: %s\n", adump_reader_error(c->r));
-		return -1;
+	/* A compressed dump converts under the name of the file it holds. */
+	if (tool_has_suffix(base, ".lz4") && strlen(base) > 4 && strlen(base) < sizeof(base_buf)) {
+		memcpy(base_buf, base, strlen(base) - 4);
+		base_buf[strlen(base) - 4] = '\0';
+		base = base_buf;
 	}
 	h = adump_reader_header(c->r);
 	if (longest_name(h, strlen(base)) > (size_t)c->name_max) {
@@ -206,8 +215,63 @@ static int convert_file(struct convert *c, const char *file)
 	for (uint32_t i = 0; i < h->tensor_count; i++)
 		if (convert_tensor(c, file, base, i) < 0)
 			rc = -1;
+	/* An LZ4 frame's checksum sits after the content, where the reads just ended, and a
+	 * packed entry's CRC32C costs one more read from the page cache: arrays from damaged
+	 * bytes must not pass silently. */
+	if (rc == 0 && adump_reader_check(c->r) < 0) {
+		tool_warn(&c->progress, "adump convert: %s (its arrays were written; they may hold "
+					"damaged data)\n",
+			  adump_reader_error(c->r));
+		rc = -1;
+	}
 	adump_reader_close(c->r);
 	return rc;
+}
+
+static int convert_file(struct convert *c, const char *file)
+{
+	if (adump_reader_open(c->r, file) < 0) {
+		tool_warn(&c->progress, "adump convert: %s\n", adump_reader_error(c->r));
+		return -1;
+	}
+	return convert_opened(c, file);
+}
+
+/* Convert every entry of a packed index, counting each like a file. */
+static void convert_index(struct convert *c, const char *index, uint64_t *converted,
+			  uint64_t *failed, uint64_t *leftovers)
+{
+	const struct adump_reader_packed_entry *e;
+	struct adump_reader_packed *p;
+	int ret = adump_reader_packed_open(index, &p);
+
+	if (ret < 0) {
+		tool_warn(&c->progress, "adump convert: %s: %s\n", index, adump_strerror(ret));
+		(*failed)++;
+		return;
+	}
+	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
+		if (e->status == ADUMP_PACKED_LEFTOVER) {
+			(*leftovers)++;
+		} else if (e->status != ADUMP_PACKED_ENTRY) {
+			tool_warn(&c->progress, "adump convert: %s line %u: %s\n", e->index_path,
+				  e->line, e->message);
+			(*failed)++;
+		} else if (adump_reader_open_packed(c->r, p, e, false) < 0) {
+			tool_warn(&c->progress, "adump convert: %s\n", adump_reader_error(c->r));
+			(*failed)++;
+		} else if (convert_opened(c, adump_reader_name(c->r)) < 0) {
+			(*failed)++;
+		} else {
+			(*converted)++;
+		}
+		tool_progress_step(&c->progress);
+	}
+	if (ret < 0) {
+		tool_warn(&c->progress, "adump convert: %s: %s\n", index, adump_strerror(ret));
+		(*failed)++;
+	}
+	adump_reader_packed_close(p);
 }
 
 /* Split -d: a comma list of files or directories. */
@@ -227,16 +291,27 @@ static int collect(const char *arg, bool recursive, struct tool_files *files)
 		if (ret < 0) {
 			fprintf(stderr, "adump convert: %s: %s\n", tok, adump_strerror(ret));
 			rc = -1;
+		} else if (!recursive) {
+			/* A packed capture's directory holds only packed/: take it in without -r. */
+			char packed[PATH_MAX];
+			struct stat st;
+
+			if (snprintf(packed, sizeof(packed), "%s/packed", tok) < (int)sizeof(packed) &&
+			    stat(tok, &st) == 0 && S_ISDIR(st.st_mode) && stat(packed, &st) == 0 &&
+			    S_ISDIR(st.st_mode))
+				tool_files_add(files, packed, false);
 		}
 	}
 	free(copy);
 	return rc;
 }
 
-/* Files a directory holds that are not dumps: our own output, statistics CSVs and unfinished
- * writes. */
+/* Files a directory holds that are not dumps: our own output, statistics CSVs, unfinished
+ * writes and packed segments (read through their index). */
 static bool is_skipped(const char *path, uint64_t *leftovers)
 {
+	if (adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_SEGMENT)
+		return true;
 	if (tool_has_suffix(path, ".part") || tool_has_suffix(path, ".failed")) {
 		(*leftovers)++;
 		return true;
@@ -293,8 +368,25 @@ int cmd_convert(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
-	tool_progress_start(&c.progress, "convert", files.count, is_quiet);
+	/* Index files stand for their lines in the progress count. */
+	uint64_t item_count = 0;
 	for (size_t i = 0; i < files.count; i++) {
+		struct adump_reader_packed *p;
+
+		if (adump_reader_packed_file_kind(files.paths[i]) == ADUMP_PACKED_FILE_INDEX &&
+		    adump_reader_packed_open(files.paths[i], &p) == 0) {
+			item_count += adump_reader_packed_line_count(p);
+			adump_reader_packed_close(p);
+		} else {
+			item_count++;
+		}
+	}
+	tool_progress_start(&c.progress, "convert", item_count, is_quiet);
+	for (size_t i = 0; i < files.count; i++) {
+		if (adump_reader_packed_file_kind(files.paths[i]) == ADUMP_PACKED_FILE_INDEX) {
+			convert_index(&c, files.paths[i], &converted, &failed, &leftovers);
+			continue;
+		}
 		if (!is_skipped(files.paths[i], &leftovers)) {
 			if (convert_file(&c, files.paths[i]) < 0)
 				failed++;
@@ -305,8 +397,8 @@ int cmd_convert(int argc, char **argv)
 	}
 	tool_progress_end(&c.progress);
 	if (leftovers)
-		fprintf(stderr, "adump convert: skipped %llu .part/.failed file(s); "
-				"'adump verify' lists them\n",
+		fprintf(stderr, "adump convert: skipped %llu .part/.failed file(s) or cut-short "
+				"index line(s); 'adump verify' lists them\n",
 			(unsigned long long)leftovers);
 	fprintf(stderr, "adump convert: %llu file(s) converted, %llu failed, %llu array(s) "
 			"written to %s%s\n",
