@@ -2,11 +2,13 @@
 /* `adump inspect FILE...`: the header of each dump and, per tensor, shape, dtype, format, size
  * and the first checks users run (min, max, mean, NaN and Inf counts), streamed so tensors of
  * any size need bounded memory. */
+#include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "adump/reader.h"
 #include "tools/progress.h"
@@ -15,12 +17,18 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: adump inspect FILE|DIR... [--json] [--no-stats] [--quiet]\n\n"
+		"usage: adump inspect FILE|DIR|ENTRY... [--json] [--no-stats] [--quiet]\n\n"
 		"Prints each dump file's header (version, op name, dump time, attributes,\n"
 		"dfx message) and, per input, output, buffer and workspace: dtype, format, shape,\n"
 		"original shape and size, plus min, max, mean, NaN count and Inf count for\n"
 		"float16, bfloat16, float, double, integer and bool tensors. min, max and mean are\n"
 		"over the finite values. A DIR adds the files directly inside it.\n"
+		"Compressed dumps (<name>.lz4, dump_compress lz4) are read directly.\n"
+		"Packed captures (dump_layout packed): a capture directory holding packed/, the\n"
+		"packed/ directory or a w<k>.idx index lists every entry, each shown as\n"
+		"<packed dir>/<device_id>/<file name>. That name, or <packed dir>/<file name>\n"
+		"(also with the capture directory in place of <packed dir>), inspects one entry,\n"
+		"as if the capture had been unpacked in place.\n"
 		"Exits 1 when a file cannot be read.\n\n"
 		"  --json       one JSON document on stdout\n"
 		"  --no-stats   header and shapes only (no payload reads)\n"
@@ -92,26 +100,32 @@ static void print_number(const char *label, double v, const struct adump_reader_
 		printf(" %s %.9g", label, v);
 }
 
-/* Inspect one file. Return: 0, or -1 when it cannot be read (message already printed). */
-static int inspect_one(struct adump_reader *r, const char *path, bool is_stats,
-		       json_object *files, struct tool_progress *progress)
+/* A file or entry that cannot be read. Return: -1. */
+static int inspect_failed(const char *path, const char *error, json_object *files,
+			  struct tool_progress *progress)
+{
+	tool_warn(progress, "adump inspect: %s\n", error);
+	if (files) {
+		json_object *jf = json_object_new_object();
+
+		json_object_object_add(jf, "file", json_object_new_string(path));
+		json_object_object_add(jf, "error", json_object_new_string(error));
+		json_object_array_add(files, jf);
+	}
+	return -1;
+}
+
+/* Inspect the dump open in @r and close it. Return: 0, or -1 when a payload cannot be read
+ * (message already printed). */
+static int inspect_opened(struct adump_reader *r, bool is_stats, json_object *files,
+			  struct tool_progress *progress)
 {
 	const struct adump_reader_header *h;
+	const char *path = adump_reader_name(r);
 	json_object *jf = NULL, *jt = NULL;
 	char shape[512], orig[512], dt_buf[32], fmt_buf[32];
 	int rc = 0;
 
-	if (adump_reader_open(r, path) < 0) {
-		tool_warn(progress, "adump inspect: %s\n", adump_reader_error(r));
-		if (files) {
-			jf = json_object_new_object();
-			json_object_object_add(jf, "file", json_object_new_string(path));
-			json_object_object_add(jf, "error",
-					       json_object_new_string(adump_reader_error(r)));
-			json_object_array_add(files, jf);
-		}
-		return -1;
-	}
 	h = adump_reader_header(r);
 	if (files) {
 		json_object *attrs = json_object_new_object();
@@ -220,6 +234,120 @@ static int inspect_one(struct adump_reader *r, const char *path, bool is_stats,
 	return rc;
 }
 
+/* Inspect one file. Return: 0, or -1 when it cannot be read (message already printed). */
+static int inspect_one(struct adump_reader *r, const char *path, bool is_stats,
+		       json_object *files, struct tool_progress *progress)
+{
+	if (adump_reader_open(r, path) < 0)
+		return inspect_failed(path, adump_reader_error(r), files, progress);
+	return inspect_opened(r, is_stats, files, progress);
+}
+
+/* Whether entry @name is what @want asks for: its whole name or its file name. */
+static bool entry_matches(const char *name, const char *want)
+{
+	const char *slash = strrchr(name, '/');
+
+	return !want || !strcmp(name, want) || (slash && !strcmp(slash + 1, want));
+}
+
+/* Inspect the entries of a packed list (an index, a packed directory or a capture), all of
+ * them or those @want names. Return: 0, or -1 on any failure (message printed). */
+static int inspect_packed(struct adump_reader *r, const char *path, const char *want,
+			  bool is_stats, json_object *files, struct tool_progress *progress)
+{
+	const struct adump_reader_packed_entry *e;
+	struct adump_reader_packed *p;
+	uint64_t match_count = 0;
+	int ret = adump_reader_packed_open(path, &p), rc = 0;
+
+	if (ret < 0) {
+		char msg[4200];
+
+		snprintf(msg, sizeof(msg), "%s: %s", path, adump_strerror(ret));
+		return inspect_failed(path, msg, files, progress);
+	}
+	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
+		if (e->status == ADUMP_PACKED_LEFTOVER) {
+			if (!want)
+				tool_warn(progress, "adump inspect: %s line %u: %s\n", e->index_path,
+					  e->line, e->message);
+		} else if (e->status != ADUMP_PACKED_ENTRY) {
+			char msg[4400];
+
+			snprintf(msg, sizeof(msg), "%s line %u: %s", e->index_path, e->line,
+				 e->message);
+			rc = inspect_failed(e->index_path, msg, files, progress);
+		} else if (entry_matches(e->name, want)) {
+			match_count++;
+			if (adump_reader_open_packed(r, p, e, false) < 0)
+				rc = inspect_failed(e->name, adump_reader_error(r), files, progress);
+			else if (inspect_opened(r, is_stats, files, progress) < 0)
+				rc = -1;
+		}
+		if (!want)
+			tool_progress_step(progress);
+	}
+	if (ret < 0) {
+		tool_warn(progress, "adump inspect: %s: %s\n", path, adump_strerror(ret));
+		rc = -1;
+	} else if (want && !match_count) {
+		char msg[8400];
+
+		snprintf(msg, sizeof(msg), "%s: no entry named %s in the packed capture",
+			 adump_reader_packed_dir(p), want);
+		rc = inspect_failed(want, msg, files, progress);
+	}
+	adump_reader_packed_close(p);
+	return rc;
+}
+
+/* A path that does not exist may name a packed entry: <capture or packed dir>/<entry name>,
+ * the entry name being "<device_id>/<file name>" or just the file name. Return: true when a
+ * packed directory prefixes @path (its length in *prefix_len). */
+static bool split_entry_path(const char *path, size_t *prefix_len)
+{
+	char prefix[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(prefix))
+		return false;
+	memcpy(prefix, path, len + 1);
+	for (char *slash = strrchr(prefix, '/'); slash; slash = strrchr(prefix, '/')) {
+		struct adump_reader_packed *p;
+
+		*slash = '\0';
+		if (!prefix[0] || !slash[1])
+			continue;
+		if (adump_reader_packed_open(prefix, &p) == 0) {
+			adump_reader_packed_close(p);
+			*prefix_len = (size_t)(slash - prefix);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Items the progress bar counts: files, and an index's lines in place of the index. */
+static uint64_t item_count(const struct tool_files *files)
+{
+	uint64_t count = 0;
+
+	for (size_t i = 0; i < files->count; i++) {
+		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files->paths[i]);
+		struct adump_reader_packed *p;
+
+		if (kind == ADUMP_PACKED_FILE_INDEX &&
+		    adump_reader_packed_open(files->paths[i], &p) == 0) {
+			count += adump_reader_packed_line_count(p);
+			adump_reader_packed_close(p);
+		} else if (kind != ADUMP_PACKED_FILE_SEGMENT) {
+			count++;
+		}
+	}
+	return count;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
 	struct tool_files files = { 0 };
@@ -227,7 +355,14 @@ int cmd_inspect(int argc, char **argv)
 	struct adump_reader *r = NULL;
 	bool is_json = false, is_quiet = false, is_stats = true;
 	json_object *doc = NULL, *jfiles = NULL;
-	int rc = 0, arg_count = 0;
+	int rc = 0, arg_count = 0, entry_arg_count = 0;
+	int *entry_args = calloc((size_t)argc, sizeof(*entry_args));
+	size_t prefix_len;
+
+	if (!entry_args) {
+		fprintf(stderr, "adump inspect: out of memory\n");
+		return 2;
+	}
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -252,10 +387,24 @@ int cmd_inspect(int argc, char **argv)
 			continue;
 		arg_count++;
 		ret = tool_files_add(&files, argv[i], false);
+		if (ret == -ENOENT && split_entry_path(argv[i], &prefix_len)) {
+			/* Kept as an argument; inspected after the files. */
+			entry_args[entry_arg_count++] = i;
+			continue;
+		}
 		if (ret < 0) {
 			fprintf(stderr, "adump inspect: %s: %s\n", argv[i], adump_strerror(ret));
 			rc = 1;
+			continue;
 		}
+		/* A packed capture's directory holds only packed/: list its entries too. */
+		char packed[4200];
+		struct stat st;
+
+		if (snprintf(packed, sizeof(packed), "%s/packed", argv[i]) < (int)sizeof(packed) &&
+		    stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) && stat(packed, &st) == 0 &&
+		    S_ISDIR(st.st_mode))
+			tool_files_add(&files, packed, false);
 	}
 	if (!arg_count) {
 		usage(stderr);
@@ -271,11 +420,32 @@ int cmd_inspect(int argc, char **argv)
 		jfiles = json_object_new_array();
 		json_object_object_add(doc, "files", jfiles);
 	}
-	tool_progress_start(&progress, "inspect", files.count, is_quiet || !is_json);
+	tool_progress_start(&progress, "inspect", item_count(&files), is_quiet || !is_json);
 	for (size_t i = 0; i < files.count; i++) {
-		if (inspect_one(r, files.paths[i], is_stats, jfiles, &progress) < 0)
+		switch (adump_reader_packed_file_kind(files.paths[i])) {
+		case ADUMP_PACKED_FILE_SEGMENT:
+			break;          /* read through its index */
+		case ADUMP_PACKED_FILE_INDEX:
+			if (inspect_packed(r, files.paths[i], NULL, is_stats, jfiles, &progress) < 0)
+				rc = 1;
+			break;
+		default:
+			if (inspect_one(r, files.paths[i], is_stats, jfiles, &progress) < 0)
+				rc = 1;
+			tool_progress_step(&progress);
+			break;
+		}
+	}
+	for (int i = 0; i < entry_arg_count; i++) {
+		const char *arg = argv[entry_args[i]];
+		char prefix[4096];
+
+		if (!split_entry_path(arg, &prefix_len))
+			continue;
+		memcpy(prefix, arg, prefix_len);
+		prefix[prefix_len] = '\0';
+		if (inspect_packed(r, prefix, arg + prefix_len + 1, is_stats, jfiles, &progress) < 0)
 			rc = 1;
-		tool_progress_step(&progress);
 	}
 	tool_progress_end(&progress);
 	if (doc)
@@ -285,5 +455,6 @@ out:
 	json_object_put(doc);
 	adump_reader_destroy(r);
 	tool_files_free(&files);
+	free(entry_args);
 	return rc;
 }
