@@ -4,13 +4,13 @@
 # its baselines measured in the same invocation. Appends one JSON object per run (with its
 # id and command) to OUT.jsonl. About three minutes on the 2-core machine.
 #
-#   bench/headline.sh [-a ADUMP] [-d SCRATCH_DIR] [-o bench/headline.jsonl] [-r "ids"]
+#   bench/headline.sh [-a ADUMP] [-d SCRATCH_DIR] [-o /tmp/adump-headline.jsonl] [-r "ids"]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 adump=${ADUMP:-$here/../build-bench/tools/adump}
 scratch=${TMPDIR:-/tmp}/adump-headline.$$
-out=$here/headline.jsonl
+out=${TMPDIR:-/tmp}/adump-headline.jsonl
 only=""
 
 while getopts "a:d:o:r:" opt; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Turns bench/matrix.jsonl (from run_matrix.sh) into bench/scaling.svg and .png with gnuplot
-# (Debian: gnuplot-nox, installed by scripts/setup.sh): capture throughput against streams
+# (Debian: gnuplot-nox, installed by scripts/setup.sh; PLOT_PNG=1 also writes a .png):
+# capture throughput against streams
 # for 1 and 2 workers, per profile, next to the ceiling measured in the same runs.
 #
 #   bench/plot.sh [bench/matrix.jsonl] [bench/scaling.svg]
@@ -44,7 +45,7 @@ for p, by_s in rows.items():
             f.write(f"{s} " + " ".join(cells) + "\n")
 EOF
 
-for term in svg png; do
+for term in svg ${PLOT_PNG:+png}; do
 	if [[ $term == svg ]]; then
 		setterm='set terminal svg size 1200,480 dynamic enhanced font "sans,11"'
 		target=$svg
