@@ -356,13 +356,9 @@ int cmd_inspect(int argc, char **argv)
 	bool is_json = false, is_quiet = false, is_stats = true;
 	json_object *doc = NULL, *jfiles = NULL;
 	int rc = 0, arg_count = 0, entry_arg_count = 0;
-	int *entry_args = calloc((size_t)argc, sizeof(*entry_args));
+	int *entry_args = NULL;
 	size_t prefix_len;
 
-	if (!entry_args) {
-		fprintf(stderr, "adump inspect: out of memory\n");
-		return 2;
-	}
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -379,6 +375,11 @@ int cmd_inspect(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	entry_args = calloc((size_t)argc, sizeof(*entry_args));
+	if (!entry_args) {
+		fprintf(stderr, "adump inspect: out of memory\n");
+		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
 		int ret;
