@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Turns bench/matrix.jsonl (from run_matrix.sh) into bench/scaling.svg and .png with gnuplot
-# (Debian: gnuplot-nox, installed by scripts/setup.sh; PLOT_PNG=1 also writes a .png):
-# capture throughput against streams
-# for 1 and 2 workers, per profile, next to the ceiling measured in the same runs.
+# Turns bench/matrix.jsonl (from run_matrix.sh) into bench/scaling.svg with gnuplot (Debian:
+# gnuplot-nox, installed by scripts/setup.sh; PLOT_PNG=1 also writes a .png): capture
+# throughput against streams for 1 and 2 workers, per profile, next to the ceiling measured
+# in the same runs.
 #
 #   bench/plot.sh [bench/matrix.jsonl] [bench/scaling.svg]
 set -euo pipefail

@@ -530,18 +530,24 @@ static void progress_start(struct progress *p, bool quiet)
 	*p = (struct progress){ .is_enabled = !quiet && tool_is_tty(), .t0 = adump_bench_now() };
 }
 
+/* @done of @total ops launched; @bytes of about @expected written (0: not known). */
 static void progress_draw(struct progress *p, const char *phase, uint64_t done, uint64_t total,
-			  uint64_t bytes)
+			  uint64_t bytes, uint64_t expected)
 {
 	double now = adump_bench_now(), el = now - p->t0;
 
 	if (!p->is_enabled || el < PROGRESS_AFTER_S || now - p->last < 0.25)
 		return;
 	p->last = now;
-	fprintf(stderr, "\r\033[K%s: %llu/%llu ops (%.0f%%), %.2f GB, %.2f GB/s, %.1f s", phase,
-		(unsigned long long)done, (unsigned long long)total,
-		total ? 100.0 * (double)done / (double)total : 100.0, (double)bytes / 1e9,
-		el > 0 ? (double)bytes / el / 1e9 : 0.0, el);
+	if (expected)
+		fprintf(stderr, "\r\033[K%s: %.2f of %.2f GB (%.0f%%), %llu/%llu ops launched, "
+			"%.2f GB/s, %.1f s", phase, (double)bytes / 1e9, (double)expected / 1e9,
+			100.0 * (double)bytes / (double)expected, (unsigned long long)done,
+			(unsigned long long)total, el > 0 ? (double)bytes / el / 1e9 : 0.0, el);
+	else
+		fprintf(stderr, "\r\033[K%s: %llu/%llu ops (%.0f%%), %.1f s", phase,
+			(unsigned long long)done, (unsigned long long)total,
+			total ? 100.0 * (double)done / (double)total : 100.0, el);
 	fflush(stderr);
 	p->is_drawn = true;
 }
@@ -604,7 +610,8 @@ static int run_streams(struct run_ctx *rc, bool is_dump, struct adump_session *s
 			adump_stats_get(session, &st);
 			bytes = st.bytes;
 		}
-		progress_draw(&pr, label, done, rc->plan->op_count, bytes);
+		progress_draw(&pr, label, done, rc->plan->op_count, bytes,
+			      session ? rc->plan->tensor_bytes : 0);
 		nanosleep(&ts, NULL);
 	}
 	for (unsigned i = 0; i < started; i++)
@@ -750,7 +757,7 @@ static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
 			ret = -errno;
 		t->bytes += (uint64_t)hlen + 3 * op.bytes;
 		t->files++;
-		progress_draw(&pr, "naive", i + 1, plan->op_count, t->bytes);
+		progress_draw(&pr, "naive", i + 1, plan->op_count, t->bytes, plan->tensor_bytes);
 	}
 	progress_end(&pr);
 	t->seconds_unsynced = adump_bench_now() - t0;
