@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Writes the fuzzers' seed corpus: <dir>/reader holds small valid dumps of several dtypes and
  * shapes plus damaged copies; <dir>/asm holds chunk scripts (see fuzz_asm.c) that assemble
- * such a dump in order, shuffled, with a duplicate and with a missing piece. */
+ * such a dump in order, shuffled, with a duplicate and with a missing piece; <dir>/lz4 holds
+ * those dumps as LZ4 frames (small blocks, so several per frame) and damaged frames. */
 #include <errno.h>
+#include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,31 @@ static unsigned char *make_dump(const struct adump_op *op, size_t *len)
 	return buf;
 }
 
+/* @dump as an LZ4 frame like adump's (content size and checksum recorded), or NULL. */
+static unsigned char *make_frame(const unsigned char *dump, size_t len, size_t *frame_len)
+{
+	LZ4F_preferences_t p;
+	unsigned char *frame;
+	size_t cap, n;
+
+	memset(&p, 0, sizeof(p));
+	p.frameInfo.blockSizeID = LZ4F_max64KB;
+	p.frameInfo.blockMode = LZ4F_blockIndependent;
+	p.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+	p.frameInfo.contentSize = len;
+	cap = LZ4F_compressFrameBound(len, &p);
+	frame = malloc(cap);
+	if (!frame)
+		return NULL;
+	n = LZ4F_compressFrame(frame, cap, dump, len, &p);
+	if (LZ4F_isError(n)) {
+		free(frame);
+		return NULL;
+	}
+	*frame_len = n;
+	return frame;
+}
+
 /* A chunk script record (fuzz_asm.c) appended at *pos. */
 static void put_record(unsigned char *s, size_t *pos, unsigned op, unsigned offset,
 		       const unsigned char *data, unsigned len)
@@ -61,7 +88,7 @@ static void put_record(unsigned char *s, size_t *pos, unsigned op, unsigned offs
 int main(int argc, char **argv)
 {
 	static const int32_t dtypes[] = { 1, 2, 7, 27, 11, 12, 16, 28, 3 };
-	char reader_dir[4096], asm_dir[4096], name[64];
+	char reader_dir[4096], asm_dir[4096], lz4_dir[4096], name[64];
 	unsigned char script[8192];
 	int rc = 0;
 
@@ -71,7 +98,9 @@ int main(int argc, char **argv)
 	}
 	snprintf(reader_dir, sizeof(reader_dir), "%s/reader", argv[1]);
 	snprintf(asm_dir, sizeof(asm_dir), "%s/asm", argv[1]);
+	snprintf(lz4_dir, sizeof(lz4_dir), "%s/lz4", argv[1]);
 	mkdir(argv[1], 0755);
+	mkdir(lz4_dir, 0755);
 	mkdir(reader_dir, 0755);
 	mkdir(asm_dir, 0755);
 
@@ -105,6 +134,19 @@ int main(int argc, char **argv)
 		rc |= write_seed(reader_dir, name, dump, len);
 		snprintf(name, sizeof(name), "truncated-dt%d", dtypes[d]);
 		rc |= write_seed(reader_dir, name, dump, len - 3);
+		size_t frame_len;
+		unsigned char *frame = make_frame(dump, len, &frame_len);
+
+		if (!frame)
+			return 1;
+		snprintf(name, sizeof(name), "frame-dt%d", dtypes[d]);
+		rc |= write_seed(lz4_dir, name, frame, frame_len);
+		snprintf(name, sizeof(name), "frame-truncated-dt%d", dtypes[d]);
+		rc |= write_seed(lz4_dir, name, frame, frame_len - 5);
+		frame[frame_len / 2] ^= 0x40;
+		snprintf(name, sizeof(name), "frame-damaged-dt%d", dtypes[d]);
+		rc |= write_seed(lz4_dir, name, frame, frame_len);
+		free(frame);
 		if (d == 0) {
 			/* Damaged copies: absurd length, broken varint inside the header. */
 			unsigned char *bad = malloc(len);
