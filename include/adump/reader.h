@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reading dump files: a parser for the CANN dump layout ([u64 LE header length][DumpData]
- * [payloads]) that locates every tensor's bytes without loading them, per-tensor statistics
- * streamed in bounded memory, the .npy encoding `adump convert` uses, and a chunk assembler
- * that rebuilds whole files from the callback sink's chunks. */
+ * [payloads]) that locates every tensor's bytes without loading them, whether the file is
+ * plain, an LZ4 frame (.lz4) or an entry of a packed capture; per-tensor statistics streamed
+ * in bounded memory, the .npy encoding `adump convert` uses, and a chunk assembler that
+ * rebuilds whole files from the callback sink's chunks. */
 #ifndef ADUMP_READER_H
 #define ADUMP_READER_H
 
@@ -24,9 +25,9 @@ extern "C" {
 
 /* ---- Sources: where a dump's bytes come from ---------------------------------------------- */
 
-/* A source reads bytes at absolute offsets of one logical dump file. Files and memory buffers
- * are built in; other containers (compressed frames, packed segments) plug in by supplying
- * their own ops. The parser reads the length, then the header, and statistics and .npy output
+/* A source reads bytes at absolute offsets of one logical dump file. Files, memory buffers,
+ * LZ4 frames and packed entries are built in; other containers plug in by supplying their
+ * own ops. The parser reads the length, then the header, and statistics and .npy output
  * read each payload front to back, so a forward-only source (a compressed stream) needs to
  * restart only when a caller reads backwards. */
 struct adump_reader_source_ops {
