@@ -419,6 +419,13 @@ START_TEST(test_verify_packed_damage)
 	out = slurp("stdout");
 	ck_assert_msg(strstr(out, "w0.idx line 14: expected 5 tab-separated fields"), "%s", out);
 	free(out);
+	/* A missing segment fails every entry it holds, and says which segment. */
+	snprintf(path, sizeof(path), "%s/packed/%s/packed/w0-1.seg", dir, TIME_DIR);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(run("verify %s/packed", dir), 1);
+	out = slurp("stdout");
+	ck_assert_msg(strstr(out, "segment w0-1.seg: No such file or directory"), "%s", out);
+	free(out);
 }
 END_TEST
 
