@@ -233,7 +233,7 @@ int cmd_verify(int argc, char **argv)
 		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files.paths[i]);
 		struct adump_reader_packed *p = NULL;
 		const struct adump_reader_packed_entry *e = NULL;
-		char msg[1400];
+		char msg[1400], entry_name[8400];
 		enum verdict v;
 		int ret = 0;
 
@@ -243,8 +243,9 @@ int cmd_verify(int argc, char **argv)
 			ret = adump_reader_packed_open(files.paths[i], &p);
 			if (ret < 0) {
 				counts[VERDICT_BAD]++;
-				report(is_json, problems, &progress, VERDICT_BAD, files.paths[i],
-				       adump_strerror(ret));
+				snprintf(msg, sizeof(msg), "%s: %s", files.paths[i],
+					 adump_strerror(ret));
+				report(is_json, problems, &progress, VERDICT_BAD, files.paths[i], msg);
 				continue;
 			}
 		}
@@ -256,9 +257,11 @@ int cmd_verify(int argc, char **argv)
 				if (ret <= 0)
 					break;
 				v = verify_entry(r, p, e, msg, sizeof(msg));
-				if (e->status == ADUMP_PACKED_ENTRY)
-					name = adump_reader_name(r)[0] ? adump_reader_name(r)
-								       : e->name;
+				if (e->status == ADUMP_PACKED_ENTRY &&
+				    snprintf(entry_name, sizeof(entry_name), "%s/%s",
+					     adump_reader_packed_dir(p), e->name) <
+					    (int)sizeof(entry_name))
+					name = entry_name;
 				entry_count += e->status != ADUMP_PACKED_LEFTOVER;
 			} else {
 				v = verify_one(r, files.paths[i], msg, sizeof(msg));
