@@ -2,8 +2,10 @@
 /* Writes the fuzzers' seed corpus: <dir>/reader holds small valid dumps of several dtypes and
  * shapes plus damaged copies; <dir>/asm holds chunk scripts (see fuzz_asm.c) that assemble
  * such a dump in order, shuffled, with a duplicate and with a missing piece; <dir>/lz4 holds
- * those dumps as LZ4 frames (small blocks, so several per frame) and damaged frames. */
+ * those dumps as LZ4 frames (small blocks, so several per frame) and damaged frames;
+ * <dir>/packed holds packed captures (see fuzz_packed.c): an index, a NUL, a segment. */
 #include <errno.h>
+#include <isa-l/crc.h>
 #include <lz4frame.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +90,7 @@ static void put_record(unsigned char *s, size_t *pos, unsigned op, unsigned offs
 int main(int argc, char **argv)
 {
 	static const int32_t dtypes[] = { 1, 2, 7, 27, 11, 12, 16, 28, 3 };
-	char reader_dir[4096], asm_dir[4096], lz4_dir[4096], name[64];
+	char reader_dir[4096], asm_dir[4096], lz4_dir[4096], packed_dir[4096], name[64];
 	unsigned char script[8192];
 	int rc = 0;
 
@@ -99,7 +101,9 @@ int main(int argc, char **argv)
 	snprintf(reader_dir, sizeof(reader_dir), "%s/reader", argv[1]);
 	snprintf(asm_dir, sizeof(asm_dir), "%s/asm", argv[1]);
 	snprintf(lz4_dir, sizeof(lz4_dir), "%s/lz4", argv[1]);
+	snprintf(packed_dir, sizeof(packed_dir), "%s/packed", argv[1]);
 	mkdir(argv[1], 0755);
+	mkdir(packed_dir, 0755);
 	mkdir(lz4_dir, 0755);
 	mkdir(reader_dir, 0755);
 	mkdir(asm_dir, 0755);
@@ -143,6 +147,24 @@ int main(int argc, char **argv)
 		rc |= write_seed(lz4_dir, name, frame, frame_len);
 		snprintf(name, sizeof(name), "frame-truncated-dt%d", dtypes[d]);
 		rc |= write_seed(lz4_dir, name, frame, frame_len - 5);
+		/* A packed capture of the dump twice, then a cut-short line. */
+		uint32_t crc = ~crc32_iscsi(dump, (int)len, ~0u);
+		char index[512];
+		int n = snprintf(index, sizeof(index),
+				 "0/Add.seed.1.2.3\tw0-0.seg\t0\t%zu\t%08x\n"
+				 "0/Add.seed.4.5.6\tw0-0.seg\t%zu\t%zu\t%08x\n0/Add.cut\tw0",
+				 len, crc, len, len, crc);
+		unsigned char *capture = malloc((size_t)n + 1 + 2 * len);
+
+		if (!capture || n < 0 || (size_t)n >= sizeof(index))
+			return 1;
+		memcpy(capture, index, (size_t)n);
+		capture[n] = 0;
+		memcpy(capture + n + 1, dump, len);
+		memcpy(capture + n + 1 + len, dump, len);
+		snprintf(name, sizeof(name), "packed-dt%d", dtypes[d]);
+		rc |= write_seed(packed_dir, name, capture, (size_t)n + 1 + 2 * len);
+		free(capture);
 		frame[frame_len / 2] ^= 0x40;
 		snprintf(name, sizeof(name), "frame-damaged-dt%d", dtypes[d]);
 		rc |= write_seed(lz4_dir, name, frame, frame_len);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Build the libFuzzer targets (dump parser, LZ4 source, chunk assembler) with clang + ASan/UBSan in their
+# Build the libFuzzer targets (dump parser, LZ4 source, packed indexes, chunk assembler) with clang + ASan/UBSan in their
 # own build directory, write the seed corpus, and run each fuzzer for SECONDS (default 30).
 # Usage: tests/fuzz/run.sh [SECONDS]    (ADUMP_FUZZ_BUILD overrides the build directory)
 set -eu
@@ -11,13 +11,13 @@ build=${ADUMP_FUZZ_BUILD:-$root/build-fuzz}
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	-DADUMP_BUILD_FUZZ=ON -DADUMP_SANITIZE=address -DADUMP_BUILD_BENCH=OFF \
 	-DADUMP_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_lz4 fuzz_asm fuzz_seeds
+cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_lz4 fuzz_packed fuzz_asm fuzz_seeds
 
 corpus=$build/fuzz-corpus
 artifacts=$build/fuzz-artifacts
 mkdir -p "$artifacts"
 "$build/tests/fuzz/fuzz_seeds" "$corpus"
-for target in reader lz4 asm; do
+for target in reader lz4 packed asm; do
 	echo "fuzz_$target: ${seconds}s on $corpus/$target"
 	# New inputs go to the corpus directory; a crash leaves its input in $artifacts and
 	# makes this script fail.
