@@ -30,7 +30,7 @@ done
 [[ -x $adump ]] || { echo "run_matrix: $adump is not built (cmake --build build-bench)" >&2; exit 1; }
 
 # Per profile: the bytes to capture and the baselines that bound it.
-declare -A total=([transformer]=1G [tiny]=8M [huge]=2G)
+declare -A total=([transformer]=768M [tiny]=8M [huge]=1536M)
 declare -A baselines=([transformer]=disk [tiny]=create,ring [huge]=disk)
 
 mkdir -p "$scratch"
