@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Shared test helpers. */
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -129,4 +132,36 @@ int t_run_suite(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? 1 : 0;
+}
+
+int t_run_tool(const char *tool, const char *out_dir, const char *fmt, ...)
+{
+	char args[8192], cmd[9000];
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "%s %s >%s/stdout 2>%s/stderr", tool, args, out_dir, out_dir);
+	status = system(cmd);
+	ck_assert_int_ne(status, -1);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+char *t_slurp(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	size_t len;
+	char *buf, *text;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	buf = t_read_file(path, &len);
+	ck_assert_msg(buf != NULL, "cannot read %s", path);
+	text = malloc(len + 1);
+	ck_assert_ptr_nonnull(text);
+	memcpy(text, buf, len);
+	text[len] = '\0';
+	free(buf);
+	return text;
 }

@@ -118,37 +118,10 @@ static void capture(const char *name, enum adump_compress compress, enum adump_l
 	ck_assert_int_eq(adump_session_destroy(s), 0);
 }
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char args[8192], cmd[9000];
-	va_list ap;
-	int status;
+/* The adump command with these arguments; stdout and stderr go to dir/stdout, dir/stderr. */
+#define run(...) t_run_tool(ADUMP_TOOL, dir, __VA_ARGS__)
 
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "%s %s >%s/stdout 2>%s/stderr", ADUMP_TOOL, args, dir, dir);
-	status = system(cmd);
-	ck_assert_int_ne(status, -1);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-static char *slurp(const char *name)
-{
-	char path[PATH_MAX];
-	size_t len;
-	char *buf, *text;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	buf = t_read_file(path, &len);
-	ck_assert_ptr_nonnull(buf);
-	text = malloc(len + 1);
-	memcpy(text, buf, len);
-	text[len] = '\0';
-	free(buf);
-	return text;
-}
+#define slurp(name) t_slurp(dir, name)
 
 /* The first file in <dir>/<sub> whose name ends with @suffix (static buffer), or NULL. */
 static const char *find_file(const char *sub, const char *suffix)
