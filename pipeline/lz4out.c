@@ -12,7 +12,9 @@
 #include "pipeline/worker_int.h"
 
 #define MODULE "lz4"
-#define OUT_BUF_MAX 64                  /* output buffers in flight per worker */
+/* Output buffers in flight per worker. They live outside the staging pool, so they count
+ * against the memory bound (pool + 64 MiB): with 2 MiB chunks, 8 per worker is 16 MiB. */
+#define OUT_BUF_MAX 8
 
 static LZ4F_preferences_t frame_prefs(uint64_t content_size)
 {

@@ -20,21 +20,8 @@
 
 static char *dir;
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char args[8192], cmd[9000];
-	va_list ap;
-	int status;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "%s %s >%s/stdout 2>%s/stderr", ADUMP_TOOL, args, dir, dir);
-	status = system(cmd);
-	ck_assert_int_ne(status, -1);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
+/* The adump command with these arguments; stdout and stderr go to dir/stdout, dir/stderr. */
+#define run(...) t_run_tool(ADUMP_TOOL, dir, __VA_ARGS__)
 
 /* The last line of the last run's stdout, parsed. */
 static json_object *last_json(void)
