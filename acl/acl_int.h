@@ -32,18 +32,6 @@ enum adump_acl_scene {
 	ADUMP_ACL_SCENE_WATCHER,
 };
 
-/* Statistic selection bits of dump_stats (reference §2.4, CANN common_utils.h). */
-enum {
-	ADUMP_ACL_STAT_MAX = 1u << 0,
-	ADUMP_ACL_STAT_MIN = 1u << 1,
-	ADUMP_ACL_STAT_AVG = 1u << 2,
-	ADUMP_ACL_STAT_NAN = 1u << 3,
-	ADUMP_ACL_STAT_NEG_INF = 1u << 4,
-	ADUMP_ACL_STAT_POS_INF = 1u << 5,
-	ADUMP_ACL_STAT_L2NORM = 1u << 6,
-	ADUMP_ACL_STAT_DEFAULT = 0x3f,
-};
-
 struct adump_acl_blacklist {
 	char *name;
 	uint32_t pos_mask;              /* bit i: input i; bit 16+i: output i; 0: whole op */
@@ -78,7 +66,7 @@ struct adump_acl_cfg {
 	uint32_t tensor_mask;           /* ADUMP_DUMP_*; dump_mode, default output */
 	bool is_op_switch;
 	bool is_stats;                  /* dump_data stats */
-	uint32_t stats_mask;            /* ADUMP_ACL_STAT_* */
+	uint32_t stats_mask;            /* ADUMP_STAT_* (adump.h): CANN's dump_stats bits */
 	struct adump_acl_step_range steps[ADUMP_ACL_STEP_MAX];
 	size_t step_count;              /* 0 = every step */
 	enum adump_acl_level level;

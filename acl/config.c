@@ -425,7 +425,7 @@ static int parse_dump(struct json_object *dump, const char *origin, struct adump
 		return ret;
 
 	cfg->tensor_mask = ADUMP_DUMP_OUTPUTS;
-	cfg->stats_mask = ADUMP_ACL_STAT_DEFAULT;
+	cfg->stats_mask = ADUMP_STAT_DEFAULT;
 	if (scene) {
 		if (!strcmp(scene, "lite_exception") || !strcmp(scene, "aic_err_brief_dump"))
 			cfg->scene = ADUMP_ACL_SCENE_BRIEF;

@@ -203,6 +203,19 @@ static int bad(const char *what, const char *arg)
 	return -1;
 }
 
+static int parse_writer(const char *arg, enum adump_writer_kind *out)
+{
+	if (!strcmp(arg, "auto"))
+		*out = ADUMP_WRITER_AUTO;
+	else if (!strcmp(arg, "uring"))
+		*out = ADUMP_WRITER_URING;
+	else if (!strcmp(arg, "pwrite"))
+		*out = ADUMP_WRITER_PWRITE;
+	else
+		return -1;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct bench_opts *o)
 {
 	static const struct option longopts[] = {
@@ -288,27 +301,16 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 				return bad("--on-full takes block or drop, not", optarg);
 			break;
 		case 'I':
+			/* --io auto|uring|pwrite is the old spelling of --writer. */
 			if (!strcmp(optarg, "buffered"))
 				o->io = ADUMP_IO_BUFFERED;
 			else if (!strcmp(optarg, "direct"))
 				o->io = ADUMP_IO_DIRECT;
-			else if (!strcmp(optarg, "auto"))
-				o->writer = ADUMP_WRITER_AUTO;
-			else if (!strcmp(optarg, "uring"))
-				o->writer = ADUMP_WRITER_URING;
-			else if (!strcmp(optarg, "pwrite"))
-				o->writer = ADUMP_WRITER_PWRITE;
-			else
+			else if (parse_writer(optarg, &o->writer) < 0)
 				return bad("--io takes buffered or direct, not", optarg);
 			break;
 		case 'W':
-			if (!strcmp(optarg, "auto"))
-				o->writer = ADUMP_WRITER_AUTO;
-			else if (!strcmp(optarg, "uring"))
-				o->writer = ADUMP_WRITER_URING;
-			else if (!strcmp(optarg, "pwrite"))
-				o->writer = ADUMP_WRITER_PWRITE;
-			else
+			if (parse_writer(optarg, &o->writer) < 0)
 				return bad("--writer takes auto, uring or pwrite, not", optarg);
 			break;
 		case 'P':

@@ -163,7 +163,7 @@ START_TEST(test_config_values)
 
 	ck_assert_int_eq(parse(good[7], &cfg), 0);
 	ck_assert(cfg.is_stats);
-	ck_assert_uint_eq(cfg.stats_mask, ADUMP_ACL_STAT_MAX | ADUMP_ACL_STAT_L2NORM);
+	ck_assert_uint_eq(cfg.stats_mask, ADUMP_STAT_MAX | ADUMP_STAT_L2NORM);
 	adump_acl_cfg_fini(&cfg);
 
 	ck_assert_int_eq(parse(good[8], &cfg), 0);
