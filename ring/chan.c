@@ -254,8 +254,9 @@ int adump_chan_wait_idle(struct adump_chan *c)
 		atomic_fetch_add_explicit(&c->idle_waiters, 1, memory_order_seq_cst);
 		/* committed is written by the producer thread; a waiter on another thread sees
 		 * every commit that happened before it called (the caller orders that). */
-		if (atomic_load_explicit(&c->released, memory_order_acquire) ==
-		    atomic_load_explicit(&c->committed, memory_order_acquire)) {
+		/* seq_cst: ordered after our waiter count, against the consumer's fence. */
+		if (atomic_load_explicit(&c->released, memory_order_seq_cst) ==
+		    atomic_load_explicit(&c->committed, memory_order_seq_cst)) {
 			atomic_fetch_sub_explicit(&c->idle_waiters, 1, memory_order_relaxed);
 			break;
 		}
