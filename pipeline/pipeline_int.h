@@ -47,6 +47,7 @@ struct stream_slot {
 	struct adump_chan *chan;
 	unsigned worker;
 	bool is_used;
+	bool is_detaching;                      /* detach waits outside the session lock */
 };
 
 struct adump_session {

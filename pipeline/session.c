@@ -374,37 +374,48 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 
 int adump_session_detach(struct adump_session *s, struct adump_dev_stream *stream)
 {
-	int ret = -ADUMP_ERR_NOT_FOUND;
+	struct stream_slot *slot = NULL;
 
 	if (!s || !stream)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
-	for (unsigned i = 0; i < s->cfg.stream_max; i++) {
-		struct stream_slot *slot = &s->slots[i];
-
-		if (!slot->is_used || slot->stream != stream)
-			continue;
-		/* Nothing the stream launched may still be copying into the channel. */
-		adump_dev_stream_sync(stream);
-		adump_dev_stream_bind(stream, NULL);
-		adump_chan_wait_idle(slot->chan);
-		slot_release(s, slot);
-		ret = 0;
-		break;
+	for (unsigned i = 0; i < s->cfg.stream_max; i++)
+		if (s->slots[i].is_used && s->slots[i].stream == stream)
+			slot = &s->slots[i];
+	if (!slot || slot->is_detaching) {
+		pthread_mutex_unlock(&s->lock);
+		return slot ? -ADUMP_ERR_STATE : -ADUMP_ERR_NOT_FOUND;
 	}
+	slot->is_detaching = true;
 	pthread_mutex_unlock(&s->lock);
-	return ret;
+
+	/* The waits run without the session lock: a dump callback may call adump_stats_get()
+	 * meanwhile. Nothing the stream launched may still be copying into the channel. */
+	adump_dev_stream_sync(stream);
+	adump_dev_stream_bind(stream, NULL);
+	adump_chan_wait_idle(slot->chan);
+
+	pthread_mutex_lock(&s->lock);
+	slot_release(s, slot);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }
 
 int adump_session_flush(struct adump_session *s)
 {
+	struct adump_chan *chans[ADUMP_STREAM_MAX_LIMIT];
+	unsigned count = 0;
+
 	if (!s)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < s->cfg.stream_max; i++)
 		if (s->slots[i].is_used)
-			adump_chan_wait_idle(s->slots[i].chan);
+			chans[count++] = s->slots[i].chan;
 	pthread_mutex_unlock(&s->lock);
+	/* Outside the lock, like detach; the contract keeps detach of these streams away. */
+	for (unsigned i = 0; i < count; i++)
+		adump_chan_wait_idle(chans[i]);
 	return adump_session_error(s);
 }
 

@@ -204,15 +204,18 @@ ADUMP_API int adump_session_attach(struct adump_session *s, struct adump_dev_str
 
 /**
  * adump_session_detach() - stop capturing a stream: waits until every dump it produced is
- * written, then gives its buffers back to the pool.
- * Return: 0, -ADUMP_ERR_NOT_FOUND if not attached to @s.
+ * written, then gives its buffers back to the pool. Dump callbacks may call
+ * adump_stats_get() meanwhile.
+ * Return: 0, -ADUMP_ERR_NOT_FOUND if not attached to @s, -ADUMP_ERR_STATE if another detach
+ * of it is under way.
  */
 ADUMP_API int adump_session_detach(struct adump_session *s, struct adump_dev_stream *stream);
 
 /**
  * adump_session_flush() - wait until every dump posted so far, on every stream, is written
  * (or delivered).
- * Return: 0, or the session's first error.
+ * Return: 0, or the session's first error. Any thread, not concurrently with a detach or
+ * destroy of the same session. Dump callbacks may call adump_stats_get() meanwhile.
  */
 ADUMP_API int adump_session_flush(struct adump_session *s);
 

@@ -119,6 +119,54 @@ START_TEST(test_file_name_sanitised)
 }
 END_TEST
 
+static struct adump_session *stats_session;
+static uint64_t stats_calls;
+
+/* A consumer that looks at the session's progress from inside the callback. */
+static int stats_in_callback(const struct adump_chunk *chunk, void *user)
+{
+	struct adump_stats st;
+
+	(void)chunk;
+	(void)user;
+	adump_stats_get(stats_session, &st);
+	__atomic_fetch_add(&stats_calls, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+START_TEST(test_callback_may_read_stats_during_detach)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_dev_tensor t = { .dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
+				      .dim_count = 1, .dims = { 65536 }, .bytes = 65536 * 4 };
+	struct adump_dev_dump dump = { .op_type = "Add", .op_name = "add", .tensor_mask = ADUMP_DUMP_ALL };
+
+	cfg.sink = ADUMP_SINK_CALLBACK;
+	cfg.chunk_fn = stats_in_callback;
+	cfg.chunk_bytes = 64u << 10;
+	cfg.stream_max = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &stats_session), 0);
+	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
+	ck_assert_int_eq(adump_dev_malloc(dev, t.bytes, &t.data), 0);
+	memset(t.data, 0, t.bytes);
+	ck_assert_int_eq(adump_session_attach(stats_session, stream), 0);
+	for (int i = 0; i < 50; i++)
+		ck_assert_int_eq(adump_dev_launch_add(stream, &t, &t, 1.0, &t, &dump), 0);
+	/* No sync: detach waits while chunks are still being delivered, and the callback
+	 * takes the session's stats meanwhile. A detach that held the session lock while
+	 * waiting would deadlock here. */
+	ck_assert_int_eq(adump_session_detach(stats_session, stream), 0);
+	ck_assert_uint_eq(stats_calls, 50 * (1 + 12));  /* header + 12 chunks of 64 KiB each */
+	ck_assert_int_eq(adump_session_destroy(stats_session), 0);
+	adump_dev_stream_destroy(stream);
+	adump_dev_free(dev, t.data);
+	adump_dev_close(dev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("session");
@@ -129,6 +177,7 @@ int main(void)
 	tcase_add_test(tc, test_dump_path_not_creatable);
 	tcase_add_test(tc, test_attach_rules);
 	tcase_add_test(tc, test_file_name_sanitised);
+	tcase_add_test(tc, test_callback_may_read_stats_during_detach);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
