@@ -90,7 +90,7 @@ int adump_config_check(const struct adump_config *cfg)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "layout packed applies to tensor dumps in the file sink");
 		return -ADUMP_ERR_CONFIG;
 	}
-	if (cfg->content == ADUMP_CONTENT_STATS && (cfg->stats_mask & ~0x7fu)) {
+	if (cfg->content == ADUMP_CONTENT_STATS && (cfg->stats_mask & ~(uint32_t)ADUMP_STAT_ALL)) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "stats_mask 0x%x has unknown bits", cfg->stats_mask);
 		return -ADUMP_ERR_CONFIG;
 	}

@@ -11,20 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adump/adump.h"
 #include "pipeline/stats.h"
-
-/* Selection bits, CANN's order (adump.h's STAT_*). */
-enum {
-	STAT_MAX = 1u << 0,
-	STAT_MIN = 1u << 1,
-	STAT_AVG = 1u << 2,
-	STAT_NAN = 1u << 3,
-	STAT_NEG_INF = 1u << 4,
-	STAT_POS_INF = 1u << 5,
-	STAT_L2NORM = 1u << 6,
-	STAT_DEFAULT = 0x3f,
-	STAT_ALL = 0x7f,
-};
 
 enum elem_kind { ELEM_NONE = 0, ELEM_F16, ELEM_BF16, ELEM_F32, ELEM_F64, ELEM_SINT, ELEM_UINT,
 		 ELEM_BOOL };
@@ -259,7 +247,7 @@ int adump_statacc_init(struct adump_statacc *acc, const struct adump_op *op, uin
 		return -EINVAL;
 	memset(acc, 0, sizeof(*acc));
 	acc->op = op;
-	acc->stats_mask = stats_mask ? stats_mask & STAT_ALL : STAT_DEFAULT;
+	acc->stats_mask = stats_mask ? stats_mask & ADUMP_STAT_ALL : ADUMP_STAT_DEFAULT;
 	pthread_once(&half_once, half_table_fill);
 	if (op->tensor_count) {
 		acc->tensors = calloc(op->tensor_count, sizeof(struct statacc_priv));
@@ -414,18 +402,18 @@ static void put_stat(FILE *f, const struct statacc_priv *pv, struct elem_type et
 		return;
 	}
 	switch (bit) {
-	case STAT_MAX:
-	case STAT_MIN:
+	case ADUMP_STAT_MAX:
+	case ADUMP_STAT_MIN:
 		if (!count)
 			fputc('0', f);
 		else
-			put_extreme(f, pv, et, bit == STAT_MAX);
+			put_extreme(f, pv, et, bit == ADUMP_STAT_MAX);
 		break;
-	case STAT_AVG: put_double(f, final_avg(s)); break;
-	case STAT_NAN: fprintf(f, "%llu", (unsigned long long)s->nan_count); break;
-	case STAT_NEG_INF: fprintf(f, "%llu", (unsigned long long)s->neg_inf_count); break;
-	case STAT_POS_INF: fprintf(f, "%llu", (unsigned long long)s->pos_inf_count); break;
-	case STAT_L2NORM: put_double(f, sqrt(s->sum_squares)); break;
+	case ADUMP_STAT_AVG: put_double(f, final_avg(s)); break;
+	case ADUMP_STAT_NAN: fprintf(f, "%llu", (unsigned long long)s->nan_count); break;
+	case ADUMP_STAT_NEG_INF: fprintf(f, "%llu", (unsigned long long)s->neg_inf_count); break;
+	case ADUMP_STAT_POS_INF: fprintf(f, "%llu", (unsigned long long)s->pos_inf_count); break;
+	case ADUMP_STAT_L2NORM: put_double(f, sqrt(s->sum_squares)); break;
 	}
 }
 
@@ -433,21 +421,21 @@ static const struct {
 	uint32_t bit;
 	const char *name;
 } stat_columns[] = {
-	{ STAT_MAX, "Max Value" },
-	{ STAT_MIN, "Min Value" },
-	{ STAT_AVG, "Avg Value" },
+	{ ADUMP_STAT_MAX, "Max Value" },
+	{ ADUMP_STAT_MIN, "Min Value" },
+	{ ADUMP_STAT_AVG, "Avg Value" },
 	{ 0, "Count" },
-	{ STAT_NAN, "Nan Count" },
-	{ STAT_NEG_INF, "Negative Inf Count" },
-	{ STAT_POS_INF, "Positive Inf Count" },
-	{ STAT_L2NORM, "l2norm" },
+	{ ADUMP_STAT_NAN, "Nan Count" },
+	{ ADUMP_STAT_NEG_INF, "Negative Inf Count" },
+	{ ADUMP_STAT_POS_INF, "Positive Inf Count" },
+	{ ADUMP_STAT_L2NORM, "l2norm" },
 };
 
 int adump_statacc_csv(struct adump_statacc *acc, char **out, size_t *len)
 {
 	/* The default six print in the fixed layout of CANN's device writer; any other
 	 * selection prints Count first, then the selected columns in order (host writer). */
-	bool is_fixed = acc->stats_mask == STAT_DEFAULT;
+	bool is_fixed = acc->stats_mask == ADUMP_STAT_DEFAULT;
 	const struct adump_op *op = acc->op;
 	size_t n_len = 0;
 	char *text = NULL;

@@ -77,6 +77,7 @@ enum {
 	ADUMP_STAT_POS_INF = 1u << 5,
 	ADUMP_STAT_L2NORM = 1u << 6,
 	ADUMP_STAT_DEFAULT = 0x3f,
+	ADUMP_STAT_ALL = 0x7f,
 };
 
 /* One piece of one dump file, as the callback sink delivers it. Concatenating a file's chunks
