@@ -45,6 +45,23 @@ static int launch(struct adump_dev *dev, struct adump_dev_stream *stream, uint64
 	return adump_dev_launch_add(stream, &t, &t, 1.0, &t, &dump);
 }
 
+/* Device 0, a new stream, attached to @s. */
+static void attach_stream(struct adump_session *s, struct adump_dev **dev,
+			  struct adump_dev_stream **stream)
+{
+	ck_assert_int_eq(adump_dev_open(0, dev), 0);
+	ck_assert_int_eq(adump_dev_stream_create(*dev, stream), 0);
+	ck_assert_int_eq(adump_session_attach(s, *stream), 0);
+}
+
+/* The stream (detached already), its tensor memory and the device reference. */
+static void release_stream(struct adump_dev *dev, struct adump_dev_stream *stream, void *mem)
+{
+	adump_dev_stream_destroy(stream);
+	adump_dev_free(dev, mem);
+	adump_dev_close(dev);
+}
+
 static void removed_directory(enum adump_writer_kind writer)
 {
 	char *root = t_tmpdir("fail");
@@ -55,9 +72,7 @@ static void removed_directory(enum adump_writer_kind writer)
 	void *mem = NULL;
 	char dir[4200];
 
-	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
-	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
-	ck_assert_int_eq(adump_session_attach(s, stream), 0);
+	attach_stream(s, &dev, &stream);
 	ck_assert_int_eq(launch(dev, stream, 1000, "before", &mem), 0);
 	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
 	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
@@ -79,9 +94,7 @@ static void removed_directory(enum adump_writer_kind writer)
 	ck_assert_uint_eq(t_count_files(saved, ""), 1);
 	ck_assert_int_eq(adump_session_detach(s, stream), 0);
 	ck_assert_int_eq(adump_session_destroy(s), -ENOENT);
-	adump_dev_stream_destroy(stream);
-	adump_dev_free(dev, mem);
-	adump_dev_close(dev);
+	release_stream(dev, stream, mem);
 	t_rmtree(root);
 	free(root);
 }
@@ -108,9 +121,7 @@ static void failing_write(enum adump_writer_kind writer)
 	void *mem = NULL;
 	char dir[4200];
 
-	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
-	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
-	ck_assert_int_eq(adump_session_attach(s, stream), 0);
+	attach_stream(s, &dev, &stream);
 	ck_assert_int_eq(launch(dev, stream, 10000, "good", &mem), 0);
 	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
 	/* The 5th write from now fails with EIO: in the middle of the second file. */
@@ -131,9 +142,7 @@ static void failing_write(enum adump_writer_kind writer)
 	ck_assert_uint_eq(t_count_files(dir, ""), 3);
 	ck_assert_int_eq(adump_session_detach(s, stream), 0);
 	adump_session_destroy(s);
-	adump_dev_stream_destroy(stream);
-	adump_dev_free(dev, mem);
-	adump_dev_close(dev);
+	release_stream(dev, stream, mem);
 	t_rmtree(root);
 	free(root);
 }
@@ -162,9 +171,7 @@ START_TEST(test_drop_policy_never_completes_a_lossy_file)
 	char dir[4200];
 	int ret = 0;
 
-	ck_assert_int_eq(adump_dev_open(0, &dev), 0);
-	ck_assert_int_eq(adump_dev_stream_create(dev, &stream), 0);
-	ck_assert_int_eq(adump_session_attach(s, stream), 0);
+	attach_stream(s, &dev, &stream);
 	for (int i = 0; i < 8; i++) {
 		char name[16];
 
@@ -199,9 +206,7 @@ START_TEST(test_drop_policy_never_completes_a_lossy_file)
 	}
 	t_free_list(files, n);
 	adump_session_destroy(s);
-	adump_dev_stream_destroy(stream);
-	adump_dev_free(dev, mem);
-	adump_dev_close(dev);
+	release_stream(dev, stream, mem);
 	t_rmtree(root);
 	free(root);
 }
