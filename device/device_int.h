@@ -61,6 +61,7 @@ struct adump_dev_task {
 	double alpha;
 	struct adump_chan *chan;                /* bound channel at launch; NULL: no dump */
 	struct adump_dev_dump_req *dump;        /* NULL unless dumped and bound */
+	uint32_t dump_mask;                     /* ADUMP_DUMP_*: what the dump reads */
 };
 
 /*
@@ -74,14 +75,28 @@ ADUMP_HIDDEN int adump_dev_add_check(const struct adump_dev_tensor *self,
 /* Runs the Add of @task on the executor thread, paced to the device's compute speed. */
 ADUMP_HIDDEN int adump_dev_add_run(struct adump_dev *dev, const struct adump_dev_task *task);
 
-/*
- * adump_dev_dma_run() - dump @task's tensors through @task->chan (executor thread, after the
- * kernel ran). @stream_id and @device_id go into the op descriptor.
- * Return: 0; -ENOMEM or -ADUMP_ERR_CONFIG when the op record could not be built (nothing
- * posted). Drops are not errors here: the channel reports them to adump_chan_wait_idle().
- */
-ADUMP_HIDDEN int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id,
-				   uint32_t stream_id);
+/* A stream's DMA engine (dma.c): dumps queued by the executor, copied on the engine's thread
+ * in queue order; the only producer of the stream's channel. */
+struct adump_dev_dma;
+
+/* Starts the engine's thread. @device_id and @stream_id go into the op descriptors. */
+ADUMP_HIDDEN int adump_dev_dma_create(uint32_t device_id, uint32_t stream_id,
+				      struct adump_dev_dma **out);
+/* Stops the thread once every queued dump is done; NULL ok. */
+ADUMP_HIDDEN void adump_dev_dma_destroy(struct adump_dev_dma *e);
+/* Executor, before a kernel writes [ptr, ptr+bytes): waits for the queued dumps that read
+ * any of it. NULL ok. */
+ADUMP_HIDDEN void adump_dev_dma_fence_write(struct adump_dev_dma *e, const void *ptr,
+					    uint64_t bytes);
+/* Executor, after @task's kernel ran: queues its dump (the engine frees task->dump); waits
+ * while the queue is full. */
+ADUMP_HIDDEN void adump_dev_dma_queue(struct adump_dev_dma *e, const struct adump_dev_task *task);
+/* Executor, at the end of a batch: wakes the engine if dumps wait for it. NULL ok. */
+ADUMP_HIDDEN void adump_dev_dma_kick(struct adump_dev_dma *e);
+/* Any thread: waits until every dump queued so far has posted its records.
+ * Return: 0, or the first failure since the last drain (-ENOMEM, -ADUMP_ERR_CONFIG: an op
+ * record could not be built, nothing of that dump posted). NULL ok. */
+ADUMP_HIDDEN int adump_dev_dma_drain(struct adump_dev_dma *e);
 
 /* alpha as the int32 kernel uses it: truncated, saturated, NaN -> 0. */
 ADUMP_HIDDEN int32_t adump_dev_alpha_int32(double alpha);

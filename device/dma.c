@@ -1,17 +1,48 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The DMA engine: after a dumped kernel ran, describe the op, then copy the selected tensors
- * (inputs, then outputs) chunk by chunk into the channel's staging buffers, one completion
- * record per chunk. Under ADUMP_ON_FULL_DROP a chunk that finds no free buffer is lost, the
- * rest of its file is skipped, and only the final record is still posted so the worker can
- * close the file as failed. */
+/* The DMA engine: one per stream, on its own thread beside the stream's executor, as a copy
+ * engine runs beside the compute units. The executor queues each dumped op once its kernel
+ * ran and goes on with the next kernel; the engine describes the op, then copies the selected
+ * tensors (inputs, then outputs) chunk by chunk into the channel's staging buffers, one
+ * completion record per chunk, dumps in queue order. A kernel that would overwrite memory a
+ * queued dump still has to read waits for that dump first (adump_dev_dma_fence_write()), so
+ * every dump holds the bytes its op left behind.
+ * Under ADUMP_ON_FULL_DROP a chunk that finds no free buffer is lost, the rest of its file is
+ * skipped, and only the final record is still posted so the worker can close the file as
+ * failed. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device_int.h"
 #include "ring/ring.h"
 
 #define DMA_MAX_TENSORS 3
+/* Dumped ops the engine may lag behind the kernels before the executor waits for it. */
+#define DMA_QUEUE_SLOTS 256u
+/* The executor wakes a sleeping engine at once for a dump this large or a queue this deep;
+ * smaller dumps wait for the end of the executor's batch, one wake-up for many. */
+#define DMA_KICK_BYTES (256u << 10)
+#define DMA_KICK_JOBS 32u
+
+struct adump_dev_dma {
+	uint32_t device_id;
+	uint32_t stream_id;
+	pthread_t thread;
+	pthread_mutex_t lock;                   /* guards everything below but slots' reads */
+	pthread_cond_t work_cond;               /* the engine sleeps here */
+	pthread_cond_t done_cond;               /* the executor (room, fence) and drainers wait */
+	struct adump_dev_task *slots;           /* DMA_QUEUE_SLOTS; written by the executor only */
+	/* Dumps finished. Written under the lock; the executor also reads it without, to skip
+	 * the lock when nothing it fences against is queued. */
+	_Atomic uint64_t head;
+	uint64_t tail;                          /* dumps queued */
+	unsigned waiter_count;                  /* threads in done_cond */
+	bool is_engine_waiting;
+	bool is_stopping;
+	int error;                              /* first failure since the last drain */
+};
 
 /* Where the payload is read from: the selected tensors' bytes, back to back. */
 struct payload_cursor {
@@ -72,7 +103,9 @@ static void cursor_take(struct payload_cursor *c, unsigned char *dst, uint64_t l
 	}
 }
 
-int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
+/* Return: 0; -ENOMEM or -ADUMP_ERR_CONFIG when the op record could not be built (nothing
+ * posted). Drops are not errors here: the channel reports them to adump_chan_wait_idle(). */
+static int dma_copy(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
 {
 	const struct adump_dev_dump_req *req = task->dump;
 	struct adump_chan *chan = task->chan;
@@ -175,4 +208,183 @@ int adump_dev_dma_run(const struct adump_dev_task *task, uint32_t device_id, uin
 		adump_chan_commit_sp(chan, rec);
 	}
 	return 0;
+}
+
+static void *engine_main(void *arg)
+{
+	struct adump_dev_dma *e = arg;
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		uint64_t head = atomic_load_explicit(&e->head, memory_order_relaxed);
+
+		while (head == e->tail && !e->is_stopping) {
+			e->is_engine_waiting = true;
+			pthread_cond_wait(&e->work_cond, &e->lock);
+			e->is_engine_waiting = false;
+		}
+		if (head == e->tail)
+			break;                  /* stopping and drained */
+		pthread_mutex_unlock(&e->lock);
+
+		/* The slot stays as queued until head moves past it. */
+		struct adump_dev_task *task = &e->slots[head % DMA_QUEUE_SLOTS];
+		int ret = dma_copy(task, e->device_id, e->stream_id);
+
+		adump_dev_dump_req_free(task->dump);
+
+		pthread_mutex_lock(&e->lock);
+		if (ret < 0 && e->error == 0)
+			e->error = ret;
+		/* Pairs with the acquire in adump_dev_dma_fence_write(). */
+		atomic_store_explicit(&e->head, head + 1, memory_order_release);
+		if (e->waiter_count)
+			pthread_cond_broadcast(&e->done_cond);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+int adump_dev_dma_create(uint32_t device_id, uint32_t stream_id, struct adump_dev_dma **out)
+{
+	struct adump_dev_dma *e = calloc(1, sizeof(*e));
+	char name[16];
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	e->slots = calloc(DMA_QUEUE_SLOTS, sizeof(e->slots[0]));
+	if (!e->slots) {
+		free(e);
+		return -ENOMEM;
+	}
+	e->device_id = device_id;
+	e->stream_id = stream_id;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->work_cond, NULL);
+	pthread_cond_init(&e->done_cond, NULL);
+	atomic_init(&e->head, 0);
+	ret = -pthread_create(&e->thread, NULL, engine_main, e);
+	if (ret < 0) {
+		pthread_cond_destroy(&e->done_cond);
+		pthread_cond_destroy(&e->work_cond);
+		pthread_mutex_destroy(&e->lock);
+		free(e->slots);
+		free(e);
+		return ret;
+	}
+	snprintf(name, sizeof(name), "adump-dma%u", stream_id);
+	pthread_setname_np(e->thread, name);
+	*out = e;
+	return 0;
+}
+
+void adump_dev_dma_destroy(struct adump_dev_dma *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->is_stopping = true;
+	pthread_cond_signal(&e->work_cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->thread, NULL);
+	pthread_cond_destroy(&e->done_cond);
+	pthread_cond_destroy(&e->work_cond);
+	pthread_mutex_destroy(&e->lock);
+	free(e->slots);
+	free(e);
+}
+
+/* Caller holds the lock: make the engine run if it sleeps with work queued. */
+static void kick_locked(struct adump_dev_dma *e)
+{
+	if (e->is_engine_waiting && atomic_load_explicit(&e->head, memory_order_relaxed) != e->tail)
+		pthread_cond_signal(&e->work_cond);
+}
+
+/* Caller holds the lock: wait until the first @target dumps have finished. */
+static void wait_head_locked(struct adump_dev_dma *e, uint64_t target)
+{
+	kick_locked(e);
+	while (atomic_load_explicit(&e->head, memory_order_relaxed) < target) {
+		e->waiter_count++;
+		pthread_cond_wait(&e->done_cond, &e->lock);
+		e->waiter_count--;
+	}
+}
+
+static bool ranges_overlap(const void *a, uint64_t a_bytes, const void *b, uint64_t b_bytes)
+{
+	uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
+
+	return a_bytes && b_bytes && a0 < b0 + b_bytes && b0 < a0 + a_bytes;
+}
+
+/* From the slot's own copy of the launch, never from task->dump, which the engine frees. */
+static bool dump_reads(const struct adump_dev_task *task, const void *ptr, uint64_t bytes)
+{
+	if ((task->dump_mask & ADUMP_DUMP_INPUTS) &&
+	    (ranges_overlap(ptr, bytes, task->self, task->bytes) ||
+	     ranges_overlap(ptr, bytes, task->other, task->bytes)))
+		return true;
+	return (task->dump_mask & ADUMP_DUMP_OUTPUTS) &&
+	       ranges_overlap(ptr, bytes, task->out, task->bytes);
+}
+
+void adump_dev_dma_fence_write(struct adump_dev_dma *e, const void *ptr, uint64_t bytes)
+{
+	uint64_t head, last = 0;
+
+	if (!e || !bytes)
+		return;
+	/* The slots are the executor's own writes (the engine only reads them); one below the
+	 * head is stale but is not rewritten before the executor queues again. */
+	head = atomic_load_explicit(&e->head, memory_order_acquire);
+	for (uint64_t i = head; i < e->tail; i++) {
+		if (dump_reads(&e->slots[i % DMA_QUEUE_SLOTS], ptr, bytes))
+			last = i + 1;
+	}
+	if (last <= head)
+		return;
+	pthread_mutex_lock(&e->lock);
+	wait_head_locked(e, last);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void adump_dev_dma_queue(struct adump_dev_dma *e, const struct adump_dev_task *task)
+{
+	uint64_t pending;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->tail - atomic_load_explicit(&e->head, memory_order_relaxed) >= DMA_QUEUE_SLOTS)
+		wait_head_locked(e, e->tail - DMA_QUEUE_SLOTS + 1);
+	e->slots[e->tail % DMA_QUEUE_SLOTS] = *task;
+	e->tail++;
+	pending = e->tail - atomic_load_explicit(&e->head, memory_order_relaxed);
+	if (task->bytes * 3 >= DMA_KICK_BYTES || pending >= DMA_KICK_JOBS)
+		kick_locked(e);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void adump_dev_dma_kick(struct adump_dev_dma *e)
+{
+	if (!e)
+		return;
+	pthread_mutex_lock(&e->lock);
+	kick_locked(e);
+	pthread_mutex_unlock(&e->lock);
+}
+
+int adump_dev_dma_drain(struct adump_dev_dma *e)
+{
+	int ret;
+
+	if (!e)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	wait_head_locked(e, e->tail);
+	ret = e->error;
+	e->error = 0;
+	pthread_mutex_unlock(&e->lock);
+	return ret;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Streams: an in-order task queue per stream with one executor thread. Launch copies a small
  * task into a fixed ring of slots under the stream mutex and signals only when the executor
- * sleeps; the executor takes every queued task per wake-up, runs the kernel and, for dumped
- * launches, the DMA engine, then wakes synchronizers and producers waiting for room. */
+ * sleeps; the executor takes every queued task per wake-up, runs the kernel and hands a dumped
+ * launch to the stream's DMA engine (dma.c, started with the first dump), then wakes
+ * synchronizers and producers waiting for room. A sync returns once the kernels ran, the
+ * engine copied their dumps and the pipeline took every record. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +37,9 @@ struct adump_dev_stream {
 	unsigned producer_wait_count;
 	unsigned sync_wait_count;
 	int error;                              /* first failure since the last sync */
+	/* Started by the executor at the first dump and set under the lock; the executor
+	 * reads it without (it is the only writer), others under the lock. */
+	struct adump_dev_dma *dma;
 	/* Written by bind (stream idle), read at launch and sync: release/acquire so that a
 	 * channel set up before bind is fully visible to the launching thread. */
 	_Atomic(struct adump_chan *) chan;
@@ -51,13 +56,38 @@ void adump_dev_dump_req_free(struct adump_dev_dump_req *req)
 	free(req);
 }
 
+static int dma_start(struct adump_dev_stream *s)
+{
+	struct adump_dev_dma *dma;
+	int ret = adump_dev_dma_create((uint32_t)s->dev->id, s->id, &dma);
+
+	if (ret < 0) {
+		adump_log_once(ADUMP_LOG_ERROR, "device", "stream %u: no DMA engine: %s", s->id,
+			       adump_strerror(ret));
+		return ret;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->dma = dma;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *task)
 {
-	int ret = adump_dev_add_run(s->dev, task);
+	int ret;
 
+	/* The kernel must not overwrite what a queued dump has still to copy. */
+	adump_dev_dma_fence_write(s->dma, task->out, task->bytes);
+	ret = adump_dev_add_run(s->dev, task);
 	/* A kernel that failed has no defined output, so its dump request is dropped too. */
-	if (ret == 0 && task->dump)
-		ret = adump_dev_dma_run(task, (uint32_t)s->dev->id, s->id);
+	if (ret == 0 && task->dump) {
+		if (!s->dma)
+			ret = dma_start(s);
+		if (ret == 0) {
+			adump_dev_dma_queue(s->dma, task);      /* the engine frees task->dump */
+			return 0;
+		}
+	}
 	adump_dev_dump_req_free(task->dump);
 	return ret;
 }
@@ -90,6 +120,7 @@ static void *executor_main(void *arg)
 			if (ret < 0 && batch_error == 0)
 				batch_error = ret;
 		}
+		adump_dev_dma_kick(s->dma);
 
 		pthread_mutex_lock(&s->lock);
 		s->head = end;
@@ -149,9 +180,10 @@ err_free:
 
 int adump_dev_stream_sync(struct adump_dev_stream *s)
 {
+	struct adump_dev_dma *dma;
 	struct adump_chan *chan;
 	uint64_t target;
-	int ret, idle_ret;
+	int ret, dma_ret, idle_ret;
 
 	if (!s)
 		return -EINVAL;
@@ -164,8 +196,13 @@ int adump_dev_stream_sync(struct adump_dev_stream *s)
 	}
 	ret = s->error;
 	s->error = 0;
+	dma = s->dma;
 	pthread_mutex_unlock(&s->lock);
 
+	/* The kernels ran; wait for the copies of their dumps. */
+	dma_ret = adump_dev_dma_drain(dma);
+	if (ret == 0)
+		ret = dma_ret;
 	chan = atomic_load_explicit(&s->chan, memory_order_acquire);   /* pairs with bind */
 	if (chan) {
 		/* The tasks have posted their records; wait until the worker has them all. */
@@ -188,6 +225,7 @@ int adump_dev_stream_destroy(struct adump_dev_stream *s)
 	pthread_cond_signal(&s->work_cond);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
+	adump_dev_dma_destroy(s->dma);
 	pthread_cond_destroy(&s->done_cond);
 	pthread_cond_destroy(&s->space_cond);
 	pthread_cond_destroy(&s->work_cond);
@@ -284,6 +322,7 @@ int adump_dev_launch_add(struct adump_dev_stream *s, const struct adump_dev_tens
 		ret = dump_req_create(self, other, out, dump, &task.dump);
 		if (ret < 0)
 			return ret;
+		task.dump_mask = dump->tensor_mask;
 	}
 
 	pthread_mutex_lock(&s->lock);

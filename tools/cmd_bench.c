@@ -72,7 +72,11 @@ struct bench_opts {
 	bool describe;
 };
 
-/* Device-side buffers: per input class a self and an other buffer, per stream an out. */
+/* Device-side buffers: per input class a self and an other buffer, per stream
+ * BENCH_OUT_BUFFERS outs used in turn, as a training step writes each activation to a buffer
+ * of its own: with one out per stream every kernel would have to wait for the DMA engine to
+ * finish reading the previous op's output before overwriting it. */
+#define BENCH_OUT_BUFFERS 2
 struct bench_dev {
 	struct adump_dev *dev;
 	void *self[3], *other[3];
@@ -84,7 +88,7 @@ struct bench_stream {
 	const struct adump_bench_plan *plan;
 	const struct bench_dev *bd;
 	struct adump_dev_stream *stream;
-	void *out_mem;
+	void *out_mem[BENCH_OUT_BUFFERS];
 	unsigned index;
 	bool is_dump;
 	int error;
@@ -462,6 +466,12 @@ static void dev_teardown(struct bench_dev *bd)
 	}
 }
 
+/* The out buffer of @op on its stream @bs: the stream's buffers in turn. */
+static void *op_out(const struct bench_stream *bs, const struct adump_bench_op *op)
+{
+	return bs->out_mem[op->index / bs->plan->w.stream_count % BENCH_OUT_BUFFERS];
+}
+
 /* The device tensors of @op: windows of the class buffers at the op's offset. */
 static void op_tensors(const struct bench_dev *bd, const struct adump_bench_op *op, void *out_mem,
 		       struct adump_dev_tensor t[3])
@@ -497,7 +507,7 @@ static void *stream_main(void *arg)
 					       .tensor_mask = ADUMP_DUMP_ALL };
 
 		adump_bench_op_get(plan, i, &op);
-		op_tensors(bs->bd, &op, bs->out_mem, t);
+		op_tensors(bs->bd, &op, op_out(bs, &op), t);
 		bs->error = adump_dev_launch_add(bs->stream, &t[0], &t[1], op.alpha, &t[2],
 						 bs->is_dump ? &dump : NULL);
 		if (bs->error < 0)
@@ -726,7 +736,7 @@ static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
 
 		adump_bench_op_get(plan, i, &op);
 		bs = &nc->bs[op.stream];
-		op_tensors(nc->bd, &op, bs->out_mem, dt);
+		op_tensors(nc->bd, &op, op_out(bs, &op), dt);
 		ret = adump_dev_launch_add(bs->stream, &dt[0], &dt[1], op.alpha, &dt[2], NULL);
 		if (ret == 0)
 			ret = adump_dev_stream_sync(bs->stream);
@@ -793,7 +803,7 @@ static uint64_t dump_file_size(uint64_t k, void *user)
 	long hlen;
 
 	adump_bench_op_get(sc->plan, k, &op);
-	op_tensors(sc->bd, &op, sc->bs[op.stream].out_mem, dt);
+	op_tensors(sc->bd, &op, op_out(&sc->bs[op.stream], &op), dt);
 	op_describe(&op, dt, 0, tensors, &attr, alpha_text, sizeof(alpha_text), &aop);
 	hlen = adump_dump_header_pack(&aop, NULL, 0);
 	return (hlen > 0 ? (uint64_t)hlen : 0) + 3 * op.bytes;
@@ -1092,12 +1102,12 @@ int cmd_bench(int argc, char **argv)
 		ret = adump_dev_stream_create(bd.dev, &b->stream);
 		if (ret < 0)
 			goto out;
-		if (plan.stream_max_bytes[created]) {
-			ret = adump_dev_malloc(bd.dev, plan.stream_max_bytes[created], &b->out_mem);
+		for (unsigned k = 0; k < BENCH_OUT_BUFFERS && plan.stream_max_bytes[created]; k++) {
+			ret = adump_dev_malloc(bd.dev, plan.stream_max_bytes[created], &b->out_mem[k]);
 			if (ret < 0)
 				goto out;
 			/* Touched now so the capture's peak RSS does not count its first use. */
-			memset(b->out_mem, 0, plan.stream_max_bytes[created]);
+			memset(b->out_mem[k], 0, plan.stream_max_bytes[created]);
 			bd.bytes += plan.stream_max_bytes[created];
 		}
 	}
@@ -1290,8 +1300,9 @@ out:
 	if (bs) {
 		for (unsigned i = 0; i < plan.w.stream_count; i++) {
 			adump_dev_stream_destroy(bs[i].stream);
-			if (bs[i].out_mem)
-				adump_dev_free(bd.dev, bs[i].out_mem);
+			for (unsigned k = 0; k < BENCH_OUT_BUFFERS; k++)
+				if (bs[i].out_mem[k])
+					adump_dev_free(bd.dev, bs[i].out_mem[k]);
 		}
 	}
 	free(bs);

@@ -479,6 +479,66 @@ START_TEST(test_dma_drop_policy)
 }
 END_TEST
 
+/* The engine copies beside the kernels, so the kernels after a dumped op must not overwrite
+ * what its dump still has to read: here the consumer is slow and the pool two buffers, so the
+ * dump of A is still being copied while B, C and D overwrite A's out, self and other. */
+START_TEST(test_dma_waits_before_overwrite)
+{
+	enum { ELEMS = 6000 };                  /* 72000 B: 18 chunks, 2 buffers */
+	const int64_t shape[] = { ELEMS };
+	struct fixture fx;
+	struct launch a;
+	struct adump_dev_tensor s2, o2;
+	uint64_t rng = t_seed();
+	int32_t *self, *other, *expect;
+	const struct seen_file *f;
+
+	fixture_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 300);
+	launch_init(&fx, &a, ADUMP_DT_INT32, ELEMS, 3.0, ADUMP_DUMP_ALL, &rng);
+	s2 = t_dev_tensor(fx.dev, ADUMP_DT_INT32, 1, shape);
+	o2 = t_dev_tensor(fx.dev, ADUMP_DT_INT32, 1, shape);
+	fill_random(fx.dev, &s2, &rng);
+	fill_random(fx.dev, &o2, &rng);
+	self = t_dev_download(fx.dev, &a.t[0]);
+	other = t_dev_download(fx.dev, &a.t[1]);
+	expect = malloc(ELEMS * sizeof(*expect));
+	for (int i = 0; i < ELEMS; i++)
+		expect[i] = (int32_t)((uint32_t)self[i] + 3u * (uint32_t)other[i]);
+
+	launch_submit(&fx, &a, 0);
+	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &o2, -1.0, &a.t[2], NULL), 0);
+	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &o2, 5.0, &a.t[0], NULL), 0);
+	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &s2, 7.0, &a.t[1], NULL), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	fixture_stop_consumer(&fx);
+
+	ck_assert_uint_eq(fx.consumer.file_count, 1);
+	f = &fx.consumer.files[0];
+	ck_assert_uint_eq(f->bytes_received, 3 * ELEMS * sizeof(int32_t));
+	ck_assert_mem_eq(f->payload, self, ELEMS * sizeof(int32_t));
+	ck_assert_mem_eq(f->payload + ELEMS * sizeof(int32_t), other, ELEMS * sizeof(int32_t));
+	ck_assert_mem_eq(f->payload + 2 * ELEMS * sizeof(int32_t), expect, ELEMS * sizeof(int32_t));
+	/* And the later kernels did run, in order, after the dump had read their targets. */
+	free(self);
+	self = t_dev_download(fx.dev, &a.t[0]);
+	other = t_dev_download(fx.dev, &s2);
+	for (int i = 0; i < ELEMS; i += 997) {
+		int32_t o2_i;
+
+		ck_assert_int_eq(adump_dev_memcpy(fx.dev, &o2_i, 4, (int32_t *)o2.data + i, 4,
+						  ADUMP_COPY_DEVICE_TO_HOST), 0);
+		ck_assert_int_eq(self[i], (int32_t)((uint32_t)other[i] + 5u * (uint32_t)o2_i));
+	}
+	free(self);
+	free(other);
+	free(expect);
+	t_dev_tensor_free(fx.dev, &s2);
+	t_dev_tensor_free(fx.dev, &o2);
+	launch_free(&fx, &a);
+	fixture_finish(&fx);
+}
+END_TEST
+
 #ifdef T_HAVE_TESTPOINTS
 START_TEST(test_dma_op_rec_failure)
 {
@@ -528,6 +588,7 @@ static Suite *dma_suite(void)
 	tcase_add_test(tc, test_dma_chunks_reassemble);
 	tcase_add_test(tc, test_dma_unbound_stream_posts_nothing);
 	tcase_add_test(tc, test_dma_drop_policy);
+	tcase_add_test(tc, test_dma_waits_before_overwrite);
 #ifdef T_HAVE_TESTPOINTS
 	tcase_add_test(tc, test_dma_op_rec_failure);
 #endif
