@@ -48,6 +48,7 @@ struct stream_slot {
 	unsigned worker;
 	bool is_used;
 	bool is_detaching;                      /* detach waits outside the session lock */
+	bool is_share_touched;                  /* its pool share is resident; kept on detach */
 };
 
 struct adump_session {
