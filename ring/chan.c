@@ -230,20 +230,48 @@ bool adump_chan_is_empty_sc(struct adump_chan *c)
 	return adump_spsc_size(&c->full_ring) == 0;
 }
 
+static void wake_producer(struct adump_chan *c)
+{
+	if (atomic_load_explicit(&c->producer_sleeping, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&c->free_seq, 1, memory_order_release);
+		adump_futex_wake_all(&c->free_seq);
+	}
+}
+
+static void wake_idle_waiters(struct adump_chan *c)
+{
+	if (atomic_load_explicit(&c->idle_waiters, memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&c->idle_seq, 1, memory_order_release);
+		adump_futex_wake_all(&c->idle_seq);
+	}
+}
+
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
 {
 	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
 	atomic_fetch_add_explicit(&c->released, 1, memory_order_release);
 	/* Dekker with the producer's sleep and with adump_chan_wait_idle(). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&c->producer_sleeping, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&c->free_seq, 1, memory_order_release);
-		adump_futex_wake_all(&c->free_seq);
-	}
-	if (atomic_load_explicit(&c->idle_waiters, memory_order_relaxed)) {
-		atomic_fetch_add_explicit(&c->idle_seq, 1, memory_order_release);
-		adump_futex_wake_all(&c->idle_seq);
-	}
+	wake_producer(c);
+	wake_idle_waiters(c);
+}
+
+void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec)
+{
+	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
+	/* Dekker with the producer's sleep in adump_chan_reserve_sp(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	wake_producer(c);
+}
+
+void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count)
+{
+	/* Pairs with the seq_cst load in adump_chan_wait_idle(): whatever the worker did for
+	 * these records (their data written) happens before an idle waiter returns. */
+	atomic_fetch_add_explicit(&c->released, record_count, memory_order_release);
+	/* Dekker with adump_chan_wait_idle(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	wake_idle_waiters(c);
 }
 
 int adump_chan_wait_idle(struct adump_chan *c)

@@ -117,8 +117,24 @@ struct adump_rec *adump_chan_pop_sc(struct adump_chan *c);
 /* Consumer thread only: whether nothing is waiting (a worker's last look before it sleeps). */
 bool adump_chan_is_empty_sc(struct adump_chan *c);
 
-/* Consumer thread only: the record's buffer is free again (its write has completed). */
+/* Consumer thread only: the record's buffer is free again (its write has completed), and the
+ * record is done for adump_chan_wait_idle(). Same as recycle then retire of one record. */
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
+
+/**
+ * adump_chan_recycle_sc() - give the record's buffer back before the record is done.
+ * For a consumer that copied the data out (a worker's batch buffer): the producer may reuse
+ * @rec at once, so the consumer must not touch it afterwards. The record still counts as
+ * outstanding for adump_chan_wait_idle() until adump_chan_retire_sc() covers it.
+ * Consumer thread only.
+ */
+void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec);
+
+/**
+ * adump_chan_retire_sc() - mark @record_count recycled records done (their data written).
+ * Consumer thread only; never more records than were recycled and not yet retired.
+ */
+void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count);
 
 /* Set before the first commit; the channel rings it after each commit. */
 void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db);

@@ -211,6 +211,40 @@ START_TEST(test_blocking_producer_sleeps_and_wakes)
 }
 END_TEST
 
+/* A recycled buffer is the producer's again at once, but the channel is idle only once the
+ * record is retired too. */
+START_TEST(test_recycle_then_retire)
+{
+	void *mem;
+	struct adump_chan *c = make_chan(2, ADUMP_ON_FULL_DROP, &mem);
+	struct adump_rec *a = adump_chan_reserve_sp(c, false);
+	struct adump_rec *b = adump_chan_reserve_sp(c, false);
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	adump_chan_commit_sp(c, a);
+	adump_chan_commit_sp(c, b);
+	ck_assert_ptr_eq(adump_chan_pop_sc(c), a);
+	ck_assert_ptr_eq(adump_chan_pop_sc(c), b);
+	adump_chan_recycle_sc(c, a);
+	adump_chan_recycle_sc(c, b);
+	/* Both buffers are free again although nothing is retired. */
+	a = adump_chan_reserve_sp(c, false);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(adump_chan_reserve_sp(c, false));
+	adump_chan_commit_sp(c, a);
+	struct adump_stream_stats st;
+	adump_chan_stats(c, &st);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_ptr_eq(adump_chan_pop_sc(c), a);
+	adump_chan_release_sc(c, a);
+	adump_chan_retire_sc(c, 2);
+	ck_assert_int_eq(adump_chan_wait_idle(c), 0);
+	adump_chan_destroy(c);
+	free(mem);
+}
+END_TEST
+
 START_TEST(test_op_rec_deep_copy)
 {
 	struct adump_tensor t[2] = {
@@ -250,6 +284,7 @@ int main(void)
 	tcase_add_test(tc, test_full_drops_are_counted);
 	tcase_add_test(tc, test_stress_two_threads);
 	tcase_add_test(tc, test_blocking_producer_sleeps_and_wakes);
+	tcase_add_test(tc, test_recycle_then_retire);
 	tcase_add_test(tc, test_op_rec_deep_copy);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
