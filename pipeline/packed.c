@@ -8,7 +8,11 @@
  * Data is always written before its index line, and lines go out whole, in batches of one
  * write() (when the batch fills, before the worker sleeps, when it stops), so a crash leaves
  * an index whose complete lines all describe valid data. CRC32C is computed by
- * ISA-L (crc32_iscsi) while the chunks pass, in file order. */
+ * ISA-L (crc32_iscsi) while the chunks pass, in file order.
+ *
+ * A small file that arrives in one record is copied whole into a worker batch (struct
+ * packed_batch) and its staging buffer goes back at once; a batch is one write of many
+ * files, and its files' index lines are written when that write has completed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <isa-l/crc.h>
@@ -23,6 +27,12 @@
 #define MODULE "packed"
 #define DEFAULT_SEGMENT_BYTES (1ull << 30)
 #define INDEX_BATCH_BYTES (64u << 10)   /* index lines gathered before one write() */
+#define BATCH_BYTES (256u << 10)        /* small files gathered before one write */
+#define BATCH_MAX 4                     /* batches per worker: one filling, the rest in flight */
+#define BATCH_SMALL_BYTES (BATCH_BYTES / 4)     /* largest file a batch takes */
+#define BATCH_LINE_BYTES (64u << 10)
+#define BATCH_RUN_MAX 1024
+#define LINE_FIXED_BYTES 80             /* an index line beyond its file name, at most */
 
 uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len)
 {
@@ -43,6 +53,56 @@ static int segment_open(struct adump_worker *w)
 	p->seg_fd = fd;
 	p->seg_offset = 0;
 	return 0;
+}
+
+/* Decimal digits of @v at @dst. Return: the byte after them. */
+static char *put_u64(char *dst, uint64_t v)
+{
+	char tmp[20];
+	unsigned n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*dst++ = tmp[--n];
+	return dst;
+}
+
+/* One index line at @dst (LINE_FIXED_BYTES + rel_len bytes are enough), as
+ * "%s\tw%u-%u.seg\t%llu\t%llu\t%08x\n". Return: its length. */
+static size_t put_line(char *dst, const char *rel, size_t rel_len, unsigned worker,
+		       uint32_t seg_number, uint64_t base, uint64_t len, uint32_t crc)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = dst;
+
+	memcpy(p, rel, rel_len);
+	p += rel_len;
+	*p++ = '\t';
+	*p++ = 'w';
+	p = put_u64(p, worker);
+	*p++ = '-';
+	p = put_u64(p, seg_number);
+	memcpy(p, ".seg\t", 5);
+	p += 5;
+	p = put_u64(p, base);
+	*p++ = '\t';
+	p = put_u64(p, len);
+	*p++ = '\t';
+	for (int shift = 28; shift >= 0; shift -= 4)
+		*p++ = hex[(crc >> shift) & 0xf];
+	*p++ = '\n';
+	return (size_t)(p - dst);
+}
+
+static void batch_destroy(struct packed_batch *b)
+{
+	free(b->mem);
+	free(b->lines);
+	free(b->runs);
+	free(b);
 }
 
 int adump_packed_worker_init(struct adump_worker *w)
@@ -73,6 +133,13 @@ void adump_packed_worker_fini(struct adump_worker *w)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "worker %u: index lines lost at stop", w->index);
 	free(p->index_buf);
 	p->index_buf = NULL;
+	/* The worker stopped with nothing in flight and no batch open: all are free. */
+	while (p->free_batches) {
+		struct packed_batch *b = p->free_batches;
+
+		p->free_batches = b->next_free;
+		batch_destroy(b);
+	}
 	for (uint32_t i = 0; i < p->old_count; i++)
 		close(p->old_fds[i]);
 	free(p->old_fds);
@@ -85,6 +152,23 @@ void adump_packed_worker_fini(struct adump_worker *w)
 	p->seg_fd = p->index_fd = -1;
 }
 
+/* Close the current segment for new files and open the next one. */
+static int segment_roll(struct adump_worker *w)
+{
+	struct packed_state *p = &w->ext->packed;
+	/* Writes may still be in flight on the full segment: keep it open until the worker
+	 * stops. */
+	int *fds = realloc(p->old_fds, (p->old_count + 1) * sizeof(*fds));
+
+	if (!fds)
+		return -ENOMEM;
+	p->old_fds = fds;
+	p->old_fds[p->old_count++] = p->seg_fd;
+	p->seg_fd = -1;
+	p->seg_number++;
+	return segment_open(w);
+}
+
 int adump_packed_place(struct adump_worker *w, struct file_state *fs)
 {
 	struct packed_state *p = &w->ext->packed;
@@ -93,18 +177,11 @@ int adump_packed_place(struct adump_worker *w, struct file_state *fs)
 	uint64_t total = fs->header_len + fs->op->payload_bytes;
 	int ret;
 
+	/* The open batch covers the segment up to seg_offset: it goes out before anything
+	 * else is placed, so that its bytes stay one contiguous stretch. */
+	adump_packed_batch_submit(w);
 	if (p->seg_offset && p->seg_offset + total > limit) {
-		/* Writes may still be in flight on the full segment: keep it open until the
-		 * worker stops. */
-		int *fds = realloc(p->old_fds, (p->old_count + 1) * sizeof(*fds));
-
-		if (!fds)
-			return -ENOMEM;
-		p->old_fds = fds;
-		p->old_fds[p->old_count++] = p->seg_fd;
-		p->seg_fd = -1;
-		p->seg_number++;
-		ret = segment_open(w);
+		ret = segment_roll(w);
 		if (ret < 0)
 			return ret;
 	}
@@ -139,11 +216,12 @@ int adump_packed_index(struct adump_worker *w, struct file_state *fs)
 
 	if (ret)
 		return ret;
-	n = snprintf(line, sizeof(line), "%s\tw%u-%u.seg\t%llu\t%llu\t%08x\n", rel, w->index,
-		     fs->seg_number, (unsigned long long)fs->base,
-		     (unsigned long long)(fs->header_len + fs->op->payload_bytes), fs->crc);
-	if (n < 0 || (size_t)n >= sizeof(line))
+	size_t rel_len = strlen(rel);
+
+	if (rel_len + LINE_FIXED_BYTES > sizeof(line))
 		return -ENAMETOOLONG;
+	n = (int)put_line(line, rel, rel_len, w->index, fs->seg_number, fs->base,
+			  fs->header_len + fs->op->payload_bytes, fs->crc);
 	if (p->index_len + (size_t)n > INDEX_BATCH_BYTES) {
 		ret = adump_packed_flush(w);
 		if (ret < 0)
@@ -152,4 +230,193 @@ int adump_packed_index(struct adump_worker *w, struct file_state *fs)
 	memcpy(p->index_buf + p->index_len, line, (size_t)n);
 	p->index_len += (size_t)n;
 	return 0;
+}
+
+static struct packed_batch *batch_create(void)
+{
+	struct packed_batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->mem = malloc(BATCH_BYTES);
+	b->lines = malloc(BATCH_LINE_BYTES);
+	b->runs = malloc(BATCH_RUN_MAX * sizeof(*b->runs));
+	if (!b->mem || !b->lines || !b->runs) {
+		batch_destroy(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* The batch to fill: the open one, a free one, a new one, or the next to complete. */
+static struct packed_batch *batch_get(struct adump_worker *w)
+{
+	struct packed_state *p = &w->ext->packed;
+	struct packed_batch *b = p->batch;
+
+	if (b)
+		return b;
+	if (!p->free_batches && p->batch_count < BATCH_MAX) {
+		b = batch_create();
+		if (b) {
+			p->batch_count++;
+			b->next_free = p->free_batches;
+			p->free_batches = b;
+		}
+	}
+	while (!p->free_batches) {
+		if (!p->batch_count)
+			return NULL;
+		/* Every batch is in flight: their completions put them back. */
+		adump_worker_reap_blocking(w);
+	}
+	b = p->free_batches;
+	p->free_batches = b->next_free;
+	b->len = 0;
+	b->lines_len = 0;
+	b->file_count = 0;
+	b->run_count = 0;
+	b->base = p->seg_offset;
+	b->write.req.fd = p->seg_fd;
+	p->batch = b;
+	return b;
+}
+
+void adump_packed_batch_submit(struct adump_worker *w)
+{
+	struct packed_state *p = &w->ext->packed;
+	struct packed_batch *b = p->batch;
+	int ret;
+
+	if (!b)
+		return;
+	p->batch = NULL;
+	b->write = (struct adump_chunk_write){
+		.req = { .fd = b->write.req.fd, .buf_index = -1, .buf = b->mem, .len = b->len,
+			 .offset = b->base },
+		.batch = b,
+	};
+	ret = adump_writer_write(w->writer, &b->write.req);
+	if (ret < 0) {
+		adump_packed_batch_done(w, b, ret);
+		return;
+	}
+	atomic_fetch_add_explicit(&w->session->writes_in_flight, 1, memory_order_relaxed);
+}
+
+void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res)
+{
+	struct adump_session *s = w->session;
+	struct packed_state *p = &w->ext->packed;
+	int ret = res < 0 ? res : 0;
+
+	if (ret == 0) {
+		atomic_fetch_add_explicit(&s->bytes, b->len, memory_order_relaxed);
+		/* The data is written: now its lines, and they go out before the records are
+		 * retired, so a stream sync that returns finds its files indexed. */
+		if (p->index_len + b->lines_len > INDEX_BATCH_BYTES)
+			ret = adump_packed_flush(w);
+		if (ret == 0) {
+			memcpy(p->index_buf + p->index_len, b->lines, b->lines_len);
+			p->index_len += b->lines_len;
+			ret = adump_packed_flush(w);
+		}
+		if (ret < 0)
+			adump_log_once(ADUMP_LOG_ERROR, MODULE, "indexing a batch: %s",
+				       adump_strerror(ret));
+	} else {
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		adump_log_once(ADUMP_LOG_ERROR, MODULE,
+			       "writing %u files to segment w%u at %llu: %s (further failures are counted)",
+			       b->file_count, w->index, (unsigned long long)b->base,
+			       adump_strerror(ret));
+	}
+	if (ret < 0) {
+		adump_session_set_error(s, ret);
+		atomic_fetch_add_explicit(&s->files_failed, b->file_count, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&s->files_completed, b->file_count, memory_order_relaxed);
+	}
+	/* Last: a sync waiting for these records then sees the files counted and indexed. */
+	for (uint32_t i = 0; i < b->run_count; i++)
+		adump_chan_retire_sc(b->runs[i].chan, b->runs[i].record_count);
+	b->next_free = p->free_batches;
+	p->free_batches = b;
+}
+
+bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
+{
+	struct adump_session *s = w->session;
+	struct packed_state *p = &w->ext->packed;
+	struct adump_op_rec *op = rec->op;
+	uint64_t limit = s->cfg.segment_bytes ? s->cfg.segment_bytes : DEFAULT_SEGMENT_BYTES;
+	uint64_t payload_bytes = op->payload_bytes;
+	struct packed_batch *b;
+	char rel[4200];
+	size_t rel_len, total;
+	int name_len;
+
+	if ((rec->flags & (ADUMP_REC_FIRST | ADUMP_REC_LAST)) != (ADUMP_REC_FIRST | ADUMP_REC_LAST) ||
+	    op->priv || p->seg_fd < 0 || rec->offset != 0 || rec->len != payload_bytes ||
+	    payload_bytes > BATCH_SMALL_BYTES ||
+	    atomic_load_explicit(&op->is_failed, memory_order_relaxed))
+		return false;
+	rel_len = (size_t)(put_u64(rel, op->op.device_id) - rel);
+	rel[rel_len++] = '/';
+	/* The same bound as the ordinary path's name buffer (file_open()). */
+	name_len = adump_dump_file_name(&op->op, rel + rel_len, 4096);
+	if (name_len < 0)
+		return false;
+	rel_len += (size_t)name_len;
+
+	for (int attempt = 0;; attempt++) {
+		b = batch_get(w);
+		if (!b)
+			return false;
+		size_t room = BATCH_BYTES - b->len;
+		long header_len = room > payload_bytes ?
+			adump_dump_header_pack(&op->op, b->mem + b->len, room - payload_bytes) :
+			-ADUMP_ERR_TOO_BIG;
+
+		if (header_len < 0 && header_len != -ADUMP_ERR_TOO_BIG)
+			return false;
+		if (header_len >= 0) {
+			total = (size_t)header_len + payload_bytes;
+			if (total > BATCH_SMALL_BYTES)
+				return false;
+			if (p->seg_offset && p->seg_offset + total > limit) {
+				/* A file never spans two segments: the batch goes out, a new
+				 * segment starts and a new batch with it. */
+				adump_packed_batch_submit(w);
+				if (segment_roll(w) < 0)
+					return false;
+				continue;
+			}
+			if (b->lines_len + rel_len + LINE_FIXED_BYTES <= BATCH_LINE_BYTES &&
+			    b->run_count < BATCH_RUN_MAX)
+				break;
+		}
+		/* The batch is full: out it goes, and the file tries a fresh one once. */
+		if (attempt > 1 || !b->file_count)
+			return false;
+		adump_packed_batch_submit(w);
+	}
+
+	/* The file is in the batch: the staging buffer can go back before anything is written. */
+	unsigned char *file = b->mem + b->len;
+	uint64_t base = b->base + b->len;
+
+	memcpy(file + total - payload_bytes, (const char *)rec->buf + rec->buf_offset, payload_bytes);
+	b->lines_len += put_line(b->lines + b->lines_len, rel, rel_len, w->index, p->seg_number,
+				 base, total, adump_crc32c(0, file, total));
+	b->len += total;
+	b->file_count++;
+	p->seg_offset += total;
+	if (b->run_count && b->runs[b->run_count - 1].chan == chan)
+		b->runs[b->run_count - 1].record_count++;
+	else
+		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
+	adump_chan_recycle_sc(chan, rec);
+	adump_op_rec_destroy(op);
+	return true;
 }

@@ -25,6 +25,7 @@ struct adump_chunk_write {
 	struct adump_chan *chan;
 	struct adump_rec *rec;                  /* the staging buffer to release, or NULL */
 	void *out_buf;                          /* a worker output buffer to recycle, or NULL */
+	void *batch;                            /* a packed batch (file == NULL), or NULL */
 };
 
 struct adump_worker {

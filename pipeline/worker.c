@@ -389,6 +389,8 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 	bool is_last = (rec->flags & ADUMP_REC_LAST) != 0;
 
 	atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed);
+	if (!fs && w->ext->takes_small && adump_packed_take_small(w, chan, rec))
+		return;
 	if (!fs) {
 		fs = file_open(w, op);
 		if (!fs) {
@@ -451,8 +453,12 @@ static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
 	struct adump_chunk_write *cw = (struct adump_chunk_write *)req;
 	struct file_state *fs = cw->file;
 
-	fs->pending--;
 	atomic_fetch_sub_explicit(&s->writes_in_flight, 1, memory_order_relaxed);
+	if (cw->batch) {
+		adump_packed_batch_done(w, cw->batch, req->res);
+		return;
+	}
+	fs->pending--;
 	if (req->res < 0) {
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
 		adump_file_fail(s, fs, req->res, "writing");
@@ -537,17 +543,21 @@ static void *worker_main(void *arg)
 		atomic_fetch_add_explicit(&w->epoch, 1, memory_order_seq_cst);
 		unsigned handled = drain_rings(w);
 
+		/* Small packed files go out once the rings are drained: a batch never waits for
+		 * more work that is not there (a stream sync may be waiting for it). */
+		if (w->ext->packed.batch && rings_empty(w))
+			adump_packed_batch_submit(w);
 		if (adump_writer_submit(w->writer) < 0)
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "submitting writes failed");
 		handled += reap(w, false, &doorbell);
 		if (handled)
 			continue;
 		if (atomic_load_explicit(&w->should_stop, memory_order_acquire) &&
-		    adump_writer_in_flight(w->writer) == 0 && rings_empty(w))
+		    adump_writer_in_flight(w->writer) == 0 && !w->ext->packed.batch && rings_empty(w))
 			break;
 		/* Poll a little before sleeping: a busy producer posts again within microseconds,
 		 * and a doorbell costs it a system call and us a wake-up. */
-		if (spin_for_work(w))
+		if (spin_for_work(w) || w->ext->packed.batch)
 			continue;
 		/* Index lines of finished packed files go out before the worker idles. */
 		if (w->ext->packed.index_len)
@@ -590,6 +600,11 @@ int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned
 	ret = s->cfg.compress == ADUMP_COMPRESS_LZ4 ? adump_lz4_worker_init(w, s->chunk_bytes) : 0;
 	if (ret == 0 && s->cfg.layout == ADUMP_LAYOUT_PACKED)
 		ret = adump_packed_worker_init(w);
+	/* The plain packed output only: the other variants need the file's state. */
+	w->ext->takes_small = s->cfg.layout == ADUMP_LAYOUT_PACKED &&
+			      s->cfg.sink == ADUMP_SINK_FILE &&
+			      s->cfg.content == ADUMP_CONTENT_TENSOR &&
+			      s->cfg.compress == ADUMP_COMPRESS_NONE && s->cfg.io == ADUMP_IO_BUFFERED;
 	if (ret < 0)
 		goto err_ext;
 	ret = adump_doorbell_init(&w->doorbell);

@@ -17,6 +17,28 @@ struct out_buf {
 	unsigned char mem[];
 };
 
+/* Records of one channel a batch retires once it is written. */
+struct batch_run {
+	struct adump_chan *chan;
+	uint32_t record_count;
+};
+
+/* Packed: small files copied whole (header and payload) into a worker buffer, so their
+ * staging buffers go back at once, and written to the segment with one write. Their index
+ * lines go out after that write has completed. */
+struct packed_batch {
+	struct adump_chunk_write write;         /* first: the completion finds the batch */
+	struct packed_batch *next_free;
+	uint64_t base;                          /* mem[0]'s offset in its segment */
+	size_t len;                             /* bytes of files in mem */
+	uint32_t file_count;
+	char *lines;                            /* the files' index lines, in file order */
+	size_t lines_len;
+	struct batch_run *runs;
+	uint32_t run_count;
+	unsigned char *mem;
+};
+
 struct packed_state {
 	int index_fd;
 	int seg_fd;                             /* the segment being filled */
@@ -26,6 +48,9 @@ struct packed_state {
 	uint32_t old_count;
 	char *index_buf;                        /* lines of completed files, not yet written */
 	size_t index_len;
+	struct packed_batch *batch;             /* being filled, or NULL */
+	struct packed_batch *free_batches;
+	unsigned batch_count;                   /* allocated */
 };
 
 /* Worker-private extras, created with the worker. */
@@ -37,6 +62,7 @@ struct worker_ext {
 	unsigned out_count;                     /* allocated */
 	size_t out_cap;                         /* bytes per output buffer */
 	struct packed_state packed;
+	bool takes_small;                       /* packed files: small ones go into batches */
 };
 
 /* Per dump file, from its first record to its completion. */
@@ -90,6 +116,15 @@ int adump_packed_place(struct adump_worker *w, struct file_state *fs);
 int adump_packed_index(struct adump_worker *w, struct file_state *fs);
 /* Write the queued index lines; the worker calls it before it sleeps and when it stops. */
 int adump_packed_flush(struct adump_worker *w);
+/* A whole small file in one record: copy it into the open batch, give the staging buffer
+ * back at once and retire the record once the batch is written. Return: false if the record
+ * does not qualify (the caller takes the ordinary path); true if it was consumed. */
+bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan,
+			     struct adump_rec *rec);
+/* Queue the open batch's write, if there is one. */
+void adump_packed_batch_submit(struct adump_worker *w);
+/* The batch's write completed with @res (bytes or -errno). */
+void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res);
 uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Output formats: LZ4 frames decompress (with the lz4 command) to the exact files the plain
- * sink writes; packed segments unpack byte-identical to the file sink for the same seed; the
- * index survives a capture killed with SIGKILL, every indexed entry valid. Statistics mode
+ * sink writes; packed segments unpack byte-identical to the file sink for the same seed (small
+ * files through batches too); the index survives a capture killed with SIGKILL, every indexed entry valid. Statistics mode
  * writes CSV files instead of tensors. */
 #include <errno.h>
 #include <signal.h>
@@ -21,6 +21,8 @@ static struct t_workload w = {
 	.chunk_bytes = 256u << 10, .keep_memory = true,
 };
 
+static uint64_t segment_bytes = 1u << 20;       /* several segments */
+
 static void capture(const char *root, enum adump_compress compress, enum adump_layout layout,
 		    enum adump_content content)
 {
@@ -37,7 +39,7 @@ static void capture(const char *root, enum adump_compress compress, enum adump_l
 	cfg.compress = compress;
 	cfg.layout = layout;
 	cfg.content = content;
-	cfg.segment_bytes = 1u << 20;           /* several segments */
+	cfg.segment_bytes = segment_bytes;
 	/* One counting clock for the whole run; both streams race for it, so names are
 	 * compared modulo timestamps below only where needed. */
 	adump_testpoint_clock_set(1700000000000000ull);
@@ -88,6 +90,33 @@ START_TEST(test_packed_unpacks_to_the_files)
 	ck_assert_int_eq(adump_unpack(dir, out), 80);
 	t_check_capture(out, &w);
 	t_workload_free(&w);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* Small files go through a worker's batch (copied whole, one write for many, their index
+ * lines after it): with many of them and small segments, batches fill up and segments roll
+ * under them, and every file still unpacks byte-identical. */
+START_TEST(test_packed_small_files_in_batches)
+{
+	char *root = t_tmpdir("formats");
+	char dir[4200], out[4200];
+	struct t_workload big = w;
+
+	w.op_count = 600;
+	w.min_bytes = 1;
+	w.max_bytes = 8u << 10;
+	segment_bytes = 96u << 10;
+	capture(root, ADUMP_COMPRESS_NONE, ADUMP_LAYOUT_PACKED, ADUMP_CONTENT_TENSOR);
+	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
+	ck_assert_uint_gt(t_count_files(dir, ".seg"), 4);
+	snprintf(out, sizeof(out), "%s/unpacked", root);
+	ck_assert_int_eq(adump_unpack(dir, out), 2 * 600);
+	t_check_capture(out, &w);
+	t_workload_free(&w);
+	w = big;
+	segment_bytes = 1u << 20;
 	t_rmtree(root);
 	free(root);
 }
@@ -225,6 +254,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_lz4_frames_decompress_to_the_files);
 	tcase_add_test(tc, test_packed_unpacks_to_the_files);
+	tcase_add_test(tc, test_packed_small_files_in_batches);
 	tcase_add_test(tc, test_packed_detects_corruption);
 	tcase_add_test(tc, test_packed_index_survives_sigkill);
 	tcase_add_test(tc, test_stats_content_writes_csv);
