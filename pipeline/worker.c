@@ -23,9 +23,13 @@
 /* @base followed by @suffix into @dst. Return: 0, or -ENAMETOOLONG. */
 static int path_with(char *dst, size_t cap, const char *base, const char *suffix)
 {
-	int n = snprintf(dst, cap, "%s%s", base, suffix);
+	size_t base_len = strlen(base), suffix_len = strlen(suffix);
 
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	if (base_len + suffix_len >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dst, base, base_len);
+	memcpy(dst + base_len, suffix, suffix_len + 1);
+	return 0;
 }
 
 
@@ -211,7 +215,9 @@ static int open_part(struct adump_session *s, struct file_state *fs, const char 
 
 	if (ret == 0)
 		ret = ensure_device_dir(s, fs->op->op.device_id);
-	if (ret == 0 && snprintf(part, sizeof(part), "%s%s.part", fs->path, suffix) >= (int)sizeof(part))
+	if (ret == 0 && path_with(part, sizeof(part), fs->path, suffix) == 0)
+		ret = path_with(part + strlen(part), sizeof(part) - strlen(part), "", ".part");
+	else if (ret == 0)
 		ret = -ENAMETOOLONG;
 	if (ret == 0) {
 		int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
@@ -233,8 +239,9 @@ static int open_part(struct adump_session *s, struct file_state *fs, const char 
 	return ret;
 }
 
-/* The first record of a file: its name and header, then whatever its output needs. */
-static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec *op)
+/* The first record of a file: its name and header, then whatever its output needs.
+ * @is_whole: the record holds the file's whole payload (its header may go out with it). */
+static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec *op, bool is_whole)
 {
 	struct adump_session *s = w->session;
 	char name[4096];
@@ -319,6 +326,10 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 		fs->crc = adump_crc32c(0, fs->header, fs->header_len);
 	} else if (open_part(s, fs, "") < 0) {
 		return fs;
+	} else if (is_whole) {
+		/* One write for the whole file, from the staging buffer (handle_record()). */
+		fs->is_whole = true;
+		return fs;
 	}
 	fs->header_write = (struct adump_chunk_write){
 		.req = { .fd = fs->fd, .buf_index = -1, .buf = fs->header, .len = fs->header_len,
@@ -392,7 +403,9 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 	if (!fs && w->ext->takes_small && adump_packed_take_small(w, chan, rec))
 		return;
 	if (!fs) {
-		fs = file_open(w, op);
+		fs = file_open(w, op, (rec->flags & ADUMP_REC_LAST) && rec->offset == 0 && rec->len &&
+					      rec->len == op->payload_bytes &&
+					      op->payload_bytes < adump_chan_buffer_bytes(chan));
 		if (!fs) {
 			/* No memory for the file's state: drop the file, keep the session alive. */
 			adump_session_set_error(s, -ENOMEM);
@@ -436,6 +449,33 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 	if (s->cfg.layout == ADUMP_LAYOUT_PACKED)
 		fs->crc = adump_crc32c(fs->crc, rec_data(rec), rec->len);
 	struct adump_chunk_write *cw = &s->writes[rec->index];
+	if (fs->is_whole && fs->header_len + rec->len <= adump_chan_buffer_bytes(chan)) {
+		/* The buffer is ours until the write completes: the header goes in front of
+		 * the payload, and the file is one write. */
+		memmove((char *)rec->buf + fs->header_len, rec_data(rec), rec->len);
+		memcpy(rec->buf, fs->header, fs->header_len);
+		*cw = (struct adump_chunk_write){
+			.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec->buf,
+				 .len = fs->header_len + rec->len, .offset = 0 },
+			.file = fs, .chan = chan, .rec = rec,
+		};
+		fs->is_whole = false;
+		if (!adump_submit_write(w, cw))
+			record_done(w, chan, rec, fs);
+		else
+			fs->is_last_seen = true;
+		return;
+	}
+	if (fs->is_whole) {
+		/* The header does not fit in front: it goes out on its own after all. */
+		fs->is_whole = false;
+		fs->header_write = (struct adump_chunk_write){
+			.req = { .fd = fs->fd, .buf_index = -1, .buf = fs->header,
+				 .len = fs->header_len },
+			.file = fs,
+		};
+		adump_submit_write(w, &fs->header_write);
+	}
 	*cw = (struct adump_chunk_write){
 		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec_data(rec),
 			 .len = rec->len, .offset = fs->base + fs->payload_base + rec->offset },
