@@ -91,6 +91,18 @@ ADUMP_HIDDEN void adump_dev_dma_fence_write(struct adump_dev_dma *e, const void 
 /* Executor, after @task's kernel ran: queues its dump (the engine frees task->dump); waits
  * while the queue is full. */
 ADUMP_HIDDEN void adump_dev_dma_queue(struct adump_dev_dma *e, const struct adump_dev_task *task);
+/* Executor: whether to copy @task's dump itself (adump_dev_dma_copy()) rather than queue it:
+ * a small dump, and the engine (NULL ok) idle, so the copy keeps the queue's order. */
+ADUMP_HIDDEN bool adump_dev_dma_is_inline(const struct adump_dev_dma *e,
+					  const struct adump_dev_task *task);
+/*
+ * adump_dev_dma_copy() - dump @task's tensors through @task->chan now, on the calling thread
+ * (the channel's producer at that moment). @device_id and @stream_id go into the op.
+ * Return: 0; -ENOMEM or -ADUMP_ERR_CONFIG when the op record could not be built (nothing
+ * posted). Drops are not errors here: the channel reports them to adump_chan_wait_idle().
+ */
+ADUMP_HIDDEN int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id,
+				    uint32_t stream_id);
 /* Executor, at the end of a batch: wakes the engine if dumps wait for it. NULL ok. */
 ADUMP_HIDDEN void adump_dev_dma_kick(struct adump_dev_dma *e);
 /* Any thread: waits until every dump queued so far has posted its records.

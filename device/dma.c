@@ -5,7 +5,9 @@
  * tensors (inputs, then outputs) chunk by chunk into the channel's staging buffers, one
  * completion record per chunk, dumps in queue order. A kernel that would overwrite memory a
  * queued dump still has to read waits for that dump first (adump_dev_dma_fence_write()), so
- * every dump holds the bytes its op left behind.
+ * every dump holds the bytes its op left behind. Small dumps are copied by the executor
+ * itself while the engine is idle: the channel has one producer at a time, the executor or
+ * the engine, handed over through the queue.
  * Under ADUMP_ON_FULL_DROP a chunk that finds no free buffer is lost, the rest of its file is
  * skipped, and only the final record is still posted so the worker can close the file as
  * failed. */
@@ -21,9 +23,11 @@
 #define DMA_MAX_TENSORS 3
 /* Dumped ops the engine may lag behind the kernels before the executor waits for it. */
 #define DMA_QUEUE_SLOTS 256u
-/* The executor wakes a sleeping engine at once for a dump this large or a queue this deep;
- * smaller dumps wait for the end of the executor's batch, one wake-up for many. */
-#define DMA_KICK_BYTES (256u << 10)
+/* A dump up to this size is small: copying it costs less than handing it to the engine, so
+ * the executor copies it itself when the engine is idle; queued behind others, it does not
+ * wake a sleeping engine, which then starts at the end of the executor's batch or once
+ * DMA_KICK_JOBS dumps wait. */
+#define DMA_SMALL_BYTES (256u << 10)
 #define DMA_KICK_JOBS 32u
 
 struct adump_dev_dma {
@@ -39,6 +43,7 @@ struct adump_dev_dma {
 	_Atomic uint64_t head;
 	uint64_t tail;                          /* dumps queued */
 	unsigned waiter_count;                  /* threads in done_cond */
+	uint64_t wake_at;                       /* the lowest head one of them waits for */
 	bool is_engine_waiting;
 	bool is_stopping;
 	int error;                              /* first failure since the last drain */
@@ -103,9 +108,13 @@ static void cursor_take(struct payload_cursor *c, unsigned char *dst, uint64_t l
 	}
 }
 
-/* Return: 0; -ENOMEM or -ADUMP_ERR_CONFIG when the op record could not be built (nothing
- * posted). Drops are not errors here: the channel reports them to adump_chan_wait_idle(). */
-static int dma_copy(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
+static uint64_t dump_bytes(const struct adump_dev_task *task)
+{
+	return task->bytes * ((task->dump_mask & ADUMP_DUMP_INPUTS ? 2 : 0) +
+			      (task->dump_mask & ADUMP_DUMP_OUTPUTS ? 1 : 0));
+}
+
+int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
 {
 	const struct adump_dev_dump_req *req = task->dump;
 	struct adump_chan *chan = task->chan;
@@ -229,7 +238,7 @@ static void *engine_main(void *arg)
 
 		/* The slot stays as queued until head moves past it. */
 		struct adump_dev_task *task = &e->slots[head % DMA_QUEUE_SLOTS];
-		int ret = dma_copy(task, e->device_id, e->stream_id);
+		int ret = adump_dev_dma_copy(task, e->device_id, e->stream_id);
 
 		adump_dev_dump_req_free(task->dump);
 
@@ -238,8 +247,11 @@ static void *engine_main(void *arg)
 			e->error = ret;
 		/* Pairs with the acquire in adump_dev_dma_fence_write(). */
 		atomic_store_explicit(&e->head, head + 1, memory_order_release);
-		if (e->waiter_count)
+		/* Woken only when one can go on: no ping-pong per dump while the executor waits. */
+		if (e->waiter_count && head + 1 >= e->wake_at) {
+			e->wake_at = UINT64_MAX;
 			pthread_cond_broadcast(&e->done_cond);
+		}
 	}
 	pthread_mutex_unlock(&e->lock);
 	return NULL;
@@ -264,6 +276,7 @@ int adump_dev_dma_create(uint32_t device_id, uint32_t stream_id, struct adump_de
 	pthread_cond_init(&e->work_cond, NULL);
 	pthread_cond_init(&e->done_cond, NULL);
 	atomic_init(&e->head, 0);
+	e->wake_at = UINT64_MAX;
 	ret = -pthread_create(&e->thread, NULL, engine_main, e);
 	if (ret < 0) {
 		pthread_cond_destroy(&e->done_cond);
@@ -307,6 +320,8 @@ static void wait_head_locked(struct adump_dev_dma *e, uint64_t target)
 {
 	kick_locked(e);
 	while (atomic_load_explicit(&e->head, memory_order_relaxed) < target) {
+		if (target < e->wake_at)
+			e->wake_at = target;
 		e->waiter_count++;
 		pthread_cond_wait(&e->done_cond, &e->lock);
 		e->waiter_count--;
@@ -356,14 +371,23 @@ void adump_dev_dma_queue(struct adump_dev_dma *e, const struct adump_dev_task *t
 	uint64_t pending;
 
 	pthread_mutex_lock(&e->lock);
+	/* Full: wait until half of it is free, one wake-up for many dumps. */
 	if (e->tail - atomic_load_explicit(&e->head, memory_order_relaxed) >= DMA_QUEUE_SLOTS)
-		wait_head_locked(e, e->tail - DMA_QUEUE_SLOTS + 1);
+		wait_head_locked(e, e->tail - DMA_QUEUE_SLOTS / 2);
 	e->slots[e->tail % DMA_QUEUE_SLOTS] = *task;
 	e->tail++;
 	pending = e->tail - atomic_load_explicit(&e->head, memory_order_relaxed);
-	if (task->bytes * 3 >= DMA_KICK_BYTES || pending >= DMA_KICK_JOBS)
+	if (dump_bytes(task) > DMA_SMALL_BYTES || pending >= DMA_KICK_JOBS)
 		kick_locked(e);
 	pthread_mutex_unlock(&e->lock);
+}
+
+bool adump_dev_dma_is_inline(const struct adump_dev_dma *e, const struct adump_dev_task *task)
+{
+	/* Acquire: pairs with the engine's release of head, so the executor, producing again,
+	 * sees everything the engine did to the channel. */
+	return dump_bytes(task) <= DMA_SMALL_BYTES &&
+	       (!e || atomic_load_explicit(&e->head, memory_order_acquire) == e->tail);
 }
 
 void adump_dev_dma_kick(struct adump_dev_dma *e)

@@ -81,11 +81,15 @@ static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *tas
 	ret = adump_dev_add_run(s->dev, task);
 	/* A kernel that failed has no defined output, so its dump request is dropped too. */
 	if (ret == 0 && task->dump) {
-		if (!s->dma)
-			ret = dma_start(s);
-		if (ret == 0) {
-			adump_dev_dma_queue(s->dma, task);      /* the engine frees task->dump */
-			return 0;
+		if (adump_dev_dma_is_inline(s->dma, task)) {
+			ret = adump_dev_dma_copy(task, (uint32_t)s->dev->id, s->id);
+		} else {
+			if (!s->dma)
+				ret = dma_start(s);
+			if (ret == 0) {
+				adump_dev_dma_queue(s->dma, task);      /* the engine frees task->dump */
+				return 0;
+			}
 		}
 	}
 	adump_dev_dump_req_free(task->dump);

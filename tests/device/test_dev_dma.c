@@ -355,7 +355,9 @@ START_TEST(test_dma_chunks_reassemble)
 		{ ADUMP_DT_FLOAT, 1, 2.0, ADUMP_DUMP_ALL },                 /* one short chunk */
 		{ ADUMP_DT_FLOAT, 0, 1.0, ADUMP_DUMP_ALL },                 /* no payload */
 		{ ADUMP_DT_FLOAT, 100, 1.0, 0 },                            /* no tensors */
-		{ ADUMP_DT_FLOAT, 20000, -1.25, ADUMP_DUMP_ALL },           /* 59 chunks */
+		/* 88 chunks: large enough for the DMA engine's thread, so the small dumps
+		 * after it queue behind it and the ones after those are copied inline again. */
+		{ ADUMP_DT_FLOAT, 30000, -1.25, ADUMP_DUMP_ALL },
 	};
 	enum { PLAN_COUNT = sizeof(plan) / sizeof(plan[0]), ROUNDS = 3 };
 	struct launch launches[PLAN_COUNT * ROUNDS];
@@ -484,7 +486,7 @@ END_TEST
  * dump of A is still being copied while B, C and D overwrite A's out, self and other. */
 START_TEST(test_dma_waits_before_overwrite)
 {
-	enum { ELEMS = 6000 };                  /* 72000 B: 18 chunks, 2 buffers */
+	enum { ELEMS = 30000 };                 /* 360000 B: 88 chunks, 2 buffers */
 	const int64_t shape[] = { ELEMS };
 	struct fixture fx;
 	struct launch a;
