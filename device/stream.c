@@ -40,6 +40,7 @@ struct adump_dev_stream {
 	/* Started by the executor at the first dump and set under the lock; the executor
 	 * reads it without (it is the only writer), others under the lock. */
 	struct adump_dev_dma *dma;
+	struct adump_chan *deferred_chan;       /* executor only: owes a doorbell (flush_doorbell()) */
 	/* Written by bind (stream idle), read at launch and sync: release/acquire so that a
 	 * channel set up before bind is fully visible to the launching thread. */
 	_Atomic(struct adump_chan *) chan;
@@ -72,6 +73,15 @@ static int dma_start(struct adump_dev_stream *s)
 	return 0;
 }
 
+/* Executor: rings for the small dumps it posted without a doorbell, at the end of a batch and
+ * before the engine takes over the channel. */
+static void flush_doorbell(struct adump_dev_stream *s)
+{
+	if (s->deferred_chan)
+		adump_chan_flush_sp(s->deferred_chan);
+	s->deferred_chan = NULL;
+}
+
 static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *task)
 {
 	int ret;
@@ -82,8 +92,12 @@ static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *tas
 	/* A kernel that failed has no defined output, so its dump request is dropped too. */
 	if (ret == 0 && task->dump) {
 		if (adump_dev_dma_is_inline(s->dma, task)) {
+			/* Small dumps come in bursts: one doorbell for the burst (see flush_doorbell()). */
+			adump_chan_defer_sp(task->chan);
+			s->deferred_chan = task->chan;
 			ret = adump_dev_dma_copy(task, (uint32_t)s->dev->id, s->id);
 		} else {
+			flush_doorbell(s);      /* before the engine becomes the producer */
 			if (!s->dma)
 				ret = dma_start(s);
 			if (ret == 0) {
@@ -124,6 +138,7 @@ static void *executor_main(void *arg)
 			if (ret < 0 && batch_error == 0)
 				batch_error = ret;
 		}
+		flush_doorbell(s);
 		adump_dev_dma_kick(s->dma);
 
 		pthread_mutex_lock(&s->lock);

@@ -40,9 +40,11 @@ struct adump_chan {
 	_Atomic uint32_t high_water;
 	_Atomic uint32_t producer_sleeping;
 	_Atomic uint32_t has_dropped;           /* since the last adump_chan_wait_idle() */
-	uint32_t reserve_count;                 /* producer only: picks the enqueue samples */
+	uint32_t sample_rng;                    /* producer only: picks the enqueue samples */
 	bool is_sampled;                        /* producer only: time this enqueue */
 	uint64_t reserve_ns;                    /* producer only: its reserve's duration */
+	bool is_doorbell_deferred;              /* producer only: see adump_chan_defer_sp() */
+	uint32_t doorbell_owed;                 /* producer only: commits not rung for yet */
 	_Atomic uint64_t wait_max_ns;
 	_Atomic uint64_t wait_hist[ADUMP_HIST_BUCKETS];
 	_Atomic uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
@@ -94,6 +96,7 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 	c->stream_id = cfg->stream_id;
 	c->on_full = cfg->on_full;
 	c->align = cfg->align;
+	c->sample_rng = 0x9e3779b9u ^ (cfg->stream_id << 1);     /* odd: never the zero state */
 	ck_ring_init(&c->full_ring, slots);
 	ck_ring_init(&c->free_ring, slots);
 	for (uint32_t i = 0; i < cfg->buffer_count; i++) {
@@ -117,11 +120,25 @@ void adump_chan_destroy(struct adump_chan *c)
 	free(c);
 }
 
-static unsigned hist_bucket(uint64_t ns)
+unsigned adump_hist_bucket(uint64_t ns)
 {
-	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+	unsigned octave, sub, b;
 
+	if (ns < ADUMP_HIST_SUB_BUCKETS)
+		return (unsigned)ns;            /* 0..3 ns: one bucket a nanosecond */
+	octave = 63u - (unsigned)__builtin_clzll(ns);   /* >= 2 */
+	sub = (unsigned)(ns >> (octave - 2)) & 3u;      /* the two bits below the leading one */
+	b = ADUMP_HIST_SUB_BUCKETS * (octave - 1) + sub;
 	return b < ADUMP_HIST_BUCKETS ? b : ADUMP_HIST_BUCKETS - 1;
+}
+
+uint64_t adump_hist_bucket_end(unsigned i)
+{
+	unsigned octave = i / ADUMP_HIST_SUB_BUCKETS + 1, sub = i % ADUMP_HIST_SUB_BUCKETS;
+
+	if (i < ADUMP_HIST_SUB_BUCKETS)
+		return i + 1;
+	return (uint64_t)(ADUMP_HIST_SUB_BUCKETS + sub + 1) << (octave - 2);
 }
 
 static struct adump_rec *take_free(struct adump_chan *c)
@@ -132,6 +149,26 @@ static struct adump_rec *take_free(struct adump_chan *c)
 	return adump_spsc_pop(&c->free_ring, c->free_slots, &rec) ? rec : NULL;
 }
 
+static void ring_owed(struct adump_chan *c)
+{
+	struct adump_doorbell *db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
+
+	if (c->doorbell_owed && db)
+		adump_doorbell_ring(db);
+	c->doorbell_owed = 0;
+}
+
+void adump_chan_defer_sp(struct adump_chan *c)
+{
+	c->is_doorbell_deferred = true;
+}
+
+void adump_chan_flush_sp(struct adump_chan *c)
+{
+	c->is_doorbell_deferred = false;
+	ring_owed(c);
+}
+
 struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 {
 	struct adump_rec *rec;
@@ -139,8 +176,12 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 
 	/* Sample the enqueue latency of one record in ADUMP_ENQUEUE_SAMPLE (timing every one
 	 * would cost more than the hand-off itself): the reserve here plus the commit, not the
-	 * producer's copy in between. */
-	if (++c->reserve_count % ADUMP_ENQUEUE_SAMPLE == 0) {
+	 * producer's copy in between. Picked at random (xorshift32), so that the samples do not
+	 * keep step with anything periodic, such as a deferred doorbell. */
+	c->sample_rng ^= c->sample_rng << 13;
+	c->sample_rng ^= c->sample_rng >> 17;
+	c->sample_rng ^= c->sample_rng << 5;
+	if (c->sample_rng % ADUMP_ENQUEUE_SAMPLE == 0) {
 		start = adump_now_ns();
 		rec = take_free(c);
 		if (rec) {
@@ -157,6 +198,8 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 		adump_chan_count_drop_sp(c);
 		return NULL;
 	}
+	/* The worker may be asleep on records we have not rung for: it frees the buffers. */
+	ring_owed(c);
 	atomic_fetch_add_explicit(&c->wait_count, 1, memory_order_relaxed);
 	start = adump_now_ns();
 	for (int i = 0; i < SPIN_ITERATIONS; i++) {
@@ -180,7 +223,7 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 out:
 	waited = adump_now_ns() - start;
 	atomic_fetch_add_explicit(&c->wait_ns, waited, memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->wait_hist[hist_bucket(waited)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->wait_hist[adump_hist_bucket(waited)], 1, memory_order_relaxed);
 	if (waited > atomic_load_explicit(&c->wait_max_ns, memory_order_relaxed))
 		atomic_store_explicit(&c->wait_max_ns, waited, memory_order_relaxed);
 	return rec;
@@ -207,13 +250,18 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
 		atomic_store_explicit(&c->high_water, depth + 1, memory_order_relaxed);
 
-	db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
-	if (db)
-		adump_doorbell_ring(db);
+	if (c->is_doorbell_deferred && ++c->doorbell_owed < ADUMP_DOORBELL_BATCH) {
+		/* Rung later, once for many (adump_chan_flush_sp()). */
+	} else {
+		c->doorbell_owed = 0;
+		db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
+		if (db)
+			adump_doorbell_ring(db);
+	}
 	if (c->is_sampled) {
 		uint64_t took = c->reserve_ns + (adump_now_ns() - start);
 
-		atomic_fetch_add_explicit(&c->enqueue_hist[hist_bucket(took)], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->enqueue_hist[adump_hist_bucket(took)], 1, memory_order_relaxed);
 		c->is_sampled = false;
 	}
 }
@@ -356,7 +404,7 @@ uint64_t adump_hist_percentile(const uint64_t *hist, double q)
 	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++) {
 		seen += hist[i];
 		if ((double)seen >= q * (double)total)
-			return 2ull << i;
+			return adump_hist_bucket_end(i);
 	}
-	return 2ull << (ADUMP_HIST_BUCKETS - 1);
+	return adump_hist_bucket_end(ADUMP_HIST_BUCKETS - 1);
 }

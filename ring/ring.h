@@ -98,6 +98,19 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait);
  */
 void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec);
 
+/* Most commits a deferring producer makes before it rings anyway. */
+#define ADUMP_DOORBELL_BATCH 128u
+
+/**
+ * adump_chan_defer_sp() - let the following commits skip the doorbell: a producer about to
+ * post many small records in a burst rings once at its end (adump_chan_flush_sp()), or every
+ * ADUMP_DOORBELL_BATCH commits, or before it waits for a buffer, instead of a system call per
+ * record whenever the worker sleeps. Producer thread only.
+ */
+void adump_chan_defer_sp(struct adump_chan *c);
+/* Ends the deferral and rings the doorbell if a commit is owed. Producer thread only. */
+void adump_chan_flush_sp(struct adump_chan *c);
+
 /**
  * adump_chan_count_drop_sp() - count a chunk the producer skipped without trying to reserve
  * (the rest of a file that already lost a chunk). Producer thread only.

@@ -117,11 +117,21 @@ struct adump_config {
 
 #define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config) }
 
-#define ADUMP_HIST_BUCKETS 40
+/* Latency histograms are log-linear: each power of two of nanoseconds is split in 4 equal
+ * buckets (so a bucket is at most 25 % wide), from 0 ns up to 2^40 ns (~18 min). */
+#define ADUMP_HIST_SUB_BUCKETS 4
+#define ADUMP_HIST_BUCKETS 160
 #define ADUMP_ENQUEUE_SAMPLE 16
 
 /**
- * adump_hist_percentile() - a percentile of a log2 histogram of nanoseconds.
+ * adump_hist_bucket() - the bucket of a duration of @ns nanoseconds.
+ * adump_hist_bucket_end() - the first duration above bucket @i, in ns.
+ */
+ADUMP_API unsigned adump_hist_bucket(uint64_t ns);
+ADUMP_API uint64_t adump_hist_bucket_end(unsigned i);
+
+/**
+ * adump_hist_percentile() - a percentile of a latency histogram.
  * @hist: ADUMP_HIST_BUCKETS counters; @q: 0..1 (0.5 = median, 0.99 = p99).
  * Return: the upper bound of the bucket holding that percentile, in ns; 0 if empty.
  */
@@ -148,7 +158,7 @@ struct adump_stats {
 	uint64_t producer_wait_count;
 	uint64_t producer_wait_ns;
 	enum adump_writer_kind backend;     /* URING or PWRITE once decided; AUTO before */
-	/* Latency histograms over all streams, bucket i counting durations in [2^i, 2^(i+1)) ns:
+	/* Latency histograms over all streams (buckets: adump_hist_bucket()):
 	 * producer waits for a free buffer (every wait), and enqueue latency: a reserve that found
 	 * a free buffer plus its commit, without the copy between them (sampled: one record in
 	 * ADUMP_ENQUEUE_SAMPLE). */

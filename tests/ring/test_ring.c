@@ -273,6 +273,38 @@ START_TEST(test_op_rec_deep_copy)
 }
 END_TEST
 
+/* Latency buckets: every duration falls in a bucket whose bounds hold it, the buckets are in
+ * order and at most 25 % wide; a p99 below 1 µs is visible as such. */
+START_TEST(test_hist_buckets)
+{
+	uint64_t hist[ADUMP_HIST_BUCKETS] = { 0 };
+	uint64_t prev_end = 0;
+
+	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS - 1; i++) {
+		uint64_t end = adump_hist_bucket_end(i);
+
+		ck_assert_uint_gt(end, prev_end);
+		ck_assert_uint_eq(adump_hist_bucket(end - 1), i);
+		ck_assert_uint_eq(adump_hist_bucket(prev_end), i);
+		if (prev_end >= 4)
+			ck_assert_uint_le((end - prev_end) * 4, prev_end);
+		prev_end = end;
+	}
+	ck_assert_uint_eq(adump_hist_bucket(UINT64_MAX), ADUMP_HIST_BUCKETS - 1);
+	ck_assert_uint_eq(adump_hist_bucket_end(adump_hist_bucket(1000)), 1024);
+	ck_assert_uint_eq(adump_hist_bucket_end(adump_hist_bucket(850)), 896);
+	/* 989 samples at 100 ns and 11 at 850 ns: p99 is the 850 ns bucket's end, p50 100's. */
+	hist[adump_hist_bucket(100)] = 989;
+	hist[adump_hist_bucket(850)] = 11;
+	ck_assert_uint_eq(adump_hist_percentile(hist, 0.99), 896);
+	ck_assert_uint_eq(adump_hist_percentile(hist, 0.5), 112);
+	hist[adump_hist_bucket(5000)] = 11;
+	ck_assert_uint_eq(adump_hist_percentile(hist, 0.99), 5120);
+	memset(hist, 0, sizeof(hist));
+	ck_assert_uint_eq(adump_hist_percentile(hist, 0.99), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ring");
@@ -286,6 +318,7 @@ int main(void)
 	tcase_add_test(tc, test_blocking_producer_sleeps_and_wakes);
 	tcase_add_test(tc, test_recycle_then_retire);
 	tcase_add_test(tc, test_op_rec_deep_copy);
+	tcase_add_test(tc, test_hist_buckets);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
