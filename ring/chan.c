@@ -194,12 +194,12 @@ struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait)
 		if (rec)
 			return rec;
 	}
+	/* The worker may be asleep on records we have not rung for: it frees the buffers. */
+	ring_owed(c);
 	if (c->on_full == ADUMP_ON_FULL_DROP && !must_wait) {
 		adump_chan_count_drop_sp(c);
 		return NULL;
 	}
-	/* The worker may be asleep on records we have not rung for: it frees the buffers. */
-	ring_owed(c);
 	atomic_fetch_add_explicit(&c->wait_count, 1, memory_order_relaxed);
 	start = adump_now_ns();
 	for (int i = 0; i < SPIN_ITERATIONS; i++) {
