@@ -12,6 +12,7 @@
  * skipped, and only the final record is still posted so the worker can close the file as
  * failed. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,21 @@ static uint64_t dump_bytes(const struct adump_dev_task *task)
 			      (task->dump_mask & ADUMP_DUMP_OUTPUTS ? 1 : 0));
 }
 
+/* alpha as the kernel used it, so the dump matches the computation. */
+static void alpha_format(const struct adump_dev_task *task, char *text, size_t cap)
+{
+	float f = (float)task->alpha;
+
+	if (task->dtype == ADUMP_DT_INT32)
+		snprintf(text, cap, "%d", adump_dev_alpha_int32(task->alpha));
+	/* An integral value (the usual alpha) prints the same under %d as under %.9g, whose
+	 * floating-point formatting was a good part of a small dump's cost. */
+	else if (fabsf(f) < 1e9f && f == (float)(int32_t)f && !(f == 0 && signbit(f)))
+		snprintf(text, cap, "%d", (int32_t)f);
+	else
+		snprintf(text, cap, "%.9g", (double)f);
+}
+
 int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
 {
 	const struct adump_dev_dump_req *req = task->dump;
@@ -141,11 +157,7 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 	for (uint32_t i = 0; i < cursor.count; i++)
 		total += cursor.bytes[i];
 
-	/* Record alpha as the kernel used it, so the dump matches the computation. */
-	if (task->dtype == ADUMP_DT_INT32)
-		snprintf(alpha_text, sizeof(alpha_text), "%d", adump_dev_alpha_int32(task->alpha));
-	else
-		snprintf(alpha_text, sizeof(alpha_text), "%.9g", (double)(float)task->alpha);
+	alpha_format(task, alpha_text, sizeof(alpha_text));
 	struct adump_attr attr = { .name = "alpha", .value = alpha_text };
 	struct adump_op op = {
 		.op_type = req->op_type,

@@ -50,11 +50,7 @@ static _Atomic uint32_t stream_next_id = 1;
 
 void adump_dev_dump_req_free(struct adump_dev_dump_req *req)
 {
-	if (!req)
-		return;
-	free(req->op_type);
-	free(req->op_name);
-	free(req);
+	free(req);                              /* the names live in the same block */
 }
 
 static int dma_start(struct adump_dev_stream *s)
@@ -285,16 +281,17 @@ static int dump_req_create(const struct adump_dev_tensor *self,
 			   const struct adump_dev_tensor *out, const struct adump_dev_dump *dump,
 			   struct adump_dev_dump_req **req_out)
 {
-	struct adump_dev_dump_req *req = calloc(1, sizeof(*req));
+	size_t type_bytes = strlen(dump->op_type) + 1, name_bytes = strlen(dump->op_name) + 1;
+	/* One allocation per dumped launch: the request, then both names. */
+	struct adump_dev_dump_req *req = malloc(sizeof(*req) + type_bytes + name_bytes);
 
 	if (!req)
 		return -ENOMEM;
-	req->op_type = strdup(dump->op_type);
-	req->op_name = strdup(dump->op_name);
-	if (!req->op_type || !req->op_name) {
-		adump_dev_dump_req_free(req);
-		return -ENOMEM;
-	}
+	memset(req, 0, sizeof(*req));
+	req->op_type = (char *)(req + 1);
+	req->op_name = req->op_type + type_bytes;
+	memcpy(req->op_type, dump->op_type, type_bytes);
+	memcpy(req->op_name, dump->op_name, name_bytes);
 	req->tensor_mask = dump->tensor_mask;
 	req->self = *self;
 	req->other = *other;

@@ -355,6 +355,10 @@ START_TEST(test_dma_chunks_reassemble)
 		{ ADUMP_DT_FLOAT, 1, 2.0, ADUMP_DUMP_ALL },                 /* one short chunk */
 		{ ADUMP_DT_FLOAT, 0, 1.0, ADUMP_DUMP_ALL },                 /* no payload */
 		{ ADUMP_DT_FLOAT, 100, 1.0, 0 },                            /* no tensors */
+		/* alpha as text: -0 and large integral values, printed as %.9g prints them. */
+		{ ADUMP_DT_FLOAT, 10, -0.0, ADUMP_DUMP_ALL },
+		{ ADUMP_DT_FLOAT16, 10, 123456792.0, ADUMP_DUMP_OUTPUTS },
+		{ ADUMP_DT_FLOAT, 10, 1e9, ADUMP_DUMP_INPUTS },
 		/* 88 chunks: large enough for the DMA engine's thread, so the small dumps
 		 * after it queue behind it and the ones after those are copied inline again. */
 		{ ADUMP_DT_FLOAT, 30000, -1.25, ADUMP_DUMP_ALL },
@@ -522,6 +526,7 @@ START_TEST(test_dma_waits_before_overwrite)
 	ck_assert_mem_eq(f->payload + 2 * ELEMS * sizeof(int32_t), expect, ELEMS * sizeof(int32_t));
 	/* And the later kernels did run, in order, after the dump had read their targets. */
 	free(self);
+	free(other);
 	self = t_dev_download(fx.dev, &a.t[0]);
 	other = t_dev_download(fx.dev, &s2);
 	for (int i = 0; i < ELEMS; i += 997) {
