@@ -219,10 +219,10 @@ static int open_part(struct adump_session *s, struct file_state *fs, const char 
 
 	if (ret == 0)
 		ret = ensure_device_dir(s, fs->op->op.device_id);
-	if (ret == 0 && path_with(part, sizeof(part), fs->path, suffix) == 0)
+	if (ret == 0)
+		ret = path_with(part, sizeof(part), fs->path, suffix);
+	if (ret == 0)
 		ret = path_with(part + strlen(part), sizeof(part) - strlen(part), "", ".part");
-	else if (ret == 0)
-		ret = -ENAMETOOLONG;
 	if (ret == 0) {
 		int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
 
