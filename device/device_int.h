@@ -105,6 +105,8 @@ ADUMP_HIDDEN int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t 
 				    uint32_t stream_id);
 /* Executor, at the end of a batch: wakes the engine if dumps wait for it. NULL ok. */
 ADUMP_HIDDEN void adump_dev_dma_kick(struct adump_dev_dma *e);
+/* Any thread: the executor's waits so far. */
+ADUMP_HIDDEN void adump_dev_dma_stats(struct adump_dev_dma *e, struct adump_dev_stream_stats *out);
 /* Any thread: waits until every dump queued so far has posted its records.
  * Return: 0, or the first failure since the last drain (-ENOMEM, -ADUMP_ERR_CONFIG: an op
  * record could not be built, nothing of that dump posted). NULL ok. */

@@ -48,6 +48,7 @@ struct adump_dev_dma {
 	bool is_engine_waiting;
 	bool is_stopping;
 	int error;                              /* first failure since the last drain */
+	struct adump_dev_stream_stats stats;    /* the executor's waits */
 };
 
 /* Where the payload is read from: the selected tensors' bytes, back to back. */
@@ -327,9 +328,15 @@ static void kick_locked(struct adump_dev_dma *e)
 		pthread_cond_signal(&e->work_cond);
 }
 
-/* Caller holds the lock: wait until the first @target dumps have finished. */
-static void wait_head_locked(struct adump_dev_dma *e, uint64_t target)
+/* Caller holds the lock: wait until the first @target dumps have finished. Return: how long
+ * that took, in ns (0 if they had). */
+static uint64_t wait_head_locked(struct adump_dev_dma *e, uint64_t target)
 {
+	uint64_t start;
+
+	if (atomic_load_explicit(&e->head, memory_order_relaxed) >= target)
+		return 0;
+	start = adump_now_ns();
 	kick_locked(e);
 	while (atomic_load_explicit(&e->head, memory_order_relaxed) < target) {
 		if (target < e->wake_at)
@@ -338,6 +345,7 @@ static void wait_head_locked(struct adump_dev_dma *e, uint64_t target)
 		pthread_cond_wait(&e->done_cond, &e->lock);
 		e->waiter_count--;
 	}
+	return adump_now_ns() - start;
 }
 
 static bool ranges_overlap(const void *a, uint64_t a_bytes, const void *b, uint64_t b_bytes)
@@ -374,7 +382,8 @@ void adump_dev_dma_fence_write(struct adump_dev_dma *e, const void *ptr, uint64_
 	if (last <= head)
 		return;
 	pthread_mutex_lock(&e->lock);
-	wait_head_locked(e, last);
+	e->stats.fence_waits++;
+	e->stats.fence_wait_ns += wait_head_locked(e, last);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -384,8 +393,10 @@ void adump_dev_dma_queue(struct adump_dev_dma *e, const struct adump_dev_task *t
 
 	pthread_mutex_lock(&e->lock);
 	/* Full: wait until half of it is free, one wake-up for many dumps. */
-	if (e->tail - atomic_load_explicit(&e->head, memory_order_relaxed) >= DMA_QUEUE_SLOTS)
-		wait_head_locked(e, e->tail - DMA_QUEUE_SLOTS / 2);
+	if (e->tail - atomic_load_explicit(&e->head, memory_order_relaxed) >= DMA_QUEUE_SLOTS) {
+		e->stats.queue_waits++;
+		e->stats.queue_wait_ns += wait_head_locked(e, e->tail - DMA_QUEUE_SLOTS / 2);
+	}
 	e->slots[e->tail % DMA_QUEUE_SLOTS] = *task;
 	e->tail++;
 	pending = e->tail - atomic_load_explicit(&e->head, memory_order_relaxed);
@@ -408,6 +419,13 @@ void adump_dev_dma_kick(struct adump_dev_dma *e)
 		return;
 	pthread_mutex_lock(&e->lock);
 	kick_locked(e);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void adump_dev_dma_stats(struct adump_dev_dma *e, struct adump_dev_stream_stats *out)
+{
+	pthread_mutex_lock(&e->lock);
+	*out = e->stats;
 	pthread_mutex_unlock(&e->lock);
 }
 

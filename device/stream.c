@@ -261,6 +261,21 @@ struct adump_dev *adump_dev_stream_dev(const struct adump_dev_stream *s)
 	return s->dev;
 }
 
+void adump_dev_stream_stats(struct adump_dev_stream *s, struct adump_dev_stream_stats *out)
+{
+	struct adump_dev_dma *dma;
+
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	dma = s->dma;
+	pthread_mutex_unlock(&s->lock);
+	/* The engine lives as long as the stream. */
+	if (dma)
+		adump_dev_dma_stats(dma, out);
+}
+
 void adump_dev_stream_bind(struct adump_dev_stream *s, struct adump_chan *chan)
 {
 	atomic_store_explicit(&s->chan, chan, memory_order_release);   /* pairs with launch, sync */

@@ -820,6 +820,7 @@ struct result {
 	uint64_t peak_rss, host_rss;
 	uint64_t pool_bytes;
 	double wait_p50_us, wait_p99_us, wait_max_us, enqueue_p99_us;
+	struct adump_dev_stream_stats dev;      /* the streams' dump waits, summed */
 	int error;
 	const char *backend;
 	char dir[4096];
@@ -889,6 +890,10 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 	       (unsigned long long)r->st.producer_wait_count, (double)r->st.producer_wait_ns / 1e6,
 	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us,
 	       (unsigned long long)r->st.drops);
+	printf("  kernels    %llu waits for a dump to read their output first, %.3f ms; "
+	       "%llu for DMA queue room, %.3f ms\n",
+	       (unsigned long long)r->dev.fence_waits, (double)r->dev.fence_wait_ns / 1e6,
+	       (unsigned long long)r->dev.queue_waits, (double)r->dev.queue_wait_ns / 1e6);
 	if (r->error < 0)
 		printf("  error      %s\n", adump_strerror(r->error));
 	if (!o->is_compare)
@@ -957,7 +962,9 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 	       "\"peak_rss_bytes\":%llu,\"device_bytes\":%llu,\"host_rss_bytes\":%llu,"
 	       "\"rss_limit_bytes\":%llu,\"drops\":%llu,\"producer_waits\":%llu,"
 	       "\"producer_wait_ms\":%.3f,\"producer_wait_p50_us\":%.3f,\"producer_wait_p99_us\":%.3f,"
-	       "\"producer_wait_max_us\":%.3f,\"enqueue_p99_us\":%.3f,\"error\":%d",
+	       "\"producer_wait_max_us\":%.3f,\"enqueue_p99_us\":%.3f,\"kernel_fence_waits\":%llu,"
+	       "\"kernel_fence_wait_ms\":%.3f,\"kernel_queue_waits\":%llu,"
+	       "\"kernel_queue_wait_ms\":%.3f,\"error\":%d",
 	       (unsigned long long)r->st.files_completed, (unsigned long long)r->st.files_failed,
 	       (unsigned long long)r->bytes, (unsigned long long)r->written_bytes,
 	       (unsigned long long)plan->tensor_bytes, (unsigned long long)r->tensors,
@@ -969,7 +976,9 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 	       (unsigned long long)r->host_rss,
 	       (unsigned long long)(r->pool_bytes + RSS_SLACK_BYTES), (unsigned long long)r->st.drops,
 	       (unsigned long long)r->st.producer_wait_count, (double)r->st.producer_wait_ns / 1e6,
-	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us, r->error);
+	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us,
+	       (unsigned long long)r->dev.fence_waits, (double)r->dev.fence_wait_ns / 1e6,
+	       (unsigned long long)r->dev.queue_waits, (double)r->dev.queue_wait_ns / 1e6, r->error);
 	if (o->is_compare) {
 		bool is_first = true;
 
@@ -1200,8 +1209,16 @@ int cmd_bench(int argc, char **argv)
 	r.wait_p99_us = (double)adump_hist_percentile(r.st.producer_wait_hist, 0.99) / 1e3;
 	r.wait_max_us = (double)r.st.producer_wait_max_ns / 1e3;
 	r.enqueue_p99_us = (double)adump_hist_percentile(r.st.enqueue_hist, 0.99) / 1e3;
-	for (unsigned i = 0; i < plan.w.stream_count; i++)
+	for (unsigned i = 0; i < plan.w.stream_count; i++) {
+		struct adump_dev_stream_stats ds;
+
+		adump_dev_stream_stats(bs[i].stream, &ds);
+		r.dev.fence_waits += ds.fence_waits;
+		r.dev.fence_wait_ns += ds.fence_wait_ns;
+		r.dev.queue_waits += ds.queue_waits;
+		r.dev.queue_wait_ns += ds.queue_wait_ns;
 		adump_session_detach(session, bs[i].stream);
+	}
 
 	/* ---- baselines, on the same ops and bytes ---- */
 	if (o.compress == ADUMP_COMPRESS_LZ4) {

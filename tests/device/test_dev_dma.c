@@ -495,6 +495,7 @@ START_TEST(test_dma_waits_before_overwrite)
 	struct fixture fx;
 	struct launch a;
 	struct adump_dev_tensor s2, o2;
+	struct adump_dev_stream_stats ds;
 	uint64_t rng = t_seed();
 	int32_t *self, *other, *expect;
 	const struct seen_file *f;
@@ -517,6 +518,12 @@ START_TEST(test_dma_waits_before_overwrite)
 	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &s2, 7.0, &a.t[1], NULL), 0);
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
 	fixture_stop_consumer(&fx);
+	/* B waited for the dump (C and D may find it done by then), and that was counted. */
+	adump_dev_stream_stats(fx.stream, &ds);
+	ck_assert_uint_ge(ds.fence_waits, 1);
+	ck_assert_uint_le(ds.fence_waits, 3);
+	ck_assert_uint_gt(ds.fence_wait_ns, 0);
+	ck_assert_uint_eq(ds.queue_waits, 0);
 
 	ck_assert_uint_eq(fx.consumer.file_count, 1);
 	f = &fx.consumer.files[0];
