@@ -250,9 +250,8 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
 		atomic_store_explicit(&c->high_water, depth + 1, memory_order_relaxed);
 
-	if (c->is_doorbell_deferred && ++c->doorbell_owed < ADUMP_DOORBELL_BATCH) {
-		/* Rung later, once for many (adump_chan_flush_sp()). */
-	} else {
+	/* A deferring producer rings later, once for many (adump_chan_flush_sp()). */
+	if (!c->is_doorbell_deferred || ++c->doorbell_owed >= ADUMP_DOORBELL_BATCH) {
 		c->doorbell_owed = 0;
 		db = atomic_load_explicit(&c->doorbell, memory_order_acquire);
 		if (db)
