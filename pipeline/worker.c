@@ -253,7 +253,9 @@ static int preallocate(struct adump_session *s, struct file_state *fs)
 	int ret;
 
 	bytes = (bytes + ADUMP_DIRECT_ALIGN - 1) / ADUMP_DIRECT_ALIGN * ADUMP_DIRECT_ALIGN;
-	ret = fallocate(fs->fd, 0, 0, (off_t)bytes) < 0 ? -errno : 0;
+	ret = ADUMP_TESTPOINT("worker.preallocate");
+	if (ret == 0)
+		ret = fallocate(fs->fd, 0, 0, (off_t)bytes) < 0 ? -errno : 0;
 	if (ret == -EOPNOTSUPP || ret == -ENOSYS)
 		return 0;                       /* no preallocation here: extending writes work */
 	if (ret < 0) {

@@ -159,6 +159,71 @@ START_TEST(test_failing_write_pwrite)
 }
 END_TEST
 
+/* Direct I/O reserves a file's space before its data: a full disk fails that file up front,
+ * and the files around it are written whole. */
+START_TEST(test_direct_no_space_fails_one_file)
+{
+	char *root = t_tmpdir("fail");
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_stats st;
+	void *mem = NULL;
+	char dir[4200];
+
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.io = ADUMP_IO_DIRECT;
+	cfg.chunk_bytes = 64u << 10;
+	cfg.pool_bytes = 1u << 20;
+	cfg.stream_max = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	attach_stream(s, &dev, &stream);
+	ck_assert_int_eq(launch(dev, stream, 50000, "good", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	adump_testpoint_arm("worker.preallocate", -ENOSPC, 1, 0);
+	ck_assert_int_eq(launch(dev, stream, 50000, "full", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(launch(dev, stream, 50000, "good_again", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	ck_assert_int_eq(adump_session_flush(s), -ENOSPC);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_uint_eq(st.write_errors, 1);
+	ck_assert_int_eq(st.first_error, -ENOSPC);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ".failed"), 1);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
+	ck_assert_uint_eq(t_count_files(dir, ""), 3);
+	/* The complete files parse and hold exactly header + payload (the padding was cut). */
+	size_t count = 0, complete = 0;
+	char **list = t_list_files(dir, &count);
+
+	for (size_t i = 0; i < count; i++) {
+		struct t_dump d;
+		char path[4300];
+
+		if (strstr(list[i], ".failed"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, list[i]);
+		t_dump_load(path, &d);
+		ck_assert_uint_eq(d.len, d.payload_base + 3 * 50000 * sizeof(float));
+		t_dump_free(&d);
+		complete++;
+	}
+	ck_assert_uint_eq(complete, 2);
+	t_free_list(list, count);
+	ck_assert_int_eq(adump_session_detach(s, stream), 0);
+	adump_session_destroy(s);
+	release_stream(dev, stream, mem);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 START_TEST(test_drop_policy_never_completes_a_lossy_file)
 {
 	char *root = t_tmpdir("fail");
@@ -257,6 +322,7 @@ int main(void)
 	tcase_add_test(tc, test_removed_directory_pwrite);
 	tcase_add_test(tc, test_failing_write_uring);
 	tcase_add_test(tc, test_failing_write_pwrite);
+	tcase_add_test(tc, test_direct_no_space_fails_one_file);
 	tcase_add_test(tc, test_drop_policy_never_completes_a_lossy_file);
 	tcase_add_test(tc, test_uring_unavailable_falls_back);
 	suite_add_tcase(s, tc);
