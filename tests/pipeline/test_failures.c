@@ -111,35 +111,48 @@ START_TEST(test_removed_directory_pwrite)
 }
 END_TEST
 
+/* Three dumps of @count floats, the middle one with testpoint @point armed to fail with @err
+ * on its @nth hit. Only that file fails: the session reports @err, counts one failed file and
+ * one write error, and leaves one .failed beside the two complete files, no .part. */
+static void good_bad_good(struct adump_session *s, const char *root, struct adump_dev *dev,
+			  struct adump_dev_stream *stream, uint64_t count, void **mem,
+			  const char *point, int err, unsigned nth)
+{
+	static const char *const names[] = { "good", "bad", "good_again" };
+	struct adump_stats st;
+	char dir[4200];
+
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			adump_testpoint_arm(point, err, nth, 0);
+		ck_assert_int_eq(launch(dev, stream, count, names[i], mem), 0);
+		ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+		if (i == 1)
+			adump_testpoint_disarm_all();
+	}
+	ck_assert_int_eq(adump_session_flush(s), err);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_uint_eq(st.write_errors, 1);
+	ck_assert_int_eq(st.first_error, err);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ".failed"), 1);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
+	ck_assert_uint_eq(t_count_files(dir, ""), 3);
+}
+
 static void failing_write(enum adump_writer_kind writer)
 {
 	char *root = t_tmpdir("fail");
 	struct adump_session *s = make_session(root, writer, ADUMP_ON_FULL_BLOCK, 4096, 1u << 20);
 	struct adump_dev *dev;
 	struct adump_dev_stream *stream;
-	struct adump_stats st;
 	void *mem = NULL;
-	char dir[4200];
 
 	attach_stream(s, &dev, &stream);
-	ck_assert_int_eq(launch(dev, stream, 10000, "good", &mem), 0);
-	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
-	/* The 5th write from now fails with EIO: in the middle of the second file. */
-	adump_testpoint_arm("uring.write", -EIO, 5, 0);
-	ck_assert_int_eq(launch(dev, stream, 10000, "bad", &mem), 0);
-	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
-	adump_testpoint_disarm_all();
-	ck_assert_int_eq(launch(dev, stream, 10000, "good_again", &mem), 0);
-	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
-	ck_assert_int_eq(adump_session_flush(s), -EIO);
-	adump_stats_get(s, &st);
-	ck_assert_uint_eq(st.files_completed, 2);
-	ck_assert_uint_eq(st.files_failed, 1);
-	ck_assert_uint_eq(st.write_errors, 1);
-	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
-	ck_assert_uint_eq(t_count_files(dir, ".failed"), 1);
-	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
-	ck_assert_uint_eq(t_count_files(dir, ""), 3);
+	/* The 5th write of the second file fails with EIO: in its middle. */
+	good_bad_good(s, root, dev, stream, 10000, &mem, "uring.write", -EIO, 5);
 	ck_assert_int_eq(adump_session_detach(s, stream), 0);
 	adump_session_destroy(s);
 	release_stream(dev, stream, mem);
@@ -168,7 +181,6 @@ START_TEST(test_direct_no_space_fails_one_file)
 	struct adump_session *s = NULL;
 	struct adump_dev *dev;
 	struct adump_dev_stream *stream;
-	struct adump_stats st;
 	void *mem = NULL;
 	char dir[4200];
 
@@ -180,24 +192,8 @@ START_TEST(test_direct_no_space_fails_one_file)
 	cfg.stream_max = 1;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
 	attach_stream(s, &dev, &stream);
-	ck_assert_int_eq(launch(dev, stream, 50000, "good", &mem), 0);
-	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
-	adump_testpoint_arm("worker.preallocate", -ENOSPC, 1, 0);
-	ck_assert_int_eq(launch(dev, stream, 50000, "full", &mem), 0);
-	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
-	adump_testpoint_disarm_all();
-	ck_assert_int_eq(launch(dev, stream, 50000, "good_again", &mem), 0);
-	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
-	ck_assert_int_eq(adump_session_flush(s), -ENOSPC);
-	adump_stats_get(s, &st);
-	ck_assert_uint_eq(st.files_completed, 2);
-	ck_assert_uint_eq(st.files_failed, 1);
-	ck_assert_uint_eq(st.write_errors, 1);
-	ck_assert_int_eq(st.first_error, -ENOSPC);
+	good_bad_good(s, root, dev, stream, 50000, &mem, "worker.preallocate", -ENOSPC, 1);
 	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
-	ck_assert_uint_eq(t_count_files(dir, ".failed"), 1);
-	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
-	ck_assert_uint_eq(t_count_files(dir, ""), 3);
 	/* The complete files parse and hold exactly header + payload (the padding was cut). */
 	size_t count = 0, complete = 0;
 	char **list = t_list_files(dir, &count);
