@@ -19,6 +19,7 @@
 #include "adump/adump.h"
 #include "adump/device.h"
 #include "bench/bench.h"
+#include "common/common.h"
 #include "tools/tool.h"
 
 #define PROGRESS_AFTER_S 2.0
@@ -680,24 +681,6 @@ static void op_describe(const struct adump_bench_op *op, const struct adump_dev_
 	};
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
 {
 	const struct adump_bench_plan *plan = nc->plan;
@@ -758,12 +741,12 @@ static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
 			ret = -errno;
 			break;
 		}
-		ret = write_all(fd, header, (size_t)hlen);
+		ret = adump_write_all(fd, header, (size_t)hlen);
 		for (int k = 0; k < 3 && ret == 0; k++) {
 			ret = adump_dev_memcpy(nc->bd->dev, host, host_cap, dt[k].data, op.bytes,
 					       ADUMP_COPY_DEVICE_TO_HOST);
 			if (ret == 0)
-				ret = write_all(fd, host, op.bytes);
+				ret = adump_write_all(fd, host, op.bytes);
 		}
 		if (close(fd) < 0 && ret == 0)
 			ret = -errno;
