@@ -88,7 +88,6 @@ static void capture(const char *root, enum adump_sink sink, enum adump_writer_ki
 	adump_testpoint_clock_set(1700000000000000ull);
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
 	ck_assert_int_eq(t_workload_run(s, &w), 0);
-	(void)chunk;
 	ck_assert_int_eq(adump_session_destroy(s), 0);
 	adump_testpoint_clock_set(0);
 }
@@ -135,18 +134,26 @@ static void compare_trees(const char *a_dir, const char *b_dir)
 	t_free_list(b, nb);
 }
 
+/* Compares what two capture() runs under roots @a and @b wrote. */
+static void compare_captures(const char *a, const char *b)
+{
+	char ta[4200], tb[4200];
+
+	snprintf(ta, sizeof(ta), "%s/%s", a, TIME_DIR);
+	snprintf(tb, sizeof(tb), "%s/%s", b, TIME_DIR);
+	compare_trees(ta, tb);
+}
+
 START_TEST(test_pwrite_matches_uring)
 {
 	char *root = t_tmpdir("sinks");
-	char a[4200], b[4200], ta[4200], tb[4200];
+	char a[4200], b[4200];
 
 	snprintf(a, sizeof(a), "%s/uring", root);
 	snprintf(b, sizeof(b), "%s/pwrite", root);
 	capture(a, ADUMP_SINK_FILE, ADUMP_WRITER_AUTO, NULL, 256u << 10);
 	capture(b, ADUMP_SINK_FILE, ADUMP_WRITER_PWRITE, NULL, 256u << 10);
-	snprintf(ta, sizeof(ta), "%s/%s", a, TIME_DIR);
-	snprintf(tb, sizeof(tb), "%s/%s", b, TIME_DIR);
-	compare_trees(ta, tb);
+	compare_captures(a, b);
 	t_workload_free(&w);
 	t_rmtree(root);
 	free(root);
@@ -205,7 +212,7 @@ END_TEST
 START_TEST(test_direct_io_matches_buffered)
 {
 	char *root = t_tmpdir("sinks");
-	char a[4200], b[4200], ta[4200], tb[4200];
+	char a[4200], b[4200];
 
 	snprintf(a, sizeof(a), "%s/buffered", root);
 	snprintf(b, sizeof(b), "%s/direct", root);
@@ -213,9 +220,7 @@ START_TEST(test_direct_io_matches_buffered)
 	capture_io = ADUMP_IO_DIRECT;
 	capture(b, ADUMP_SINK_FILE, ADUMP_WRITER_AUTO, NULL, 256u << 10);
 	capture_io = ADUMP_IO_BUFFERED;
-	snprintf(ta, sizeof(ta), "%s/%s", a, TIME_DIR);
-	snprintf(tb, sizeof(tb), "%s/%s", b, TIME_DIR);
-	compare_trees(ta, tb);
+	compare_captures(a, b);
 	t_workload_free(&w);
 	t_rmtree(root);
 	free(root);
@@ -225,7 +230,7 @@ END_TEST
 static void short_writes(enum adump_writer_kind writer)
 {
 	char *root = t_tmpdir("sinks");
-	char a[4200], b[4200], ta[4200], tb[4200];
+	char a[4200], b[4200];
 
 	snprintf(a, sizeof(a), "%s/clean", root);
 	snprintf(b, sizeof(b), "%s/short", root);
@@ -236,9 +241,7 @@ static void short_writes(enum adump_writer_kind writer)
 	adump_testpoint_arm("uring.eagain", 1, 5, 2);
 	capture(b, ADUMP_SINK_FILE, writer, NULL, 256u << 10);
 	adump_testpoint_disarm_all();
-	snprintf(ta, sizeof(ta), "%s/%s", a, TIME_DIR);
-	snprintf(tb, sizeof(tb), "%s/%s", b, TIME_DIR);
-	compare_trees(ta, tb);
+	compare_captures(a, b);
 	t_workload_free(&w);
 	t_rmtree(root);
 	free(root);
