@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The ceilings a capture is compared with in the same run: plain sequential io_uring writes
  * (disk-limit, buffered and O_DIRECT), create + write + close of many files (create-limit)
- * and a bare ck_ring SPSC pair (ring-limit). None of them touches the adump pipeline. */
+ * and a bare ck_ring SPSC pair (ring-limit). None of them touches the adump pipeline, except
+ * the channel hand-off reported beside ring-limit: the pipeline's own channel and doorbell
+ * with no work around them, to tell their cost from the ring's. */
 #include <ck_ring.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -17,6 +20,9 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "common/common.h"
+#include "pipeline/defaults.h"
+#include "ring/ring.h"
 
 #define DIRECT_ALIGN 4096u
 
@@ -384,5 +390,143 @@ out:
 	free(rp.filled_slots);
 	free(rp.free_slots);
 	free(recs);
+	return ret;
+}
+
+/* ---- the channel hand-off, beside ring-limit ---- */
+
+/* Nothing reads or writes the staging buffers here, so their size cannot change the
+ * hand-off; a stream's real chunks (2 MiB by default) would only take address space. */
+#define HANDOFF_BUFFER_BYTES 64u
+/* The consumer sleeps at most this long, as the pwrite writer's doorbell wait does: a lost
+ * wake-up would show as a slow run, not a hang. */
+#define HANDOFF_SLEEP_MS 100
+
+struct handoff {
+	struct adump_chan *chan;
+	struct adump_doorbell db;
+	uint64_t records;
+	int error;                              /* consumer's; read after the join */
+	_Atomic int is_started;
+};
+
+/* Consumer: poll the channel for ADUMP_WORKER_SPIN_NS before sleeping, as a worker's
+ * spin_for_work() does. Return: true once a record waits. */
+static bool handoff_spin(struct handoff *h)
+{
+	uint64_t deadline = adump_now_ns() + ADUMP_WORKER_SPIN_NS;
+
+	do {
+		for (int i = 0; i < 64; i++)
+			__builtin_ia32_pause();
+		if (!adump_chan_is_empty_sc(h->chan))
+			return true;
+	} while (adump_now_ns() < deadline);
+	return false;
+}
+
+/* Consumer: sleep on the doorbell as a worker's main loop does with the pwrite writer. */
+static void handoff_sleep(struct handoff *h)
+{
+	struct pollfd pfd = { .fd = h->db.event_fd, .events = POLLIN };
+	uint64_t count;
+
+	/* Dekker with adump_doorbell_ring(): announce the sleep, then look once more. */
+	atomic_store_explicit(&h->db.is_sleeping, 1, memory_order_seq_cst);
+	if (adump_chan_is_empty_sc(h->chan)) {
+		poll(&pfd, 1, HANDOFF_SLEEP_MS);
+		/* The eventfd is non-blocking: this clears a ring, or fails at once after a
+		 * timeout with nothing to clear. */
+		if (read(h->db.event_fd, &count, sizeof(count)) < 0) {
+			/* EAGAIN: woken by the timeout, not the doorbell. */
+		}
+	}
+	atomic_store_explicit(&h->db.is_sleeping, 0, memory_order_relaxed);
+}
+
+static void *handoff_consumer(void *arg)
+{
+	struct handoff *h = arg;
+	uint64_t got = 0;
+
+	while (!atomic_load_explicit(&h->is_started, memory_order_acquire))
+		sched_yield();
+	while (got < h->records) {
+		struct adump_rec *rec = adump_chan_pop_sc(h->chan);
+
+		if (!rec) {
+			if (!handoff_spin(h))
+				handoff_sleep(h);
+			continue;
+		}
+		/* A worker's first look at a record is its place in the file; here that also
+		 * checks that the channel kept the order. */
+		if (rec->offset != got && !h->error)
+			h->error = -EIO;
+		adump_chan_release_sc(h->chan, rec);
+		got++;
+	}
+	return NULL;
+}
+
+static void handoff_produce(struct handoff *h)
+{
+	atomic_store_explicit(&h->is_started, 1, memory_order_release);
+	for (uint64_t i = 0; i < h->records; i++) {
+		/* ON_FULL_BLOCK: never NULL, it waits for the consumer as a stream does. */
+		struct adump_rec *rec = adump_chan_reserve_sp(h->chan, false);
+
+		/* What a producer sets for a file with no payload: one record, FIRST|LAST. */
+		rec->op = NULL;
+		rec->offset = i;
+		rec->len = 0;
+		rec->flags = ADUMP_REC_FIRST | ADUMP_REC_LAST;
+		rec->buf_offset = 0;
+		adump_chan_commit_sp(h->chan, rec);
+	}
+}
+
+int adump_bench_chan_handoff(uint64_t records, unsigned buffers, struct adump_bench_timing *out)
+{
+	struct handoff h = { .records = records };
+	struct adump_chan_cfg cfg = {
+		.buffer_count = buffers < 2 ? 2 : buffers,
+		.buffer_bytes = HANDOFF_BUFFER_BYTES,
+		.on_full = ADUMP_ON_FULL_BLOCK,
+	};
+	void *mem;
+	pthread_t th;
+	double t0, c0;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	mem = calloc(cfg.buffer_count, HANDOFF_BUFFER_BYTES);
+	if (!mem)
+		return out->error = -ENOMEM;
+	cfg.buffer_mem = mem;
+	ret = adump_doorbell_init(&h.db);
+	if (ret < 0)
+		goto out_mem;
+	ret = adump_chan_create(&cfg, &h.chan);
+	if (ret < 0)
+		goto out_doorbell;
+	adump_chan_set_doorbell(h.chan, &h.db);
+	ret = -pthread_create(&th, NULL, handoff_consumer, &h);
+	if (ret < 0)
+		goto out_chan;
+	timing_start(out, &t0, &c0);
+	handoff_produce(&h);
+	pthread_join(th, NULL);
+	timing_end(out, NULL, false, t0, c0);
+	ret = h.error;
+	if (ret == 0)
+		out->records = records;
+out_chan:
+	adump_chan_destroy(h.chan);
+out_doorbell:
+	adump_doorbell_fini(&h.db);
+out_mem:
+	free(mem);
+	out->error = ret;
 	return ret;
 }

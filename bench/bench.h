@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench/: what `adump bench` measures with — the workload profiles (which ops, which tensor
  * shapes and dtypes, which bytes) and the baselines a capture is compared against in the same
- * run (naive dumper, disk-limit, create-limit, ring-limit). Linked into the adump tool only. */
+ * run (naive dumper, disk-limit, create-limit, ring-limit and the channel hand-off beside it).
+ * Linked into the adump tool only. */
 #ifndef ADUMP_BENCH_H
 #define ADUMP_BENCH_H
 
@@ -127,6 +128,20 @@ int adump_bench_create_limit(const char *dir, uint64_t count,
  * other work. Return: 0 or -errno.
  */
 int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_timing *out);
+
+/**
+ * adump_bench_chan_handoff() - move @records records through the pipeline's own channel
+ * (struct adump_chan of ring/ring.h) with @buffers buffers and ADUMP_ON_FULL_BLOCK, as a
+ * stream's channel is in a capture: one producer thread reserves, fills in the record's
+ * fields and commits; one consumer thread pops and releases, and when the channel is empty
+ * polls and then sleeps on a real doorbell's eventfd the way a worker does. Nothing else
+ * happens per record (no copy, no header, no write), so records per second here against
+ * adump_bench_ring_limit()'s on the same count is what the channel's bookkeeping and
+ * doorbell cost over the bare ring pair. out->records is @records on success.
+ * Return: 0, -ENOMEM, -errno of the doorbell or thread, -EIO if a record arrived out of
+ * order (also in out->error).
+ */
+int adump_bench_chan_handoff(uint64_t records, unsigned buffers, struct adump_bench_timing *out);
 
 /* syncfs() on the filesystem holding @dir. Return: 0 or -errno. */
 int adump_bench_syncfs(const char *dir);

@@ -2,7 +2,8 @@
 /* `adump bench`: runs a workload of Add operators on N streams of the simulated NPU, dumps
  * every op through a capture session, and reports how fast and at what cost; with --compare
  * it also runs, in the same invocation and on the same bytes, the baselines of bench/ (naive
- * dumper, disk-limit, create-limit, ring-limit, no dump) and reports the ratios. */
+ * dumper, disk-limit, create-limit, ring-limit with the channel hand-off beside it, no dump)
+ * and reports the ratios. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -30,8 +31,8 @@
  * slower here: see bench/RESULTS.md.) */
 #define DISK_LIMIT_DEPTH 32u
 #define DISK_LIMIT_WRITE_BYTES (1u << 20)
-/* ring-limit moves at least this many records, so thread start-up does not dominate; its
- * ratio is taken per record. */
+/* ring-limit and the channel hand-off move at least this many records, so thread start-up
+ * does not dominate; their ratios are taken per record. */
 #define RING_LIMIT_MIN_RECORDS (1u << 20)
 #define HEADER_CAP 65536u
 
@@ -101,6 +102,8 @@ struct phase {
 	bool has_run;
 	struct adump_bench_timing t;
 	double run_gbps[2];                     /* disk baselines: before and after the capture */
+	struct adump_bench_timing chan;         /* ring-limit: the channel hand-off, same records */
+	unsigned chan_buffers;                  /* ring-limit: buffers of both, a stream's count */
 };
 
 static void usage(FILE *f)
@@ -153,14 +156,21 @@ static void usage(FILE *f)
 		"                     direct), create-limit (create + write + close of as many files,\n"
 		"                     same sizes, one thread), ring-limit (as many records, at least 1M,\n"
 		"                     through a bare ck_ring SPSC pair; compared per record) and nodump\n"
-		"                     (the workload with dumping off, for 'overhead')\n"
+		"                     (the workload with dumping off, for 'overhead'). With ring-limit\n"
+		"                     the same records also go through the pipeline's own channel\n"
+		"                     (ring/ring.h: reserve, commit, pop, release, a worker's doorbell\n"
+		"                     sleep; a stream's buffer count, on-full block) and no other work:\n"
+		"                     the 'chan hand-off' row, also given as a fraction of ring-limit\n"
 		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,ring,\n"
 		"                     nodump (implies --compare)\n"
 		"  --json             end with one JSON object: bytes, files, tensors, seconds, gbps,\n"
 		"                     files_per_s, tensors_per_s, cpu_seconds, peak_rss_bytes,\n"
 		"                     producer_wait_*_us, enqueue_p99_us, failed, ...; with --compare\n"
 		"                     also 'baselines' (each with seconds and 'ratio' = its time / the\n"
-		"                     capture's, i.e. the capture's speed relative to it) and 'overhead'\n"
+		"                     capture's, i.e. the capture's speed relative to it) and 'overhead';\n"
+		"                     ring_limit also has chan_records, chan_buffers, chan_seconds,\n"
+		"                     chan_cpu_seconds, chan_records_per_s, chan_error and chan_ratio\n"
+		"                     (the channel hand-off's records/s over the bare ring pair's)\n"
 		"  --help             this text\n\n"
 		"Timing: a phase runs from its first op to its last byte written; for file sinks and\n"
 		"the disk baselines that includes a final syncfs() of the dump filesystem, so buffered\n"
@@ -830,6 +840,18 @@ static double ratio_to(int b, const struct adump_bench_timing *t, const struct r
 	return t->seconds * scale / r->seconds;
 }
 
+/* The pipeline's channel hand-off as a fraction of the bare ring pair on the same records:
+ * what the channel costs beyond ck_ring, with no work around it. 0 if either failed. */
+static double chan_ratio(const struct phase *ring)
+{
+	double chan_rate = per_s((double)ring->chan.records, ring->chan.seconds);
+	double ring_rate = per_s((double)ring->t.records, ring->t.seconds);
+
+	if (ring->t.error < 0 || ring->chan.error < 0 || ring_rate <= 0)
+		return 0.0;
+	return chan_rate / ring_rate;
+}
+
 static void print_human(const struct bench_opts *o, const struct adump_bench_plan *plan,
 			const struct result *r, const struct phase *ph, const struct bench_dev *bd,
 			double compute_gbps, double overhead_adump, double overhead_naive)
@@ -906,6 +928,15 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 		}
 		printf("  %-18s %9.3f %9s %10s %11s %8.2f %14.2f\n", base_names[b], t->seconds, gb, fs,
 		       ts, t->cpu_seconds, ratio_to(b, t, r));
+		if (b != 4)
+			continue;
+		/* Per record, as ring-limit: the capture against the pipeline's channel alone. */
+		if (ph[b].chan.error < 0)
+			printf("  %-18s failed: %s\n", "chan hand-off", adump_strerror(ph[b].chan.error));
+		else
+			printf("  %-18s %9.3f %9s %10s %11s %8.2f %14.2f\n", "chan hand-off",
+			       ph[b].chan.seconds, "-", "-", "-", ph[b].chan.cpu_seconds,
+			       ratio_to(b, &ph[b].chan, r));
 	}
 	if (ph[5].has_run && ph[5].t.error == 0) {
 		printf("  overhead   adump %+.1f %%", 100 * overhead_adump);
@@ -914,10 +945,16 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 		printf(" (time with dump - without) / without%s\n",
 		       compute_gbps > 0 ? "" : "; meaningful with --compute-gbps");
 	}
-	if (ph[4].has_run && ph[4].t.error == 0)
-		printf("  ring       pipeline %.0f records/s, bare ck_ring pair %.0f records/s\n",
+	if (ph[4].has_run && ph[4].t.error == 0) {
+		printf("  ring       pipeline %.0f records/s, bare ck_ring pair %.0f records/s",
 		       per_s((double)r->records, r->seconds),
 		       per_s((double)ph[4].t.records, ph[4].t.seconds));
+		if (ph[4].chan.error == 0)
+			printf("; chan hand-off %.0f records/s (%u buffers) = %.2f x the bare pair",
+			       per_s((double)ph[4].chan.records, ph[4].chan.seconds),
+			       ph[4].chan_buffers, chan_ratio(&ph[4]));
+		printf("\n");
+	}
 }
 
 static void print_json(const struct bench_opts *o, const struct adump_bench_plan *plan,
@@ -975,7 +1012,7 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 			       "\"files\":%llu,\"records\":%llu,\"gbps\":%.6f,\"files_per_s\":%.1f,"
 			       "\"tensors_per_s\":%.1f,\"records_per_s\":%.1f,\"cpu_seconds\":%.4f,"
 			       "\"cpu_seconds_per_gb\":%.4f,\"ratio\":%.4f,\"error\":%d,"
-			       "\"gbps_before\":%.6f,\"gbps_after\":%.6f}",
+			       "\"gbps_before\":%.6f,\"gbps_after\":%.6f",
 			       is_first ? "" : ",", json_names[b], t->seconds, t->seconds_unsynced,
 			       (unsigned long long)t->bytes, (unsigned long long)t->files,
 			       (unsigned long long)t->records, per_s((double)t->bytes / 1e9, t->seconds),
@@ -984,6 +1021,21 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 			       per_s((double)t->records, t->seconds), t->cpu_seconds,
 			       t->bytes ? t->cpu_seconds / ((double)t->bytes / 1e9) : 0.0,
 			       ratio_to(b, t, r), t->error, ph[b].run_gbps[0], ph[b].run_gbps[1]);
+			if (b == 4) {
+				const struct adump_bench_timing *c = &ph[b].chan;
+
+				printf(",\"chan_records\":%llu,\"chan_buffers\":%u,\"chan_seconds\":%.6f,"
+				       "\"chan_cpu_seconds\":%.4f,\"chan_records_per_s\":%.1f,"
+				       "\"chan_error\":%d,\"chan_ratio\":",
+				       (unsigned long long)c->records, ph[b].chan_buffers, c->seconds,
+				       c->cpu_seconds, per_s((double)c->records, c->seconds), c->error);
+				/* null rather than a made-up 0 when either run failed. */
+				if (c->error == 0 && t->error == 0)
+					printf("%.4f", chan_ratio(&ph[b]));
+				else
+					printf("null");
+			}
+			printf("}");
 			is_first = false;
 		}
 		printf("},\"overhead\":{\"adump\":");
@@ -1266,12 +1318,16 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (o.baselines & BASE_RING) {
 		size_t chunk = o.chunk ? o.chunk : 2u << 20;
+		/* A stream's buffers, as adump_session_create() divides the pool: the bench sets
+		 * stream_max to its stream count. */
 		unsigned slots = (unsigned)(r.pool_bytes / chunk / plan.w.stream_count);
+		uint64_t records = r.records > RING_LIMIT_MIN_RECORDS ? r.records
+								      : RING_LIMIT_MIN_RECORDS;
 
 		ph[4].has_run = true;
-		adump_bench_ring_limit(r.records > RING_LIMIT_MIN_RECORDS ? r.records
-								       : RING_LIMIT_MIN_RECORDS,
-				       slots, &ph[4].t);
+		ph[4].chan_buffers = slots < 2 ? 2 : slots;
+		adump_bench_ring_limit(records, slots, &ph[4].t);
+		adump_bench_chan_handoff(records, slots, &ph[4].chan);
 	}
 	if (ph[5].has_run && ph[5].t.error == 0 && ph[5].t.seconds > 0) {
 		overhead_adump = (r.seconds - ph[5].t.seconds) / ph[5].t.seconds;
@@ -1287,7 +1343,7 @@ int cmd_bench(int argc, char **argv)
 	rc_exit = (r.error == 0 && r.st.files_completed == plan.op_count && r.st.files_failed == 0)
 			  ? 0 : 1;
 	for (int b = 0; b < BASE_COUNT; b++)
-		if (ph[b].has_run && ph[b].t.error < 0)
+		if (ph[b].has_run && (ph[b].t.error < 0 || ph[b].chan.error < 0))
 			rc_exit = 1;
 out:
 	if (ret < 0 && rc_exit)

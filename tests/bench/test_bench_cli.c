@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `adump bench` as a program: exit codes, the --json last line and its fields, --compare on
- * a tiny workload (every baseline runs and reports), and the naive baseline's files are
- * valid dumps. Correctness only: no timing is asserted. */
+ * a tiny workload (every baseline runs and reports, the channel hand-off beside ring-limit),
+ * and the naive baseline's files are valid dumps. Correctness only: no timing is asserted. */
 #include <json-c/json.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,39 @@ START_TEST(test_compare_tiny)
 }
 END_TEST
 
+/* --baselines ring also puts the same records through the pipeline's own channel and
+ * reports it inside ring_limit, as a rate and as a fraction of the bare ring pair. */
+START_TEST(test_ring_handoff)
+{
+	json_object *o, *ring;
+	double ratio;
+	char *text;
+
+	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K --sink callback "
+			     "--baselines ring --json --out %s/d",
+			     dir),
+			 0);
+	o = last_json();
+	ring = field(field(o, "baselines"), "ring_limit");
+	ck_assert_int_eq(json_object_get_int(field(ring, "error")), 0);
+	ck_assert(json_object_get_double(field(ring, "records_per_s")) > 0);
+	ck_assert_int_eq(json_object_get_int(field(ring, "chan_error")), 0);
+	ck_assert_int_eq(json_object_get_int64(field(ring, "chan_records")),
+			 json_object_get_int64(field(ring, "records")));
+	ck_assert_int_ge(json_object_get_int64(field(ring, "chan_buffers")), 2);
+	ck_assert(json_object_get_double(field(ring, "chan_seconds")) > 0);
+	ck_assert(json_object_get_double(field(ring, "chan_records_per_s")) > 0);
+	ck_assert(json_object_get_type(field(ring, "chan_ratio")) == json_type_double);
+	ratio = json_object_get_double(field(ring, "chan_ratio"));
+	ck_assert_msg(isfinite(ratio) && ratio > 0, "chan_ratio %f", ratio);
+	json_object_put(o);
+	/* The human table has its row. */
+	text = t_slurp(dir, "stdout");
+	ck_assert_ptr_nonnull(strstr(text, "chan hand-off"));
+	free(text);
+}
+END_TEST
+
 /* --ops with a profile, the callback sink and relu data. (The transformer and huge
  * profiles need hundreds of MiB of simulated device memory: not run here.) */
 START_TEST(test_profiles_run)
@@ -165,6 +199,7 @@ int main(void)
 	tcase_add_test(tc, test_help_and_bad_options);
 	tcase_add_test(tc, test_json_fields);
 	tcase_add_test(tc, test_compare_tiny);
+	tcase_add_test(tc, test_ring_handoff);
 	tcase_add_test(tc, test_profiles_run);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
