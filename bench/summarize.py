@@ -56,6 +56,12 @@ def headline(rows):
                 rate = f"{b['gbps']:.3f} GB/s"
             elif name == "ring_limit":
                 rate = f"{b['records_per_s'] / 1e6:.2f} M rec/s"
+                # The pipeline's own channel on the same records, as a fraction of the bare
+                # pair (runs before it was measured have no such fields).
+                if b.get("chan_ratio") is not None:
+                    rate += f" (chan hand-off {b['chan_records_per_s'] / 1e6:.2f} M rec/s = {b['chan_ratio']:.2f} of ring-limit)"
+                elif "chan_error" in b:
+                    rate += f" (chan hand-off: error {b['chan_error']})"
             elif name == "nodump":
                 rate = f"{b['seconds']:.3f} s"
             else:
