@@ -4,6 +4,7 @@
 #define ADUMP_COMMON_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -74,5 +75,31 @@ ADUMP_HIDDEN int adump_write_all(int fd, const void *buf, size_t len);
 
 /* mkdir -p; existing directories are fine. Return: 0 or -errno. */
 ADUMP_HIDDEN int adump_mkdir_p(const char *path, unsigned mode);
+
+/* A file that appears under its name only once it is complete. Where the filesystem has
+ * them it is an unnamed file (O_TMPFILE) linked in by adump_pubfile_close(): one directory
+ * entry per file, and nothing partial under any name, even after a crash. Elsewhere it is
+ * "<path>.part", renamed at the end. */
+struct adump_pubfile {
+	int fd;
+	bool is_unnamed;
+};
+
+/**
+ * adump_pubfile_open() - start the file that will be @path (its directory must exist).
+ * @flags: extra open flags (O_DIRECT); @mode: as for open(2).
+ * Return: 0 and @pf->fd open for writing, or -errno.
+ */
+ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags,
+				    unsigned mode);
+
+/**
+ * adump_pubfile_close() - close the file and, if @status is 0, publish it as @path (replacing
+ * a file of that name). Otherwise, or if publishing fails, the data is kept for inspection as
+ * "<path><keep_suffix>" (@keep_suffix NULL: removed), never under @path.
+ * Return: 0 once published, else @status or the error that stopped publishing.
+ */
+ADUMP_HIDDEN int adump_pubfile_close(struct adump_pubfile *pf, const char *path, int status,
+				     const char *keep_suffix);
 
 #endif

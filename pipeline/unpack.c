@@ -56,13 +56,13 @@ static int parse_line(char *line, struct index_entry *e)
 static int restore(const char *packed_dir, const char *out_dir, const struct index_entry *e,
 		   unsigned char *buf)
 {
-	char seg_path[4400], out_path[8400], part[8500];
-	int in = -1, out = -1, ret = 0;
+	char seg_path[4400], out_path[8400];
+	struct adump_pubfile out;
+	int in = -1, ret = 0;
 	uint32_t crc = 0;
 
 	if (snprintf(seg_path, sizeof(seg_path), "%s/%s", packed_dir, e->segment) >= (int)sizeof(seg_path) ||
-	    snprintf(out_path, sizeof(out_path), "%s/%s", out_dir, e->name) >= (int)sizeof(out_path) ||
-	    snprintf(part, sizeof(part), "%s.part", out_path) >= (int)sizeof(part))
+	    snprintf(out_path, sizeof(out_path), "%s/%s", out_dir, e->name) >= (int)sizeof(out_path))
 		return -ENAMETOOLONG;
 	char *slash = strrchr(out_path, '/');
 	*slash = '\0';
@@ -73,11 +73,9 @@ static int restore(const char *packed_dir, const char *out_dir, const struct ind
 	in = open(seg_path, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (out < 0) {
-		ret = -errno;
+	ret = adump_pubfile_open(&out, out_path, 0, 0640);
+	if (ret < 0)
 		goto out;
-	}
 	for (unsigned long long done = 0; done < e->length && ret == 0;) {
 		size_t want = e->length - done < COPY_BYTES ? (size_t)(e->length - done) : COPY_BYTES;
 		ssize_t n = pread(in, buf, want, (off_t)(e->offset + done));
@@ -87,17 +85,12 @@ static int restore(const char *packed_dir, const char *out_dir, const struct ind
 			break;
 		}
 		crc = adump_crc32c(crc, buf, (size_t)n);
-		ret = adump_write_all(out, buf, (size_t)n);
+		ret = adump_write_all(out.fd, buf, (size_t)n);
 		done += (unsigned long long)n;
 	}
 	if (ret == 0 && crc != e->crc)
 		ret = -ADUMP_ERR_CORRUPT;
-	if (close(out) < 0 && ret == 0)
-		ret = -errno;
-	if (ret == 0 && rename(part, out_path) < 0)
-		ret = -errno;
-	if (ret < 0)
-		unlink(part);
+	ret = adump_pubfile_close(&out, out_path, ret, NULL);
 out:
 	close(in);
 	return ret;

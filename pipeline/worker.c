@@ -76,25 +76,15 @@ static void deliver(struct adump_session *s, const char *name, uint64_t offset, 
 	atomic_fetch_add_explicit(&s->bytes, len, memory_order_relaxed);
 }
 
-/* A small file written whole and renamed into place: the statistics CSV. */
+/* A small file written whole and published at once: the statistics CSV. */
 static int write_small_file(const char *path, const void *data, size_t len)
 {
-	char part[4200];
-	int fd, ret;
+	struct adump_pubfile pf;
+	int ret = adump_pubfile_open(&pf, path, 0, ADUMP_FILE_MODE);
 
-	if (path_with(part, sizeof(part), path, ".part") < 0)
-		return -ENAMETOOLONG;
-	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
-	if (fd < 0)
-		return -errno;
-	ret = adump_write_all(fd, data, len);
-	if (close(fd) < 0 && ret == 0)
-		ret = -errno;
-	if (ret == 0 && rename(part, path) < 0)
-		ret = -errno;
 	if (ret < 0)
-		unlink(part);
-	return ret;
+		return ret;
+	return adump_pubfile_close(&pf, path, adump_write_all(pf.fd, data, len), NULL);
 }
 
 static void finish_stats(struct adump_session *s, struct file_state *fs)
@@ -142,7 +132,7 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 {
 	struct adump_session *s = w->session;
 	const char *suffix = s->cfg.compress == ADUMP_COMPRESS_LZ4 ? ".lz4" : "";
-	char part[4200], final[4200], failed[4200];
+	char final[4200];
 
 	if (fs->has_stats) {
 		if (!fs->is_failed)
@@ -160,27 +150,21 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 				adump_file_fail(s, fs, ret, "indexing");
 		}
 	} else if (s->cfg.sink == ADUMP_SINK_FILE && fs->fd >= 0) {
-		int ret = path_with(final, sizeof(final), fs->path, suffix);
+		struct adump_pubfile pf = { .fd = fs->fd, .is_unnamed = fs->is_unnamed };
+		int ret;
 
-		if (ret == 0)
-			ret = path_with(part, sizeof(part), final, ".part");
-		if (ret < 0)
-			adump_file_fail(s, fs, ret, "naming");
+		/* Fits: open_file() built the same name. */
+		path_with(final, sizeof(final), fs->path, suffix);
 		/* Direct writes pad the last block: cut the file back to its exact size. */
 		if (fs->is_direct && !fs->is_failed &&
 		    ftruncate(fs->fd, (off_t)(fs->header_len + fs->op->payload_bytes)) < 0)
 			adump_file_fail(s, fs, -errno, "truncating");
-		if (close(fs->fd) < 0)
-			adump_file_fail(s, fs, -errno, "closing");
-		if (!fs->is_failed && rename(part, final) < 0)
-			adump_file_fail(s, fs, -errno, "renaming");
-		if (fs->is_failed && ret == 0) {
-			/* Keep what was captured for inspection, under a name that can never be
-			 * mistaken for a complete dump. */
-			if (path_with(failed, sizeof(failed), final, ".failed") < 0 ||
-			    rename(part, failed) < 0)
-				unlink(part);
-		}
+		fs->fd = -1;
+		/* What was captured of a failed file stays, under a name that can never be
+		 * mistaken for a complete dump. */
+		ret = adump_pubfile_close(&pf, final, fs->is_failed ? -ADUMP_ERR_WRITE : 0, ".failed");
+		if (ret < 0 && !fs->is_failed)
+			adump_file_fail(s, fs, ret, "publishing");
 	}
 	if (fs->cctx)
 		adump_lz4_release(w, fs);
@@ -212,35 +196,33 @@ bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
 	return true;
 }
 
-static int open_part(struct adump_session *s, struct file_state *fs, const char *suffix)
+static int open_file(struct adump_session *s, struct file_state *fs, const char *suffix)
 {
-	char part[4200];
+	char final[4200];
+	struct adump_pubfile pf = { .fd = -1 };
 	int ret = ADUMP_TESTPOINT("worker.open");
 
 	if (ret == 0)
 		ret = ensure_device_dir(s, fs->op->op.device_id);
 	if (ret == 0)
-		ret = path_with(part, sizeof(part), fs->path, suffix);
-	if (ret == 0)
-		ret = path_with(part + strlen(part), sizeof(part) - strlen(part), "", ".part");
+		ret = path_with(final, sizeof(final), fs->path, suffix);
 	if (ret == 0) {
-		int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-
-		fs->fd = open(part, flags | (fs->is_direct ? O_DIRECT : 0), ADUMP_FILE_MODE);
-		if (fs->fd < 0 && errno == EINVAL && fs->is_direct) {
+		ret = adump_pubfile_open(&pf, final, fs->is_direct ? O_DIRECT : 0, ADUMP_FILE_MODE);
+		if (ret == -EINVAL && fs->is_direct) {
 			/* This filesystem has no O_DIRECT (tmpfs): the aligned writes work buffered. */
 			adump_log_once(ADUMP_LOG_WARN, MODULE,
 				       "O_DIRECT not supported under %s; writing buffered", s->dir);
-			fs->fd = open(part, flags, ADUMP_FILE_MODE);
+			ret = adump_pubfile_open(&pf, final, 0, ADUMP_FILE_MODE);
 		}
-		if (fs->fd < 0)
-			ret = -errno;
 	}
 	if (ret < 0) {
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
 		adump_file_fail(s, fs, ret, "creating");
+		return ret;
 	}
-	return ret;
+	fs->fd = pf.fd;
+	fs->is_unnamed = pf.is_unnamed;
+	return 0;
 }
 
 /* Direct I/O: give the file its final (block-rounded) size up front. Writes then land inside
@@ -311,7 +293,7 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 		return fs;
 	}
 	if (s->cfg.compress == ADUMP_COMPRESS_LZ4) {
-		if (open_part(s, fs, ".lz4") == 0)
+		if (open_file(s, fs, ".lz4") == 0)
 			adump_lz4_begin(w, fs);
 		return fs;
 	}
@@ -330,7 +312,7 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 		free(fs->header);
 		fs->header = aligned;
 		fs->is_direct = true;
-		if (open_part(s, fs, "") < 0)
+		if (open_file(s, fs, "") < 0)
 			return fs;
 		if (preallocate(s, fs) < 0)
 			return fs;
@@ -352,7 +334,7 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 			return fs;
 		}
 		fs->crc = adump_crc32c(0, fs->header, fs->header_len);
-	} else if (open_part(s, fs, "") < 0) {
+	} else if (open_file(s, fs, "") < 0) {
 		return fs;
 	} else if (is_whole) {
 		/* One write for the whole file, from the staging buffer (handle_record()). */

@@ -68,7 +68,8 @@ struct worker_ext {
 /* Per dump file, from its first record to its completion. */
 struct file_state {
 	struct adump_op_rec *op;
-	int fd;                                 /* the .part file, or the segment (packed) */
+	int fd;                                 /* the file being written, or the segment (packed) */
+	bool is_unnamed;                        /* fd is an O_TMPFILE file, linked in at the end */
 	bool is_failed;
 	bool is_last_seen;
 	bool has_stats;
@@ -89,7 +90,7 @@ struct file_state {
 	void *header;
 	size_t header_len;
 	struct adump_chunk_write header_write;
-	char path[];                            /* final path; ".part" appended while open */
+	char path[];                            /* final path, without the compression suffix */
 };
 
 /* worker.c */

@@ -289,24 +289,17 @@ int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *da
 int adump_dump_write_file(const char *path, const struct adump_op *op, const void *const *data,
 			  unsigned mode)
 {
-	char part[4200];
-	int fd, ret;
+	struct adump_pubfile pf;
+	int ret;
 
 	if (!path || !op)
 		return -ADUMP_ERR_CONFIG;
-	if (snprintf(part, sizeof(part), "%s.part", path) >= (int)sizeof(part))
-		return -ENAMETOOLONG;
-	fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	ret = adump_dump_write_fd(fd, op, data);
-	if (ret == 0 && fchmod(fd, mode) < 0)
-		ret = -errno;
-	if (close(fd) < 0 && ret == 0)
-		ret = -errno;
-	if (ret == 0 && rename(part, path) < 0)
-		ret = -errno;
+	/* 0600 while written, then exactly @mode, whatever the umask. */
+	ret = adump_pubfile_open(&pf, path, 0, 0600);
 	if (ret < 0)
-		unlink(part);
-	return ret;
+		return ret;
+	ret = adump_dump_write_fd(pf.fd, op, data);
+	if (ret == 0 && fchmod(pf.fd, mode) < 0)
+		ret = -errno;
+	return adump_pubfile_close(&pf, path, ret, NULL);
 }

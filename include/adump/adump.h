@@ -266,7 +266,8 @@ ADUMP_API long adump_dump_header_pack(const struct adump_op *op, void *buf, size
 
 /**
  * adump_dump_write_file() - write one complete dump file synchronously, from host memory.
- * @path:  file to create (a temporary "<path>.part" is renamed on success).
+ * @path:  file to create; it gets its name only once complete (an unnamed O_TMPFILE file
+ *         linked in, or where the filesystem has none a "<path>.part" renamed).
  * @op:    what the file holds.
  * @data:  one pointer per tensor of @op, each @op->tensors[i].bytes long (NULL if 0 bytes).
  * @mode:  file mode, e.g. 0600.

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* common/pubfile.c: a file shows up under its name only complete, replaces an older one
+ * atomically, and a failed one is kept as <name>.failed or removed; both with O_TMPFILE and
+ * with the "<name>.part" fallback of filesystems without it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "helpers.h"
+
+static const char payload[] = "complete dump bytes";
+
+/* Writes @text into a new pubfile for @path and leaves it open. */
+static void start(struct adump_pubfile *pf, const char *path, const char *text)
+{
+	ck_assert_int_eq(adump_pubfile_open(pf, path, 0, 0640), 0);
+	ck_assert_int_ge(pf->fd, 0);
+	ck_assert_int_eq(adump_write_all(pf->fd, text, strlen(text)), 0);
+}
+
+static void assert_content(const char *path, const char *text)
+{
+	size_t len;
+	char *data = t_read_file(path, &len);
+
+	ck_assert_msg(data, "%s missing", path);
+	ck_assert_uint_eq(len, strlen(text));
+	ck_assert_mem_eq(data, text, len);
+	free(data);
+}
+
+static void check_publish(int use_part)
+{
+	char *dir = t_tmpdir("pubfile");
+	char path[4200];
+	struct adump_pubfile pf;
+	struct stat st;
+	mode_t um = umask(0);
+
+	umask(um);
+	if (use_part)
+		adump_testpoint_arm("pubfile.unnamed", -EOPNOTSUPP, 1, 1);
+	snprintf(path, sizeof(path), "%s/Add.op.1.2.3", dir);
+	start(&pf, path, payload);
+	ck_assert_int_eq(pf.is_unnamed, !use_part);
+	/* While written, nothing carries the final name; only the fallback has a .part. */
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_uint_eq(t_count_files(dir, ""), use_part ? 1 : 0);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), use_part ? 1 : 0);
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, ".failed"), 0);
+	ck_assert_int_eq(pf.fd, -1);
+	assert_content(path, payload);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~um);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+
+	/* A second file of the same name replaces the first whole. */
+	start(&pf, path, "newer");
+	assert_content(path, payload);
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, NULL), 0);
+	assert_content(path, "newer");
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+
+	/* A failed file: kept for inspection under the suffix, the good one untouched. */
+	start(&pf, path, "partial");
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, -ADUMP_ERR_WRITE, ".failed"),
+			 -ADUMP_ERR_WRITE);
+	assert_content(path, "newer");
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), ".failed");
+	assert_content(path, "partial");
+	ck_assert_uint_eq(t_count_files(dir, ""), 2);
+	/* ... and without a suffix, gone without a trace. */
+	path[strlen(path) - strlen(".failed")] = '\0';
+	start(&pf, path, "lost");
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, -EIO, NULL), -EIO);
+	assert_content(path, "newer");
+	ck_assert_uint_eq(t_count_files(dir, ""), 2);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
+
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(t_rmtree(dir), 0);
+	free(dir);
+}
+
+START_TEST(test_publish_unnamed)
+{
+	check_publish(0);
+}
+END_TEST
+
+START_TEST(test_publish_part_fallback)
+{
+	check_publish(1);
+}
+END_TEST
+
+START_TEST(test_open_errors)
+{
+	char *dir = t_tmpdir("pubfile");
+	char path[4200];
+	struct adump_pubfile pf;
+
+	/* A directory that does not exist is an error from the open, nothing created. */
+	snprintf(path, sizeof(path), "%s/missing/file", dir);
+	ck_assert_int_eq(adump_pubfile_open(&pf, path, 0, 0640), -ENOENT);
+	ck_assert_int_eq(pf.fd, -1);
+	/* Closing what never opened reports the caller's status (or EBADF). */
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, -EIO, ".failed"), -EIO);
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, NULL), -EBADF);
+	ck_assert_uint_eq(t_count_files(dir, ""), 0);
+	ck_assert_int_eq(t_rmtree(dir), 0);
+	free(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pubfile");
+	TCase *tc = tcase_create("pubfile");
+
+	tcase_add_test(tc, test_publish_unnamed);
+	tcase_add_test(tc, test_publish_part_fallback);
+	tcase_add_test(tc, test_open_errors);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
