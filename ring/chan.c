@@ -28,9 +28,14 @@ struct adump_chan {
 	uint32_t align;
 	struct adump_doorbell *_Atomic doorbell;
 
-	/* ck_ring pads its own producer and consumer counters apart. */
-	ck_ring_t full_ring;                    /* producer -> worker */
-	ck_ring_t free_ring;                    /* worker -> producer */
+	/* ck_ring pads its own producer and consumer counters apart; each ring starts a cache
+	 * line, so that a consumer's head never shares one with the read-mostly fields above. */
+	alignas(64) ck_ring_t full_ring;        /* producer -> worker */
+	alignas(64) ck_ring_t free_ring;        /* worker -> producer */
+
+	/* Written by the producer only around a sleep, read by the consumer on every release:
+	 * a line of its own, away from the producer's per-record counters. */
+	alignas(64) _Atomic uint32_t producer_sleeping;
 
 	/* Producer side. */
 	alignas(64) _Atomic uint64_t committed;
@@ -38,7 +43,6 @@ struct adump_chan {
 	_Atomic uint64_t wait_count;
 	_Atomic uint64_t wait_ns;
 	_Atomic uint32_t high_water;
-	_Atomic uint32_t producer_sleeping;
 	_Atomic uint32_t has_dropped;           /* since the last adump_chan_wait_idle() */
 	uint32_t sample_rng;                    /* producer only: picks the enqueue samples */
 	bool is_sampled;                        /* producer only: time this enqueue */
@@ -244,7 +248,9 @@ void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 	unsigned int depth = 0;
 	uint64_t start = c->is_sampled ? adump_now_ns() : 0;
 
-	atomic_fetch_add_explicit(&c->committed, 1, memory_order_relaxed);
+	/* One writer: a plain increment, no locked instruction. */
+	atomic_store_explicit(&c->committed, atomic_load_explicit(&c->committed, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	/* Never full: the ring has more slots than there are records. */
 	adump_spsc_push(&c->full_ring, c->full_slots, rec, &depth);
 	if (depth + 1 > atomic_load_explicit(&c->high_water, memory_order_relaxed))
@@ -279,10 +285,22 @@ bool adump_chan_is_empty_sc(struct adump_chan *c)
 
 static void wake_producer(struct adump_chan *c)
 {
-	if (atomic_load_explicit(&c->producer_sleeping, memory_order_relaxed)) {
+	/* The first release to see the producer asleep wakes it, the ones after it until the
+	 * producer runs again need not: one system call per sleep, not per record. */
+	if (atomic_load_explicit(&c->producer_sleeping, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&c->producer_sleeping, 0, memory_order_relaxed)) {
 		atomic_fetch_add_explicit(&c->free_seq, 1, memory_order_release);
 		adump_futex_wake_all(&c->free_seq);
 	}
+}
+
+/* Consumer only (one writer): marks @n more records done for adump_chan_wait_idle(). */
+static void add_released(struct adump_chan *c, uint64_t n)
+{
+	/* Pairs with the seq_cst load in adump_chan_wait_idle(): whatever the worker did for
+	 * these records (their data written) happens before an idle waiter returns. */
+	atomic_store_explicit(&c->released, atomic_load_explicit(&c->released, memory_order_relaxed) + n,
+			      memory_order_release);
 }
 
 static void wake_idle_waiters(struct adump_chan *c)
@@ -296,7 +314,7 @@ static void wake_idle_waiters(struct adump_chan *c)
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
 {
 	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
-	atomic_fetch_add_explicit(&c->released, 1, memory_order_release);
+	add_released(c, 1);
 	/* Dekker with the producer's sleep and with adump_chan_wait_idle(). */
 	atomic_thread_fence(memory_order_seq_cst);
 	wake_producer(c);
@@ -313,9 +331,7 @@ void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec)
 
 void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count)
 {
-	/* Pairs with the seq_cst load in adump_chan_wait_idle(): whatever the worker did for
-	 * these records (their data written) happens before an idle waiter returns. */
-	atomic_fetch_add_explicit(&c->released, record_count, memory_order_release);
+	add_released(c, record_count);
 	/* Dekker with adump_chan_wait_idle(). */
 	atomic_thread_fence(memory_order_seq_cst);
 	wake_idle_waiters(c);

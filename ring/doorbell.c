@@ -49,7 +49,10 @@ void adump_doorbell_ring(struct adump_doorbell *db)
 	/* Pairs with the worker's seq_cst store of is_sleeping before it re-checks its rings:
 	 * either it sees our record, or we see it asleep and write the eventfd. */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&db->is_sleeping, memory_order_relaxed))
+	/* The first ringer to see it asleep writes the eventfd; the ones after it until the
+	 * worker runs again need not (several channels share a doorbell). */
+	if (!atomic_load_explicit(&db->is_sleeping, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&db->is_sleeping, 0, memory_order_relaxed))
 		return;
 	while (write(db->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
 		;
