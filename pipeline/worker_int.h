@@ -89,6 +89,10 @@ struct file_state {
 	struct adump_rec *held_rec;
 	void *header;
 	size_t header_len;
+	/* Direct I/O: the last partial block, written buffered at the end (write_tail()). */
+	uint64_t tail_offset;
+	uint32_t tail_len;
+	unsigned char *tail;                    /* ADUMP_DIRECT_ALIGN bytes, after the header's */
 	struct adump_chunk_write header_write;
 	char path[];                            /* final path, without the compression suffix */
 };
