@@ -12,7 +12,9 @@
 #define ADUMP_MIN_BUFFERS_PER_STREAM 2u
 #define ADUMP_WORKER_MAX 64u
 #define ADUMP_URING_DEPTH 256u
-#define ADUMP_WORKER_SPIN_NS 50000u             /* a worker polls this long before sleeping */
+/* A worker polls this long before sleeping: a busy producer posts again within
+ * microseconds. Not longer: the poll takes a core from the producers it waits for. */
+#define ADUMP_WORKER_SPIN_NS 5000u
 #define ADUMP_FILE_MODE 0640
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 
