@@ -25,6 +25,7 @@ struct adump_chan {
 	ck_ring_buffer_t *free_slots;
 	struct adump_rec *recs;
 	uint32_t buffer_count;
+	uint32_t wake_free;                     /* free buffers that wake a sleeping producer */
 	uint32_t stream_id;
 	size_t buffer_bytes;
 	enum adump_on_full on_full;
@@ -99,6 +100,12 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 		return -ENOMEM;
 	}
 	c->buffer_count = cfg->buffer_count;
+	/* A sleeping producer is woken to a batch of buffers, not to each one as it comes back:
+	 * one sleep and wake-up per batch instead of one per record while the worker is the
+	 * slower side. All of them come back (the worker holds none for good), and the
+	 * producer looks again every WAIT_SLICE_NS whatever happens. */
+	c->wake_free = cfg->buffer_count / 4 < 1 ? 1 : cfg->buffer_count / 4 > 16 ? 16 :
+		       cfg->buffer_count / 4;
 	c->buffer_bytes = cfg->buffer_bytes;
 	c->stream_id = cfg->stream_id;
 	c->on_full = cfg->on_full;
@@ -288,9 +295,10 @@ bool adump_chan_is_empty_sc(struct adump_chan *c)
 
 static void wake_producer(struct adump_chan *c)
 {
-	/* The first release to see the producer asleep wakes it, the ones after it until the
-	 * producer runs again need not: one system call per sleep, not per record. */
+	/* The release that gives a sleeping producer its batch wakes it; the ones after it
+	 * until the producer runs again need not: one system call per sleep, not per record. */
 	if (atomic_load_explicit(&c->producer_sleeping, memory_order_relaxed) &&
+	    adump_spsc_size(&c->free_ring) >= c->wake_free &&
 	    atomic_exchange_explicit(&c->producer_sleeping, 0, memory_order_relaxed)) {
 		atomic_fetch_add_explicit(&c->free_seq, 1, memory_order_release);
 		adump_futex_wake_all(&c->free_seq);
