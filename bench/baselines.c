@@ -401,6 +401,8 @@ out:
 /* The consumer sleeps at most this long, as the pwrite writer's doorbell wait does: a lost
  * wake-up would show as a slow run, not a hang. */
 #define HANDOFF_SLEEP_MS 100
+/* Records a worker takes from one ring before it looks at the next (pipeline/worker.c). */
+#define HANDOFF_DRAIN_BATCH 64u
 
 struct handoff {
 	struct adump_chan *chan;
@@ -452,19 +454,25 @@ static void *handoff_consumer(void *arg)
 	while (!atomic_load_explicit(&h->is_started, memory_order_acquire))
 		sched_yield();
 	while (got < h->records) {
-		struct adump_rec *rec = adump_chan_pop_sc(h->chan);
+		unsigned n = 0;
 
-		if (!rec) {
-			if (!handoff_spin(h))
-				handoff_sleep(h);
-			continue;
+		/* As a worker drains a ring: up to a batch, its wake-ups deferred to the end. */
+		adump_chan_defer_sc(h->chan);
+		for (; n < HANDOFF_DRAIN_BATCH && got < h->records; n++) {
+			struct adump_rec *rec = adump_chan_pop_sc(h->chan);
+
+			if (!rec)
+				break;
+			/* A worker's first look at a record is its place in the file; here that
+			 * also checks that the channel kept the order. */
+			if (rec->offset != got && !h->error)
+				h->error = -EIO;
+			adump_chan_release_sc(h->chan, rec);
+			got++;
 		}
-		/* A worker's first look at a record is its place in the file; here that also
-		 * checks that the channel kept the order. */
-		if (rec->offset != got && !h->error)
-			h->error = -EIO;
-		adump_chan_release_sc(h->chan, rec);
-		got++;
+		adump_chan_flush_sc(h->chan);
+		if (!n && !handoff_spin(h))
+			handoff_sleep(h);
 	}
 	return NULL;
 }
@@ -472,6 +480,9 @@ static void *handoff_consumer(void *arg)
 static void handoff_produce(struct handoff *h)
 {
 	atomic_store_explicit(&h->is_started, 1, memory_order_release);
+	/* As a stream's executor posts its small dumps: one doorbell per burst (the channel
+	 * still rings every ADUMP_DOORBELL_BATCH commits and before it waits). */
+	adump_chan_defer_sp(h->chan);
 	for (uint64_t i = 0; i < h->records; i++) {
 		/* ON_FULL_BLOCK: never NULL, it waits for the consumer as a stream does. */
 		struct adump_rec *rec = adump_chan_reserve_sp(h->chan, false);
@@ -484,6 +495,7 @@ static void handoff_produce(struct handoff *h)
 		rec->buf_offset = 0;
 		adump_chan_commit_sp(h->chan, rec);
 	}
+	adump_chan_flush_sp(h->chan);
 }
 
 int adump_bench_chan_handoff(uint64_t records, unsigned buffers, struct adump_bench_timing *out)

@@ -599,6 +599,8 @@ static unsigned drain_rings(struct adump_worker *w)
 
 		if (!c)
 			continue;
+		/* One fence and wake-up check for the batch's released buffers, not one each. */
+		adump_chan_defer_sc(c);
 		for (unsigned n = 0; n < DRAIN_BATCH; n++) {
 			struct adump_rec *rec = adump_chan_pop_sc(c);
 
@@ -607,6 +609,7 @@ static unsigned drain_rings(struct adump_worker *w)
 			handle_record(w, c, rec);
 			handled++;
 		}
+		adump_chan_flush_sc(c);
 	}
 	return handled;
 }

@@ -62,6 +62,8 @@ struct adump_chan {
 	_Atomic uint32_t free_seq;              /* futex word: bumped when a waiting producer is woken */
 	_Atomic uint32_t idle_seq;              /* futex word for idle waiters */
 	_Atomic uint32_t idle_waiters;
+	bool is_release_deferred;               /* consumer only: see adump_chan_defer_sc() */
+	uint32_t release_owed;                  /* consumer only: releases not woken for yet */
 };
 
 _Static_assert(offsetof(struct adump_chan, released) - offsetof(struct adump_chan, committed) >= 64,
@@ -322,22 +324,50 @@ static void wake_idle_waiters(struct adump_chan *c)
 	}
 }
 
-void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
+/* After buffers or records were given back: wake whoever sleeps on them. Not inlined: GCC's
+ * ThreadSanitizer build rejects an inlined atomic_thread_fence(). */
+__attribute__((noinline)) static void wake_after_release(struct adump_chan *c)
 {
-	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
-	add_released(c, 1);
 	/* Dekker with the producer's sleep and with adump_chan_wait_idle(). */
 	atomic_thread_fence(memory_order_seq_cst);
 	wake_producer(c);
 	wake_idle_waiters(c);
 }
 
+void adump_chan_defer_sc(struct adump_chan *c)
+{
+	c->is_release_deferred = true;
+}
+
+void adump_chan_flush_sc(struct adump_chan *c)
+{
+	c->is_release_deferred = false;
+	if (c->release_owed) {
+		c->release_owed = 0;
+		wake_after_release(c);
+	}
+}
+
+/* Consumer: a record went back; the wake-ups now, or once for the batch. */
+static void released_one(struct adump_chan *c)
+{
+	if (c->is_release_deferred)
+		c->release_owed++;
+	else
+		wake_after_release(c);
+}
+
+void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
+{
+	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
+	add_released(c, 1);
+	released_one(c);
+}
+
 void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec)
 {
 	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
-	/* Dekker with the producer's sleep in adump_chan_reserve_sp(). */
-	atomic_thread_fence(memory_order_seq_cst);
-	wake_producer(c);
+	released_one(c);
 }
 
 void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count)

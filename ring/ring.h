@@ -135,6 +135,15 @@ bool adump_chan_is_empty_sc(struct adump_chan *c);
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
 
 /**
+ * adump_chan_defer_sc() - let the following releases and recycles skip the full fence and
+ * the wake-ups of a sleeping producer or idle waiter, until adump_chan_flush_sc(), which does
+ * them once: a worker brackets its drain of a ring with the two, one fence per batch
+ * instead of one per record. Consumer thread only; flush before sleeping or blocking.
+ */
+void adump_chan_defer_sc(struct adump_chan *c);
+void adump_chan_flush_sc(struct adump_chan *c);
+
+/**
  * adump_chan_recycle_sc() - give the record's buffer back before the record is done.
  * For a consumer that copied the data out (a worker's batch buffer): the producer may reuse
  * @rec at once, so the consumer must not touch it afterwards. The record still counts as
