@@ -174,7 +174,7 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 	};
 	ret = ADUMP_TESTPOINT("device.dma");
 	if (ret == 0)
-		ret = adump_op_rec_create(&op, &op_rec);
+		ret = adump_op_rec_create(&op, adump_chan_op_freelist(chan), &op_rec);
 	if (ret < 0) {
 		adump_log_once(ADUMP_LOG_ERROR, "device", "dump of %s skipped: %s", req->op_name,
 			       adump_strerror(ret));

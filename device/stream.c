@@ -19,6 +19,9 @@
 /* Most tasks the executor runs before it publishes progress, so that synchronizers and a
  * producer waiting for room are not held up by a whole queue's worth of work. */
 #define STREAM_BATCH_MAX 128u
+/* Dump requests up to this size (names of up to ~300 bytes) are reused; longer ones are
+ * allocated each time. */
+#define DUMP_REQ_POOLED_BYTES (sizeof(struct adump_dev_dump_req) + 320u)
 
 struct adump_dev_stream {
 	struct adump_dev *dev;                  /* one reference held */
@@ -41,6 +44,9 @@ struct adump_dev_stream {
 	 * reads it without (it is the only writer), others under the lock. */
 	struct adump_dev_dma *dma;
 	struct adump_chan *deferred_chan;       /* executor only: owes a doorbell (flush_doorbell()) */
+	/* Dump requests, taken under the lock at launch, given back by the executor or the DMA
+	 * engine once copied. */
+	struct adump_freelist reqs;
 	/* Written by bind (stream idle), read at launch and sync: release/acquire so that a
 	 * channel set up before bind is fully visible to the launching thread. */
 	_Atomic(struct adump_chan *) chan;
@@ -50,7 +56,7 @@ static _Atomic uint32_t stream_next_id = 1;
 
 void adump_dev_dump_req_free(struct adump_dev_dump_req *req)
 {
-	free(req);                              /* the names live in the same block */
+	adump_freelist_free(req);               /* the names live in the same block */
 }
 
 static int dma_start(struct adump_dev_stream *s)
@@ -171,6 +177,7 @@ int adump_dev_stream_create(struct adump_dev *dev, struct adump_dev_stream **out
 	pthread_cond_init(&s->space_cond, NULL);
 	pthread_cond_init(&s->done_cond, NULL);
 	atomic_init(&s->chan, NULL);
+	adump_freelist_init(&s->reqs, DUMP_REQ_POOLED_BYTES);
 	s->id = atomic_fetch_add_explicit(&stream_next_id, 1, memory_order_relaxed);
 	adump_dev_ref(dev);
 	s->dev = dev;
@@ -241,6 +248,7 @@ int adump_dev_stream_destroy(struct adump_dev_stream *s)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
 	adump_dev_dma_destroy(s->dma);
+	adump_freelist_fini(&s->reqs);          /* every request was copied and given back */
 	pthread_cond_destroy(&s->done_cond);
 	pthread_cond_destroy(&s->space_cond);
 	pthread_cond_destroy(&s->work_cond);
@@ -291,14 +299,16 @@ static bool is_name_set(const char *name)
 	return name && name[0];
 }
 
-static int dump_req_create(const struct adump_dev_tensor *self,
+/* Caller holds the stream lock (it owns s->reqs). */
+static int dump_req_create(struct adump_dev_stream *s, const struct adump_dev_tensor *self,
 			   const struct adump_dev_tensor *other,
 			   const struct adump_dev_tensor *out, const struct adump_dev_dump *dump,
 			   struct adump_dev_dump_req **req_out)
 {
 	size_t type_bytes = strlen(dump->op_type) + 1, name_bytes = strlen(dump->op_name) + 1;
-	/* One allocation per dumped launch: the request, then both names. */
-	struct adump_dev_dump_req *req = malloc(sizeof(*req) + type_bytes + name_bytes);
+	/* One block per dumped launch: the request, then both names. */
+	struct adump_dev_dump_req *req = adump_freelist_alloc(&s->reqs, sizeof(*req) + type_bytes +
+								   name_bytes);
 
 	if (!req)
 		return -ENOMEM;
@@ -349,18 +359,19 @@ int adump_dev_launch_add(struct adump_dev_stream *s, const struct adump_dev_tens
 	 * stream lock sees the one that is current for this launch. */
 	if (dump)
 		task.chan = atomic_load_explicit(&s->chan, memory_order_acquire); /* pairs with bind */
-	if (task.chan) {
-		ret = dump_req_create(self, other, out, dump, &task.dump);
-		if (ret < 0)
-			return ret;
-		task.dump_mask = dump->tensor_mask;
-	}
-
 	pthread_mutex_lock(&s->lock);
 	while (s->tail - s->head >= STREAM_QUEUE_SLOTS) {
 		s->producer_wait_count++;
 		pthread_cond_wait(&s->space_cond, &s->lock);
 		s->producer_wait_count--;
+	}
+	if (task.chan) {
+		ret = dump_req_create(s, self, other, out, dump, &task.dump);
+		if (ret < 0) {
+			pthread_mutex_unlock(&s->lock);
+			return ret;
+		}
+		task.dump_mask = dump->tensor_mask;
 	}
 	task.task_id = s->next_task_id++;
 	s->tasks[s->tail % STREAM_QUEUE_SLOTS] = task;

@@ -197,10 +197,12 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 		atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 	else
 		atomic_fetch_add_explicit(&s->files_completed, 1, memory_order_relaxed);
+	/* The op record goes back to its channel's producer before the channel can be idle
+	 * (and destroyed). */
+	adump_op_rec_destroy(fs->op);
 	/* Last: a sync waiting for this record then sees the file counted and in place. */
 	if (fs->held_rec)
 		adump_chan_release_sc(fs->held_chan, fs->held_rec);
-	adump_op_rec_destroy(fs->op);
 	free(fs->header);
 	free(fs);
 }

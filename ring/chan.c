@@ -17,7 +17,10 @@
  * more capture threads than cores, a spinning producer takes the CPU from the worker that
  * would free its buffer (tiny profile: 2000 pauses cost ~10 % of the throughput). */
 #define SPIN_ITERATIONS 100
-#define WAIT_SLICE_NS 10000000u         /* re-check every 10 ms: a lost wake-up never hangs */
+#define WAIT_SLICE_NS 10000000u
+/* Op records up to this size are reused (an Add's three tensors, one attribute and its
+ * names take about 1 KiB); larger ones are allocated each time. */
+#define OP_REC_POOLED_BYTES 2048u         /* re-check every 10 ms: a lost wake-up never hangs */
 
 struct adump_chan {
 	/* Read-mostly. */
@@ -28,6 +31,8 @@ struct adump_chan {
 	uint32_t wake_free;                     /* free buffers that wake a sleeping producer */
 	uint32_t stream_id;
 	size_t buffer_bytes;
+	/* The producer's op records, given back by the worker as it finishes each file. */
+	struct adump_freelist op_recs;
 	enum adump_on_full on_full;
 	uint32_t align;
 	struct adump_doorbell *_Atomic doorbell;
@@ -102,6 +107,7 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 		return -ENOMEM;
 	}
 	c->buffer_count = cfg->buffer_count;
+	adump_freelist_init(&c->op_recs, OP_REC_POOLED_BYTES);
 	/* A sleeping producer is woken to a batch of buffers, not to each one as it comes back:
 	 * one sleep and wake-up per batch instead of one per record while the worker is the
 	 * slower side. All of them come back (the worker holds none for good), and the
@@ -130,6 +136,8 @@ void adump_chan_destroy(struct adump_chan *c)
 {
 	if (!c)
 		return;
+	if (c->recs)
+		adump_freelist_fini(&c->op_recs);
 	free(c->full_slots);
 	free(c->free_slots);
 	free(c->recs);
@@ -403,6 +411,11 @@ int adump_chan_wait_idle(struct adump_chan *c)
 void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db)
 {
 	atomic_store_explicit(&c->doorbell, db, memory_order_release);
+}
+
+struct adump_freelist *adump_chan_op_freelist(struct adump_chan *c)
+{
+	return &c->op_recs;
 }
 
 uint32_t adump_chan_stream_id(const struct adump_chan *c)

@@ -24,7 +24,8 @@ static char *put_str(char **pos, const char *s)
 	return dst;
 }
 
-int adump_op_rec_create(const struct adump_op *op, struct adump_op_rec **out)
+int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
+			struct adump_op_rec **out)
 {
 	struct adump_op_rec *rec;
 	size_t bytes;
@@ -39,7 +40,7 @@ int adump_op_rec_create(const struct adump_op *op, struct adump_op_rec **out)
 		str_size(op->op_name) + str_size(op->dfx_message);
 	for (uint32_t i = 0; i < op->attr_count; i++)
 		bytes += str_size(op->attrs[i].name) + str_size(op->attrs[i].value);
-	rec = malloc(bytes);
+	rec = adump_freelist_alloc(fl, bytes);
 	if (!rec)
 		return -ENOMEM;
 	rec->op = *op;
@@ -71,5 +72,5 @@ int adump_op_rec_create(const struct adump_op *op, struct adump_op_rec **out)
 
 void adump_op_rec_destroy(struct adump_op_rec *rec)
 {
-	free(rec);
+	adump_freelist_free(rec);
 }

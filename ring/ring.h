@@ -11,7 +11,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ck_stack.h>
+
 #include "adump/adump.h"
+
+/* A free list of objects up to obj_bytes that one owner (a thread, or whoever holds a lock)
+ * takes and any thread gives back (freelist.c). Larger objects are plain allocations. */
+struct adump_freelist {
+	ck_stack_t returned;                    /* given back, by any thread */
+	ck_stack_entry_t *spare;                /* the owner's, taken from returned at once */
+	size_t obj_bytes;
+};
+
+void adump_freelist_init(struct adump_freelist *fl, size_t obj_bytes);
+/* Owner only; @fl NULL: a plain allocation. Return: @bytes of memory, or NULL. */
+void *adump_freelist_alloc(struct adump_freelist *fl, size_t bytes);
+/* Any thread: gives an object from adump_freelist_alloc() back to its list. NULL ok. */
+void adump_freelist_free(void *obj);
+/* Owner, once every object has been given back: frees them all. */
+void adump_freelist_fini(struct adump_freelist *fl);
 
 /* The metadata of one dump file, created by the producer when a dumped op has run and owned
  * by the consumer from its first record on; freed with adump_op_rec_destroy() once the file
@@ -24,10 +42,12 @@ struct adump_op_rec {
 };
 
 /**
- * adump_op_rec_create() - deep-copy an op descriptor into one allocation.
+ * adump_op_rec_create() - deep-copy an op descriptor into one allocation, from @fl (its
+ * owner calling; NULL: malloc).
  * Return: 0, -ADUMP_ERR_CONFIG for an invalid op (adump_op_check()), -ENOMEM.
  */
-int adump_op_rec_create(const struct adump_op *op, struct adump_op_rec **out);
+int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
+			struct adump_op_rec **out);
 void adump_op_rec_destroy(struct adump_op_rec *rec);
 
 enum {
@@ -161,6 +181,9 @@ void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count);
 /* Set before the first commit; the channel rings it after each commit. */
 void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db);
 
+/* The free list the channel's producer makes op records from (adump_op_rec_create()); every
+ * record must be destroyed before the channel is. */
+struct adump_freelist *adump_chan_op_freelist(struct adump_chan *c);
 uint32_t adump_chan_stream_id(const struct adump_chan *c);
 uint32_t adump_chan_buffer_count(const struct adump_chan *c);
 /* 0, or the alignment the producer must cut chunks at (see struct adump_rec). */

@@ -116,14 +116,15 @@ static void handle(struct consumer *c, struct adump_rec *rec)
 	f->record_count++;
 	if (c->delay_us)
 		usleep(c->delay_us);
-	adump_chan_release_sc(c->chan, rec);
 	if (is_last) {
-		/* The producer sets is_failed before it commits LAST. */
+		/* The producer sets is_failed before it commits LAST. The op record goes back
+		 * before the record, as a worker does. */
 		f->is_failed = atomic_load_explicit(&c->current->is_failed, memory_order_relaxed);
 		adump_op_rec_destroy(c->current);
 		c->current = NULL;
 		c->file_count++;
 	}
+	adump_chan_release_sc(c->chan, rec);
 }
 
 static void *consumer_main(void *arg)
