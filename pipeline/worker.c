@@ -422,6 +422,7 @@ static void submit_direct(struct adump_worker *w, struct adump_chan *chan, struc
 		memcpy(rec->buf, (const char *)fs->header + head, rec->buf_offset);
 		file_offset = head;
 	}
+	/* Every other chunk ends on a block boundary (struct adump_rec). */
 	if (rec->flags & ADUMP_REC_LAST) {
 		uint64_t aligned = len / align * align;
 

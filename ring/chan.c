@@ -17,10 +17,10 @@
  * more capture threads than cores, a spinning producer takes the CPU from the worker that
  * would free its buffer (tiny profile: 2000 pauses cost ~10 % of the throughput). */
 #define SPIN_ITERATIONS 100
-#define WAIT_SLICE_NS 10000000u
+#define WAIT_SLICE_NS 10000000u         /* re-check every 10 ms: a lost wake-up never hangs */
 /* Op records up to this size are reused (an Add's three tensors, one attribute and its
  * names take about 1 KiB); larger ones are allocated each time. */
-#define OP_REC_POOLED_BYTES 2048u         /* re-check every 10 ms: a lost wake-up never hangs */
+#define OP_REC_POOLED_BYTES 2048u
 
 struct adump_chan {
 	/* Read-mostly. */
@@ -112,8 +112,11 @@ int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out)
 	 * one sleep and wake-up per batch instead of one per record while the worker is the
 	 * slower side. All of them come back (the worker holds none for good), and the
 	 * producer looks again every WAIT_SLICE_NS whatever happens. */
-	c->wake_free = cfg->buffer_count / 4 < 1 ? 1 : cfg->buffer_count / 4 > 16 ? 16 :
-		       cfg->buffer_count / 4;
+	c->wake_free = cfg->buffer_count / 4;
+	if (c->wake_free < 1)
+		c->wake_free = 1;
+	if (c->wake_free > 16)
+		c->wake_free = 16;
 	c->buffer_bytes = cfg->buffer_bytes;
 	c->stream_id = cfg->stream_id;
 	c->on_full = cfg->on_full;
@@ -136,8 +139,7 @@ void adump_chan_destroy(struct adump_chan *c)
 {
 	if (!c)
 		return;
-	if (c->recs)
-		adump_freelist_fini(&c->op_recs);
+	adump_freelist_fini(&c->op_recs);       /* zeroed if the create failed: frees nothing */
 	free(c->full_slots);
 	free(c->free_slots);
 	free(c->recs);
