@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The runs behind the headline ratios of bench/RESULTS.md, one per issue-5 target, each with
 # its baselines measured in the same invocation. Appends one JSON object per run (with its
-# id and command) to OUT.jsonl. About three minutes on the 2-core machine.
+# id and command) to OUT.jsonl. Five to fifteen minutes on the 2-core machine.
 #
 #   bench/headline.sh [-a ADUMP] [-d SCRATCH_DIR] [-o /tmp/adump-headline.jsonl] [-r "ids"]
 set -euo pipefail
@@ -36,10 +36,12 @@ runs=(
 	"tiny-file|--profile tiny --streams 4 --total 16M --baselines create,naive,ring"
 	"tiny-packed|--profile tiny --streams 4 --total 16M --sink packed --baselines naive,ring"
 	"tiny-callback|--profile tiny --streams 4 --total 16M --sink callback --baselines ring"
+	"tiny-packed-128M|--profile tiny --streams 4 --total 128M --sink packed --baselines ring"
+	"tiny-callback-128M|--profile tiny --streams 4 --total 128M --sink callback --baselines ring"
 	"lz4-relu|--streams 4 --min-size 1M --max-size 64M --total 2G --data relu --compress lz4 --baselines disk"
 	"rss-1G|--streams 4 --min-size 1M --max-size 64M --total 1G --sink callback"
 	"rss-16G|--streams 4 --min-size 1M --max-size 64M --total 16G --sink callback"
-	"rss-file-4G|--streams 4 --min-size 1M --max-size 64M --total 4G"
+	"rss-file-4G|--streams 4 --min-size 1M --max-size 64M --total 4G --baselines disk"
 )
 
 for entry in "${runs[@]}"; do
