@@ -38,7 +38,11 @@ struct adump_worker {
 	/* Channels this worker consumes; written under the session lock, read by the worker. */
 	struct adump_chan *_Atomic chans[ADUMP_STREAM_MAX_LIMIT];
 	unsigned chan_count;                    /* session lock */
-	_Atomic uint64_t epoch;                 /* bumped once per loop: detach waits on it */
+	/* Detach handshake: the session bumps detach_seq after taking a channel away; the
+	 * worker copies it to detach_ack at the top of each loop, where it holds no channel
+	 * pointer from before. */
+	_Atomic uint64_t detach_seq;
+	_Atomic uint64_t detach_ack;
 	_Atomic bool should_stop;
 	struct worker_ext *ext;                 /* worker.c's private extras */
 };

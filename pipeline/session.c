@@ -372,14 +372,16 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 
 	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++)
 		if (atomic_load_explicit(&w->chans[i], memory_order_relaxed) == slot->chan)
-			atomic_store_explicit(&w->chans[i], NULL, memory_order_seq_cst);
+			atomic_store_explicit(&w->chans[i], NULL, memory_order_relaxed);
 	w->chan_count--;
-	/* The worker reads its channel pointers afresh each loop: two epoch steps, or the
-	 * worker asleep, mean it has dropped the old pointer. */
-	uint64_t epoch = atomic_load_explicit(&w->epoch, memory_order_seq_cst);
-	while (atomic_load_explicit(&w->epoch, memory_order_seq_cst) < epoch + 2 &&
-	       !atomic_load_explicit(&w->doorbell.is_sleeping, memory_order_seq_cst))
+	/* The worker reads its channel pointers afresh each loop. Once it has acknowledged
+	 * this request at the top of a loop, it holds no pointer from before and sees the
+	 * NULL from then on (release here, acquire there); waking it if it sleeps. */
+	uint64_t seq = atomic_fetch_add_explicit(&w->detach_seq, 1, memory_order_release) + 1;
+	while (w->is_started && atomic_load_explicit(&w->detach_ack, memory_order_acquire) < seq) {
+		adump_doorbell_wake(&w->doorbell);
 		usleep(50);
+	}
 	adump_chan_stats(slot->chan, &st);
 	atomic_fetch_add_explicit(&s->detached_drops, st.drops, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->detached_wait_count, st.producer_wait_count, memory_order_relaxed);

@@ -637,7 +637,12 @@ static void *worker_main(void *arg)
 	bool doorbell;
 
 	for (;;) {
-		atomic_fetch_add_explicit(&w->epoch, 1, memory_order_seq_cst);
+		/* No channel pointer is held here: acknowledge the channels taken away so far
+		 * (pairs with the release in slot_release()). */
+		uint64_t detach_seq = atomic_load_explicit(&w->detach_seq, memory_order_acquire);
+
+		if (detach_seq != atomic_load_explicit(&w->detach_ack, memory_order_relaxed))
+			atomic_store_explicit(&w->detach_ack, detach_seq, memory_order_release);
 		unsigned handled = drain_rings(w);
 
 		/* Small packed files go out once the rings are drained: a batch never waits for

@@ -42,9 +42,16 @@ void adump_doorbell_fini(struct adump_doorbell *db)
 	db->event_fd = -1;
 }
 
-void adump_doorbell_ring(struct adump_doorbell *db)
+void adump_doorbell_wake(struct adump_doorbell *db)
 {
 	uint64_t one = 1;
+
+	while (write(db->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+void adump_doorbell_ring(struct adump_doorbell *db)
+{
 
 	/* Pairs with the worker's seq_cst store of is_sleeping before it re-checks its rings:
 	 * either it sees our record, or we see it asleep and write the eventfd. */
@@ -54,6 +61,5 @@ void adump_doorbell_ring(struct adump_doorbell *db)
 	if (!atomic_load_explicit(&db->is_sleeping, memory_order_relaxed) ||
 	    !atomic_exchange_explicit(&db->is_sleeping, 0, memory_order_relaxed))
 		return;
-	while (write(db->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
+	adump_doorbell_wake(db);
 }

@@ -84,6 +84,8 @@ int adump_doorbell_init(struct adump_doorbell *db);
 void adump_doorbell_fini(struct adump_doorbell *db);
 /* Any thread: wakes the worker if it sleeps. */
 void adump_doorbell_ring(struct adump_doorbell *db);
+/* Any thread: makes the worker's next wait (or the current one) return, asleep or not. */
+void adump_doorbell_wake(struct adump_doorbell *db);
 
 struct adump_chan_cfg {
 	uint32_t stream_id;
