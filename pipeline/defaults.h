@@ -15,6 +15,11 @@
 /* A worker polls this long before sleeping: a busy producer posts again within
  * microseconds. Not longer: the poll takes a core from the producers it waits for. */
 #define ADUMP_WORKER_SPIN_NS 5000u
+/* Completed buffered writes start their writeback (sync_file_range()) once this much of a
+ * file is written, so the disk works while the capture runs instead of the page cache
+ * piling up dirty data for the kernel to flush long after: a training step then never
+ * waits on a flush of it all. */
+#define ADUMP_WRITEBACK_MIN_BYTES (1u << 20)
 #define ADUMP_FILE_MODE 0640
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 

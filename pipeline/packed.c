@@ -111,6 +111,7 @@ int adump_packed_worker_init(struct adump_worker *w)
 	char path[4200];
 	int ret;
 
+	p->wb_fd = -1;
 	snprintf(path, sizeof(path), "%s/packed", w->session->dir);
 	ret = adump_mkdir_p(path, 0750);
 	if (ret < 0)
@@ -304,6 +305,30 @@ void adump_packed_batch_submit(struct adump_worker *w)
 	atomic_fetch_add_explicit(&w->session->writes_in_flight, 1, memory_order_relaxed);
 }
 
+/* A batch of @fd's [@from, @to) is written: once a segment has ADUMP_WRITEBACK_MIN_BYTES of
+ * such data, start its writeback, as the worker does for large writes. Small batches would
+ * otherwise leave the whole capture to the final flush. */
+static void packed_writeback(struct packed_state *p, int fd, uint64_t from, uint64_t to)
+{
+	if (fd != p->wb_fd || from > p->wb_to || to < p->wb_from) {
+		/* Another segment, or not next to what is pending: start that, begin anew. */
+		if (p->wb_fd >= 0 && p->wb_to > p->wb_from)
+			sync_file_range(p->wb_fd, (off64_t)p->wb_from, (off64_t)(p->wb_to - p->wb_from),
+					SYNC_FILE_RANGE_WRITE);
+		p->wb_fd = fd;
+		p->wb_from = from;
+		p->wb_to = to;
+	} else {
+		p->wb_from = from < p->wb_from ? from : p->wb_from;
+		p->wb_to = to > p->wb_to ? to : p->wb_to;
+	}
+	if (p->wb_to - p->wb_from >= ADUMP_WRITEBACK_MIN_BYTES) {
+		sync_file_range(fd, (off64_t)p->wb_from, (off64_t)(p->wb_to - p->wb_from),
+				SYNC_FILE_RANGE_WRITE);
+		p->wb_from = p->wb_to;
+	}
+}
+
 void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 {
 	struct adump_session *s = w->session;
@@ -312,6 +337,7 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 
 	if (ret == 0) {
 		atomic_fetch_add_explicit(&s->bytes, b->len, memory_order_relaxed);
+		packed_writeback(p, b->write.req.fd, b->base, b->base + b->len);
 		/* The data is written: now its lines, and they go out before the records are
 		 * retired, so a stream sync that returns finds its files indexed. */
 		if (p->index_len + b->lines_len > INDEX_BATCH_BYTES)

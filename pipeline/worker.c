@@ -19,10 +19,6 @@
 #define MODULE "worker"
 #define DRAIN_BATCH 64                  /* records taken from one ring before the next ring */
 #define COMPLETION_BATCH 64
-/* A completed buffered write this large starts its writeback at once (sync_file_range()), so
- * the disk works while the capture runs instead of the page cache piling up dirty data for
- * the kernel to flush long after: a training step then never waits on a flush of it all. */
-#define WRITEBACK_MIN_BYTES (1u << 20)
 
 /* @base followed by @suffix into @dst. Return: 0, or -ENAMETOOLONG. */
 static int path_with(char *dst, size_t cap, const char *base, const char *suffix)
@@ -555,7 +551,7 @@ static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
 		adump_file_fail(s, fs, req->res, "writing");
 	} else {
 		atomic_fetch_add_explicit(&s->bytes, req->len, memory_order_relaxed);
-		if (req->len >= WRITEBACK_MIN_BYTES && !fs->is_direct)
+		if (req->len >= ADUMP_WRITEBACK_MIN_BYTES && !fs->is_direct)
 			sync_file_range(req->fd, (off64_t)req->offset, (off64_t)req->len,
 					SYNC_FILE_RANGE_WRITE);
 	}

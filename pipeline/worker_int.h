@@ -51,6 +51,10 @@ struct packed_state {
 	struct packed_batch *batch;             /* being filled, or NULL */
 	struct packed_batch *free_batches;
 	unsigned batch_count;                   /* allocated */
+	/* Written by completed batches, writeback not started yet (packed_writeback()). */
+	int wb_fd;
+	uint64_t wb_from;
+	uint64_t wb_to;
 };
 
 /* Worker-private extras, created with the worker. */
