@@ -7,14 +7,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/common.h"
 
 #define PART_SUFFIX ".part"
+
+/* Set once an unnamed file could not be linked in (no /proc, no CAP_DAC_READ_SEARCH):
+ * later files are made as "<name>.part" from the start. */
+static atomic_bool is_link_unusable;
 
 static int suffixed(char *dst, size_t cap, const char *path, const char *suffix)
 {
@@ -43,11 +49,16 @@ static int open_unnamed(const char *path, int oflags, unsigned mode)
 int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, unsigned mode)
 {
 	char part[PATH_MAX + 16];
-	int oflags = O_WRONLY | O_CLOEXEC | flags;
+	int oflags = O_CLOEXEC | flags;
 
 	pf->is_unnamed = false;
-	/* The testpoint makes this a filesystem without O_TMPFILE. */
-	pf->fd = ADUMP_TESTPOINT("pubfile.unnamed") < 0 ? -1 : open_unnamed(path, oflags, mode);
+	/* Readable too: where it cannot be linked in, its data is copied out (copy_unnamed()).
+	 * The testpoint makes this a filesystem without O_TMPFILE. */
+	if (ADUMP_TESTPOINT("pubfile.unnamed") < 0 ||
+	    atomic_load_explicit(&is_link_unusable, memory_order_relaxed))
+		pf->fd = -1;
+	else
+		pf->fd = open_unnamed(path, oflags | O_RDWR, mode);
 	if (pf->fd >= 0) {
 		pf->is_unnamed = true;
 		return 0;
@@ -56,7 +67,7 @@ int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, un
 	 * failure comes again from the plain open. */
 	if (suffixed(part, sizeof(part), path, PART_SUFFIX) < 0)
 		return -ENAMETOOLONG;
-	pf->fd = open(part, oflags | O_CREAT | O_TRUNC, mode);
+	pf->fd = open(part, oflags | O_WRONLY | O_CREAT | O_TRUNC, mode);
 	return pf->fd < 0 ? -errno : 0;
 }
 
@@ -65,6 +76,9 @@ static int link_unnamed(int fd, const char *path)
 {
 	char proc[64];
 
+	/* The testpoint makes this a system where neither way is allowed. */
+	if (ADUMP_TESTPOINT("pubfile.link") < 0)
+		return -EPERM;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
 		return 0;
@@ -75,20 +89,57 @@ static int link_unnamed(int fd, const char *path)
 	return linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0 ? 0 : -errno;
 }
 
+/* Copies the unnamed file @fd to a new file @path (its mode too): what is left where it
+ * cannot be linked in, so that nothing captured is lost. */
+static int copy_unnamed(int fd, const char *path)
+{
+	struct stat st;
+	off_t off = 0;
+	int flags = fcntl(fd, F_GETFL), out, ret = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (flags >= 0 && (flags & O_DIRECT))
+		fcntl(fd, F_SETFL, flags & ~O_DIRECT);
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777);
+	if (out < 0)
+		return -errno;
+	while (ret == 0 && off < st.st_size) {
+		ssize_t n = copy_file_range(fd, &off, out, NULL, (size_t)(st.st_size - off), 0);
+
+		if (n < 0 && errno != EINTR)
+			ret = -errno;
+		else if (n == 0)
+			ret = -EIO;
+	}
+	if (close(out) < 0 && ret == 0)
+		ret = -errno;
+	if (ret < 0)
+		unlink(path);
+	return ret;
+}
+
 /* Gives the unnamed file @fd the name @path, atomically replacing a file already there. */
 static int publish_unnamed(int fd, const char *path)
 {
 	char part[PATH_MAX + 16];
 	int ret = link_unnamed(fd, path);
 
-	if (ret != -EEXIST)
-		return ret;
-	/* A file of that name exists: link under the temporary name, then rename over it. */
-	ret = suffixed(part, sizeof(part), path, PART_SUFFIX);
-	if (ret < 0)
-		return ret;
+	if (ret == 0)
+		return 0;
+	if (suffixed(part, sizeof(part), path, PART_SUFFIX) < 0)
+		return -ENAMETOOLONG;
 	unlink(part);
-	ret = link_unnamed(fd, part);
+	if (ret == -EEXIST) {
+		/* A file of that name exists: link under the temporary name, rename over it. */
+		ret = link_unnamed(fd, part);
+	} else {
+		/* Unnamed files cannot be linked in here: this one is copied out, later ones
+		 * are made as "<name>.part" from the start. */
+		ret = copy_unnamed(fd, part);
+		if (ret == 0)
+			atomic_store_explicit(&is_link_unusable, true, memory_order_relaxed);
+	}
 	if (ret == 0 && rename(part, path) < 0) {
 		ret = -errno;
 		unlink(part);
@@ -109,7 +160,8 @@ static int close_unnamed(struct adump_pubfile *pf, const char *path, int status,
 		/* Named before the close, which would free it. A stale one of an earlier run
 		 * makes way, as a rename over it would. */
 		unlink(keep);
-		link_unnamed(pf->fd, keep);
+		if (link_unnamed(pf->fd, keep) < 0)
+			copy_unnamed(pf->fd, keep);
 	}
 	if (close(pf->fd) < 0 && ret == 0) {
 		/* Published, yet the data may not all be there: take the name back. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common/pubfile.c: a file shows up under its name only complete, replaces an older one
  * atomically, and a failed one is kept as <name>.failed or removed; both with O_TMPFILE and
- * with the "<name>.part" fallback of filesystems without it. */
+ * with the "<name>.part" fallback of filesystems without it, and where unnamed files cannot
+ * be linked in (copied out; later files use ".part"). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,61 @@ START_TEST(test_publish_part_fallback)
 }
 END_TEST
 
+/* Where unnamed files cannot be linked in (no /proc, no CAP_DAC_READ_SEARCH), the data is
+ * copied out under the name, nothing is lost, and later files fall back to ".part". */
+START_TEST(test_publish_without_link)
+{
+	char *dir = t_tmpdir("pubfile");
+	char path[4200];
+	struct adump_pubfile pf;
+	struct stat st;
+	mode_t um = umask(0);
+
+	umask(um);
+	adump_testpoint_arm("pubfile.link", -EPERM, 1, 1);
+	snprintf(path, sizeof(path), "%s/Add.op.1.2.3", dir);
+	start(&pf, path, "kept whole");
+	ck_assert(pf.is_unnamed);
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, ".failed"), 0);
+	assert_content(path, "kept whole");
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~um);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	/* The next file is made the old way. */
+	start(&pf, path, "second");
+	ck_assert(!pf.is_unnamed);
+	ck_assert_uint_eq(t_count_files(dir, ".part"), 1);
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, NULL), 0);
+	assert_content(path, "second");
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(t_rmtree(dir), 0);
+	free(dir);
+}
+END_TEST
+
+/* A failed unnamed file that cannot be linked in is copied out as .failed. (Its own test:
+ * the fallback above lasts for the rest of the process.) */
+START_TEST(test_failed_without_link)
+{
+	char *dir = t_tmpdir("pubfile");
+	char path[4200], failed[4300];
+	struct adump_pubfile pf;
+
+	snprintf(path, sizeof(path), "%s/Add.op.4.5.6", dir);
+	snprintf(failed, sizeof(failed), "%s.failed", path);
+	start(&pf, path, "partial");                  /* opened before linking breaks */
+	adump_testpoint_arm("pubfile.link", -EPERM, 1, 1);
+	ck_assert(pf.is_unnamed);
+	ck_assert_int_eq(adump_pubfile_close(&pf, path, -EIO, ".failed"), -EIO);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	assert_content(failed, "partial");
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(t_rmtree(dir), 0);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_open_errors)
 {
 	char *dir = t_tmpdir("pubfile");
@@ -124,6 +180,10 @@ int main(void)
 
 	tcase_add_test(tc, test_publish_unnamed);
 	tcase_add_test(tc, test_publish_part_fallback);
+	/* In this order, so that CK_FORK=no works too: the fallback to ".part" that
+	 * test_publish_without_link sets lasts for the rest of the process. */
+	tcase_add_test(tc, test_failed_without_link);
+	tcase_add_test(tc, test_publish_without_link);
 	tcase_add_test(tc, test_open_errors);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
