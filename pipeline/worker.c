@@ -127,24 +127,17 @@ static bool rings_empty(struct adump_worker *w)
  * through the page cache. Never written past the file's size, which preallocate() set. */
 static int write_tail(struct file_state *fs)
 {
-	int flags = fcntl(fs->fd, F_GETFL);
+	int flags;
 
 	if (!fs->tail_len)
 		return 0;
+	flags = fcntl(fs->fd, F_GETFL);
 	if (flags < 0 || fcntl(fs->fd, F_SETFL, flags & ~O_DIRECT) < 0)
 		return -errno;
-	for (uint32_t done = 0; done < fs->tail_len;) {
-		ssize_t n = pwrite(fs->fd, fs->tail + done, fs->tail_len - done,
-				   (off_t)(fs->tail_offset + done));
-
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		if (n > 0)
-			done += (uint32_t)n;
-	}
-	return 0;
+	/* Every other write carried its own offset: the descriptor's position is free. */
+	if (lseek(fs->fd, (off_t)fs->tail_offset, SEEK_SET) < 0)
+		return -errno;
+	return adump_write_all(fs->fd, fs->tail, fs->tail_len);
 }
 
 /* Everything of the file has completed: put it in place (or mark it failed), count it. */
