@@ -23,6 +23,14 @@ static void start(struct adump_pubfile *pf, const char *path, const char *text)
 	ck_assert_int_eq(adump_write_all(pf->fd, text, strlen(text)), 0);
 }
 
+/* The end of every test: no testpoint left armed, the directory gone. */
+static void finish(char *dir)
+{
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(t_rmtree(dir), 0);
+	free(dir);
+}
+
 static void assert_content(const char *path, const char *text)
 {
 	size_t len;
@@ -82,9 +90,7 @@ static void check_publish(int use_part)
 	ck_assert_uint_eq(t_count_files(dir, ""), 2);
 	ck_assert_uint_eq(t_count_files(dir, ".part"), 0);
 
-	adump_testpoint_disarm_all();
-	ck_assert_int_eq(t_rmtree(dir), 0);
-	free(dir);
+	finish(dir);
 }
 
 START_TEST(test_publish_unnamed)
@@ -126,9 +132,7 @@ START_TEST(test_publish_without_link)
 	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, NULL), 0);
 	assert_content(path, "second");
 	ck_assert_uint_eq(t_count_files(dir, ""), 1);
-	adump_testpoint_disarm_all();
-	ck_assert_int_eq(t_rmtree(dir), 0);
-	free(dir);
+	finish(dir);
 }
 END_TEST
 
@@ -148,9 +152,7 @@ START_TEST(test_failed_without_link)
 	ck_assert_int_eq(adump_pubfile_close(&pf, path, -EIO, ".failed"), -EIO);
 	ck_assert_int_eq(access(path, F_OK), -1);
 	assert_content(failed, "partial");
-	adump_testpoint_disarm_all();
-	ck_assert_int_eq(t_rmtree(dir), 0);
-	free(dir);
+	finish(dir);
 }
 END_TEST
 
@@ -168,8 +170,7 @@ START_TEST(test_open_errors)
 	ck_assert_int_eq(adump_pubfile_close(&pf, path, -EIO, ".failed"), -EIO);
 	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, NULL), -EBADF);
 	ck_assert_uint_eq(t_count_files(dir, ""), 0);
-	ck_assert_int_eq(t_rmtree(dir), 0);
-	free(dir);
+	finish(dir);
 }
 END_TEST
 
