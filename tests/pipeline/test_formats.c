@@ -4,10 +4,12 @@
  * files through batches too); the index survives a capture killed with SIGKILL, every indexed entry valid. Statistics mode
  * writes CSV files instead of tensors. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +79,104 @@ START_TEST(test_lz4_frames_decompress_to_the_files)
 }
 END_TEST
 
+struct seg_entry {
+	char segment[64];
+	unsigned long long offset, length;
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct seg_entry *x = a, *y = b;
+	int c = strcmp(x->segment, y->segment);
+
+	if (c)
+		return c;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Reads every index line under @packed and checks that the entries tile each segment: from
+ * offset 0, without gap or overlap, up to the segment's size (a segment no line names is
+ * empty). Return: the entries, sorted by
+ * segment and offset (caller frees); their number in @count. */
+static struct seg_entry *check_segments_tiled(const char *packed, size_t *count)
+{
+	struct seg_entry *e = NULL;
+	size_t n = 0, cap = 0, files;
+	char **names = t_list_files(packed, &files);
+
+	for (size_t i = 0; i < files; i++) {
+		char path[8400], line[8192];
+		FILE *f;
+
+		if (!strstr(names[i], ".idx"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", packed, names[i]);
+		f = fopen(path, "r");
+		ck_assert_ptr_nonnull(f);
+		while (fgets(line, sizeof(line), f)) {
+			char *seg = strchr(line, '\t');
+
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				e = realloc(e, cap * sizeof(*e));
+				ck_assert_ptr_nonnull(e);
+			}
+			ck_assert_ptr_nonnull(seg);
+			ck_assert_int_eq(sscanf(seg + 1, "%63[^\t]\t%llu\t%llu", e[n].segment,
+						&e[n].offset, &e[n].length), 3);
+			n++;
+		}
+		fclose(f);
+	}
+	ck_assert_uint_gt(n, 0);
+	qsort(e, n, sizeof(*e), cmp_entry);
+	/* A segment no entry names is empty. */
+	for (size_t i = 0; i < files; i++) {
+		char path[8400];
+		struct stat st;
+		bool is_named = false;
+
+		if (!strstr(names[i], ".seg"))
+			continue;
+		for (size_t j = 0; j < n && !is_named; j++)
+			is_named = !strcmp(e[j].segment, names[i]);
+		snprintf(path, sizeof(path), "%s/%s", packed, names[i]);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_msg(is_named || st.st_size == 0, "%s: %lld bytes, no entry", names[i],
+			      (long long)st.st_size);
+	}
+	t_free_list(names, files);
+	for (size_t i = 0; i < n; i++) {
+		bool is_first = i == 0 || strcmp(e[i].segment, e[i - 1].segment);
+		bool is_last = i + 1 == n || strcmp(e[i].segment, e[i + 1].segment);
+		unsigned long long expect = is_first ? 0 : e[i - 1].offset + e[i - 1].length;
+
+		ck_assert_msg(e[i].offset == expect, "%s: entry at %llu, expected %llu",
+			      e[i].segment, e[i].offset, expect);
+		if (is_last) {
+			char path[4400];
+			struct stat st;
+
+			snprintf(path, sizeof(path), "%s/%s", packed, e[i].segment);
+			ck_assert_int_eq(stat(path, &st), 0);
+			ck_assert_msg((unsigned long long)st.st_size == e[i].offset + e[i].length,
+				      "%s: %lld bytes, indexed up to %llu", e[i].segment,
+				      (long long)st.st_size, e[i].offset + e[i].length);
+		}
+	}
+	*count = n;
+	return e;
+}
+
+static void check_tiled(const char *dir)
+{
+	char packed[4300];
+	size_t n;
+
+	snprintf(packed, sizeof(packed), "%s/packed", dir);
+	free(check_segments_tiled(packed, &n));
+}
+
 START_TEST(test_packed_unpacks_to_the_files)
 {
 	char *root = t_tmpdir("formats");
@@ -86,6 +186,7 @@ START_TEST(test_packed_unpacks_to_the_files)
 	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
 	ck_assert_uint_eq(t_count_files(dir, ".idx"), 2);
 	ck_assert_uint_gt(t_count_files(dir, ".seg"), 2);       /* rolled at 1 MiB */
+	check_tiled(dir);
 	snprintf(out, sizeof(out), "%s/unpacked", root);
 	ck_assert_int_eq(adump_unpack(dir, out), 80);
 	t_check_capture(out, &w);
@@ -111,6 +212,7 @@ START_TEST(test_packed_small_files_in_batches)
 	capture(root, ADUMP_COMPRESS_NONE, ADUMP_LAYOUT_PACKED, ADUMP_CONTENT_TENSOR);
 	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
 	ck_assert_uint_gt(t_count_files(dir, ".seg"), 4);
+	check_tiled(dir);
 	snprintf(out, sizeof(out), "%s/unpacked", root);
 	ck_assert_int_eq(adump_unpack(dir, out), 2 * 600);
 	t_check_capture(out, &w);
@@ -125,20 +227,30 @@ END_TEST
 START_TEST(test_packed_detects_corruption)
 {
 	char *root = t_tmpdir("formats");
-	char dir[4200], out[4200], seg[4300];
-	FILE *f;
+	char packed[4300], out[4200], seg[4400];
+	unsigned char byte;
+	size_t n;
+	int fd;
 
 	capture(root, ADUMP_COMPRESS_NONE, ADUMP_LAYOUT_PACKED, ADUMP_CONTENT_TENSOR);
 	t_workload_free(&w);
-	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
-	snprintf(seg, sizeof(seg), "%s/packed/w0-0.seg", dir);
-	f = fopen(seg, "r+b");
-	ck_assert_ptr_nonnull(f);
-	fseek(f, 100, SEEK_SET);
-	fputc(0xff ^ fgetc(f), f);              /* flip one byte inside the first file */
-	fclose(f);
+	snprintf(packed, sizeof(packed), "%s/%s/packed", root, TIME_DIR);
+	/* Every byte of every segment belongs to exactly one indexed file. */
+	struct seg_entry *e = check_segments_tiled(packed, &n);
+
+	ck_assert_uint_eq(n, 80);
+	/* Flip one byte in the middle of the first indexed file. */
+	snprintf(seg, sizeof(seg), "%s/%s", packed, e[0].segment);
+	fd = open(seg, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	off_t at = (off_t)(e[0].offset + e[0].length / 2);
+	ck_assert_int_eq(pread(fd, &byte, 1, at), 1);
+	byte ^= 0xff;
+	ck_assert_int_eq(pwrite(fd, &byte, 1, at), 1);
+	close(fd);
+	free(e);
 	snprintf(out, sizeof(out), "%s/unpacked", root);
-	ck_assert_int_eq(adump_unpack(dir, out), -ADUMP_ERR_CORRUPT);
+	ck_assert_int_eq(adump_unpack(packed, out), -ADUMP_ERR_CORRUPT);
 	/* The other files are still restored. */
 	ck_assert_uint_eq(t_count_files(out, ""), 79);
 	t_rmtree(root);
