@@ -150,6 +150,59 @@ START_TEST(test_add_int32)
 }
 END_TEST
 
+/* In place (out is self) over lengths that are not a multiple of the vector width: each
+ * element is read before it is written, whole blocks and the scalar tail alike. */
+START_TEST(test_add_in_place_vectors)
+{
+	uint64_t rng = t_seed() + 3;
+	const int64_t shape[] = { 1001 };
+	struct adump_dev_tensor fa = t_dev_tensor(dev, ADUMP_DT_FLOAT, 3, shape_3d);
+	struct adump_dev_tensor fb = t_dev_tensor(dev, ADUMP_DT_FLOAT, 3, shape_3d);
+	struct adump_dev_tensor ia = t_dev_tensor(dev, ADUMP_DT_INT32, 1, shape);
+	struct adump_dev_tensor ib = t_dev_tensor(dev, ADUMP_DT_INT32, 1, shape);
+	size_t fn = fa.bytes / sizeof(float);
+	float *hfa = malloc(fa.bytes), *hfb = malloc(fb.bytes), *fr;
+	int32_t *hia = malloc(ia.bytes), *hib = malloc(ib.bytes), *ir;
+
+	for (size_t i = 0; i < fn; i++) {
+		hfa[i] = rand_float(&rng, 1000.0f);
+		hfb[i] = rand_float(&rng, 1000.0f);
+	}
+	for (size_t i = 0; i < 1001; i++) {
+		hia[i] = (int32_t)(uint32_t)t_rand(&rng);
+		hib[i] = (int32_t)(uint32_t)t_rand(&rng);
+	}
+	t_dev_upload(dev, &fa, hfa);
+	t_dev_upload(dev, &fb, hfb);
+	t_dev_upload(dev, &ia, hia);
+	t_dev_upload(dev, &ib, hib);
+	ck_assert_int_eq(adump_dev_launch_add(stream, &fa, &fb, -1.5, &fa, NULL), 0);
+	ck_assert_int_eq(adump_dev_launch_add(stream, &ia, &ib, 7.0, &ia, NULL), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	fr = t_dev_download(dev, &fa);
+	ir = t_dev_download(dev, &ia);
+	for (size_t i = 0; i < fn; i++) {
+		float want = hfa[i] + -1.5f * hfb[i];
+
+		ck_assert_msg(fabsf(fr[i] - want) <= 1e-6f * fmaxf(1.0f, fabsf(want)),
+			      "element %zu: got %.9g want %.9g", i, fr[i], want);
+	}
+	for (size_t i = 0; i < 1001; i++)
+		ck_assert_msg((uint32_t)ir[i] == (uint32_t)hia[i] + 7u * (uint32_t)hib[i],
+			      "element %zu: got %d", i, ir[i]);
+	free(hfa);
+	free(hfb);
+	free(fr);
+	free(hia);
+	free(hib);
+	free(ir);
+	t_dev_tensor_free(dev, &fa);
+	t_dev_tensor_free(dev, &fb);
+	t_dev_tensor_free(dev, &ia);
+	t_dev_tensor_free(dev, &ib);
+}
+END_TEST
+
 START_TEST(test_add_in_place_scalar_and_empty)
 {
 	const int64_t zero_dim[] = { 4, 0 };
@@ -308,6 +361,7 @@ static Suite *add_suite(void)
 	tcase_add_test(tc, test_add_float);
 	tcase_add_test(tc, test_add_float16);
 	tcase_add_test(tc, test_add_int32);
+	tcase_add_test(tc, test_add_in_place_vectors);
 	tcase_add_test(tc, test_add_in_place_scalar_and_empty);
 	tcase_add_test(tc, test_add_rejects_bad_arguments);
 	tcase_add_test(tc, test_add_freed_while_queued);
