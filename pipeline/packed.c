@@ -305,6 +305,15 @@ void adump_packed_batch_submit(struct adump_worker *w)
 	atomic_fetch_add_explicit(&w->session->writes_in_flight, 1, memory_order_relaxed);
 }
 
+/* Starts the writeback of the pending written range, if any. */
+static void writeback_start(struct packed_state *p)
+{
+	if (p->wb_fd >= 0 && p->wb_to > p->wb_from)
+		sync_file_range(p->wb_fd, (off64_t)p->wb_from, (off64_t)(p->wb_to - p->wb_from),
+				SYNC_FILE_RANGE_WRITE);
+	p->wb_from = p->wb_to;
+}
+
 /* A batch of @fd's [@from, @to) is written: once a segment has ADUMP_WRITEBACK_MIN_BYTES of
  * such data, start its writeback, as the worker does for large writes. Small batches would
  * otherwise leave the whole capture to the final flush. */
@@ -312,9 +321,7 @@ static void packed_writeback(struct packed_state *p, int fd, uint64_t from, uint
 {
 	if (fd != p->wb_fd || from > p->wb_to || to < p->wb_from) {
 		/* Another segment, or not next to what is pending: start that, begin anew. */
-		if (p->wb_fd >= 0 && p->wb_to > p->wb_from)
-			sync_file_range(p->wb_fd, (off64_t)p->wb_from, (off64_t)(p->wb_to - p->wb_from),
-					SYNC_FILE_RANGE_WRITE);
+		writeback_start(p);
 		p->wb_fd = fd;
 		p->wb_from = from;
 		p->wb_to = to;
@@ -322,11 +329,8 @@ static void packed_writeback(struct packed_state *p, int fd, uint64_t from, uint
 		p->wb_from = from < p->wb_from ? from : p->wb_from;
 		p->wb_to = to > p->wb_to ? to : p->wb_to;
 	}
-	if (p->wb_to - p->wb_from >= ADUMP_WRITEBACK_MIN_BYTES) {
-		sync_file_range(fd, (off64_t)p->wb_from, (off64_t)(p->wb_to - p->wb_from),
-				SYNC_FILE_RANGE_WRITE);
-		p->wb_from = p->wb_to;
-	}
+	if (p->wb_to - p->wb_from >= ADUMP_WRITEBACK_MIN_BYTES)
+		writeback_start(p);
 }
 
 void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res)

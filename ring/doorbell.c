@@ -52,7 +52,6 @@ void adump_doorbell_wake(struct adump_doorbell *db)
 
 void adump_doorbell_ring(struct adump_doorbell *db)
 {
-
 	/* Pairs with the worker's seq_cst store of is_sleeping before it re-checks its rings:
 	 * either it sees our record, or we see it asleep and write the eventfd. */
 	atomic_thread_fence(memory_order_seq_cst);
