@@ -40,6 +40,7 @@ struct adump_dev_stream {
 	unsigned producer_wait_count;
 	unsigned sync_wait_count;
 	int error;                              /* first failure since the last sync */
+	uint64_t kernels_end_ns;                /* CLOCK_MONOTONIC end of the last batch run */
 	/* Started by the executor at the first dump and set under the lock; the executor
 	 * reads it without (it is the only writer), others under the lock. */
 	struct adump_dev_dma *dma;
@@ -142,9 +143,11 @@ static void *executor_main(void *arg)
 		}
 		flush_doorbell(s);
 		adump_dev_dma_kick(s->dma);
+		uint64_t now = adump_now_ns();
 
 		pthread_mutex_lock(&s->lock);
 		s->head = end;
+		s->kernels_end_ns = now;
 		if (batch_error < 0 && s->error == 0)
 			s->error = batch_error;
 		if (s->sync_wait_count)
@@ -278,10 +281,12 @@ void adump_dev_stream_stats(struct adump_dev_stream *s, struct adump_dev_stream_
 		return;
 	pthread_mutex_lock(&s->lock);
 	dma = s->dma;
+	uint64_t kernels_end_ns = s->kernels_end_ns;
 	pthread_mutex_unlock(&s->lock);
 	/* The engine lives as long as the stream. */
 	if (dma)
 		adump_dev_dma_stats(dma, out);
+	out->kernels_end_ns = kernels_end_ns;
 }
 
 void adump_dev_stream_bind(struct adump_dev_stream *s, struct adump_chan *chan)

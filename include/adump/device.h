@@ -105,17 +105,20 @@ ADUMP_API uint32_t adump_dev_stream_id(const struct adump_dev_stream *stream);
 /** adump_dev_stream_dev() - the device the stream belongs to. */
 ADUMP_API struct adump_dev *adump_dev_stream_dev(const struct adump_dev_stream *stream);
 
-/* What dumping cost a stream's kernels, since the stream was created. */
+/* What dumping cost a stream's kernels, since the stream was created, and when they ran. */
 struct adump_dev_stream_stats {
 	uint64_t fence_waits;                   /* kernels that waited for a dump to read first */
 	uint64_t fence_wait_ns;
 	uint64_t queue_waits;                   /* dumped kernels that waited for queue room */
 	uint64_t queue_wait_ns;
+	uint64_t kernels_end_ns;                /* when its last kernel so far ended
+						 * (CLOCK_MONOTONIC ns; 0: none yet) */
 };
 
 /**
  * adump_dev_stream_stats() - the stream's dump waits (all zero before its first large dump:
- * only kernels that follow one queued to the DMA engine can wait). Any thread.
+ * only kernels that follow one queued to the DMA engine can wait) and the time its last
+ * kernel ended. Any thread.
  */
 ADUMP_API void adump_dev_stream_stats(struct adump_dev_stream *stream,
 				      struct adump_dev_stream_stats *out);

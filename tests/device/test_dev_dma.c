@@ -497,7 +497,8 @@ START_TEST(test_dma_waits_before_overwrite)
 	struct launch a;
 	struct adump_dev_tensor s2, o2;
 	struct adump_dev_stream_stats ds;
-	uint64_t rng = t_seed();
+	struct timespec ts;
+	uint64_t rng = t_seed(), before_ns, after_ns;
 	int32_t *self, *other, *expect;
 	const struct seen_file *f;
 
@@ -513,14 +514,23 @@ START_TEST(test_dma_waits_before_overwrite)
 	for (int i = 0; i < ELEMS; i++)
 		expect[i] = (int32_t)((uint32_t)self[i] + 3u * (uint32_t)other[i]);
 
+	adump_dev_stream_stats(fx.stream, &ds);
+	ck_assert_uint_eq(ds.kernels_end_ns, 0);        /* no kernel ran yet */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	before_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	launch_submit(&fx, &a, 0);
 	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &o2, -1.0, &a.t[2], NULL), 0);
 	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &o2, 5.0, &a.t[0], NULL), 0);
 	ck_assert_int_eq(adump_dev_launch_add(fx.stream, &s2, &s2, 7.0, &a.t[1], NULL), 0);
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	after_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	fixture_stop_consumer(&fx);
 	/* B waited for the dump (C and D may find it done by then), and that was counted. */
 	adump_dev_stream_stats(fx.stream, &ds);
+	/* The last kernel ended after the first launch, and before the sync returned. */
+	ck_assert_uint_gt(ds.kernels_end_ns, before_ns);
+	ck_assert_uint_le(ds.kernels_end_ns, after_ns);
 	ck_assert_uint_ge(ds.fence_waits, 1);
 	ck_assert_uint_le(ds.fence_waits, 3);
 	ck_assert_uint_gt(ds.fence_wait_ns, 0);
