@@ -128,8 +128,17 @@ START_TEST(test_compare_tiny)
 			 json_object_get_int64(field(o, "files")));
 	ck_assert_int_ge(json_object_get_int64(field(field(b, "ring_limit"), "records")),
 			 json_object_get_int64(field(o, "records")));
+	/* The untimed warm-up ran; the last kernel ended inside the capture's time. */
+	ck_assert(json_object_get_double(field(o, "warmup_seconds")) > 0);
+	ck_assert(json_object_get_double(field(o, "kernels_seconds")) > 0);
+	ck_assert(json_object_get_double(field(o, "kernels_seconds")) <=
+		  json_object_get_double(field(o, "seconds")));
 	ov = field(o, "overhead");
 	ck_assert(json_object_get_type(field(ov, "adump")) == json_type_double);
+	/* Split at the last kernel's end: the two parts add up to the whole. */
+	ck_assert_double_eq_tol(json_object_get_double(field(ov, "adump_kernels")) +
+					json_object_get_double(field(ov, "adump_after_kernels")),
+				json_object_get_double(field(ov, "adump")), 2e-4);
 	ck_assert(json_object_get_type(field(ov, "naive")) == json_type_double);
 	/* The naive dumper writes real dump files. */
 	snprintf(naive, sizeof(naive), "%s/d/baselines/naive", dir);
@@ -147,10 +156,11 @@ START_TEST(test_ring_handoff)
 	char *text;
 
 	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K --sink callback "
-			     "--baselines ring --json --out %s/d",
+			     "--baselines ring --no-warmup --json --out %s/d",
 			     dir),
 			 0);
 	o = last_json();
+	ck_assert(json_object_get_double(field(o, "warmup_seconds")) == 0);
 	ring = field(field(o, "baselines"), "ring_limit");
 	ck_assert_int_eq(json_object_get_int(field(ring, "error")), 0);
 	ck_assert(json_object_get_double(field(ring, "records_per_s")) > 0);
