@@ -20,7 +20,11 @@ struct pwrite_writer {
 static int pw_write(struct adump_writer *w, struct adump_wreq *req)
 {
 	struct pwrite_writer *pw = (struct pwrite_writer *)w;
-	int injected = ADUMP_TESTPOINT("uring.write");
+	int injected;
+
+	if (req->is_datasync)
+		return -EOPNOTSUPP;
+	injected = ADUMP_TESTPOINT("uring.write");
 
 	while (req->done < req->len && injected == 0) {
 		size_t want = req->len - req->done;

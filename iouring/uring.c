@@ -43,7 +43,9 @@ static int prep_rest(struct uring_writer *uw, struct adump_wreq *req)
 
 	if (!sqe)
 		return -EBUSY;
-	if (req->buf_index >= 0 && uw->base.has_fixed)
+	if (req->is_datasync)
+		io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
+	else if (req->buf_index >= 0 && uw->base.has_fixed)
 		io_uring_prep_write_fixed(sqe, req->fd, buf, len, off, req->buf_index);
 	else
 		io_uring_prep_write(sqe, req->fd, buf, len, off);
@@ -95,7 +97,8 @@ static void arm_doorbell(struct uring_writer *uw)
 /* One completion of a request: done, or resubmitted for the rest. */
 static bool complete_one(struct uring_writer *uw, struct adump_wreq *req, int res)
 {
-	int injected = ADUMP_TESTPOINT("uring.write");
+	int injected = req->is_datasync ? ADUMP_TESTPOINT("uring.datasync") :
+					  ADUMP_TESTPOINT("uring.write");
 
 	if (injected)
 		res = injected;

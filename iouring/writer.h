@@ -16,9 +16,12 @@
 /* One positional write. The writer completes it whole: short writes are resubmitted for the
  * rest and -EAGAIN/-EINTR retried; @res is then the byte count or the first other -errno.
  * The request and its buffer belong to the writer from adump_writer_write() until it is
- * returned by adump_writer_wait(). */
+ * returned by adump_writer_wait(). With @is_datasync it is an fdatasync() of @fd instead
+ * (buf, len and offset unused; @res 0 or -errno), run asynchronously by io_uring; the
+ * pwrite backend refuses it with -EOPNOTSUPP rather than block its worker. */
 struct adump_wreq {
 	int fd;
+	bool is_datasync;
 	int buf_index;                          /* registered buffer index, or -1 */
 	const void *buf;
 	size_t len;

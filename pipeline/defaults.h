@@ -20,6 +20,9 @@
  * piling up dirty data for the kernel to flush long after: a training step then never
  * waits on a flush of it all. */
 #define ADUMP_WRITEBACK_MIN_BYTES (1u << 20)
+/* Packed segments: bytes of small files between two background fdatasync()s (config
+ * sync_bytes). Tiny profile, 128 MiB: the final flush went from 0.09 to 0.02-0.03 s. */
+#define ADUMP_DEFAULT_SYNC_BYTES (32u << 20)
 #define ADUMP_FILE_MODE 0640
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <isa-l/crc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,48 @@ static void writeback_start(struct packed_state *p)
 	p->wb_from = p->wb_to;
 }
 
+/* @len more bytes of segment @fd are written: once sync_bytes have been, start a background
+ * fdatasync() of it (one at a time). Writeback alone leaves the disk's own cache to the final
+ * flush, which then waits for all of it after the last file; a sync every few tens of MiB
+ * lets the disk flush while the workers are still packing. */
+static void packed_sync(struct adump_worker *w, int fd, uint64_t len)
+{
+	struct packed_state *p = &w->ext->packed;
+	size_t step = w->session->cfg.sync_bytes ? w->session->cfg.sync_bytes
+						  : ADUMP_DEFAULT_SYNC_BYTES;
+	int ret;
+
+	p->sync_owed += len;
+	if (step == SIZE_MAX || p->sync_owed < step || p->is_sync_in_flight ||
+	    p->is_sync_unsupported)
+		return;
+	p->sync_write = (struct adump_chunk_write){
+		.req = { .fd = fd, .is_datasync = true, .buf_index = -1 },
+	};
+	ret = adump_writer_write(w->writer, &p->sync_write.req);
+	if (ret == -EOPNOTSUPP)
+		p->is_sync_unsupported = true;
+	if (ret < 0)
+		return;                         /* none started: a later batch tries again */
+	p->sync_owed = 0;
+	p->is_sync_in_flight = true;
+}
+
+void adump_packed_sync_done(struct adump_worker *w, int res)
+{
+	struct packed_state *p = &w->ext->packed;
+
+	p->is_sync_in_flight = false;
+	if (res < 0) {
+		/* The data is written and indexed; the disk may not have kept it. */
+		atomic_fetch_add_explicit(&w->session->write_errors, 1, memory_order_relaxed);
+		adump_session_set_error(w->session, res);
+		adump_log_once(ADUMP_LOG_ERROR, MODULE,
+			       "worker %u: syncing a segment to the disk: %s", w->index,
+			       adump_strerror(res));
+	}
+}
+
 /* A batch of @fd's [@from, @to) is written: once a segment has ADUMP_WRITEBACK_MIN_BYTES of
  * such data, start its writeback, as the worker does for large writes. Small batches would
  * otherwise leave the whole capture to the final flush. */
@@ -342,6 +385,7 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 	if (ret == 0) {
 		atomic_fetch_add_explicit(&s->bytes, b->len, memory_order_relaxed);
 		packed_writeback(p, b->write.req.fd, b->base, b->base + b->len);
+		packed_sync(w, b->write.req.fd, b->len);
 		/* The data is written: now its lines, and they go out before the records are
 		 * retired, so a stream sync that returns finds its files indexed. */
 		if (p->index_len + b->lines_len > INDEX_BATCH_BYTES)

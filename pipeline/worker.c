@@ -533,6 +533,10 @@ static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
 	struct adump_chunk_write *cw = (struct adump_chunk_write *)req;
 	struct file_state *fs = cw->file;
 
+	if (req->is_datasync) {
+		adump_packed_sync_done(w, req->res);    /* not a write: not counted as one */
+		return;
+	}
 	atomic_fetch_sub_explicit(&s->writes_in_flight, 1, memory_order_relaxed);
 	if (cw->batch) {
 		adump_packed_batch_done(w, cw->batch, req->res);

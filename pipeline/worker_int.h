@@ -55,6 +55,11 @@ struct packed_state {
 	int wb_fd;
 	uint64_t wb_from;
 	uint64_t wb_to;
+	/* Background data syncs (packed_sync()): bytes written since the last one started. */
+	uint64_t sync_owed;
+	bool is_sync_in_flight;
+	bool is_sync_unsupported;               /* the pwrite writer: no background syncs */
+	struct adump_chunk_write sync_write;
 };
 
 /* Worker-private extras, created with the worker. */
@@ -135,6 +140,8 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan,
 void adump_packed_batch_submit(struct adump_worker *w);
 /* The batch's write completed with @res (bytes or -errno). */
 void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res);
+/* The background fdatasync() of a segment completed with @res (0 or -errno). */
+void adump_packed_sync_done(struct adump_worker *w, int res);
 uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -113,6 +113,10 @@ struct adump_config {
 	size_t segment_bytes;           /* PACKED: roll segments at this size; 0: 1 GiB */
 	enum adump_content content;
 	uint32_t stats_mask;            /* STATS: ADUMP_STAT_*; 0: ADUMP_STAT_DEFAULT */
+	/* PACKED: each time this many more bytes of small files reached a segment, start an
+	 * fdatasync() of it (io_uring, in the background), so that the disk flushes its cache
+	 * while the capture runs and not all of it at the end; 0: 32 MiB; SIZE_MAX: never. */
+	size_t sync_bytes;
 };
 
 #define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config) }

@@ -24,6 +24,7 @@ static struct t_workload w = {
 };
 
 static uint64_t segment_bytes = 1u << 20;       /* several segments */
+static size_t sync_bytes;                       /* 0: the default */
 
 static void capture(const char *root, enum adump_compress compress, enum adump_layout layout,
 		    enum adump_content content)
@@ -42,6 +43,7 @@ static void capture(const char *root, enum adump_compress compress, enum adump_l
 	cfg.layout = layout;
 	cfg.content = content;
 	cfg.segment_bytes = segment_bytes;
+	cfg.sync_bytes = sync_bytes;
 	/* One counting clock for the whole run; both streams race for it, so names are
 	 * compared modulo timestamps below only where needed. */
 	adump_testpoint_clock_set(1700000000000000ull);
@@ -198,7 +200,8 @@ END_TEST
 
 /* Small files go through a worker's batch (copied whole, one write for many, their index
  * lines after it): with many of them and small segments, batches fill up and segments roll
- * under them, and every file still unpacks byte-identical. */
+ * under them, background data syncs run every 4 KiB, and every file still unpacks
+ * byte-identical. */
 START_TEST(test_packed_small_files_in_batches)
 {
 	char *root = t_tmpdir("formats");
@@ -209,6 +212,7 @@ START_TEST(test_packed_small_files_in_batches)
 	w.min_bytes = 1;
 	w.max_bytes = 8u << 10;
 	segment_bytes = 96u << 10;
+	sync_bytes = 4u << 10;
 	capture(root, ADUMP_COMPRESS_NONE, ADUMP_LAYOUT_PACKED, ADUMP_CONTENT_TENSOR);
 	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
 	ck_assert_uint_gt(t_count_files(dir, ".seg"), 4);
@@ -219,8 +223,68 @@ START_TEST(test_packed_small_files_in_batches)
 	t_workload_free(&w);
 	w = big;
 	segment_bytes = 1u << 20;
+	sync_bytes = 0;
 	t_rmtree(root);
 	free(root);
+}
+END_TEST
+
+/* A background data sync of a segment that fails is an error of the session, counted as a
+ * write error, and loses nothing: every file is still indexed and unpacks byte-identical.
+ * The pwrite writer starts no background syncs (they would block its worker). */
+static void packed_sync_failure(enum adump_writer_kind writer)
+{
+	char *root = t_tmpdir("formats");
+	char dir[4200], out[4200];
+	struct t_workload small = w;
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	struct adump_stats st;
+
+	small.op_count = 200;
+	small.max_bytes = 8u << 10;
+	small.seed = t_seed();
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.chunk_bytes = small.chunk_bytes;
+	cfg.stream_max = 2;
+	cfg.worker_count = 2;
+	cfg.layout = ADUMP_LAYOUT_PACKED;
+	cfg.writer = writer;
+	cfg.sync_bytes = 4u << 10;
+	adump_testpoint_arm("uring.datasync", -EIO, 1, 0);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(t_workload_run(s, &small), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2 * 200);
+	ck_assert_uint_eq(st.files_failed, 0);
+	if (writer == ADUMP_WRITER_URING) {
+		ck_assert_uint_eq(st.write_errors, 1);
+		ck_assert_int_eq(adump_session_destroy(s), -EIO);
+	} else {
+		ck_assert_uint_eq(st.write_errors, 0);
+		ck_assert_int_eq(adump_session_destroy(s), 0);
+	}
+	adump_testpoint_disarm_all();
+	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
+	check_tiled(dir);
+	snprintf(out, sizeof(out), "%s/unpacked", root);
+	ck_assert_int_eq(adump_unpack(dir, out), 2 * 200);
+	t_check_capture(out, &small);
+	t_workload_free(&small);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_packed_sync_failure_uring)
+{
+	packed_sync_failure(ADUMP_WRITER_URING);
+}
+END_TEST
+
+START_TEST(test_packed_sync_pwrite)
+{
+	packed_sync_failure(ADUMP_WRITER_PWRITE);
 }
 END_TEST
 
@@ -367,6 +431,8 @@ int main(void)
 	tcase_add_test(tc, test_lz4_frames_decompress_to_the_files);
 	tcase_add_test(tc, test_packed_unpacks_to_the_files);
 	tcase_add_test(tc, test_packed_small_files_in_batches);
+	tcase_add_test(tc, test_packed_sync_failure_uring);
+	tcase_add_test(tc, test_packed_sync_pwrite);
 	tcase_add_test(tc, test_packed_detects_corruption);
 	tcase_add_test(tc, test_packed_index_survives_sigkill);
 	tcase_add_test(tc, test_stats_content_writes_csv);
