@@ -26,19 +26,27 @@ static struct t_workload w = {
 static uint64_t segment_bytes = 1u << 20;       /* several segments */
 static size_t sync_bytes;                       /* 0: the default */
 
+/* What every capture here shares: two streams, two workers, TIME_DIR under @root. */
+static struct adump_config base_config(const char *root, const struct t_workload *wl)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.chunk_bytes = wl->chunk_bytes;
+	cfg.stream_max = 2;
+	cfg.worker_count = 2;
+	return cfg;
+}
+
 static void capture(const char *root, enum adump_compress compress, enum adump_layout layout,
 		    enum adump_content content)
 {
-	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_config cfg = base_config(root, &w);
 	struct adump_session *s = NULL;
 	struct adump_stats st;
 
 	w.seed = t_seed();
-	cfg.dump_path = root;
-	cfg.time_dir = TIME_DIR;
-	cfg.chunk_bytes = w.chunk_bytes;
-	cfg.stream_max = 2;
-	cfg.worker_count = 2;
 	cfg.compress = compress;
 	cfg.layout = layout;
 	cfg.content = content;
@@ -237,18 +245,13 @@ static void packed_sync_failure(enum adump_writer_kind writer)
 	char *root = t_tmpdir("formats");
 	char dir[4200], out[4200];
 	struct t_workload small = w;
-	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_config cfg = base_config(root, &w);
 	struct adump_session *s = NULL;
 	struct adump_stats st;
 
 	small.op_count = 200;
 	small.max_bytes = 8u << 10;
 	small.seed = t_seed();
-	cfg.dump_path = root;
-	cfg.time_dir = TIME_DIR;
-	cfg.chunk_bytes = small.chunk_bytes;
-	cfg.stream_max = 2;
-	cfg.worker_count = 2;
 	cfg.layout = ADUMP_LAYOUT_PACKED;
 	cfg.writer = writer;
 	cfg.sync_bytes = 4u << 10;
