@@ -263,8 +263,13 @@ struct ring_pair {
 	ck_ring_t filled, free_ring;
 	ck_ring_buffer_t *filled_slots, *free_slots;
 	uint64_t records;
+	bool is_reading;                        /* the consumer reads each record */
+	int error;                              /* consumer's; read after the join */
 	_Atomic int is_started;
 };
+
+/* A record of the reading pair: a cache line of its own, like struct adump_rec. */
+#define RING_RECORD_WORDS 8
 
 /* ck_ring publishes through accesses ThreadSanitizer cannot pair (volatile loads, and a
  * memcpy the runtime intercepts), as ring/ explains for its own rings: the two loops that
@@ -319,6 +324,8 @@ BENCH_NO_TSAN static void *ring_consumer(void *arg)
 			continue;
 		}
 		misses = 0;
+		if (rp->is_reading && *(uint64_t *)rec != got && !rp->error)
+			rp->error = -EIO;
 		/* The free ring has room for every record: this cannot fail. */
 		ck_ring_enqueue_spsc(&rp->free_ring, rp->free_slots, rec);
 		got++;
@@ -351,12 +358,14 @@ BENCH_NO_TSAN static void ring_produce(struct ring_pair *rp, uint64_t records)
 	BENCH_TSAN_IGNORE_END();
 }
 
-int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_timing *out)
+int adump_bench_ring_limit(uint64_t records, unsigned slots, bool is_reading,
+			   struct adump_bench_timing *out)
 {
-	struct ring_pair rp = { .records = records };
+	struct ring_pair rp = { .records = records, .is_reading = is_reading };
+	unsigned stride = is_reading ? RING_RECORD_WORDS : 1;
 	unsigned size = 2;
 	pthread_t th;
-	uint64_t *recs;
+	uint64_t *recs = NULL;
 	double t0, c0;
 	int ret;
 
@@ -368,7 +377,8 @@ int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_
 		size <<= 1;
 	rp.filled_slots = calloc(size, sizeof(ck_ring_buffer_t));
 	rp.free_slots = calloc(size, sizeof(ck_ring_buffer_t));
-	recs = calloc(slots, sizeof(*recs));
+	if (posix_memalign((void **)&recs, 64, (size_t)slots * stride * sizeof(*recs)))
+		recs = NULL;
 	if (!rp.filled_slots || !rp.free_slots || !recs) {
 		ret = -ENOMEM;
 		goto out;
@@ -376,7 +386,7 @@ int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_
 	ck_ring_init(&rp.filled, size);
 	ck_ring_init(&rp.free_ring, size);
 	for (unsigned i = 0; i < slots; i++)
-		ck_ring_enqueue_spsc(&rp.free_ring, rp.free_slots, &recs[i]);
+		ck_ring_enqueue_spsc(&rp.free_ring, rp.free_slots, &recs[(size_t)i * stride]);
 	ret = -pthread_create(&th, NULL, ring_consumer, &rp);
 	if (ret < 0)
 		goto out;
@@ -385,6 +395,7 @@ int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_
 	pthread_join(th, NULL);
 	timing_end(out, NULL, false, t0, c0);
 	out->records = records;
+	ret = rp.error;
 out:
 	out->error = ret;
 	free(rp.filled_slots);

@@ -125,9 +125,14 @@ int adump_bench_create_limit(const char *dir, uint64_t count,
 /**
  * adump_bench_ring_limit() - move @records pointers through a bare ck_ring SPSC pair (a
  * filled ring to a consumer thread and a free ring back), @slots records circulating, no
- * other work. Return: 0 or -errno.
+ * other work. The producer writes each record's sequence number into it; with @is_reading
+ * each record has a cache line of its own and the consumer reads and checks that number,
+ * as any consumer of a hand-off reads what it was handed (the pipeline's records are a
+ * cache line each); without, the consumer never touches the records.
+ * Return: 0, -errno, or -EIO if a record read back wrong (also in out->error).
  */
-int adump_bench_ring_limit(uint64_t records, unsigned slots, struct adump_bench_timing *out);
+int adump_bench_ring_limit(uint64_t records, unsigned slots, bool is_reading,
+			   struct adump_bench_timing *out);
 
 /**
  * adump_bench_chan_handoff() - move @records records through the pipeline's own channel

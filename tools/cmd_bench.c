@@ -104,6 +104,7 @@ struct phase {
 	struct adump_bench_timing t;
 	double run_gbps[2];                     /* disk baselines: before and after the capture */
 	struct adump_bench_timing chan;         /* ring-limit: the channel hand-off, same records */
+	struct adump_bench_timing ring_read;    /* ring-limit: the bare pair, consumer reading */
 	unsigned chan_buffers;                  /* ring-limit: buffers of both, a stream's count */
 };
 
@@ -176,7 +177,10 @@ static void usage(FILE *f)
 		"                     capture's, i.e. the capture's speed relative to it) and 'overhead';\n"
 		"                     ring_limit also has chan_records, chan_buffers, chan_seconds,\n"
 		"                     chan_cpu_seconds, chan_records_per_s, chan_error and chan_ratio\n"
-		"                     (the channel hand-off's records/s over the bare ring pair's)\n"
+		"                     (the channel hand-off's records/s over the bare ring pair's),\n"
+		"                     and read_seconds, read_records_per_s, read_error and\n"
+		"                     chan_ratio_read for the bare pair run again with its consumer\n"
+		"                     reading each record (a cache line each)\n"
 		"  --help             this text\n\n"
 		"Timing: a phase runs from its first op to its last byte written; for file sinks and\n"
 		"the disk baselines that includes a final syncfs() of the dump filesystem, so buffered\n"
@@ -868,14 +872,15 @@ static double ratio_to(int b, const struct adump_bench_timing *t, const struct r
 	return t->seconds * scale / r->seconds;
 }
 
-/* The pipeline's channel hand-off as a fraction of the bare ring pair on the same records:
- * what the channel costs beyond ck_ring, with no work around it. 0 if either failed. */
-static double chan_ratio(const struct phase *ring)
+/* The pipeline's channel hand-off as a fraction of bare ring pair @pair (ring->t, or
+ * ring->ring_read whose consumer reads each record) on the same records: what the channel
+ * costs beyond ck_ring, with no work around it. 0 if either failed. */
+static double chan_ratio(const struct phase *ring, const struct adump_bench_timing *pair)
 {
 	double chan_rate = per_s((double)ring->chan.records, ring->chan.seconds);
-	double ring_rate = per_s((double)ring->t.records, ring->t.seconds);
+	double ring_rate = per_s((double)pair->records, pair->seconds);
 
-	if (ring->t.error < 0 || ring->chan.error < 0 || ring_rate <= 0)
+	if (pair->error < 0 || ring->chan.error < 0 || ring_rate <= 0)
 		return 0.0;
 	return chan_rate / ring_rate;
 }
@@ -987,7 +992,11 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 		if (ph[4].chan.error == 0)
 			printf("; chan hand-off %.0f records/s (%u buffers) = %.2f x the bare pair",
 			       per_s((double)ph[4].chan.records, ph[4].chan.seconds),
-			       ph[4].chan_buffers, chan_ratio(&ph[4]));
+			       ph[4].chan_buffers, chan_ratio(&ph[4], &ph[4].t));
+		if (ph[4].chan.error == 0 && ph[4].ring_read.error == 0)
+			printf(", %.2f x the bare pair whose consumer reads each record (%.0f records/s)",
+			       chan_ratio(&ph[4], &ph[4].ring_read),
+			       per_s((double)ph[4].ring_read.records, ph[4].ring_read.seconds));
 		printf("\n");
 	}
 }
@@ -1068,7 +1077,15 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 				       c->cpu_seconds, per_s((double)c->records, c->seconds), c->error);
 				/* null rather than a made-up 0 when either run failed. */
 				if (c->error == 0 && t->error == 0)
-					printf("%.4f", chan_ratio(&ph[b]));
+					printf("%.4f", chan_ratio(&ph[b], t));
+				else
+					printf("null");
+				c = &ph[b].ring_read;
+				printf(",\"read_seconds\":%.6f,\"read_records_per_s\":%.1f,"
+				       "\"read_error\":%d,\"chan_ratio_read\":",
+				       c->seconds, per_s((double)c->records, c->seconds), c->error);
+				if (c->error == 0 && ph[b].chan.error == 0)
+					printf("%.4f", chan_ratio(&ph[b], c));
 				else
 					printf("null");
 			}
@@ -1385,8 +1402,9 @@ int cmd_bench(int argc, char **argv)
 
 		ph[4].has_run = true;
 		ph[4].chan_buffers = slots < 2 ? 2 : slots;
-		adump_bench_ring_limit(records, slots, &ph[4].t);
+		adump_bench_ring_limit(records, slots, false, &ph[4].t);
 		adump_bench_chan_handoff(records, slots, &ph[4].chan);
+		adump_bench_ring_limit(records, slots, true, &ph[4].ring_read);
 	}
 	if (ph[5].has_run && ph[5].t.error == 0 && ph[5].t.seconds > 0) {
 		overhead_adump = (r.seconds - ph[5].t.seconds) / ph[5].t.seconds;

@@ -173,6 +173,11 @@ START_TEST(test_ring_handoff)
 	ck_assert(json_object_get_type(field(ring, "chan_ratio")) == json_type_double);
 	ratio = json_object_get_double(field(ring, "chan_ratio"));
 	ck_assert_msg(isfinite(ratio) && ratio > 0, "chan_ratio %f", ratio);
+	/* The bare pair again, its consumer reading back every record's sequence number. */
+	ck_assert_int_eq(json_object_get_int(field(ring, "read_error")), 0);
+	ck_assert(json_object_get_double(field(ring, "read_records_per_s")) > 0);
+	ratio = json_object_get_double(field(ring, "chan_ratio_read"));
+	ck_assert_msg(isfinite(ratio) && ratio > 0, "chan_ratio_read %f", ratio);
 	json_object_put(o);
 	/* The human table has its row. */
 	text = t_slurp(dir, "stdout");
