@@ -7,6 +7,7 @@
 #define ADUMP_RING_H
 
 #include <stdatomic.h>
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,7 +64,7 @@ enum {
  * only to the worker that builds it). A file with no payload posts one record of length 0
  * flagged FIRST|LAST. */
 struct adump_rec {
-	struct adump_op_rec *op;
+	alignas(64) struct adump_op_rec *op;
 	uint64_t offset;
 	uint32_t len;
 	uint32_t flags;
