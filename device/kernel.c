@@ -209,7 +209,6 @@ static void add_half(_Float16 *out, const _Float16 *self, const _Float16 *other,
 	add_half_scalar(out, self, other, alpha, n);
 }
 
-
 /* Waits until @deadline_ns (CLOCK_MONOTONIC): sleeps for the long part, spins the rest. */
 static void pace_until(uint64_t deadline_ns)
 {

@@ -42,12 +42,21 @@ static void assert_content(const char *path, const char *text)
 	free(data);
 }
 
+/* @path, just published, is @dir's only file and has the mode asked for under umask @um. */
+static void assert_sole_file(const char *dir, const char *path, mode_t um)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~um);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+}
+
 static void check_publish(int use_part)
 {
 	char *dir = t_tmpdir("pubfile");
 	char path[4200];
 	struct adump_pubfile pf;
-	struct stat st;
 	mode_t um = umask(0);
 
 	umask(um);
@@ -63,9 +72,7 @@ static void check_publish(int use_part)
 	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, ".failed"), 0);
 	ck_assert_int_eq(pf.fd, -1);
 	assert_content(path, payload);
-	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~um);
-	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	assert_sole_file(dir, path, um);
 
 	/* A second file of the same name replaces the first whole. */
 	start(&pf, path, "newer");
@@ -112,7 +119,6 @@ START_TEST(test_publish_without_link)
 	char *dir = t_tmpdir("pubfile");
 	char path[4200];
 	struct adump_pubfile pf;
-	struct stat st;
 	mode_t um = umask(0);
 
 	umask(um);
@@ -122,9 +128,7 @@ START_TEST(test_publish_without_link)
 	ck_assert(pf.is_unnamed);
 	ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, ".failed"), 0);
 	assert_content(path, "kept whole");
-	ck_assert_int_eq(stat(path, &st), 0);
-	ck_assert_uint_eq(st.st_mode & 0777, 0640 & ~um);
-	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	assert_sole_file(dir, path, um);
 	/* The next file is made the old way. */
 	start(&pf, path, "second");
 	ck_assert(!pf.is_unnamed);
