@@ -647,6 +647,19 @@ static bool group_check(const struct adump_reader_header *h[2], const char *op_n
 	return true;
 }
 
+/* Elements the shape holds (1 for a scalar); saturates instead of overflowing. */
+static uint64_t tensor_elements(const struct adump_tensor *t)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < t->dim_count && d < ADUMP_MAX_DIMS; d++) {
+		if (t->dims[d] && n > UINT64_MAX / t->dims[d])
+			return UINT64_MAX;
+		n *= t->dims[d];
+	}
+	return n;
+}
+
 /* Stream both tensors through the accumulator; KL reads them a second time. On failure @msg
  * holds the reason and the return is negative. */
 static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count,
@@ -725,13 +738,17 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 				 "comparison.", op->name, s == MY ? "my output" : "ground truth",
 				 adump_compare_dtype_name(dtype[s]), dtype[s]);
 			is_ok = false;
-		} else if (t[s]->bytes % eb) {
+		} else if (t[s]->bytes % eb && t[s]->bytes / eb < tensor_elements(t[s])) {
 			snprintf(w->msg, sizeof(w->msg), "[%s] %s: %llu bytes is not a whole number "
 				 "of %s elements.", op->name, s == MY ? "my output" : "ground truth",
 				 (unsigned long long)t[s]->bytes, adump_compare_dtype_name(dtype[s]));
 			is_ok = false;
 		} else {
+			/* msaccucmp reads as many elements as the shape holds (fewer if the payload
+			 * is short): bytes past them are not compared. */
 			count[s] = t[s]->bytes / eb;
+			if (count[s] > tensor_elements(t[s]))
+				count[s] = tensor_elements(t[s]);
 		}
 	}
 	if (is_ok && count[MY] != count[GOLDEN]) {
@@ -765,8 +782,27 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		for (int k = 0; k < ADUMP_COMPARE_ALG_COUNT; k++)
 			msgs[k] = w->alg_msgs[k];
 		adump_compare_acc_finish(&acc, adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count),
+					 dtype[MY] == ADUMP_DT_BOOL && dtype[GOLDEN] == ADUMP_DT_BOOL,
 					 op->file[MY]->path, op->file[GOLDEN]->path, &m, cells, msgs,
 					 MSG_BYTES);
+	}
+	/* A shape holding a 0 reaches msaccucmp's cosine unflattened: the norm over the last axis
+	 * has prod(dims[:-1]) elements, and numpy's truth test of it decides the branch. */
+	if (count[MY] == 0 && t[MY]->dim_count >= 2 && !adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count)) {
+		uint64_t lead = 1;
+
+		for (uint32_t d = 0; d + 1 < t[MY]->dim_count; d++)
+			lead *= t[MY]->dims[d];
+		if (lead == 0) {
+			m.value[ADUMP_COMPARE_COSINE] = 0;
+			adump_compare_fmt6(cells[ADUMP_COMPARE_COSINE], ADUMP_COMPARE_CELL_BYTES, 0);
+		} else if (lead > 1) {
+			m.value[ADUMP_COMPARE_COSINE] = NAN;
+			snprintf(cells[ADUMP_COMPARE_COSINE], ADUMP_COMPARE_CELL_BYTES, "NaN");
+			snprintf(w->alg_msgs[ADUMP_COMPARE_COSINE], MSG_BYTES,
+				 "Failed to execute 'compare' in 'CosineSimilarity'. The truth value of an "
+				 "array with more than one element is ambiguous. Use a.any() or a.all()");
+		}
 	}
 	/* Only the selected algorithms' messages, in their column order. */
 	w->msg[0] = '\0';

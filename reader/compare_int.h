@@ -36,8 +36,9 @@ ADUMP_HIDDEN bool adump_compare_kl_needed(const struct adump_compare_acc *a);
 ADUMP_HIDDEN void adump_compare_acc_kl(struct adump_compare_acc *a, const float *x,
 				       const float *y, size_t n);
 /* The metrics, the ten cells and each algorithm's message ("" if none; @msgs[i] holds @cap
- * bytes), all in algorithm index order. */
+ * bytes), all in algorithm index order. @is_bool: both sides are bool (msaccucmp's bool rule). */
 ADUMP_HIDDEN void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
+					   bool is_bool,
 					   const char *my_file, const char *golden_file,
 					   struct adump_compare_metrics *m, char (*cells)[ADUMP_COMPARE_CELL_BYTES],
 					   char **msgs, size_t cap);

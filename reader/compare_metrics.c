@@ -146,6 +146,12 @@ static void ksum_add(struct adump_compare_ksum *k, double v)
 {
 	double t = k->sum + v;
 
+	/* Once infinite or NaN the compensation means nothing (inf - inf would make it NaN). */
+	if (!isfinite(t)) {
+		k->sum = t;
+		k->comp = 0;
+		return;
+	}
 	if (fabs(k->sum) >= fabs(v))
 		k->comp += (k->sum - t) + v;
 	else
@@ -155,7 +161,7 @@ static void ksum_add(struct adump_compare_ksum *k, double v)
 
 static double ksum_get(const struct adump_compare_ksum *k)
 {
-	return k->sum + k->comp;
+	return isfinite(k->sum) ? k->sum + k->comp : k->sum;
 }
 
 /* max that keeps a NaN once seen, as numpy's max does. */
@@ -190,8 +196,11 @@ void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const fl
 
 	if (!n)
 		return;
+	/* Element-wise steps are float32, as numpy does them on float32 arrays (so a maximum is
+	 * exactly msaccucmp's); only the sums are float64. */
 	for (size_t i = 0; i < n; i++) {
-		double xv = x[i], yv = y[i], d = xv - yv, ad = fabs(d), r, rp;
+		float df = x[i] - y[i];
+		double xv = x[i], yv = y[i], d = df, ad = fabs(d), r, rp;
 
 		sxx += xv * xv;
 		syy += yv * yv;
@@ -207,11 +216,11 @@ void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const fl
 		min_y = nanmin(min_y, yv);
 		max_y = nanmax(max_y, yv);
 		/* msaccucmp: |x / y - 1| where |y| > EPS64, else 0 (a NaN y fails the test). */
-		r = fabs(yv) > EPS64 ? fabs(xv / yv - 1) : 0;
+		r = fabsf(y[i]) > EPS64 ? fabsf(x[i] / y[i] - 1.0f) : 0.0f;
 		srel += r;
 		max_rel = nanmax(max_rel, r);
 		/* msprobe: |(x - y) / y|, EPS64 added to both where y is 0. */
-		rp = yv == 0 ? fabs(((xv + EPS64) - EPS64) / EPS64) : fabs(d / yv);
+		rp = yv == 0 ? fabs(((xv + EPS64) - EPS64) / EPS64) : fabs((xv - yv) / yv);
 		below1 += rp < 0.001;
 		below5 += rp < 0.005;
 	}
@@ -331,7 +340,7 @@ static void msg_add(char *msg, size_t cap, const char *fmt, ...)
 
 #define NO_IDENTITY "zero-size array to reduction operation maximum which has no identity"
 
-void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
+void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar, bool is_bool,
 			      const char *my_file, const char *golden_file,
 			      struct adump_compare_metrics *m, char (*cells)[ADUMP_COMPARE_CELL_BYTES], char **msgs,
 			      size_t cap)
@@ -369,6 +378,27 @@ void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
 		v = v > 1.0 ? 1.0 : v;  /* Python's min(v, 1.0) keeps a NaN */
 		m->value[ADUMP_COMPARE_COSINE] = v;
 		fmt6(c[ADUMP_COMPARE_COSINE], ADUMP_COMPARE_CELL_BYTES, v);
+	}
+
+	/* Both sides bool: msaccucmp keeps the data bool and runs only the two algorithms that
+	 * accept it; RelativeEuclideanDistance then fails on numpy's bool subtraction unless the
+	 * reference is all false. */
+	if (is_bool) {
+		for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++)
+			if (i != ADUMP_COMPARE_COSINE && i != ADUMP_COMPARE_REL_EUCLID)
+				snprintf(msgs[i], cap, "Algorithm %s does not support Boolean types.",
+					 alg_names[i]);
+		if (sqrt(ksum_get(&a->syy)) <= EPS64) {
+			m->value[ADUMP_COMPARE_REL_EUCLID] = 0;
+			fmt6(c[ADUMP_COMPARE_REL_EUCLID], ADUMP_COMPARE_CELL_BYTES, 0);
+		} else {
+			snprintf(msgs[ADUMP_COMPARE_REL_EUCLID], cap,
+				 "Failed to execute 'compare' in 'RelativeEuclideanDistance'. numpy "
+				 "boolean subtract, the `-` operator, is not supported, use the "
+				 "bitwise_xor, the `^` operator, or the logical_xor function instead.");
+		}
+		m->one_thousandth = m->five_thousandths = m->euclid = m->max_abs_x = NAN;
+		return;
 	}
 
 	/* MaxAbsoluteError, MaxRelativeError: numpy's max() of an empty array raises. */
@@ -525,7 +555,8 @@ int adump_compare_buffers(int32_t dtype_x, const void *x, uint64_t count_x, int3
 
 		for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++)
 			msgs[i] = texts[i];
-		adump_compare_acc_finish(&a, adump_compare_is_scalar(dims, dim_count), "my output",
+		adump_compare_acc_finish(&a, adump_compare_is_scalar(dims, dim_count),
+					 dtype_x == ADUMP_DT_BOOL && dtype_y == ADUMP_DT_BOOL, "my output",
 					 "ground truth", out, cells, msgs, sizeof(texts[0]));
 		for (int i = 0; msg && i < ADUMP_COMPARE_ALG_COUNT; i++)
 			if (texts[i][0])
