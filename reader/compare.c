@@ -669,6 +669,7 @@ static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count
 	uint32_t eb[2] = { adump_compare_elem_bytes(dtype[MY]), adump_compare_elem_bytes(dtype[GOLDEN]) };
 
 	adump_compare_acc_init(acc);
+	acc->has_msprobe = w->c->cfg.has_msprobe;
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1 && !(has_kl && adump_compare_kl_needed(acc)))
 			break;

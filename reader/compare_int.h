@@ -15,12 +15,13 @@ struct adump_compare_ksum {
  * (KullbackLeiblerDivergence takes a second: it scales by the min and max of the first). */
 struct adump_compare_acc {
 	uint64_t count;
-	struct adump_compare_ksum sxx, syy, sxy, sdd, sabs, srel;
+	struct adump_compare_ksum sxx, syy, sxy, sdd, sabs, srel, sum[2];
 	struct adump_compare_ksum kl_sa, kl_sb, kl_t;
 	double max_abs, max_rel, max_abs_x;
 	double min[2], max[2];
 	double mean[2], m2[2];
 	uint64_t below1, below5;
+	bool has_msprobe;               /* count msprobe's relative-error shares (set after init) */
 };
 
 ADUMP_HIDDEN uint32_t adump_compare_elem_bytes(int32_t dtype);
@@ -45,6 +46,8 @@ ADUMP_HIDDEN void adump_compare_acc_finish(const struct adump_compare_acc *a, bo
 ADUMP_HIDDEN bool adump_compare_is_scalar(const uint64_t *dims, uint32_t dim_count);
 /* Append @text to a comma-joined message list. */
 ADUMP_HIDDEN void adump_compare_msg_add(char *msg, size_t cap, const char *text);
+/* Tests: run the portable kernels even where AVX2 is there (any thread; affects all). */
+ADUMP_HIDDEN void adump_compare_simd_set(bool is_enabled);
 /* Python's '{:.6f}'.format(). */
 ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
 

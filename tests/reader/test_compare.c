@@ -13,6 +13,9 @@
 
 #define EPS64 2.220446049250313e-16
 
+/* reader/compare_int.h: the portable kernels instead of the AVX2 ones. */
+void adump_compare_simd_set(bool is_enabled);
+
 /* ---- an independent reference: msaccucmp's formulas, literally, in float64 ----------------- */
 
 struct ref {
@@ -79,8 +82,9 @@ static void ref_compute(const float *x, const float *y, size_t n, struct ref *r)
 
 		p[i] = rx != 0 ? (x[i] - mn[0]) / rx : x[i];
 		q[i] = ry != 0 ? (y[i] - mn[1]) / ry : y[i];
-		p[i] = p[i] > 1.1920929e-07 ? p[i] : 1.1920929e-07;
-		q[i] = q[i] > 1.1920929e-07 ? q[i] : 1.1920929e-07;
+		/* np.maximum() keeps a NaN. */
+		p[i] = isnan(p[i]) || p[i] > 1.1920929e-07 ? p[i] : 1.1920929e-07;
+		q[i] = isnan(q[i]) || q[i] > 1.1920929e-07 ? q[i] : 1.1920929e-07;
 		if (isnan((double)x[i]) || isnan(rx))
 			p[i] = NAN;
 		if (isnan((double)y[i]) || isnan(ry))
@@ -121,6 +125,9 @@ static void check_f32(const float *x, const float *y, size_t n, const char *labe
 					       &m, cells, msg, sizeof(msg)),
 			 0);
 	ref_compute(x, y, n, &r);
+	/* A [1] shape is msaccucmp's scalar: cosine 1 whatever the data. */
+	if (n == 1)
+		r.v[ADUMP_COMPARE_COSINE] = 1;
 	for (int a = 0; a < ADUMP_COMPARE_ALG_COUNT; a++) {
 		if (a == ADUMP_COMPARE_STD)
 			continue;
@@ -166,6 +173,20 @@ START_TEST(test_metrics_random)
 			y[i] = x[i] + (float)((double)(t_rand(&rng) % 1000) * 1e-4);
 		snprintf(label, sizeof(label), "random n=%zu", n);
 		check_f32(x, y, n, label);
+		/* Zeros in the reference (relative errors skip them), on the vector path too. */
+		for (size_t i = 0; i < n; i += 5)
+			y[i] = 0;
+		snprintf(label, sizeof(label), "reference zeros n=%zu", n);
+		check_f32(x, y, n, label);
+		/* A NaN on my side, an Inf in the reference. */
+		if (n > 8) {
+			x[n / 2] = NAN;
+			y[n / 3] = INFINITY;
+			snprintf(label, sizeof(label), "nan and inf n=%zu", n);
+			check_f32(x, y, n, label);
+			x[n / 2] = 1;
+			check_f32(x, y, n, label);
+		}
 		snprintf(label, sizeof(label), "unrelated n=%zu", n);
 		free(y);
 		y = randf(n, &rng, 1e3);
@@ -727,10 +748,22 @@ START_TEST(test_open_errors)
 }
 END_TEST
 
+/* The metric tests once more on the portable kernels. */
+static void scalar_setup(void)
+{
+	adump_compare_simd_set(false);
+}
+
+static void scalar_teardown(void)
+{
+	adump_compare_simd_set(true);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("compare");
 	TCase *tc = tcase_create("metrics");
+	TCase *ts = tcase_create("metrics_scalar");
 	TCase *td = tcase_create("dirs");
 
 	tcase_set_timeout(tc, 60);
@@ -739,6 +772,12 @@ int main(void)
 	tcase_add_test(tc, test_metrics_edges);
 	tcase_add_test(tc, test_metrics_dtypes);
 	tcase_add_test(tc, test_alg_parse);
+	tcase_set_timeout(ts, 60);
+	tcase_add_checked_fixture(ts, scalar_setup, scalar_teardown);
+	tcase_add_test(ts, test_metrics_random);
+	tcase_add_test(ts, test_metrics_edges);
+	tcase_add_test(ts, test_metrics_dtypes);
+	suite_add_tcase(s, ts);
 	tcase_add_test(td, test_identical_dirs);
 	tcase_add_test(td, test_matching);
 	tcase_add_test(td, test_open_errors);
