@@ -234,30 +234,30 @@ static int plot(const struct adump_compare *c, const struct adump_compare_summar
 
 		fprintf(f, "set arrow from %lld, graph 0 to %lld, graph 1 nohead lc rgb 'red' lw 2\n"
 			   "set label \"first divergent: Index %llu %s\" at %lld, graph 0.95 "
-			   "offset 1,0 tc rgb 'red'\n",
+			   "offset 1,0 tc rgb 'red' noenhanced\n",
 			(long long)s->first_divergent_row, (long long)s->first_divergent_row,
 			(unsigned long long)row->index, row->op_name, (long long)s->first_divergent_row);
 	}
-	fprintf(f, "set title 'adump compare: %llu ops, %llu tensors'\n",
+	fprintf(f, "set title 'adump compare: %llu ops, %llu tensors' noenhanced\n",
 		(unsigned long long)s->op_count, (unsigned long long)s->tensor_count);
 	for (int k = 0; k < 2; k++) {
 		fprintf(f, "set terminal %s size 1200,600\nset output '%s'\n",
 			k ? "svg" : "pngcairo", k ? svg : png);
 		fprintf(f, "plot '%s' using 1:3 with linespoints pt 7 ps 0.5 lc rgb '#1f77b4' "
-			   "title 'CosineSimilarity', '' using 1:($4 > 0 ? $4 : 1e-12) axes x1y2 with "
-			   "points pt 2 ps 0.5 lc rgb '#ff7f0e' title 'MaxRelativeError'\n",
+			   "title 'CosineSimilarity', '' using 1:($4 > 0 ? $4 : 1/0) axes x1y2 with "
+			   "points pt 2 ps 1 lc rgb '#ff7f0e' title 'MaxRelativeError (> 0)'\n",
 			data);
 	}
 	fclose(f);
 	char cmd[8400];
 
-	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 2>&1", script);
+	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 1>&2", script);
 	status = system(cmd);
 	if (status != 0) {
 		/* pngcairo may be missing (gnuplot-nox has it; some builds do not): plain png. */
 		char alt[8600];
 
-		snprintf(alt, sizeof(alt), "sed -i 's/pngcairo/png/' '%s' && gnuplot '%s' 2>&1", script,
+		snprintf(alt, sizeof(alt), "sed -i 's/pngcairo/png/' '%s' && gnuplot '%s' 1>&2", script,
 			 script);
 		status = system(alt);
 	}
