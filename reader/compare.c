@@ -20,6 +20,9 @@
 #define MSG_BYTES 8192
 #define ACCURACY_THRESHOLD 0.99
 #define FP16_MAX 65504.0
+/* Bytes of each tensor asked for ahead of the reads (posix_fadvise WILLNEED), renewed when
+ * half of the window has been read. */
+#define PREFETCH_BYTES ((uint64_t)64 << 20)
 
 enum { MY = 0, GOLDEN = 1 };
 
@@ -492,6 +495,7 @@ struct worker {
 	unsigned char *raw[2];
 	float *val[2];
 	char (*alg_msgs)[MSG_BYTES];     /* per algorithm, then one for the tensor */
+	uint64_t advised[2];            /* payload offset at which to ask for the next window */
 	char msg[MSG_BYTES];
 };
 
@@ -670,6 +674,7 @@ static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count
 
 	adump_compare_acc_init(acc);
 	acc->has_msprobe = w->c->cfg.has_msprobe;
+	w->advised[0] = w->advised[1] = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1 && !(has_kl && adump_compare_kl_needed(acc)))
 			break;
@@ -679,6 +684,17 @@ static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count
 			/* A tensor that fit in one chunk is still in the buffers. */
 			if (!(pass == 1 && count <= chunk)) {
 				for (int s = 0; s < 2; s++) {
+					/* Keep the kernel reading ahead of us: from a cold cache the
+					 * two files' own readahead alone left each read waiting. */
+					uint64_t at = off * eb[s], end = count * eb[s];
+
+					if (pass == 0 && at >= w->advised[s] && at < end) {
+						uint64_t len = end - at < PREFETCH_BYTES ? end - at
+											 : PREFETCH_BYTES;
+
+						adump_reader_willneed(w->r[s], idx[s], at, len);
+						w->advised[s] = at + len / 2;
+					}
 					int ret = adump_reader_read(w->r[s], idx[s], off * eb[s], w->raw[s],
 								    n * eb[s]);
 

@@ -54,6 +54,8 @@ static void usage(FILE *f)
 		"                   Accuracy Reached or Not columns\n"
 		"  --plot           DIR/compare_<ts>.png and .svg: cosine and max relative error along\n"
 		"                   the op order, first divergent op marked (needs gnuplot)\n"
+		"  --chunk N        elements read per step and side (default 64K; memory per thread\n"
+		"                   is about 24 bytes per element)\n"
 		"  --quiet          no summary on stderr\n\n"
 		"Sums are taken in float64 after the float32 cast msaccucmp makes (msaccucmp sums in\n"
 		"float32), so figures agree with msaccucmp's up to its rounding.\n"
@@ -452,7 +454,7 @@ static bool is_npy(const char *path)
 int cmd_compare(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_THREADS, OPT_RECURSIVE, OPT_MSPROBE, OPT_PLOT, OPT_QUIET,
-	       OPT_OUT, OPT_ALG, OPT_ADVISOR };
+	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK };
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, OPT_OUT },
 		{ "alg", required_argument, NULL, OPT_ALG },
@@ -463,6 +465,7 @@ int cmd_compare(int argc, char **argv)
 		{ "msprobe", no_argument, NULL, OPT_MSPROBE },
 		{ "plot", no_argument, NULL, OPT_PLOT },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -513,6 +516,17 @@ int cmd_compare(int argc, char **argv)
 				return 2;
 			}
 			cfg.thread_count = (unsigned)v;
+			break;
+		}
+		case OPT_CHUNK: {
+			uint64_t v;
+
+			if (tool_parse_size(optarg, &v) < 0 || v < 1024 || v > (64u << 20)) {
+				fprintf(stderr, "adump compare: --chunk: expected 1K-64M elements, got "
+						"'%s'\n", optarg);
+				return 2;
+			}
+			cfg.chunk_elements = (size_t)v;
 			break;
 		}
 		case OPT_RECURSIVE:
