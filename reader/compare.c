@@ -609,8 +609,24 @@ static void shape_text(const struct adump_tensor *t, char *buf, size_t cap)
 		snprintf(buf + len, cap - len, ")");
 }
 
-/* msaccucmp's check of one group (inputs or outputs) as a whole: equal counts, then equal
- * shapes pair by pair. Return: true when the group can be compared; otherwise @msg says why. */
+/* A format as msaccucmp names it: adump's name, but for the few it spells differently. */
+static void format_text(int32_t format, char *buf, size_t cap)
+{
+	const char *name = adump_format_name(format);
+
+	if (!name)
+		snprintf(buf, cap, "%d", (int)format);
+	else if (!strncmp(name, "HASHTABLE_", 10))
+		snprintf(buf, cap, "%s", name + 10);
+	else if (!strcmp(name, "FRACTAL_DECONV_SP_STRIDE8_TRANS"))
+		snprintf(buf, cap, "%s", name + 8);
+	else
+		snprintf(buf, cap, "%s", name);
+}
+
+/* msaccucmp's check of one group (inputs or outputs) as a whole: equal counts, then pair by
+ * pair equal formats and shapes. Return: true when the group can be compared; otherwise @msg
+ * says why. */
 static bool group_check(const struct adump_reader_header *h[2], const char *op_name,
 			enum adump_tensor_kind kind, char *msg, size_t cap)
 {
@@ -636,6 +652,15 @@ static bool group_check(const struct adump_reader_header *h[2], const char *op_n
 		const struct adump_tensor *b = &h[GOLDEN]->tensors[first[GOLDEN] + i].info;
 		bool is_same = a->dim_count == b->dim_count;
 
+		if (a->format != b->format) {
+			char fa[64], fb[64];
+
+			format_text(a->format, fa, sizeof(fa));
+			format_text(b->format, fb, sizeof(fb));
+			snprintf(msg, cap, "[%s] The format does not match (%s vs %s) for %s:%s:%u.",
+				 op_name, fa, fb, op_name, what, i);
+			return false;
+		}
 		for (uint32_t d = 0; is_same && d < a->dim_count; d++)
 			is_same = a->dims[d] == b->dims[d];
 		if (!is_same) {

@@ -416,6 +416,7 @@ END_TEST
 /* ---- directories of dumps ------------------------------------------------------------------ */
 
 static char *dir;
+static int32_t output_format = ADUMP_FORMAT_ND;   /* dump_write()'s output format */
 
 static int write_text(const char *path, const char *text)
 {
@@ -453,6 +454,7 @@ static void dump_write(const char *side, const char *name, uint64_t ts, uint32_t
 		elems *= out_dims[d];
 	for (uint32_t i = 0; i < out_count; i++, n++) {
 		t[n] = rt_tensor(ADUMP_TENSOR_OUTPUT, ADUMP_DT_FLOAT, dim_count, out_dims, elems * 4);
+		t[n].format = output_format;
 		data[n] = out[i];
 	}
 	struct adump_op op = { .op_type = "Add", .op_name = name, .task_id = 1, .stream_id = 2,
@@ -627,6 +629,11 @@ START_TEST(test_matching)
 	/* Both groups fail: one NaN row with both messages. */
 	dump_write("my", "both", t + 50, 2, two, d23, 1, one, d23, 2);
 	dump_write("golden", "both", t + 50, 1, one, d23, 1, one, d32, 2);
+	/* Format mismatch on outputs: only the inputs are compared. */
+	dump_write("my", "format", t + 45, 1, one, d6, 1, one, d6, 1);
+	output_format = ADUMP_FORMAT_NCHW;
+	dump_write("golden", "format", t + 45, 1, one, d6, 1, one, d6, 1);
+	output_format = ADUMP_FORMAT_ND;
 	/* A file that is not a dump, and a truncated dump. */
 	snprintf(path, sizeof(path), "%s/my/Add.broken.1.2.%llu", dir, (unsigned long long)(t + 60));
 	ck_assert_int_eq(write_text(path, "garbage"), 0);
@@ -636,12 +643,13 @@ START_TEST(test_matching)
 
 	cfg.has_overflow = true;
 	c = run_compare(&cfg);
-	/* Ids: first 0, only_my 1, count 2, shape 3, both 4, broken 5, late 6, only_golden 7. */
+	/* Ids: first 0, only_my 1, count 2, shape 3, format 4, both 5, broken 6, late 7,
+	 * only_golden 8. */
 	r = find_row(c, "first:output:0");
 	ck_assert_str_eq(cell(c, r, "Index"), "0");
 	ck_assert_str_eq(cell(c, r, "OverFlow"), "NaN");
 	r = find_row(c, "late:output:0");
-	ck_assert_str_eq(cell(c, r, "Index"), "6");
+	ck_assert_str_eq(cell(c, r, "Index"), "7");
 	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "1.000000");
 	for (uint64_t i = 0; i < adump_compare_row_count(c); i++) {
 		const struct adump_compare_row *row = adump_compare_row(c, i);
@@ -654,7 +662,7 @@ START_TEST(test_matching)
 					 "[only_my] There is no the ground truth dump file for the op \"only_my\".");
 		}
 		if (!strcmp(row->op_name, "only_golden")) {
-			ck_assert_str_eq(row->cells[0], "7");
+			ck_assert_str_eq(row->cells[0], "8");
 			ck_assert_str_eq(row->cells[2], "*");
 			ck_assert_str_eq(cell(c, (int)i, "CompareFailReason"),
 					 "[only_golden] There is no the my output dump file for the op \"only_golden\".");
@@ -675,9 +683,11 @@ START_TEST(test_matching)
 	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "-1.000000");
 	ck_assert_int_ge(find_row(c, "shape:input:0"), 0);
 	ck_assert_int_lt(find_row(c, "shape:output:0"), 0);
+	ck_assert_int_ge(find_row(c, "format:input:0"), 0);
+	ck_assert_int_lt(find_row(c, "format:output:0"), 0);
 	adump_compare_summary_get(c, &s);
-	ck_assert_uint_eq(s.op_count, 8);
-	ck_assert_uint_eq(s.matched_count, 6);
+	ck_assert_uint_eq(s.op_count, 9);
+	ck_assert_uint_eq(s.matched_count, 7);
 	ck_assert_uint_eq(s.my_only_count, 1);
 	ck_assert_uint_eq(s.golden_only_count, 1);
 	ck_assert_int_eq(s.exit_code, 2);       /* the first op with a code: only_my */
