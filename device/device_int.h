@@ -112,9 +112,6 @@ ADUMP_HIDDEN void adump_dev_dma_stats(struct adump_dev_dma *e, struct adump_dev_
  * record could not be built, nothing of that dump posted). NULL ok. */
 ADUMP_HIDDEN int adump_dev_dma_drain(struct adump_dev_dma *e);
 
-/* alpha as the int32 kernel uses it: truncated, saturated, NaN -> 0. */
-ADUMP_HIDDEN int32_t adump_dev_alpha_int32(double alpha);
-
 ADUMP_HIDDEN void adump_dev_dump_req_free(struct adump_dev_dump_req *req);
 
 #endif

@@ -12,7 +12,6 @@
  * skipped, and only the final record is still posted so the worker can close the file as
  * failed. */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,21 +115,6 @@ static uint64_t dump_bytes(const struct adump_dev_task *task)
 			      (task->dump_mask & ADUMP_DUMP_OUTPUTS ? 1 : 0));
 }
 
-/* alpha as the kernel used it, so the dump matches the computation. */
-static void alpha_format(const struct adump_dev_task *task, char *text, size_t cap)
-{
-	float f = (float)task->alpha;
-
-	if (task->dtype == ADUMP_DT_INT32)
-		snprintf(text, cap, "%d", adump_dev_alpha_int32(task->alpha));
-	/* An integral value (the usual alpha) prints the same under %d as under %.9g, whose
-	 * floating-point formatting was a good part of a small dump's cost. */
-	else if (fabsf(f) < 1e9f && f == (float)(int32_t)f && !(f == 0 && signbit(f)))
-		snprintf(text, cap, "%d", (int32_t)f);
-	else
-		snprintf(text, cap, "%.9g", (double)f);
-}
-
 int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
 {
 	const struct adump_dev_dump_req *req = task->dump;
@@ -138,7 +122,6 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 	struct adump_tensor tensors[DMA_MAX_TENSORS];
 	struct payload_cursor cursor = { .count = 0 };
 	struct adump_op_rec *op_rec;
-	char alpha_text[32];
 	uint64_t total = 0, chunk_bytes, chunk_count, first_bytes, skew = 0;
 	uint32_t align;
 	uint32_t tensor_count = 0;
@@ -158,8 +141,8 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 	for (uint32_t i = 0; i < cursor.count; i++)
 		total += cursor.bytes[i];
 
-	alpha_format(task, alpha_text, sizeof(alpha_text));
-	struct adump_attr attr = { .name = "alpha", .value = alpha_text };
+	/* No attributes: CANN's own writer puts none into ordinary data dumps, and its readers
+	 * (msaccucmp) take DumpData.attr[0] for the FFTS+ thread-info object. */
 	struct adump_op op = {
 		.op_type = req->op_type,
 		.op_name = req->op_name,
@@ -169,8 +152,6 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 		.timestamp_us = adump_wall_us(),
 		.tensor_count = tensor_count,
 		.tensors = tensors,
-		.attr_count = 1,
-		.attrs = &attr,
 	};
 	ret = ADUMP_TESTPOINT("device.dma");
 	if (ret == 0)

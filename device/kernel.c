@@ -267,8 +267,3 @@ int adump_dev_add_run(struct adump_dev *dev, const struct adump_dev_task *task)
 	}
 	return 0;
 }
-
-int32_t adump_dev_alpha_int32(double alpha)
-{
-	return alpha_to_int32(alpha);
-}

@@ -125,9 +125,20 @@ static const struct adump_reader_source_ops entry_ops = {
 	.close = entry_close,
 };
 
+static void entry_willneed(void *ctx, uint64_t offset, uint64_t len)
+{
+	struct entry_ctx *e = ctx;
+
+	if (offset < e->length)
+		(void)posix_fadvise(e->fd, (off_t)(e->base + offset),
+				    (off_t)(len < e->length - offset ? len : e->length - offset),
+				    POSIX_FADV_WILLNEED);
+}
+
 static const struct adump_reader_source_int_ops entry_int_ops = {
 	.error = entry_error,
 	.check = entry_check,
+	.willneed = entry_willneed,
 };
 
 /* ---- the list ---- */

@@ -484,6 +484,17 @@ int adump_reader_read(struct adump_reader *r, uint32_t tensor, uint64_t offset, 
 	return 0;
 }
 
+void adump_reader_willneed(struct adump_reader *r, uint32_t tensor, uint64_t offset, uint64_t len)
+{
+	const struct adump_reader_source_int_ops *ops;
+
+	if (!r || !r->is_open || tensor >= r->hdr.tensor_count)
+		return;
+	ops = r->src->int_ops;
+	if (ops && ops->willneed)
+		ops->willneed(r->src->ctx, r->tensors[tensor].offset + offset, len);
+}
+
 const void *adump_reader_map(struct adump_reader *r, uint32_t tensor)
 {
 	const struct adump_reader_tensor *t;

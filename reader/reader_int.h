@@ -24,6 +24,8 @@ struct adump_reader_source_int_ops {
 	/* Read everything and compare with the container's checksum. Return: 0 or negative,
 	 * with what is wrong in @msg. */
 	int (*check)(void *ctx, char *msg, size_t cap);
+	/* Optional: start reading [offset, offset + len) into the page cache, without waiting. */
+	void (*willneed)(void *ctx, uint64_t offset, uint64_t len);
 };
 
 /* Bytes read per step when streaming a payload. */
@@ -48,6 +50,11 @@ ADUMP_HIDDEN const char *adump_reader_source_strerror(struct adump_reader_source
 /* Record "<name>: <fmt...>" as the reader's error, with no dump open, and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail_as(struct adump_reader *r, const char *name, int ret,
 				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Ask the open dump's source to start reading @len bytes of tensor @tensor from @offset ahead
+ * of use (posix_fadvise WILLNEED on files and packed entries); a no-op for other sources. */
+ADUMP_HIDDEN void adump_reader_willneed(struct adump_reader *r, uint32_t tensor, uint64_t offset,
+					uint64_t len);
 
 /* CRC32C as the packed layout records it (ISA-L's crc32_iscsi with the inversions). */
 ADUMP_HIDDEN uint32_t adump_reader_crc32c(uint32_t crc, const void *data, size_t len);

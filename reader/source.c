@@ -99,9 +99,21 @@ static void file_close(void *ctx)
 	free(f);
 }
 
+static void file_willneed(void *ctx, uint64_t offset, uint64_t len)
+{
+	struct file_ctx *f = ctx;
+
+	/* Advice only: a failure costs speed, not data. */
+	(void)posix_fadvise(f->fd, (off_t)offset, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 static const struct adump_reader_source_ops file_ops = {
 	.read_at = file_read_at,
 	.close = file_close,
+};
+
+static const struct adump_reader_source_int_ops file_int_ops = {
+	.willneed = file_willneed,
 };
 
 int adump_reader_source_open_file(const char *path, struct adump_reader_source **out)
@@ -132,6 +144,7 @@ int adump_reader_source_open_file(const char *path, struct adump_reader_source *
 	ret = adump_reader_source_create(&file_ops, f, (uint64_t)st.st_size, out);
 	if (ret < 0)
 		goto err_free;
+	(*out)->int_ops = &file_int_ops;
 	return 0;
 err_free:
 	free(f);

@@ -113,9 +113,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: adump bench --out DIR [options]\n\n"
 		"Runs Add operators on N streams of the simulated NPU, dumps every op (inputs self and\n"
-		"other, output out; alpha as an attribute) through a capture session and reports what\n"
-		"was captured and at what cost. Exits 0 only if every dump file completed (and, with\n"
-		"--compare, every baseline ran).\n\n"
+		"other, output out; op i's alpha is a function of the seed and i, not written to the\n"
+		"files) through a capture session and reports what was captured and at what cost.\n"
+		"Exits 0 only if every dump file completed (and, with --compare, every baseline ran).\n\n"
 		"Workload\n"
 		"  --profile P        range (default): sizes log-uniform in [--min-size, --max-size];\n"
 		"                     transformer: a Llama-2-7B-style decoder layer's training step\n"
@@ -674,8 +674,7 @@ struct naive_ctx {
 
 /* The adump_op of @op as the DMA engine would describe it, for a header of the same size. */
 static void op_describe(const struct adump_bench_op *op, const struct adump_dev_tensor t[3],
-			uint32_t stream_id, struct adump_tensor tensors[3], struct adump_attr *attr,
-			char *alpha_text, size_t alpha_cap, struct adump_op *out)
+			uint32_t stream_id, struct adump_tensor tensors[3], struct adump_op *out)
 {
 	for (int k = 0; k < 3; k++) {
 		memset(&tensors[k], 0, sizeof(tensors[k]));
@@ -690,18 +689,12 @@ static void op_describe(const struct adump_bench_op *op, const struct adump_dev_
 		tensors[k].bytes = op->bytes;
 		tensors[k].arg_index = k == 1 ? 1 : 0;
 	}
-	if (op->dtype == ADUMP_DT_INT32)
-		snprintf(alpha_text, alpha_cap, "%d", (int)op->alpha);
-	else
-		snprintf(alpha_text, alpha_cap, "%.9g", (double)(float)op->alpha);
-	*attr = (struct adump_attr){ .name = "alpha", .value = alpha_text };
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	*out = (struct adump_op){
 		.op_type = "Add", .op_name = op->name, .device_id = 0, .stream_id = stream_id,
 		.task_id = (uint32_t)op->index, .tensor_count = 3, .tensors = tensors,
-		.attr_count = 1, .attrs = attr,
 		.timestamp_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u,
 	};
 }
@@ -735,10 +728,9 @@ static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
 		struct adump_bench_op op;
 		struct adump_dev_tensor dt[3];
 		struct adump_tensor tensors[3];
-		struct adump_attr attr;
 		struct adump_op aop;
 		struct bench_stream *bs;
-		char alpha_text[32], name[4096], path[8192];
+		char name[4096], path[8192];
 		long hlen;
 		int fd;
 
@@ -750,8 +742,7 @@ static int run_naive(struct naive_ctx *nc, struct adump_bench_timing *t)
 			ret = adump_dev_stream_sync(bs->stream);
 		if (ret < 0)
 			break;
-		op_describe(&op, dt, adump_dev_stream_id(bs->stream), tensors, &attr, alpha_text,
-			    sizeof(alpha_text), &aop);
+		op_describe(&op, dt, adump_dev_stream_id(bs->stream), tensors, &aop);
 		hlen = adump_dump_header_pack(&aop, header, HEADER_CAP);
 		if (hlen < 0) {
 			ret = (int)hlen;
@@ -805,14 +796,12 @@ static uint64_t dump_file_size(uint64_t k, void *user)
 	struct adump_bench_op op;
 	struct adump_dev_tensor dt[3];
 	struct adump_tensor tensors[3];
-	struct adump_attr attr;
 	struct adump_op aop;
-	char alpha_text[32];
 	long hlen;
 
 	adump_bench_op_get(sc->plan, k, &op);
 	op_tensors(sc->bd, &op, op_out(&sc->bs[op.stream], &op), dt);
-	op_describe(&op, dt, 0, tensors, &attr, alpha_text, sizeof(alpha_text), &aop);
+	op_describe(&op, dt, 0, tensors, &aop);
 	hlen = adump_dump_header_pack(&aop, NULL, 0);
 	return (hlen > 0 ? (uint64_t)hlen : 0) + 3 * op.bytes;
 }

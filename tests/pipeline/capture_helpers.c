@@ -332,9 +332,10 @@ void t_check_capture(const char *dir, struct t_workload *w)
 		ck_assert_uint_gt(dd->dump_time, 0);
 		ck_assert_uint_eq(dd->n_input, 2);
 		ck_assert_uint_eq(dd->n_output, 1);
-		ck_assert_uint_eq(dd->n_attr, 1);
-		ck_assert_str_eq(dd->attr[0]->name, "alpha");
-		ck_assert(fabs(strtod(dd->attr[0]->value, NULL) - op->alpha) < 1e-6);
+		/* CANN writes no op attributes into ordinary data dumps, and msaccucmp reads
+		 * attr[0] as FFTS+ thread info: an attribute here breaks its convert. */
+		ck_assert_msg(dd->n_attr == 0, "%s: %zu attributes in an ordinary dump", files[f],
+			      dd->n_attr);
 		for (unsigned t = 0; t < 3; t++) {
 			int32_t dt = t < 2 ? (int32_t)dd->input[t]->data_type : (int32_t)dd->output[0]->data_type;
 			uint64_t size = t < 2 ? dd->input[t]->size : dd->output[0]->size;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The reader on real engine output: `adump bench` captures Add ops on several streams, then
  * `adump verify` must pass and `adump convert` must produce, for every op, arrays with
- * out == self + alpha * other (alpha from the dump's attributes). */
+ * out == self + alpha * other, alpha derived from the bench's seed and the op (the files carry
+ * no attributes: ordinary CANN dumps have none). */
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "../../bench/bench.h"
 #include "reader_helpers.h"
 
 #ifndef ADUMP_TOOL
@@ -17,6 +19,11 @@
 #endif
 
 static char *dir;
+
+/* The workload `adump bench` runs for the options below. */
+#define BENCH_STREAMS 3
+#define BENCH_OPS 12
+static struct adump_bench_plan plan;
 
 /* The adump command with these arguments; stdout and stderr go to dir/stdout, dir/stderr. */
 #define run(...) t_run_tool(ADUMP_TOOL, dir, __VA_ARGS__)
@@ -78,17 +85,24 @@ static void check_op(const char *out_dir, const char *dump_path)
 	const char *base = strrchr(dump_path, '/') + 1;
 	struct npy self, other, out;
 	char path[PATH_MAX * 2];
-	double alpha = NAN;
+	double alpha;
+	unsigned stream, k;
+	struct adump_bench_op op;
 
 	ck_assert_int_eq(adump_reader_create(&r), 0);
 	ck_assert_msg(adump_reader_open(r, dump_path) == 0, "%s", adump_reader_error(r));
 	h = adump_reader_header(r);
 	ck_assert_uint_eq(h->kind_count[ADUMP_TENSOR_INPUT], 2);
 	ck_assert_uint_eq(h->kind_count[ADUMP_TENSOR_OUTPUT], 1);
-	for (uint32_t i = 0; i < h->attr_count; i++)
-		if (!strcmp(h->attrs[i].name, "alpha"))
-			alpha = strtod(h->attrs[i].value, NULL);
-	ck_assert_msg(!isnan(alpha), "%s: no alpha attribute", dump_path);
+	ck_assert_msg(h->attr_count == 0, "%s: %u attributes in an ordinary dump", dump_path,
+		      h->attr_count);
+	/* Op i of a range workload runs on stream i % streams as "bench/add_<stream>_<k>". */
+	ck_assert_msg(sscanf(h->op_name, "bench/add_%u_%u", &stream, &k) == 2, "%s: op %s",
+		      dump_path, h->op_name);
+	ck_assert_uint_lt((uint64_t)k * BENCH_STREAMS + stream, plan.op_count);
+	adump_bench_op_get(&plan, (uint64_t)k * BENCH_STREAMS + stream, &op);
+	ck_assert_str_eq(op.name, h->op_name);
+	alpha = op.alpha;
 
 	snprintf(path, sizeof(path), "%s/%s.input.0.npy", out_dir, base);
 	npy_load(&self, path);
@@ -154,9 +168,15 @@ START_TEST(test_bench_verify_convert)
 	snprintf(dump_dir, sizeof(dump_dir), "%s/dump", dir);
 	snprintf(out_dir, sizeof(out_dir), "%s/npy", dir);
 	ck_assert_int_eq(mkdir(dump_dir, 0755), 0);
-	ck_assert_int_eq(run("bench --streams 3 --ops 12 --min-size 1K --max-size 1M "
+	struct adump_bench_workload w = {
+		.profile = ADUMP_BENCH_PROFILE_RANGE, .seed = t_seed() % 1000 + 1,
+		.stream_count = BENCH_STREAMS, .ops_per_stream = BENCH_OPS,
+		.min_bytes = 1024, .max_bytes = 1 << 20,
+	};
+	ck_assert_int_eq(adump_bench_plan_make(&w, &plan), 0);
+	ck_assert_int_eq(run("bench --streams %d --ops %d --min-size 1K --max-size 1M "
 			     "--pool 64M --seed %llu --out %s",
-			     (unsigned long long)(t_seed() % 1000 + 1), dump_dir),
+			     BENCH_STREAMS, BENCH_OPS, (unsigned long long)w.seed, dump_dir),
 			 0);
 	ck_assert_int_eq(run("verify --quiet %s", dump_dir), 0);
 	ck_assert_int_eq(run("convert --quiet -r -d %s -out %s", dump_dir, out_dir), 0);
@@ -169,6 +189,7 @@ START_TEST(test_bench_verify_convert)
 		free(dumps[i]);
 	}
 	free(dumps);
+	adump_bench_plan_free(&plan);
 	t_rmtree(dir);
 	free(dir);
 }

@@ -44,9 +44,15 @@ static void check_dump(struct consumer *c, struct adump_reader *r)
 		consumer_fail(c, msg);
 		return;
 	}
-	for (uint32_t i = 0; i < h->attr_count; i++)
-		if (!strcmp(h->attrs[i].name, "alpha"))
-			alpha = strtod(h->attrs[i].value, NULL);
+	/* Ordinary dumps carry no attributes; op k ran with alpha (k % 5) - 2 and is named
+	 * cb_add_<k>. */
+	if (h->attr_count != 0 || strncmp(h->op_name, "cb_add_", 7)) {
+		snprintf(msg, sizeof(msg), "%s: %u attributes, op %s", adump_reader_name(r),
+			 h->attr_count, h->op_name);
+		consumer_fail(c, msg);
+		return;
+	}
+	alpha = (double)(strtoul(h->op_name + 7, NULL, 10) % 5) - 2;
 	/* The assembled bytes live in memory, so the payloads can be mapped. */
 	self = adump_reader_map(r, 0);
 	other = adump_reader_map(r, 1);
@@ -116,7 +122,11 @@ static void *stream_main(void *arg)
 			.dim_count = 1, .dims = { (int64_t)count }, .bytes = count * 4,
 		};
 		struct adump_dev_tensor other = self, out = self;
-		struct adump_dev_dump dump = { .op_type = "Add", .op_name = "cb_add",
+		static const char *const names[OP_COUNT] = {
+			"cb_add_0", "cb_add_1", "cb_add_2", "cb_add_3", "cb_add_4",  "cb_add_5",
+			"cb_add_6", "cb_add_7", "cb_add_8", "cb_add_9", "cb_add_10", "cb_add_11",
+		};
+		struct adump_dev_dump dump = { .op_type = "Add", .op_name = names[k],
 					       .tensor_mask = ADUMP_DUMP_ALL };
 
 		other.data = s->other;

@@ -1,0 +1,1261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump compare`'s engine: list two dumps, group their files by op name as msaccucmp does,
+ * compare matched ops on a pool of threads (each op's tensors streamed in chunks through the
+ * reader), and hand back msaccucmp's result rows in op order. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader/compare_int.h"
+
+#define CHUNK_ELEMENTS_DEFAULT ((size_t)64 << 10)
+#define MSG_BYTES 8192
+#define ACCURACY_THRESHOLD 0.99
+#define FP16_MAX 65504.0
+/* Bytes of each tensor asked for ahead of the reads (posix_fadvise WILLNEED), renewed when
+ * half of the window has been read. */
+#define PREFETCH_BYTES ((uint64_t)64 << 20)
+
+enum { MY = 0, GOLDEN = 1 };
+
+struct cmp_file {
+	char *path;                     /* what messages name: the file's path */
+	char *op_type;
+	char *op_name;
+	uint64_t timestamp;             /* last name field when it has 16 digits, else 0 */
+	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
+	bool is_packed;
+};
+
+struct cmp_side {
+	struct cmp_file *files;
+	size_t count, cap;
+	struct adump_reader_packed *packed;
+	pthread_mutex_t packed_lock;    /* opening an entry updates the list's segment cache */
+};
+
+struct cmp_row {
+	struct adump_compare_row pub;
+	char **cells;
+};
+
+struct cmp_op {
+	char *name;
+	struct cmp_file *file[2];       /* latest file of each side; NULL when absent */
+	uint64_t id;
+	struct cmp_row *rows;
+	uint32_t row_count;
+	int code;                       /* msaccucmp's per-op return code */
+};
+
+struct adump_compare {
+	struct adump_compare_config cfg;
+	struct cmp_side side[2];
+	struct cmp_op *ops;
+	size_t op_count;
+	const char *columns[64];
+	uint32_t column_count;
+	uint32_t alg_column;            /* first algorithm column */
+	struct cmp_row **rows;
+	uint64_t row_count;
+	_Atomic size_t next_op;
+	_Atomic uint64_t bytes[2];
+	bool is_run;
+};
+
+/* ---- configuration ---------------------------------------------------------------------- */
+
+int adump_compare_alg_parse(struct adump_compare_config *cfg, const char *list, char *msg,
+			    size_t cap)
+{
+	char *copy, *tok, *save = NULL;
+	int ret = 0;
+
+	if (!cfg || !list)
+		return -ADUMP_ERR_CONFIG;
+	cfg->alg_count = 0;
+	if (!strcmp(list, "all"))
+		return 0;
+	copy = strdup(list);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int alg = -1;
+		bool is_dup = false;
+
+		while (isspace((unsigned char)*tok))
+			tok++;
+		for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++)
+			if (!strcmp(tok, adump_compare_alg_name(i)))
+				alg = i;
+		if (alg < 0 && *tok && strspn(tok, "0123456789") == strlen(tok) && strlen(tok) < 3 &&
+		    atoi(tok) < ADUMP_COMPARE_ALG_COUNT)
+			alg = atoi(tok);
+		if (alg < 0) {
+			if (msg && cap)
+				snprintf(msg, cap, "unknown algorithm '%s' (names or 0-9, or all)", tok);
+			ret = -ADUMP_ERR_CONFIG;
+			break;
+		}
+		for (uint32_t i = 0; i < cfg->alg_count; i++)
+			is_dup |= cfg->algs[i] == (enum adump_compare_alg)alg;
+		if (!is_dup)
+			cfg->algs[cfg->alg_count++] = alg;
+	}
+	free(copy);
+	if (ret == 0 && cfg->alg_count == 0) {
+		if (msg && cap)
+			snprintf(msg, cap, "no algorithm in '%s'", list);
+		ret = -ADUMP_ERR_CONFIG;
+	}
+	return ret;
+}
+
+/* ---- listing ------------------------------------------------------------------------------ */
+
+static bool is_name_field(const char *s, size_t len)
+{
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+static bool is_digits(const char *s, size_t len)
+{
+	if (!len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+/* msaccucmp's NPU dump name: <op_type>.<op_name>.<task_id>[.<stream_id>].<timestamp>[...],
+ * all fields after the second numeric. A .lz4 suffix (adump's compressed files) is ignored.
+ * Return: true and the fields, or false for a name that is not a dump's. */
+static bool name_parse(const char *base, char **op_type, char **op_name, uint64_t *timestamp)
+{
+	size_t len = strlen(base), start[64], flen[64], n = 0, i = 0;
+
+	if (len > 4 && !strcmp(base + len - 4, ".lz4"))
+		len -= 4;
+	while (i <= len && n < 64) {
+		size_t j = i;
+
+		while (j < len && base[j] != '.')
+			j++;
+		start[n] = i;
+		flen[n++] = j - i;
+		i = j + 1;
+	}
+	if (i <= len || n < 4)
+		return false;
+	if (!is_name_field(base, flen[0]) || !is_name_field(base + start[1], flen[1]))
+		return false;
+	for (size_t k = 2; k < n; k++)
+		if (!is_digits(base + start[k], flen[k]))
+			return false;
+	*op_type = strndup(base, flen[0]);
+	*op_name = strndup(base + start[1], flen[1]);
+	if (!*op_type || !*op_name) {
+		free(*op_type);
+		free(*op_name);
+		return false;
+	}
+	*timestamp = flen[n - 1] == 16 ? strtoull(base + start[n - 1], NULL, 10) : 0;
+	return true;
+}
+
+static int side_add(struct cmp_side *s, const char *path, const char *base,
+		    const struct adump_reader_packed_entry *entry)
+{
+	struct cmp_file f = { 0 };
+
+	if (!strcmp(base, "mapping.csv") || !strcmp(base, "convert_failed_file_list.txt"))
+		return 0;
+	if (!name_parse(base, &f.op_type, &f.op_name, &f.timestamp)) {
+		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s is not a dump file name, skipped",
+			  path);
+		return 0;
+	}
+	f.path = strdup(path);
+	if (entry) {
+		f.is_packed = true;
+		f.entry = *entry;
+		f.entry.name = strdup(entry->name);
+		f.entry.segment = strdup(entry->segment);
+		f.entry.index_path = strdup(entry->index_path);
+		f.entry.message = "";
+	}
+	if (!f.path || (entry && (!f.entry.name || !f.entry.segment || !f.entry.index_path)))
+		goto err;
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		struct cmp_file *files = realloc(s->files, cap * sizeof(*files));
+
+		if (!files)
+			goto err;
+		s->files = files;
+		s->cap = cap;
+	}
+	s->files[s->count++] = f;
+	return 0;
+err:
+	free(f.path);
+	free(f.op_type);
+	free(f.op_name);
+	free((char *)f.entry.name);
+	free((char *)f.entry.segment);
+	free((char *)f.entry.index_path);
+	return -ENOMEM;
+}
+
+static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
+{
+	struct dirent **names;
+	int n, ret = 0;
+
+	n = scandir(dir, &names, NULL, alphasort);
+	if (n < 0)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		const char *base = names[i]->d_name;
+		char *path;
+		struct stat st;
+
+		if (ret < 0 || base[0] == '.' || asprintf(&path, "%s/%s", dir, base) < 0) {
+			free(names[i]);
+			continue;
+		}
+		if (stat(path, &st) == 0) {
+			if (S_ISDIR(st.st_mode)) {
+				/* A packed directory is read through its index, not file by file. */
+				if (is_recursive && strcmp(base, "packed"))
+					ret = side_walk(s, path, true);
+			} else if (S_ISREG(st.st_mode) &&
+				   adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_NONE) {
+				ret = side_add(s, path, base, NULL);
+			}
+		}
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+	return ret;
+}
+
+static int side_list(struct cmp_side *s, const char *path, bool is_recursive, char *msg,
+		     size_t cap)
+{
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st) < 0) {
+		ret = -errno;
+		snprintf(msg, cap, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	if (S_ISREG(st.st_mode) && adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_NONE) {
+		const char *base = strrchr(path, '/');
+
+		ret = side_add(s, path, base ? base + 1 : path, NULL);
+	} else {
+		ret = S_ISDIR(st.st_mode) ? side_walk(s, path, is_recursive) : 0;
+		if (ret == 0 && adump_reader_packed_open(path, &s->packed) == 0) {
+			const struct adump_reader_packed_entry *e;
+			int k;
+
+			while (ret == 0 && (k = adump_reader_packed_next(s->packed, &e)) > 0) {
+				const char *base;
+				char *full;
+
+				if (e->status != ADUMP_PACKED_ENTRY)
+					continue;
+				base = strrchr(e->name, '/');
+				if (asprintf(&full, "%s/%s", adump_reader_packed_dir(s->packed),
+					     e->name) < 0)
+					return -ENOMEM;
+				ret = side_add(s, full, base ? base + 1 : e->name, e);
+				free(full);
+			}
+		}
+	}
+	if (ret < 0) {
+		snprintf(msg, cap, "%s: %s", path, adump_strerror(ret));
+		return ret;
+	}
+	if (!s->count) {
+		snprintf(msg, cap, "%s: no dump files (names <op_type>.<op_name>.<task_id>[.<stream_id>]"
+			 ".<timestamp>)%s", path, is_recursive ? "" : "; --recursive reads subdirectories");
+		return -ADUMP_ERR_NOT_FOUND;
+	}
+	return 0;
+}
+
+/* ---- matching ----------------------------------------------------------------------------- */
+
+static int file_cmp(const void *a, const void *b)
+{
+	const struct cmp_file *x = a, *y = b;
+	int c = strcmp(x->op_name, y->op_name);
+
+	if (c)
+		return c;
+	if (x->timestamp != y->timestamp)
+		return x->timestamp < y->timestamp ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+struct op_key {
+	struct cmp_file *f;             /* the op's latest file */
+	size_t side;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct op_key *x = a, *y = b;
+
+	if (x->side != y->side)
+		return x->side < y->side ? -1 : 1;
+	if (x->f->timestamp != y->f->timestamp)
+		return x->f->timestamp < y->f->timestamp ? -1 : 1;
+	return strcmp(x->f->path, y->f->path);
+}
+
+/* The latest file of @name on @s, or NULL (files sorted by op name, then timestamp). */
+static struct cmp_file *side_latest(struct cmp_side *s, const char *name)
+{
+	size_t lo = 0, hi = s->count;
+
+	/* Last index whose op name is <= name. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(s->files[mid].op_name, name) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && !strcmp(s->files[lo - 1].op_name, name) ? &s->files[lo - 1] : NULL;
+}
+
+/* msaccucmp's ids: ops of my output ordered by the timestamp of their latest file get
+ * 0..k-1; ops found only in the ground truth follow in its timestamp order. Equal
+ * timestamps are ordered by path (msaccucmp keeps directory listing order). */
+static int match(struct adump_compare *c)
+{
+	struct op_key *keys;
+	size_t key_count = 0;
+
+	for (int s = 0; s < 2; s++)
+		qsort(c->side[s].files, c->side[s].count, sizeof(struct cmp_file), file_cmp);
+	keys = calloc(c->side[MY].count + c->side[GOLDEN].count, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++) {
+		struct cmp_side *sd = &c->side[s];
+
+		for (size_t i = 0; i < sd->count; i++) {
+			bool is_last = i + 1 == sd->count ||
+				       strcmp(sd->files[i].op_name, sd->files[i + 1].op_name);
+
+			if (!is_last)
+				continue;
+			if (s == GOLDEN && side_latest(&c->side[MY], sd->files[i].op_name))
+				continue;
+			keys[key_count++] = (struct op_key){ &sd->files[i], (size_t)s };
+		}
+	}
+	qsort(keys, key_count, sizeof(*keys), key_cmp);
+	c->ops = calloc(key_count ? key_count : 1, sizeof(*c->ops));
+	if (!c->ops) {
+		free(keys);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < key_count; i++) {
+		struct cmp_op *op = &c->ops[i];
+
+		op->id = i;
+		op->name = keys[i].f->op_name;
+		op->file[keys[i].side] = keys[i].f;
+		if (keys[i].side == MY)
+			op->file[GOLDEN] = side_latest(&c->side[GOLDEN], op->name);
+	}
+	c->op_count = key_count;
+	free(keys);
+	return 0;
+}
+
+static void columns_make(struct adump_compare *c)
+{
+	static const char *const head[] = { "Index",      "OpType",   "NPUDump", "DataType",
+					    "Address",    "GroundTruth", "DataType", "Address",
+					    "TensorIndex", "Shape" };
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		c->columns[n++] = head[i];
+	if (c->cfg.has_overflow)
+		c->columns[n++] = "OverFlow";
+	c->alg_column = n;
+	for (uint32_t i = 0; i < c->cfg.alg_count; i++)
+		c->columns[n++] = adump_compare_alg_name(c->cfg.algs[i]);
+	if (c->cfg.has_msprobe) {
+		c->columns[n++] = "One Thousandth Err Ratio";
+		c->columns[n++] = "Five Thousandths Err Ratio";
+		c->columns[n++] = "EucDist";
+		c->columns[n++] = "Accuracy Reached or Not";
+	}
+	c->columns[n++] = "CompareFailReason";
+	c->column_count = n;
+}
+
+int adump_compare_open(const struct adump_compare_config *cfg, const char *my, const char *golden,
+		       struct adump_compare **out, char *msg, size_t cap)
+{
+	struct adump_compare *c;
+	char scratch[1];
+	int ret;
+
+	if (!msg || !cap) {
+		msg = scratch;
+		cap = sizeof(scratch);
+	}
+	msg[0] = '\0';
+	if (!my || !golden || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
+		snprintf(msg, cap, "invalid arguments");
+		return -ADUMP_ERR_CONFIG;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->cfg = (struct adump_compare_config)ADUMP_COMPARE_CONFIG_INIT;
+	if (cfg)
+		memcpy(&c->cfg, cfg,
+		       cfg->struct_size < sizeof(c->cfg) ? cfg->struct_size : sizeof(c->cfg));
+	c->cfg.struct_size = sizeof(c->cfg);
+	if (c->cfg.alg_count > ADUMP_COMPARE_ALG_COUNT) {
+		snprintf(msg, cap, "alg_count %u is more than %d", c->cfg.alg_count,
+			 ADUMP_COMPARE_ALG_COUNT);
+		free(c);
+		return -ADUMP_ERR_CONFIG;
+	}
+	for (uint32_t i = 0; i < c->cfg.alg_count; i++)
+		if ((unsigned)c->cfg.algs[i] >= ADUMP_COMPARE_ALG_COUNT) {
+			free(c);
+			snprintf(msg, cap, "unknown algorithm %d", (int)cfg->algs[i]);
+			return -ADUMP_ERR_CONFIG;
+		}
+	if (!c->cfg.alg_count) {
+		c->cfg.alg_count = ADUMP_COMPARE_ALG_COUNT;
+		for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++)
+			c->cfg.algs[i] = i;
+	}
+	if (!c->cfg.chunk_elements)
+		c->cfg.chunk_elements = CHUNK_ELEMENTS_DEFAULT;
+	if (!c->cfg.thread_count) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		c->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
+	}
+	for (int s = 0; s < 2; s++)
+		pthread_mutex_init(&c->side[s].packed_lock, NULL);
+	columns_make(c);
+	ret = side_list(&c->side[MY], my, c->cfg.is_recursive, msg, cap);
+	if (ret == 0)
+		ret = side_list(&c->side[GOLDEN], golden, c->cfg.is_recursive, msg, cap);
+	if (ret == 0)
+		ret = match(c);
+	if (ret < 0) {
+		if (ret == -ENOMEM && !msg[0])
+			snprintf(msg, cap, "out of memory");
+		adump_compare_close(c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- comparing one op ---------------------------------------------------------------------- */
+
+struct worker {
+	struct adump_compare *c;
+	struct adump_reader *r[2];
+	unsigned char *raw[2];
+	float *val[2];
+	char (*alg_msgs)[MSG_BYTES];     /* per algorithm, then one for the tensor */
+	uint64_t advised[2];            /* payload offset at which to ask for the next window */
+	char msg[MSG_BYTES];
+};
+
+static char *xstrdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* A row with every column "NaN" but the ones given; @cells_set fills the rest. */
+static struct cmp_row *op_row_add(struct adump_compare *c, struct cmp_op *op)
+{
+	struct cmp_row *rows = realloc(op->rows, (op->row_count + 1) * sizeof(*rows)), *row;
+
+	if (!rows)
+		return NULL;
+	op->rows = rows;
+	row = &rows[op->row_count];
+	memset(row, 0, sizeof(*row));
+	row->cells = calloc(c->column_count, sizeof(char *));
+	if (!row->cells)
+		return NULL;
+	op->row_count++;
+	row->pub.index = op->id;
+	row->pub.cosine = NAN;
+	row->pub.max_relative_error = NAN;
+	row->pub.op_name = op->name;
+	return row;
+}
+
+static void row_set(struct cmp_row *row, uint32_t col, const char *text)
+{
+	free(row->cells[col]);
+	row->cells[col] = xstrdup(text);
+}
+
+/* Columns 0-9 (and OverFlow): Index, OpType, the names, dtypes, addresses, tensor, shape. */
+static void row_head(struct adump_compare *c, struct cmp_row *row, struct cmp_op *op,
+		     const char *op_type, const struct adump_tensor *t[2], const char *tensor_id)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)op->id);
+	row_set(row, 0, buf);
+	row_set(row, 1, op_type ? op_type : "NaN");
+	row_set(row, 2, op->file[MY] ? op->name : "*");
+	row_set(row, 5, op->file[GOLDEN] ? op->name : "*");
+	for (int s = 0; s < 2; s++) {
+		row_set(row, 3 + 3 * s, t[s] ? adump_compare_dtype_name(t[s]->dtype) : "NaN");
+		if (t[s] && t[s]->address)
+			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)t[s]->address);
+		else
+			snprintf(buf, sizeof(buf), "NaN");
+		row_set(row, 4 + 3 * s, buf);
+	}
+	row_set(row, 8, tensor_id ? tensor_id : "NaN");
+	if (t[MY]) {
+		char shape[ADUMP_MAX_DIMS * 21 + 3];
+		size_t len = 0;
+
+		shape[len++] = '[';
+		for (uint32_t d = 0; d < t[MY]->dim_count && d < ADUMP_MAX_DIMS; d++)
+			len += (size_t)snprintf(shape + len, sizeof(shape) - len, "%s%llu", d ? "," : "",
+						(unsigned long long)t[MY]->dims[d]);
+		snprintf(shape + len, sizeof(shape) - len, "]");
+		row_set(row, 9, shape);
+	} else {
+		row_set(row, 9, "NaN");
+	}
+	row->pub.tensor_id = row->cells[8];
+	for (uint32_t i = 10; i < c->column_count; i++)
+		if (!row->cells[i])
+			row_set(row, i, "NaN");
+}
+
+/* msprobe's "Accuracy Reached or Not" from the cosine and the max absolute error. */
+static const char *accuracy_reached(double cos, double max_abs)
+{
+	if (isnan(cos) || isnan(max_abs))
+		return "None";
+	if (cos < 0.99 && max_abs > 0.001)
+		return "No";
+	if (cos < 0.9 || max_abs > 1)
+		return "No";
+	return "Yes";
+}
+
+/* The empty, NaN-filled row for an op that could not be compared; @op_type may be NULL. */
+static int row_failed(struct adump_compare *c, struct cmp_op *op, const char *op_type,
+		      const char *message)
+{
+	const struct adump_tensor *none[2] = { NULL, NULL };
+	struct cmp_row *row = op_row_add(c, op);
+
+	if (!row)
+		return -ENOMEM;
+	row_head(c, row, op, op_type, none, NULL);
+	if (c->cfg.has_msprobe)
+		row_set(row, c->column_count - 2, "None");
+	row_set(row, c->column_count - 1, message);
+	return 0;
+}
+
+static void shape_text(const struct adump_tensor *t, char *buf, size_t cap)
+{
+	size_t len = (size_t)snprintf(buf, cap, "(");
+
+	for (uint32_t d = 0; d < t->dim_count && len < cap; d++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%llu", d ? ", " : "",
+					(unsigned long long)t->dims[d]);
+	if (len < cap)
+		snprintf(buf + len, cap - len, ")");
+}
+
+/* A format as msaccucmp names it: adump's name, but for the few it spells differently. */
+static void format_text(int32_t format, char *buf, size_t cap)
+{
+	const char *name = adump_format_name(format);
+
+	if (!name)
+		snprintf(buf, cap, "%d", (int)format);
+	else if (!strncmp(name, "HASHTABLE_", 10))
+		snprintf(buf, cap, "%s", name + 10);
+	else if (!strcmp(name, "FRACTAL_DECONV_SP_STRIDE8_TRANS"))
+		snprintf(buf, cap, "%s", name + 8);
+	else
+		snprintf(buf, cap, "%s", name);
+}
+
+/* msaccucmp's check of one group (inputs or outputs) as a whole: equal counts, then pair by
+ * pair equal formats and shapes. Return: true when the group can be compared; otherwise @msg
+ * says why. */
+static bool group_check(const struct adump_reader_header *h[2], const char *op_name,
+			enum adump_tensor_kind kind, char *msg, size_t cap)
+{
+	const char *what = kind == ADUMP_TENSOR_INPUT ? "input" : "output";
+	uint32_t n[2] = { h[MY]->kind_count[kind], h[GOLDEN]->kind_count[kind] };
+	uint32_t first[2] = { 0, 0 };
+
+	if (n[MY] != n[GOLDEN]) {
+		snprintf(msg, cap, "[%s] The number of %s does not match (%u vs %u).", op_name, what,
+			 n[MY], n[GOLDEN]);
+		return false;
+	}
+	if (!n[MY]) {
+		snprintf(msg, cap, "[%s] There is no %s. Skip the %s:%s.", op_name, what, op_name,
+			 what);
+		return false;
+	}
+	for (int s = 0; s < 2; s++)
+		for (uint32_t k = 0; k < (uint32_t)kind; k++)
+			first[s] += h[s]->kind_count[k];
+	for (uint32_t i = 0; i < n[MY]; i++) {
+		const struct adump_tensor *a = &h[MY]->tensors[first[MY] + i].info;
+		const struct adump_tensor *b = &h[GOLDEN]->tensors[first[GOLDEN] + i].info;
+		bool is_same = a->dim_count == b->dim_count;
+
+		if (a->format != b->format) {
+			char fa[64], fb[64];
+
+			format_text(a->format, fa, sizeof(fa));
+			format_text(b->format, fb, sizeof(fb));
+			snprintf(msg, cap, "[%s] The format does not match (%s vs %s) for %s:%s:%u.",
+				 op_name, fa, fb, op_name, what, i);
+			return false;
+		}
+		for (uint32_t d = 0; is_same && d < a->dim_count; d++)
+			is_same = a->dims[d] == b->dims[d];
+		if (!is_same) {
+			char sa[ADUMP_MAX_DIMS * 22 + 3], sb[ADUMP_MAX_DIMS * 22 + 3];
+
+			shape_text(a, sa, sizeof(sa));
+			shape_text(b, sb, sizeof(sb));
+			snprintf(msg, cap, "[%s] The shape does not match (%s vs %s) for %s:%s:%u.",
+				 op_name, sa, sb, op_name, what, i);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Elements the shape holds (1 for a scalar); saturates instead of overflowing. */
+static uint64_t tensor_elements(const struct adump_tensor *t)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < t->dim_count && d < ADUMP_MAX_DIMS; d++) {
+		if (t->dims[d] && n > UINT64_MAX / t->dims[d])
+			return UINT64_MAX;
+		n *= t->dims[d];
+	}
+	return n;
+}
+
+/* Stream both tensors through the accumulator; KL reads them a second time. On failure @msg
+ * holds the reason and the return is negative. */
+static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count,
+			 const int32_t dtype[2], bool has_kl, struct adump_compare_acc *acc)
+{
+	size_t chunk = w->c->cfg.chunk_elements;
+	uint32_t eb[2] = { adump_compare_elem_bytes(dtype[MY]), adump_compare_elem_bytes(dtype[GOLDEN]) };
+
+	adump_compare_acc_init(acc);
+	acc->has_msprobe = w->c->cfg.has_msprobe;
+	w->advised[0] = w->advised[1] = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1 && !(has_kl && adump_compare_kl_needed(acc)))
+			break;
+		for (uint64_t off = 0; off < count; off += chunk) {
+			size_t n = count - off < chunk ? (size_t)(count - off) : chunk;
+
+			/* A tensor that fit in one chunk is still in the buffers. */
+			if (!(pass == 1 && count <= chunk)) {
+				for (int s = 0; s < 2; s++) {
+					/* Keep the kernel reading ahead of us: from a cold cache the
+					 * two files' own readahead alone left each read waiting. */
+					uint64_t at = off * eb[s], end = count * eb[s];
+
+					if (pass == 0 && at >= w->advised[s] && at < end) {
+						uint64_t len = end - at < PREFETCH_BYTES ? end - at
+											 : PREFETCH_BYTES;
+
+						adump_reader_willneed(w->r[s], idx[s], at, len);
+						w->advised[s] = at + len / 2;
+					}
+					int ret = adump_reader_read(w->r[s], idx[s], off * eb[s], w->raw[s],
+								    n * eb[s]);
+
+					if (ret < 0) {
+						snprintf(w->msg, sizeof(w->msg), "%s",
+							 adump_reader_error(w->r[s])[0]
+								 ? adump_reader_error(w->r[s])
+								 : adump_strerror(ret));
+						return ret;
+					}
+					if (pass == 0)
+						atomic_fetch_add_explicit(&w->c->bytes[s], n * eb[s],
+									  memory_order_relaxed);
+					adump_compare_to_float(dtype[s], w->raw[s], n, w->val[s]);
+				}
+			}
+			if (pass == 0)
+				adump_compare_acc_add(acc, w->val[MY], w->val[GOLDEN], n);
+			else
+				adump_compare_acc_kl(acc, w->val[MY], w->val[GOLDEN], n);
+		}
+	}
+	return 0;
+}
+
+static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_type,
+			  enum adump_tensor_kind kind, uint32_t i, uint32_t first[2])
+{
+	struct adump_compare *c = w->c;
+	const struct adump_reader_header *h[2] = { adump_reader_header(w->r[MY]),
+						   adump_reader_header(w->r[GOLDEN]) };
+	const struct adump_tensor *t[2];
+	uint32_t idx[2] = { first[MY] + i, first[GOLDEN] + i };
+	int32_t dtype[2];
+	uint64_t count[2];
+	char tensor_id[4096 + 32], cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES];
+	struct adump_compare_metrics m;
+	struct adump_compare_acc acc;
+	struct cmp_row *row;
+	bool has_kl = false, is_ok = true;
+
+	for (int s = 0; s < 2; s++) {
+		t[s] = &h[s]->tensors[idx[s]].info;
+		dtype[s] = t[s]->dtype;
+	}
+	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
+		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
+	row = op_row_add(c, op);
+	if (!row)
+		return -ENOMEM;
+	row_head(c, row, op, op_type, t, tensor_id);
+	w->msg[0] = '\0';
+	for (int s = 0; s < 2 && is_ok; s++) {
+		uint32_t eb = adump_compare_elem_bytes(dtype[s]);
+
+		if (!eb) {
+			snprintf(w->msg, sizeof(w->msg), "[%s] %s: data type %s (%d) has no numeric "
+				 "comparison.", op->name, s == MY ? "my output" : "ground truth",
+				 adump_compare_dtype_name(dtype[s]), dtype[s]);
+			is_ok = false;
+		} else if (t[s]->bytes % eb && t[s]->bytes / eb < tensor_elements(t[s])) {
+			snprintf(w->msg, sizeof(w->msg), "[%s] %s: %llu bytes is not a whole number "
+				 "of %s elements.", op->name, s == MY ? "my output" : "ground truth",
+				 (unsigned long long)t[s]->bytes, adump_compare_dtype_name(dtype[s]));
+			is_ok = false;
+		} else {
+			/* msaccucmp reads as many elements as the shape holds (fewer if the payload
+			 * is short): bytes past them are not compared. */
+			count[s] = t[s]->bytes / eb;
+			if (count[s] > tensor_elements(t[s]))
+				count[s] = tensor_elements(t[s]);
+		}
+	}
+	if (is_ok && count[MY] != count[GOLDEN]) {
+		snprintf(w->msg, sizeof(w->msg),
+			 "The my output dump data size (%llu) in ''%s'' does not match the ground "
+			 "truth dump data size (%llu) in ''%s''.",
+			 (unsigned long long)count[MY], op->file[MY]->path,
+			 (unsigned long long)count[GOLDEN], op->file[GOLDEN]->path);
+		is_ok = false;
+	}
+	for (uint32_t k = 0; k < c->cfg.alg_count; k++)
+		has_kl |= c->cfg.algs[k] == ADUMP_COMPARE_KL;
+	if (is_ok && tensor_stream(w, idx, count[MY], dtype, has_kl, &acc) < 0) {
+		char text[MSG_BYTES];
+
+		memcpy(text, w->msg, sizeof(text));
+		snprintf(w->msg, sizeof(w->msg), "[%.*s] %.*s", 2048, op->name, MSG_BYTES - 2100,
+			 text);
+		is_ok = false;
+	}
+	if (!is_ok) {
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", w->msg);
+		row_set(row, c->column_count - 1, w->msg);
+		if (c->cfg.has_msprobe)
+			row_set(row, c->column_count - 2, "None");
+		return 0;
+	}
+	{
+		char *msgs[ADUMP_COMPARE_ALG_COUNT];
+
+		for (int k = 0; k < ADUMP_COMPARE_ALG_COUNT; k++)
+			msgs[k] = w->alg_msgs[k];
+		adump_compare_acc_finish(&acc, adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count),
+					 dtype[MY] == ADUMP_DT_BOOL && dtype[GOLDEN] == ADUMP_DT_BOOL,
+					 op->file[MY]->path, op->file[GOLDEN]->path, &m, cells, msgs,
+					 MSG_BYTES);
+	}
+	/* A shape holding a 0 reaches msaccucmp's cosine unflattened: the norm over the last axis
+	 * has prod(dims[:-1]) elements, and numpy's truth test of it decides the branch. */
+	if (count[MY] == 0 && t[MY]->dim_count >= 2 && !adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count)) {
+		uint64_t lead = 1;
+
+		for (uint32_t d = 0; d + 1 < t[MY]->dim_count; d++)
+			lead *= t[MY]->dims[d];
+		if (lead == 0) {
+			m.value[ADUMP_COMPARE_COSINE] = 0;
+			adump_compare_fmt6(cells[ADUMP_COMPARE_COSINE], ADUMP_COMPARE_CELL_BYTES, 0);
+		} else if (lead > 1) {
+			m.value[ADUMP_COMPARE_COSINE] = NAN;
+			snprintf(cells[ADUMP_COMPARE_COSINE], ADUMP_COMPARE_CELL_BYTES, "NaN");
+			snprintf(w->alg_msgs[ADUMP_COMPARE_COSINE], MSG_BYTES,
+				 "Failed to execute 'compare' in 'CosineSimilarity'. The truth value of an "
+				 "array with more than one element is ambiguous. Use a.any() or a.all()");
+		}
+	}
+	/* Only the selected algorithms' messages, in their column order. */
+	w->msg[0] = '\0';
+	for (uint32_t k = 0; k < c->cfg.alg_count; k++) {
+		enum adump_compare_alg alg = c->cfg.algs[k];
+
+		row_set(row, c->alg_column + k, cells[alg]);
+		if (w->alg_msgs[alg][0])
+			adump_compare_msg_add(w->msg, sizeof(w->msg), w->alg_msgs[alg]);
+	}
+	if (c->cfg.has_overflow)
+		row_set(row, c->alg_column - 1,
+			dtype[MY] != ADUMP_DT_FLOAT16 ? "NaN"
+			: m.max_abs_x >= FP16_MAX     ? "YES"
+						      : "NO");
+	if (c->cfg.has_msprobe) {
+		char buf[64];
+		uint32_t col = c->column_count - 5;
+
+		adump_compare_fmt6(buf, sizeof(buf), m.one_thousandth);
+		row_set(row, col, buf);
+		adump_compare_fmt6(buf, sizeof(buf), m.five_thousandths);
+		row_set(row, col + 1, buf);
+		adump_compare_fmt6(buf, sizeof(buf), m.euclid);
+		row_set(row, col + 2, buf);
+		row_set(row, col + 3,
+			accuracy_reached(m.value[ADUMP_COMPARE_COSINE], m.value[ADUMP_COMPARE_MAX_ABS]));
+	}
+	row_set(row, c->column_count - 1, w->msg);
+	row->pub.is_compared = true;
+	row->pub.metrics = m;
+	for (uint32_t k = 0; k < c->cfg.alg_count; k++) {
+		if (c->cfg.algs[k] == ADUMP_COMPARE_COSINE)
+			row->pub.cosine = m.value[ADUMP_COMPARE_COSINE];
+		if (c->cfg.algs[k] == ADUMP_COMPARE_MAX_REL)
+			row->pub.max_relative_error = m.value[ADUMP_COMPARE_MAX_REL];
+	}
+	return 0;
+}
+
+static int file_open(struct worker *w, int s, struct cmp_file *f)
+{
+	struct cmp_side *sd = &w->c->side[s];
+	int ret;
+
+	if (!f->is_packed)
+		return adump_reader_open(w->r[s], f->path);
+	pthread_mutex_lock(&sd->packed_lock);
+	ret = adump_reader_open_packed(w->r[s], sd->packed, &f->entry, false);
+	pthread_mutex_unlock(&sd->packed_lock);
+	return ret;
+}
+
+static int op_compare(struct worker *w, struct cmp_op *op)
+{
+	struct adump_compare *c = w->c;
+	const struct adump_reader_header *h[2];
+	char msg_in[MSG_BYTES], msg_out[MSG_BYTES];
+	bool ok_in, ok_out;
+	const char *op_type;
+	int ret = 0;
+
+	if (!op->file[GOLDEN] || !op->file[MY]) {
+		char text[4096 + 128];
+
+		snprintf(text, sizeof(text), "[%s] There is no the %s dump file for the op \"%s\".",
+			 op->name, op->file[MY] ? "ground truth" : "my output", op->name);
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+		op->code = 2;
+		return row_failed(c, op, NULL, text);
+	}
+	op_type = op->file[MY]->op_type;
+	for (int s = 0; s < 2; s++) {
+		if (file_open(w, s, op->file[s]) < 0) {
+			char text[MSG_BYTES];
+
+			snprintf(text, sizeof(text), "[%s] %s", op->name, adump_reader_error(w->r[s]));
+			adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+			op->code = 18;
+			ret = row_failed(c, op, NULL, text);
+			goto out;
+		}
+		h[s] = adump_reader_header(w->r[s]);
+	}
+	ok_in = group_check(h, op->name, ADUMP_TENSOR_INPUT, msg_in, sizeof(msg_in));
+	ok_out = group_check(h, op->name, ADUMP_TENSOR_OUTPUT, msg_out, sizeof(msg_out));
+	if (!ok_in && !ok_out) {
+		char text[2 * MSG_BYTES];
+
+		snprintf(text, sizeof(text), "%s,%s", msg_in, msg_out);
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+		op->code = 11;
+		ret = row_failed(c, op, NULL, text);
+		goto out;
+	}
+	for (int g = 0; g < 2 && ret == 0; g++) {
+		enum adump_tensor_kind kind = g ? ADUMP_TENSOR_OUTPUT : ADUMP_TENSOR_INPUT;
+		uint32_t first[2] = { 0, 0 };
+
+		if (!(g ? ok_out : ok_in)) {
+			adump_log(ADUMP_LOG_INFO, "reader", "compare: %s", g ? msg_out : msg_in);
+			continue;
+		}
+		for (int s = 0; s < 2; s++)
+			for (uint32_t k = 0; k < (uint32_t)kind; k++)
+				first[s] += h[s]->kind_count[k];
+		for (uint32_t i = 0; i < h[MY]->kind_count[kind] && ret == 0; i++)
+			ret = tensor_compare(w, op, op_type, kind, i, first);
+	}
+out:
+	adump_reader_close(w->r[MY]);
+	adump_reader_close(w->r[GOLDEN]);
+	return ret;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct adump_compare *c = w->c;
+	size_t i;
+	intptr_t ret = 0;
+
+	while (ret == 0 &&
+	       (i = atomic_fetch_add_explicit(&c->next_op, 1, memory_order_relaxed)) < c->op_count)
+		ret = op_compare(w, &c->ops[i]);
+	return (void *)ret;
+}
+
+static void worker_fini(struct worker *w)
+{
+	for (int s = 0; s < 2; s++) {
+		adump_reader_destroy(w->r[s]);
+		free(w->raw[s]);
+		free(w->val[s]);
+	}
+	free(w->alg_msgs);
+}
+
+static int worker_init(struct worker *w, struct adump_compare *c)
+{
+	memset(w, 0, sizeof(*w));
+	w->c = c;
+	w->alg_msgs = calloc(ADUMP_COMPARE_ALG_COUNT, MSG_BYTES);
+	for (int s = 0; s < 2; s++) {
+		if (adump_reader_create(&w->r[s]) < 0)
+			goto err;
+		w->raw[s] = malloc(c->cfg.chunk_elements * 8);
+		w->val[s] = malloc(c->cfg.chunk_elements * sizeof(float));
+		if (!w->raw[s] || !w->val[s])
+			goto err;
+	}
+	if (!w->alg_msgs)
+		goto err;
+	return 0;
+err:
+	worker_fini(w);
+	return -ENOMEM;
+}
+
+int adump_compare_run(struct adump_compare *c)
+{
+	unsigned n;
+	struct worker *w;
+	pthread_t *threads;
+	int ret = 0;
+	uint64_t rows = 0;
+
+	if (!c || c->is_run)
+		return -ADUMP_ERR_STATE;
+	c->is_run = true;
+	n = c->cfg.thread_count;
+	if (n > c->op_count)
+		n = c->op_count ? (unsigned)c->op_count : 1;
+	w = calloc(n, sizeof(*w));
+	threads = calloc(n, sizeof(*threads));
+	if (!w || !threads) {
+		free(w);
+		free(threads);
+		return -ENOMEM;
+	}
+	unsigned started = 0;
+	for (; started < n; started++) {
+		ret = worker_init(&w[started], c);
+		if (ret == 0 && started > 0)
+			ret = -pthread_create(&threads[started], NULL, worker_main, &w[started]);
+		if (ret < 0) {
+			if (started > 0)
+				worker_fini(&w[started]);
+			break;
+		}
+	}
+	if (started > 0) {
+		/* The calling thread is worker 0. */
+		intptr_t r0 = (intptr_t)worker_main(&w[0]);
+
+		if (r0 < 0 && ret == 0)
+			ret = (int)r0;
+		for (unsigned i = 1; i < started; i++) {
+			void *rv;
+
+			pthread_join(threads[i], &rv);
+			if ((intptr_t)rv < 0 && ret == 0)
+				ret = (int)(intptr_t)rv;
+		}
+	}
+	for (unsigned i = 0; i < started; i++)
+		worker_fini(&w[i]);
+	free(w);
+	free(threads);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < c->op_count; i++)
+		rows += c->ops[i].row_count;
+	c->rows = calloc(rows ? rows : 1, sizeof(*c->rows));
+	if (!c->rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->op_count; i++)
+		for (uint32_t k = 0; k < c->ops[i].row_count; k++) {
+			struct cmp_row *row = &c->ops[i].rows[k];
+
+			row->pub.cells = (const char *const *)row->cells;
+			row->pub.cell_count = c->column_count;
+			row->pub.tensor_id = row->cells[8];
+			c->rows[c->row_count++] = row;
+		}
+	return 0;
+}
+
+/* ---- results ------------------------------------------------------------------------------ */
+
+uint32_t adump_compare_column_count(const struct adump_compare *c)
+{
+	return c ? c->column_count : 0;
+}
+
+const char *adump_compare_column(const struct adump_compare *c, uint32_t i)
+{
+	return c && i < c->column_count ? c->columns[i] : NULL;
+}
+
+uint64_t adump_compare_row_count(const struct adump_compare *c)
+{
+	return c ? c->row_count : 0;
+}
+
+const struct adump_compare_row *adump_compare_row(const struct adump_compare *c, uint64_t i)
+{
+	return c && i < c->row_count ? &c->rows[i]->pub : NULL;
+}
+
+void adump_compare_summary_get(const struct adump_compare *c, struct adump_compare_summary *out)
+{
+	bool has_overflow_col;
+	uint32_t of_col = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->first_divergent_row = -1;
+	out->first_overflow_row = -1;
+	if (!c)
+		return;
+	has_overflow_col = c->cfg.has_overflow;
+	if (has_overflow_col)
+		of_col = c->alg_column - 1;
+	out->op_count = c->op_count;
+	for (size_t i = 0; i < c->op_count; i++) {
+		const struct cmp_op *op = &c->ops[i];
+
+		if (op->file[MY] && op->file[GOLDEN])
+			out->matched_count++;
+		else if (op->file[MY])
+			out->my_only_count++;
+		else
+			out->golden_only_count++;
+		if (!out->exit_code && op->code)
+			out->exit_code = op->code;
+	}
+	if (!out->matched_count)
+		out->exit_code = 2;
+	for (int s = 0; s < 2; s++)
+		out->bytes[s] = atomic_load_explicit(&c->bytes[s], memory_order_relaxed);
+	for (uint64_t i = 0; i < c->row_count; i++) {
+		const struct cmp_row *row = c->rows[i];
+
+		if (row->pub.is_compared)
+			out->tensor_count++;
+		else
+			out->failed_count++;
+		if (out->first_divergent_row < 0 && row->pub.cosine < ACCURACY_THRESHOLD)
+			out->first_divergent_row = (int64_t)i;
+		if (has_overflow_col && out->first_overflow_row < 0 &&
+		    !strcmp(row->cells[of_col], "YES"))
+			out->first_overflow_row = (int64_t)i;
+	}
+}
+
+/* Python csv.writer's minimal quoting. */
+static void csv_cell(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
+{
+	if (!c || !f)
+		return -ADUMP_ERR_CONFIG;
+	for (uint32_t i = 0; i < c->column_count; i++) {
+		if (i)
+			fputc(',', f);
+		csv_cell(f, c->columns[i]);
+	}
+	fputs("\r\n", f);
+	for (uint64_t r = 0; r < c->row_count; r++) {
+		for (uint32_t i = 0; i < c->column_count; i++) {
+			if (i)
+				fputc(',', f);
+			csv_cell(f, c->rows[r]->cells[i]);
+		}
+		fputs("\r\n", f);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+#define OVERFLOW_SUGGEST "Float16 data overflow occurs. Rectify the fault and perform comparison again."
+#define CONSISTENCY_SUGGEST                                                                        \
+	"All data in the comparison result meets the accuracy requirements. If data accuracy of "   \
+	"the model is still not up to standard in practical application, please check the "        \
+	"post-processing process of model outputs."
+#define PROBLEM_SUGGEST                                                                            \
+	"The accuracy of some tensors is low, resulting in an unqualified final accuracy. This may " \
+	"be caused by quantization. Calibrate the data or contact Huawei for further diagnosis. "
+#define DEVIATION_SUGGEST                                                                          \
+	"The accuracy of some tensors is low, while the final accuracy is qualified. This may be "  \
+	"caused by Ascend internal optimization. Ignore or contact Huawei for further diagnosis. "
+
+int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
+{
+	struct adump_compare_summary sum;
+	const char *type = "NA", *advice = "NA";
+	char index[32] = "NA";
+	bool has_cos = false;
+	int64_t last = -1;
+
+	if (!c || !f)
+		return -ADUMP_ERR_CONFIG;
+	adump_compare_summary_get(c, &sum);
+	for (uint32_t k = 0; k < c->cfg.alg_count; k++)
+		has_cos |= c->cfg.algs[k] == ADUMP_COMPARE_COSINE;
+	for (uint64_t i = 0; i < c->row_count; i++)
+		if (!isnan(c->rows[i]->pub.cosine))
+			last = (int64_t)i;
+	if (sum.first_overflow_row >= 0) {
+		type = "FP16 Overflow";
+		snprintf(index, sizeof(index), "%llu",
+			 (unsigned long long)c->rows[sum.first_overflow_row]->pub.index);
+		advice = OVERFLOW_SUGGEST;
+	} else if (has_cos && last >= 0) {
+		type = "Global Consistency";
+		if (sum.first_divergent_row < 0) {
+			advice = CONSISTENCY_SUGGEST;
+		} else {
+			snprintf(index, sizeof(index), "%llu",
+				 (unsigned long long)c->rows[sum.first_divergent_row]->pub.index);
+			advice = c->rows[last]->pub.cosine < ACCURACY_THRESHOLD ? PROBLEM_SUGGEST
+									       : DEVIATION_SUGGEST;
+		}
+	}
+	fprintf(f, "Detection Type: %s\nOperator Index: %s\nExpert Advice: %s\n", type, index,
+		advice);
+	return ferror(f) ? -EIO : 0;
+}
+
+void adump_compare_close(struct adump_compare *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->op_count; i++) {
+		for (uint32_t k = 0; k < c->ops[i].row_count; k++) {
+			for (uint32_t j = 0; j < c->column_count; j++)
+				free(c->ops[i].rows[k].cells[j]);
+			free(c->ops[i].rows[k].cells);
+		}
+		free(c->ops[i].rows);
+	}
+	free(c->ops);
+	free(c->rows);
+	for (int s = 0; s < 2; s++) {
+		struct cmp_side *sd = &c->side[s];
+
+		for (size_t i = 0; i < sd->count; i++) {
+			free(sd->files[i].path);
+			free(sd->files[i].op_type);
+			free(sd->files[i].op_name);
+			if (sd->files[i].is_packed) {
+				free((char *)sd->files[i].entry.name);
+				free((char *)sd->files[i].entry.segment);
+				free((char *)sd->files[i].entry.index_path);
+			}
+		}
+		free(sd->files);
+		adump_reader_packed_close(sd->packed);
+		pthread_mutex_destroy(&sd->packed_lock);
+	}
+	free(c);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* reader/: what the compare engine's files share: the per-tensor accumulator and its printing. */
+#ifndef ADUMP_READER_COMPARE_INT_H
+#define ADUMP_READER_COMPARE_INT_H
+
+#include "adump/compare.h"
+#include "reader/reader_int.h"
+
+struct adump_compare_ksum {
+	double sum;
+	double comp;
+};
+
+/* Everything the ten algorithms and msprobe's metrics need, from one pass over both tensors
+ * (KullbackLeiblerDivergence takes a second: it scales by the min and max of the first). */
+struct adump_compare_acc {
+	uint64_t count;
+	struct adump_compare_ksum sxx, syy, sxy, sdd, sabs, srel, sum[2];
+	struct adump_compare_ksum kl_sa, kl_sb, kl_t;
+	double max_abs, max_rel, max_abs_x;
+	double min[2], max[2];
+	double mean[2], m2[2];
+	uint64_t below1, below5;
+	bool has_msprobe;               /* count msprobe's relative-error shares (set after init) */
+};
+
+ADUMP_HIDDEN uint32_t adump_compare_elem_bytes(int32_t dtype);
+/* msaccucmp's DataType cell for a dtype; "NaN" for one it does not name. */
+ADUMP_HIDDEN const char *adump_compare_dtype_name(int32_t dtype);
+/* Raw elements of @dtype to float32 values (numpy's astype(float32)). */
+ADUMP_HIDDEN void adump_compare_to_float(int32_t dtype, const void *raw, size_t n, float *out);
+ADUMP_HIDDEN void adump_compare_acc_init(struct adump_compare_acc *a);
+ADUMP_HIDDEN void adump_compare_acc_add(struct adump_compare_acc *a, const float *x,
+					const float *y, size_t n);
+/* Whether the second (KL) pass can change the result: there are elements and all are finite. */
+ADUMP_HIDDEN bool adump_compare_kl_needed(const struct adump_compare_acc *a);
+ADUMP_HIDDEN void adump_compare_acc_kl(struct adump_compare_acc *a, const float *x,
+				       const float *y, size_t n);
+/* The metrics, the ten cells and each algorithm's message ("" if none; @msgs[i] holds @cap
+ * bytes), all in algorithm index order. @is_bool: both sides are bool (msaccucmp's bool rule). */
+ADUMP_HIDDEN void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
+					   bool is_bool,
+					   const char *my_file, const char *golden_file,
+					   struct adump_compare_metrics *m, char (*cells)[ADUMP_COMPARE_CELL_BYTES],
+					   char **msgs, size_t cap);
+ADUMP_HIDDEN bool adump_compare_is_scalar(const uint64_t *dims, uint32_t dim_count);
+/* Append @text to a comma-joined message list. */
+ADUMP_HIDDEN void adump_compare_msg_add(char *msg, size_t cap, const char *text);
+/* Tests: run the portable kernels even where AVX2 is there (any thread; affects all). */
+ADUMP_HIDDEN void adump_compare_simd_set(bool is_enabled);
+/* Python's '{:.6f}'.format(). */
+ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
+
+#endif

@@ -1,0 +1,797 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* adump compare's engine: every algorithm against an independent float64 computation on random
+ * and edge data (NaN/Inf on one side and both, zeros, scalars, bool, float16, bfloat16, int32,
+ * int64, empty, length mismatch), msaccucmp's op matching (one-sided ops, repeated timestamps,
+ * count and shape mismatches, unreadable files), and the result CSV parsed back cell by cell. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "adump/compare.h"
+#include "reader_helpers.h"
+
+#define EPS64 2.220446049250313e-16
+
+/* reader/compare_int.h: the portable kernels instead of the AVX2 ones. */
+void adump_compare_simd_set(bool is_enabled);
+
+/* ---- an independent reference: msaccucmp's formulas, literally, in float64 ----------------- */
+
+struct ref {
+	double v[ADUMP_COMPARE_ALG_COUNT];
+	double mean[2], std[2];
+};
+
+static void ref_compute(const float *x, const float *y, size_t n, struct ref *r)
+{
+	double sxx = 0, syy = 0, sxy = 0, sdd = 0, sab = 0, srel = 0, mabs = -INFINITY,
+	       mrel = -INFINITY, mn[2] = { INFINITY, INFINITY }, mx[2] = { -INFINITY, -INFINITY };
+	const float *v[2] = { x, y };
+
+	for (size_t i = 0; i < n; i++) {
+		float d = x[i] - y[i];
+		float rel = fabsf(y[i]) > EPS64 ? fabsf(x[i] / y[i] - 1.0f) : 0.0f;
+
+		sxx += (double)x[i] * x[i];
+		syy += (double)y[i] * y[i];
+		sxy += (double)x[i] * y[i];
+		sdd += (double)d * d;
+		sab += fabs((double)d);
+		srel += rel;
+		if (isnan(d) || isnan(mabs) || fabs(d) > mabs)
+			mabs = isnan(mabs) ? mabs : fabs((double)d);
+		if (isnan(rel) || isnan(mrel) || rel > mrel)
+			mrel = isnan(mrel) ? mrel : rel;
+		for (int s = 0; s < 2; s++) {
+			if (isnan(v[s][i]) || isnan(mn[s]) || v[s][i] < mn[s])
+				mn[s] = isnan(mn[s]) ? mn[s] : v[s][i];
+			if (isnan(v[s][i]) || isnan(mx[s]) || v[s][i] > mx[s])
+				mx[s] = isnan(mx[s]) ? mx[s] : v[s][i];
+		}
+	}
+	r->v[ADUMP_COMPARE_COSINE] = fmin(sxy / (sqrt(sxx) * sqrt(syy)), 1.0);
+	if (isnan(sxy / (sqrt(sxx) * sqrt(syy))))
+		r->v[ADUMP_COMPARE_COSINE] = NAN;
+	r->v[ADUMP_COMPARE_MAX_ABS] = mabs;
+	r->v[ADUMP_COMPARE_ACC_REL] = srel;
+	r->v[ADUMP_COMPARE_REL_EUCLID] = sqrt(syy) <= EPS64 ? 0 : sqrt(sdd / syy);
+	r->v[ADUMP_COMPARE_MEAN_ABS] = sab / (double)n;
+	r->v[ADUMP_COMPARE_RMSE] = sqrt(sdd / (double)n);
+	r->v[ADUMP_COMPARE_MAX_REL] = mrel;
+	r->v[ADUMP_COMPARE_MEAN_REL] = srel / (double)n;
+	r->v[ADUMP_COMPARE_STD] = NAN;
+	/* Mean and population std, two passes. */
+	for (int s = 0; s < 2; s++) {
+		double sum = 0, m2 = 0;
+
+		for (size_t i = 0; i < n; i++)
+			sum += v[s][i];
+		r->mean[s] = sum / (double)n;
+		for (size_t i = 0; i < n; i++)
+			m2 += (v[s][i] - r->mean[s]) * (v[s][i] - r->mean[s]);
+		r->std[s] = sqrt(m2 / (double)n);
+	}
+	/* KL: normalise each side to [0,1], clamp at float32 epsilon, make distributions. */
+	double *p = malloc(n * sizeof(double)), *q = malloc(n * sizeof(double)), sp = 0, sq = 0,
+	       kl = 0;
+
+	ck_assert(p && q);
+	for (size_t i = 0; i < n; i++) {
+		double rx = mx[0] - mn[0], ry = mx[1] - mn[1];
+
+		p[i] = rx != 0 ? (x[i] - mn[0]) / rx : x[i];
+		q[i] = ry != 0 ? (y[i] - mn[1]) / ry : y[i];
+		/* np.maximum() keeps a NaN. */
+		p[i] = isnan(p[i]) || p[i] > 1.1920929e-07 ? p[i] : 1.1920929e-07;
+		q[i] = isnan(q[i]) || q[i] > 1.1920929e-07 ? q[i] : 1.1920929e-07;
+		if (isnan((double)x[i]) || isnan(rx))
+			p[i] = NAN;
+		if (isnan((double)y[i]) || isnan(ry))
+			q[i] = NAN;
+		sp += p[i];
+		sq += q[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		kl += p[i] / sp * log((p[i] / sp) / (q[i] / sq));
+	r->v[ADUMP_COMPARE_KL] = fabs(kl) < EPS64 ? 0 : kl;
+	free(p);
+	free(q);
+}
+
+static void assert_close(double got, double want, double tol, const char *what)
+{
+	if (isnan(want)) {
+		ck_assert_msg(isnan(got), "%s: got %.17g, want nan", what, got);
+		return;
+	}
+	if (isinf(want)) {
+		ck_assert_msg(got == want, "%s: got %.17g, want %g", what, got, want);
+		return;
+	}
+	ck_assert_msg(fabs(got - want) <= tol * fmax(1.0, fabs(want)), "%s: got %.17g, want %.17g",
+		      what, got, want);
+}
+
+/* Compare @x and @y (float32) through adump_compare_buffers() and against the reference. */
+static void check_f32(const float *x, const float *y, size_t n, const char *label)
+{
+	struct adump_compare_metrics m;
+	char cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES], msg[4096], what[128];
+	uint64_t dims[1] = { n };
+	struct ref r;
+
+	ck_assert_int_eq(adump_compare_buffers(ADUMP_DT_FLOAT, x, n, ADUMP_DT_FLOAT, y, n, dims, 1,
+					       &m, cells, msg, sizeof(msg)),
+			 0);
+	ref_compute(x, y, n, &r);
+	/* A [1] shape is msaccucmp's scalar: cosine 1 whatever the data. */
+	if (n == 1)
+		r.v[ADUMP_COMPARE_COSINE] = 1;
+	for (int a = 0; a < ADUMP_COMPARE_ALG_COUNT; a++) {
+		if (a == ADUMP_COMPARE_STD)
+			continue;
+		/* msaccucmp's special cases of the cosine are checked by the edge tests. */
+		if (a == ADUMP_COMPARE_COSINE && (sqrt(sqrt(r.v[ADUMP_COMPARE_COSINE])) <= EPS64))
+			continue;
+		snprintf(what, sizeof(what), "%s %s", label, adump_compare_alg_name(a));
+		assert_close(m.value[a], r.v[a], 1e-9, what);
+	}
+	for (int s = 0; s < 2; s++) {
+		snprintf(what, sizeof(what), "%s mean[%d]", label, s);
+		if (fabs(r.mean[s]) >= 0.001)
+			assert_close(m.mean[s], r.mean[s], 1e-9, what);
+		snprintf(what, sizeof(what), "%s std[%d]", label, s);
+		if (fabs(r.std[s]) >= 0.001)
+			assert_close(m.std[s], r.std[s], 1e-9, what);
+	}
+}
+
+static float *randf(size_t n, uint64_t *rng, double scale)
+{
+	float *v = malloc((n ? n : 1) * sizeof(float));
+
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (float)(((double)(t_rand(rng) >> 11) / (double)(1ull << 53) - 0.5) * scale);
+	return v;
+}
+
+START_TEST(test_metrics_random)
+{
+	uint64_t rng = t_seed();
+	/* Longer than one internal chunk of adump_compare_buffers(), and a length that is not a
+	 * multiple of it. */
+	const size_t sizes[] = { 1, 2, 7, 1000, 1024, 5000 };
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		float *x = randf(n, &rng, 10), *y = malloc(n * sizeof(float));
+		char label[64];
+
+		for (size_t i = 0; i < n; i++)
+			y[i] = x[i] + (float)((double)(t_rand(&rng) % 1000) * 1e-4);
+		snprintf(label, sizeof(label), "random n=%zu", n);
+		check_f32(x, y, n, label);
+		/* Zeros in the reference (relative errors skip them), on the vector path too. */
+		for (size_t i = 0; i < n; i += 5)
+			y[i] = 0;
+		snprintf(label, sizeof(label), "reference zeros n=%zu", n);
+		check_f32(x, y, n, label);
+		/* A NaN on my side, an Inf in the reference. */
+		if (n > 8) {
+			x[n / 2] = NAN;
+			y[n / 3] = INFINITY;
+			snprintf(label, sizeof(label), "nan and inf n=%zu", n);
+			check_f32(x, y, n, label);
+			x[n / 2] = 1;
+			check_f32(x, y, n, label);
+		}
+		snprintf(label, sizeof(label), "unrelated n=%zu", n);
+		free(y);
+		y = randf(n, &rng, 1e3);
+		check_f32(x, y, n, label);
+		free(x);
+		free(y);
+	}
+}
+END_TEST
+
+/* Run msaccucmp's metrics on @x/@y and return the cell of @alg and the messages. */
+static void cells_of(int32_t dx, const void *x, uint64_t nx, int32_t dy, const void *y, uint64_t ny,
+		     const uint64_t *dims, uint32_t dim_count,
+		     char (*cells)[ADUMP_COMPARE_CELL_BYTES], char *msg, size_t cap,
+		     struct adump_compare_metrics *m)
+{
+	ck_assert_int_eq(adump_compare_buffers(dx, x, nx, dy, y, ny, dims, dim_count, m, cells, msg,
+					       cap),
+			 0);
+}
+
+START_TEST(test_metrics_edges)
+{
+	char cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES], msg[4096];
+	struct adump_compare_metrics m;
+	uint64_t d4[1] = { 4 }, d0[1] = { 0 }, scalar1[1] = { 1 };
+	float a[4] = { 1, 2, 3, 4 }, b[4] = { 1, 2, 3, 4 }, z[4] = { 0, 0, 0, 0 };
+	float nan1[4] = { 1, NAN, 3, 4 }, inf1[4] = { 1, INFINITY, 3, 4 };
+
+	/* Identical: cosine 1, every error 0. */
+	cells_of(ADUMP_DT_FLOAT, a, 4, ADUMP_DT_FLOAT, b, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "1.000000");
+	for (int i = 1; i < ADUMP_COMPARE_ALG_COUNT; i++)
+		if (i != ADUMP_COMPARE_STD)
+			ck_assert_str_eq(cells[i], "0.000000");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_STD], "(2.500;1.118),(2.500;1.118)");
+	ck_assert_str_eq(msg, "");
+
+	/* NaN on my side: cosine, max abs, sums NaN; relative ones NaN too (x/y is NaN). */
+	cells_of(ADUMP_DT_FLOAT, nan1, 4, ADUMP_DT_FLOAT, b, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "nan");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "nan");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_REL], "nan");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_KL], "nan");
+	/* NaN in the ground truth: relative errors skip the element (|NaN| > eps is false). */
+	cells_of(ADUMP_DT_FLOAT, b, 4, ADUMP_DT_FLOAT, nan1, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_ACC_REL], "0.000000");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "nan");
+	/* NaN on both sides. */
+	cells_of(ADUMP_DT_FLOAT, nan1, 4, ADUMP_DT_FLOAT, nan1, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "nan");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_RMSE], "nan");
+	/* Inf on my side: inf errors; a same-sign inf on both sides: inf - inf is NaN. */
+	cells_of(ADUMP_DT_FLOAT, inf1, 4, ADUMP_DT_FLOAT, b, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "nan");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "inf");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_ACC_REL], "inf");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MEAN_ABS], "inf");
+	cells_of(ADUMP_DT_FLOAT, inf1, 4, ADUMP_DT_FLOAT, inf1, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "nan");
+	/* Inf in the ground truth, finite x: that element's relative error is |0 - 1| = 1. */
+	cells_of(ADUMP_DT_FLOAT, b, 4, ADUMP_DT_FLOAT, inf1, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_ACC_REL], "1.000000");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_REL], "1.000000");
+
+	/* Zeros: both -> the literal 1.0; one side -> NaN and the message naming that side. */
+	cells_of(ADUMP_DT_FLOAT, z, 4, ADUMP_DT_FLOAT, z, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "1.0");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_REL_EUCLID], "0.000000");
+	cells_of(ADUMP_DT_FLOAT, z, 4, ADUMP_DT_FLOAT, a, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "NaN");
+	ck_assert_str_eq(msg, "Cannot compare by Cosine Similarity. All the data is zero in my output.");
+	cells_of(ADUMP_DT_FLOAT, a, 4, ADUMP_DT_FLOAT, z, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(msg, "Cannot compare by Cosine Similarity. All the data is zero in ground truth.");
+	/* The reference all zero: RelativeEuclideanDistance 0 even though x is not. */
+	ck_assert_str_eq(cells[ADUMP_COMPARE_REL_EUCLID], "0.000000");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_REL], "0.000000");
+
+	/* Scalars ([] and [1]): cosine 1 whatever the data, with its message. */
+	float s1 = 3, s2 = -7;
+	cells_of(ADUMP_DT_FLOAT, &s1, 1, ADUMP_DT_FLOAT, &s2, 1, NULL, 0, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "1.000000");
+	ck_assert_str_eq(msg, "This tensor is scalar.");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "10.000000");
+	cells_of(ADUMP_DT_FLOAT, &s1, 1, ADUMP_DT_FLOAT, &s2, 1, scalar1, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "1.000000");
+
+	/* Empty: max() raises in numpy, means are NaN. */
+	cells_of(ADUMP_DT_FLOAT, a, 0, ADUMP_DT_FLOAT, b, 0, d0, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "1.0");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "NaN");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MEAN_ABS], "nan");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_STD], "(nan;nan),(nan;nan)");
+	ck_assert_str_eq(msg, "Failed to execute 'compare' in 'MaxAbsoluteError'. zero-size array to "
+			      "reduction operation maximum which has no identity,Failed to execute "
+			      "'compare' in 'KullbackLeiblerDivergence'. zero-size array to reduction "
+			      "operation maximum which has no identity,Failed to execute 'compare' in "
+			      "'MaxRelativeError'. zero-size array to reduction operation maximum which "
+			      "has no identity");
+
+	/* Length mismatch: every algorithm NaN, with the message. */
+	cells_of(ADUMP_DT_FLOAT, a, 4, ADUMP_DT_FLOAT, b, 3, d4, 1, cells, msg, sizeof(msg), &m);
+	for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++)
+		ck_assert_str_eq(cells[i], "NaN");
+	ck_assert_ptr_nonnull(strstr(msg, "does not match"));
+
+	/* Bool on both sides: only cosine (and RelativeEuclideanDistance if y is all false). */
+	unsigned char bx[4] = { 1, 0, 1, 1 }, by[4] = { 1, 1, 0, 1 }, bz[4] = { 0 };
+	cells_of(ADUMP_DT_BOOL, bx, 4, ADUMP_DT_BOOL, by, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_COSINE], "0.666667");
+	for (int i = 1; i < ADUMP_COMPARE_ALG_COUNT; i++)
+		ck_assert_str_eq(cells[i], "NaN");
+	ck_assert_ptr_nonnull(strstr(msg, "Algorithm MaxAbsoluteError does not support Boolean types."));
+	ck_assert_ptr_nonnull(strstr(msg, "numpy boolean subtract"));
+	cells_of(ADUMP_DT_BOOL, bx, 4, ADUMP_DT_BOOL, bz, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_REL_EUCLID], "0.000000");
+	/* Bool against float: cast, every algorithm runs. */
+	float fb[4] = { 1, 1, 0, 1 };
+	cells_of(ADUMP_DT_BOOL, bx, 4, ADUMP_DT_FLOAT, fb, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MAX_ABS], "1.000000");
+	ck_assert_str_eq(cells[ADUMP_COMPARE_MEAN_ABS], "0.500000");
+
+	/* A constant tensor: KL scales by itself only when max != min. */
+	float c1[4] = { 2, 2, 2, 2 };
+	cells_of(ADUMP_DT_FLOAT, c1, 4, ADUMP_DT_FLOAT, c1, 4, d4, 1, cells, msg, sizeof(msg), &m);
+	ck_assert_str_eq(cells[ADUMP_COMPARE_KL], "0.000000");
+}
+END_TEST
+
+/* float16, bfloat16, int32, int64: values converted to float32 first, then the same metrics. */
+START_TEST(test_metrics_dtypes)
+{
+	uint64_t rng = t_seed() + 1;
+	enum { N = 3000 };
+	_Float16 hx[N], hy[N];
+	uint16_t bx[N], by[N];
+	int32_t ix[N], iy[N];
+	int64_t lx[N], ly[N];
+	float fx[N], fy[N];
+	struct adump_compare_metrics m;
+	uint64_t dims[1] = { N };
+	struct ref r;
+	struct {
+		int32_t dtype;
+		const void *x, *y;
+	} cases[] = {
+		{ ADUMP_DT_FLOAT16, hx, hy },
+		{ ADUMP_DT_BF16, bx, by },
+		{ ADUMP_DT_INT32, ix, iy },
+		{ ADUMP_DT_INT64, lx, ly },
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (int i = 0; i < N; i++) {
+			double v = ((double)(t_rand(&rng) % 20001) - 10000) / 100.0;
+			double w = v + (double)(t_rand(&rng) % 7) / 50.0;
+			uint32_t u;
+			float f;
+
+			switch (cases[c].dtype) {
+			case ADUMP_DT_FLOAT16:
+				hx[i] = (_Float16)v;
+				hy[i] = (_Float16)w;
+				fx[i] = (float)hx[i];
+				fy[i] = (float)hy[i];
+				break;
+			case ADUMP_DT_BF16:
+				f = (float)v;
+				memcpy(&u, &f, 4);
+				bx[i] = (uint16_t)(u >> 16);
+				u = (uint32_t)bx[i] << 16;
+				memcpy(&fx[i], &u, 4);
+				f = (float)w;
+				memcpy(&u, &f, 4);
+				by[i] = (uint16_t)(u >> 16);
+				u = (uint32_t)by[i] << 16;
+				memcpy(&fy[i], &u, 4);
+				break;
+			case ADUMP_DT_INT32:
+				ix[i] = (int32_t)(v * 100);
+				iy[i] = (int32_t)(w * 100);
+				fx[i] = (float)ix[i];
+				fy[i] = (float)iy[i];
+				break;
+			default:
+				/* Beyond float32's 24 bits: the cast rounds, as numpy's does. */
+				lx[i] = (int64_t)(v * 1e9) * 1000 + 7;
+				ly[i] = (int64_t)(w * 1e9) * 1000 + 3;
+				fx[i] = (float)lx[i];
+				fy[i] = (float)ly[i];
+				break;
+			}
+		}
+		ck_assert_int_eq(adump_compare_buffers(cases[c].dtype, cases[c].x, N, cases[c].dtype,
+						       cases[c].y, N, dims, 1, &m, NULL, NULL, 0),
+				 0);
+		ref_compute(fx, fy, N, &r);
+		for (int a = 0; a < ADUMP_COMPARE_ALG_COUNT; a++)
+			if (a != ADUMP_COMPARE_STD)
+				assert_close(m.value[a], r.v[a], 1e-9, adump_compare_alg_name(a));
+	}
+	/* A dtype without numbers is refused. */
+	ck_assert_int_eq(adump_compare_buffers(ADUMP_DT_STRING, hx, 1, ADUMP_DT_FLOAT, fx, 1, dims, 1,
+					       &m, NULL, NULL, 0),
+			 -ADUMP_ERR_UNSUPPORTED);
+}
+END_TEST
+
+START_TEST(test_alg_parse)
+{
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	char msg[256];
+
+	ck_assert_int_eq(adump_compare_alg_parse(&cfg, "8,CosineSimilarity,8,4", msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(cfg.alg_count, 3);
+	ck_assert_int_eq(cfg.algs[0], ADUMP_COMPARE_MAX_REL);
+	ck_assert_int_eq(cfg.algs[1], ADUMP_COMPARE_COSINE);
+	ck_assert_int_eq(cfg.algs[2], ADUMP_COMPARE_KL);
+	ck_assert_int_eq(adump_compare_alg_parse(&cfg, "all", msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(cfg.alg_count, 0);
+	ck_assert_int_eq(adump_compare_alg_parse(&cfg, "10", msg, sizeof(msg)), -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_compare_alg_parse(&cfg, "Cosine", msg, sizeof(msg)), -ADUMP_ERR_CONFIG);
+	ck_assert_ptr_nonnull(strstr(msg, "Cosine"));
+}
+END_TEST
+
+/* ---- directories of dumps ------------------------------------------------------------------ */
+
+static char *dir;
+static int32_t output_format = ADUMP_FORMAT_ND;   /* dump_write()'s output format */
+
+static int write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+/* Write <dir>/<side>/Add.<name>.1.2.<ts> with float32 inputs @in and outputs @out. */
+static void dump_write(const char *side, const char *name, uint64_t ts, uint32_t in_count,
+		       const float *const *in, const uint64_t *in_dims, uint32_t out_count,
+		       const float *const *out, const uint64_t *out_dims, uint32_t dim_count)
+{
+	struct adump_tensor t[8];
+	const void *data[8];
+	char path[4096];
+	uint32_t n = 0;
+	uint64_t elems = 1;
+	size_t len;
+	void *buf;
+	FILE *f;
+
+	for (uint32_t d = 0; d < dim_count; d++)
+		elems *= in_dims[d];
+	for (uint32_t i = 0; i < in_count; i++, n++) {
+		t[n] = rt_tensor(ADUMP_TENSOR_INPUT, ADUMP_DT_FLOAT, dim_count, in_dims, elems * 4);
+		t[n].address = 4096 * (n + 1);
+		data[n] = in[i];
+	}
+	elems = 1;
+	for (uint32_t d = 0; d < dim_count; d++)
+		elems *= out_dims[d];
+	for (uint32_t i = 0; i < out_count; i++, n++) {
+		t[n] = rt_tensor(ADUMP_TENSOR_OUTPUT, ADUMP_DT_FLOAT, dim_count, out_dims, elems * 4);
+		t[n].format = output_format;
+		data[n] = out[i];
+	}
+	struct adump_op op = { .op_type = "Add", .op_name = name, .task_id = 1, .stream_id = 2,
+			       .timestamp_us = ts, .tensor_count = n, .tensors = t };
+
+	buf = rt_dump_mem(&op, data, &len);
+	snprintf(path, sizeof(path), "%s/%s", dir, side);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/Add.%s.1.2.%llu", dir, side, name, (unsigned long long)ts);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	free(buf);
+}
+
+/* A minimal reader of Python csv output: quoted cells, doubled quotes, CRLF rows. */
+static char ***csv_parse(const char *text, size_t *row_count, size_t *col_count)
+{
+	char ***rows = NULL, *cell = malloc(strlen(text) + 1);
+	size_t nrows = 0, ncols = 0, len = 0;
+	char **cur = NULL;
+	const char *p = text;
+
+	ck_assert_ptr_nonnull(cell);
+	while (*p) {
+		bool is_quoted = *p == '"';
+
+		len = 0;
+		if (is_quoted) {
+			for (p++; *p && !(*p == '"' && p[1] != '"'); p++) {
+				if (*p == '"')
+					p++;
+				cell[len++] = *p;
+			}
+			ck_assert_int_eq(*p, '"');
+			p++;
+		} else {
+			while (*p && *p != ',' && *p != '\r')
+				cell[len++] = *p++;
+		}
+		cell[len] = '\0';
+		cur = realloc(cur, (ncols + 1) * sizeof(*cur));
+		cur[ncols++] = strdup(cell);
+		if (*p == ',') {
+			p++;
+			continue;
+		}
+		ck_assert_msg(p[0] == '\r' && p[1] == '\n', "row %zu does not end in CRLF", nrows);
+		p += 2;
+		rows = realloc(rows, (nrows + 1) * sizeof(*rows));
+		rows[nrows++] = cur;
+		if (*col_count == 0)
+			*col_count = ncols;
+		ck_assert_uint_eq(ncols, *col_count);
+		cur = NULL;
+		ncols = 0;
+	}
+	free(cell);
+	*row_count = nrows;
+	return rows;
+}
+
+static struct adump_compare *run_compare(const struct adump_compare_config *cfg)
+{
+	char my[4096], golden[4096], msg[1024];
+	struct adump_compare *c;
+
+	snprintf(my, sizeof(my), "%s/my", dir);
+	snprintf(golden, sizeof(golden), "%s/golden", dir);
+	ck_assert_msg(adump_compare_open(cfg, my, golden, &c, msg, sizeof(msg)) == 0, "%s", msg);
+	ck_assert_int_eq(adump_compare_run(c), 0);
+	return c;
+}
+
+static int find_row(const struct adump_compare *c, const char *tensor_id)
+{
+	for (uint64_t i = 0; i < adump_compare_row_count(c); i++)
+		if (!strcmp(adump_compare_row(c, i)->tensor_id, tensor_id))
+			return (int)i;
+	return -1;
+}
+
+static const char *cell(const struct adump_compare *c, int row, const char *column)
+{
+	ck_assert_int_ge(row, 0);
+	for (uint32_t i = 0; i < adump_compare_column_count(c); i++)
+		if (!strcmp(adump_compare_column(c, i), column))
+			return adump_compare_row(c, (uint64_t)row)->cells[i];
+	ck_abort_msg("no column %s", column);
+	return NULL;
+}
+
+START_TEST(test_identical_dirs)
+{
+	uint64_t rng = t_seed() + 2, dims[2] = { 37, 41 };
+	float *a = randf(37 * 41, &rng, 4), *b = randf(37 * 41, &rng, 4), *o = randf(37 * 41, &rng, 4);
+	const float *in[2] = { a, b }, *out[1] = { o };
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	struct adump_compare *c;
+
+	dir = t_tmpdir("compare");
+	for (int k = 0; k < 12; k++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "op_%d", k);
+		dump_write("my", name, 1764590000000000ull + 10 * (uint64_t)k, 2, in, dims, 1, out, dims, 2);
+		dump_write("golden", name, 1764590000000005ull + 10 * (uint64_t)k, 2, in, dims, 1, out,
+			   dims, 2);
+	}
+	cfg.thread_count = 3;
+	cfg.chunk_elements = 100;       /* many chunks per tensor */
+	c = run_compare(&cfg);
+	ck_assert_uint_eq(adump_compare_row_count(c), 36);
+	for (uint64_t i = 0; i < 36; i++) {
+		const struct adump_compare_row *row = adump_compare_row(c, i);
+
+		ck_assert_uint_eq(row->index, i / 3);          /* op order, timestamps ascending */
+		ck_assert(row->is_compared);
+		ck_assert_str_eq(cell(c, (int)i, "CosineSimilarity"), "1.000000");
+		ck_assert_str_eq(cell(c, (int)i, "MaxAbsoluteError"), "0.000000");
+		ck_assert_str_eq(cell(c, (int)i, "MeanRelativeError"), "0.000000");
+		ck_assert_str_eq(cell(c, (int)i, "CompareFailReason"), "");
+		ck_assert_str_eq(cell(c, (int)i, "Shape"), "[37,41]");
+	}
+	adump_compare_summary_get(c, &s);
+	ck_assert_int_eq(s.exit_code, 0);
+	ck_assert_int_eq(s.first_divergent_row, -1);
+	ck_assert_uint_eq(s.bytes[0], 36ull * 37 * 41 * 4);
+	adump_compare_close(c);
+	free(a);
+	free(b);
+	free(o);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_matching)
+{
+	uint64_t rng = t_seed() + 3, d6[1] = { 6 }, d23[2] = { 2, 3 }, d32[2] = { 3, 2 };
+	float *a = randf(6, &rng, 4), *b = randf(6, &rng, 4), *neg = malloc(6 * sizeof(float));
+	const float *one[1] = { a }, *two[2] = { a, b }, *negs[1] = { neg };
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	struct adump_compare *c;
+	uint64_t t = 1764590000000000ull;
+	char path[4096];
+	int r;
+
+	for (int i = 0; i < 6; i++)
+		neg[i] = -a[i];
+	dir = t_tmpdir("compare");
+	/* Ordered by my side's timestamps: late (2 files, its latest after first) comes last. */
+	dump_write("my", "late", t + 1, 1, one, d6, 1, one, d6, 1);
+	dump_write("my", "first", t + 10, 1, one, d6, 1, one, d6, 1);
+	dump_write("my", "late", t + 100, 1, one, d6, 1, one, d6, 1);
+	/* The ground truth's latest "late" matches; an older one differs. */
+	dump_write("golden", "late", t + 2, 1, negs, d6, 1, negs, d6, 1);
+	dump_write("golden", "late", t + 90, 1, one, d6, 1, one, d6, 1);
+	dump_write("golden", "first", t + 11, 1, one, d6, 1, one, d6, 1);
+	/* One-sided ops. */
+	dump_write("my", "only_my", t + 20, 1, one, d6, 1, one, d6, 1);
+	dump_write("golden", "only_golden", t + 5, 1, one, d6, 1, one, d6, 1);
+	/* Count mismatch on inputs: only the outputs are compared. */
+	dump_write("my", "count", t + 30, 2, two, d6, 1, one, d6, 1);
+	dump_write("golden", "count", t + 30, 1, one, d6, 1, negs, d6, 1);
+	/* Shape mismatch on outputs: only the inputs are compared. */
+	dump_write("my", "shape", t + 40, 1, one, d23, 1, one, d23, 2);
+	dump_write("golden", "shape", t + 40, 1, one, d23, 1, one, d32, 2);
+	/* Both groups fail: one NaN row with both messages. */
+	dump_write("my", "both", t + 50, 2, two, d23, 1, one, d23, 2);
+	dump_write("golden", "both", t + 50, 1, one, d23, 1, one, d32, 2);
+	/* Format mismatch on outputs: only the inputs are compared. */
+	dump_write("my", "format", t + 45, 1, one, d6, 1, one, d6, 1);
+	output_format = ADUMP_FORMAT_NCHW;
+	dump_write("golden", "format", t + 45, 1, one, d6, 1, one, d6, 1);
+	output_format = ADUMP_FORMAT_ND;
+	/* A file that is not a dump, and a truncated dump. */
+	snprintf(path, sizeof(path), "%s/my/Add.broken.1.2.%llu", dir, (unsigned long long)(t + 60));
+	ck_assert_int_eq(write_text(path, "garbage"), 0);
+	dump_write("golden", "broken", t + 60, 1, one, d6, 1, one, d6, 1);
+	snprintf(path, sizeof(path), "%s/my/notes.txt", dir);
+	ck_assert_int_eq(write_text(path, "not a dump"), 0);
+
+	cfg.has_overflow = true;
+	c = run_compare(&cfg);
+	/* Ids: first 0, only_my 1, count 2, shape 3, format 4, both 5, broken 6, late 7,
+	 * only_golden 8. */
+	r = find_row(c, "first:output:0");
+	ck_assert_str_eq(cell(c, r, "Index"), "0");
+	ck_assert_str_eq(cell(c, r, "OverFlow"), "NaN");
+	r = find_row(c, "late:output:0");
+	ck_assert_str_eq(cell(c, r, "Index"), "7");
+	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "1.000000");
+	for (uint64_t i = 0; i < adump_compare_row_count(c); i++) {
+		const struct adump_compare_row *row = adump_compare_row(c, i);
+
+		if (!strcmp(row->op_name, "only_my")) {
+			ck_assert_str_eq(row->cells[0], "1");
+			ck_assert_str_eq(row->cells[1], "NaN");
+			ck_assert_str_eq(row->cells[5], "*");
+			ck_assert_str_eq(cell(c, (int)i, "CompareFailReason"),
+					 "[only_my] There is no the ground truth dump file for the op \"only_my\".");
+		}
+		if (!strcmp(row->op_name, "only_golden")) {
+			ck_assert_str_eq(row->cells[0], "8");
+			ck_assert_str_eq(row->cells[2], "*");
+			ck_assert_str_eq(cell(c, (int)i, "CompareFailReason"),
+					 "[only_golden] There is no the my output dump file for the op \"only_golden\".");
+		}
+		if (!strcmp(row->op_name, "both")) {
+			ck_assert_str_eq(cell(c, (int)i, "CompareFailReason"),
+					 "[both] The number of input does not match (2 vs 1).,[both] The shape "
+					 "does not match ((2, 3) vs (3, 2)) for both:output:0.");
+			ck_assert_str_eq(cell(c, (int)i, "TensorIndex"), "NaN");
+			ck_assert_str_eq(cell(c, (int)i, "CosineSimilarity"), "NaN");
+		}
+		if (!strcmp(row->op_name, "broken"))
+			ck_assert_ptr_nonnull(strstr(cell(c, (int)i, "CompareFailReason"), "[broken] "));
+		ck_assert_uint_ge(row->index, i ? adump_compare_row(c, i - 1)->index : 0);
+	}
+	ck_assert_int_lt(find_row(c, "count:input:0"), 0);
+	r = find_row(c, "count:output:0");
+	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "-1.000000");
+	ck_assert_int_ge(find_row(c, "shape:input:0"), 0);
+	ck_assert_int_lt(find_row(c, "shape:output:0"), 0);
+	ck_assert_int_ge(find_row(c, "format:input:0"), 0);
+	ck_assert_int_lt(find_row(c, "format:output:0"), 0);
+	adump_compare_summary_get(c, &s);
+	ck_assert_uint_eq(s.op_count, 9);
+	ck_assert_uint_eq(s.matched_count, 7);
+	ck_assert_uint_eq(s.my_only_count, 1);
+	ck_assert_uint_eq(s.golden_only_count, 1);
+	ck_assert_int_eq(s.exit_code, 2);       /* the first op with a code: only_my */
+	ck_assert_int_eq(s.first_divergent_row, find_row(c, "count:output:0"));
+
+	/* The CSV, parsed back, holds the header and every cell. */
+	snprintf(path, sizeof(path), "%s/result.csv", dir);
+	FILE *f = fopen(path, "wb");
+	ck_assert_int_eq(adump_compare_write_csv(c, f), 0);
+	fclose(f);
+	char *text = t_slurp(dir, "result.csv");
+	size_t rows = 0, cols = 0;
+	char ***csv = csv_parse(text, &rows, &cols);
+
+	ck_assert_uint_eq(rows, adump_compare_row_count(c) + 1);
+	ck_assert_uint_eq(cols, adump_compare_column_count(c));
+	ck_assert_str_eq(csv[0][0], "Index");
+	ck_assert_str_eq(csv[0][3], "DataType");
+	ck_assert_str_eq(csv[0][6], "DataType");
+	ck_assert_str_eq(csv[0][10], "OverFlow");
+	ck_assert_str_eq(csv[0][cols - 1], "CompareFailReason");
+	for (size_t i = 0; i < rows; i++) {
+		for (size_t k = 0; k < cols; k++) {
+			const char *want = i ? adump_compare_row(c, i - 1)->cells[k]
+					     : adump_compare_column(c, (uint32_t)k);
+
+			ck_assert_str_eq(csv[i][k], want);
+			free(csv[i][k]);
+		}
+		free(csv[i]);
+	}
+	free(csv);
+	free(text);
+
+	/* The advisor names the first op below 0.99. */
+	snprintf(path, sizeof(path), "%s/advice.txt", dir);
+	f = fopen(path, "wb");
+	ck_assert_int_eq(adump_compare_write_advice(c, f), 0);
+	fclose(f);
+	text = t_slurp(dir, "advice.txt");
+	ck_assert_ptr_nonnull(strstr(text, "Detection Type: Global Consistency\nOperator Index: 2\n"));
+	free(text);
+	adump_compare_close(c);
+	free(a);
+	free(b);
+	free(neg);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_open_errors)
+{
+	struct adump_compare *c = NULL;
+	char msg[1024], path[4096];
+
+	dir = t_tmpdir("compare");
+	snprintf(path, sizeof(path), "%s/empty", dir);
+	mkdir(path, 0755);
+	ck_assert_int_eq(adump_compare_open(NULL, path, path, &c, msg, sizeof(msg)),
+			 -ADUMP_ERR_NOT_FOUND);
+	ck_assert_ptr_nonnull(strstr(msg, "no dump files"));
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	ck_assert_int_eq(adump_compare_open(NULL, path, path, &c, msg, sizeof(msg)), -ENOENT);
+	ck_assert_ptr_null(c);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* The metric tests once more on the portable kernels. */
+static void scalar_setup(void)
+{
+	adump_compare_simd_set(false);
+}
+
+static void scalar_teardown(void)
+{
+	adump_compare_simd_set(true);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("compare");
+	TCase *tc = tcase_create("metrics");
+	TCase *ts = tcase_create("metrics_scalar");
+	TCase *td = tcase_create("dirs");
+
+	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(td, 60);
+	tcase_add_test(tc, test_metrics_random);
+	tcase_add_test(tc, test_metrics_edges);
+	tcase_add_test(tc, test_metrics_dtypes);
+	tcase_add_test(tc, test_alg_parse);
+	tcase_set_timeout(ts, 60);
+	tcase_add_checked_fixture(ts, scalar_setup, scalar_teardown);
+	tcase_add_test(ts, test_metrics_random);
+	tcase_add_test(ts, test_metrics_edges);
+	tcase_add_test(ts, test_metrics_dtypes);
+	suite_add_tcase(s, ts);
+	tcase_add_test(td, test_identical_dirs);
+	tcase_add_test(td, test_matching);
+	tcase_add_test(td, test_open_errors);
+	suite_add_tcase(s, tc);
+	suite_add_tcase(s, td);
+	return t_run_suite(s);
+}

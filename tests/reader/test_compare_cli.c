@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump compare` as a user runs it: usage errors exit 2, an unreadable path 3, a bench capture
+ * against a copy with one op perturbed writes result_<ts>.csv and advisor_summary.txt naming
+ * that op, a one-sided op gives exit 2, and two .npy files give file_result_<ts>.txt. */
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reader_helpers.h"
+
+#ifndef ADUMP_TOOL
+#error "ADUMP_TOOL must name the adump binary"
+#endif
+
+static char *dir;
+
+#define run(...) t_run_tool(ADUMP_TOOL, dir, __VA_ARGS__)
+
+/* The one file in @d whose name starts with @prefix, as text; NULL if none. */
+static char *slurp_prefix(const char *d, const char *prefix)
+{
+	struct dirent *e;
+	char *text = NULL;
+	DIR *dd = opendir(d);
+
+	ck_assert_ptr_nonnull(dd);
+	while ((e = readdir(dd)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)) && !text)
+			text = t_slurp(d, e->d_name);
+	closedir(dd);
+	return text;
+}
+
+/* The path of the first file under @d (a bench capture's <ts>/0 directory). */
+static void leaf_dir(const char *d, char *out, size_t cap)
+{
+	struct dirent *e;
+	DIR *dd = opendir(d);
+
+	ck_assert_ptr_nonnull(dd);
+	while ((e = readdir(dd)))
+		if (e->d_name[0] != '.')
+			snprintf(out, cap, "%s/%s/0", d, e->d_name);
+	closedir(dd);
+}
+
+START_TEST(test_usage)
+{
+	dir = t_tmpdir("compare-cli");
+	ck_assert_int_eq(run("compare"), 2);
+	ck_assert_int_eq(run("compare -m %s", dir), 2);
+	ck_assert_int_eq(run("compare -m %s -g %s --threads 0", dir, dir), 2);
+	ck_assert_int_eq(run("compare -m %s -g %s -alg 11", dir, dir), 31);
+	ck_assert_int_eq(run("compare -m %s/none -g %s", dir, dir), 3);
+	ck_assert_int_eq(run("compare -m %s -g %s", dir, dir), 2);      /* no dump files */
+	ck_assert_int_eq(run("compare --help"), 0);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_bench_pair)
+{
+	char a[PATH_MAX], b[PATH_MAX], my[PATH_MAX], golden[PATH_MAX], out[PATH_MAX], victim[PATH_MAX];
+	char *csv, *advice;
+	struct dirent *e;
+	DIR *dd;
+
+	dir = t_tmpdir("compare-cli");
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(out, sizeof(out), "%s/out", dir);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	ck_assert_int_eq(run("bench --streams 2 --ops 3 --min-size 1K --max-size 64K --seed 5 "
+			     "--pool 16M --out %s", a), 0);
+	ck_assert_int_eq(run("bench --streams 2 --ops 3 --min-size 1K --max-size 64K --seed 5 "
+			     "--pool 16M --out %s", b), 0);
+	leaf_dir(a, golden, sizeof(golden));
+	leaf_dir(b, my, sizeof(my));
+	/* Same seed, same tensors: every op matches with cosine 1. */
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s -advisor --quiet", my, golden, out), 0);
+	csv = slurp_prefix(out, "result_");
+	ck_assert_ptr_nonnull(csv);
+	ck_assert_ptr_nonnull(strstr(csv, "Index,OpType,NPUDump,DataType,Address,GroundTruth,"
+					  "DataType,Address,TensorIndex,Shape,OverFlow,"
+					  "CosineSimilarity,"));
+	ck_assert_ptr_null(strstr(csv, "NaN,NaN,NaN"));
+	free(csv);
+	advice = t_slurp(out, "advisor_summary.txt");
+	ck_assert_ptr_nonnull(strstr(advice, "Operator Index: NA\n"));
+	free(advice);
+	t_rmtree(out);
+
+	/* Flip the sign bit of every element of bench_add_1_1's output: cosine -1 there. */
+	dd = opendir(my);
+	while ((e = readdir(dd)))
+		if (strstr(e->d_name, ".bench_add_1_1."))
+			snprintf(victim, sizeof(victim), "%s/%s", my, e->d_name);
+	closedir(dd);
+	{
+		struct adump_reader *r;
+		const struct adump_reader_header *h;
+		size_t len;
+		unsigned char *bytes = t_read_file(victim, &len);
+		FILE *f;
+
+		ck_assert_int_eq(adump_reader_create(&r), 0);
+		ck_assert_int_eq(adump_reader_open(r, victim), 0);
+		h = adump_reader_header(r);
+		uint32_t width = h->tensors[2].info.dtype == ADUMP_DT_FLOAT16 ? 2 : 4;
+		for (uint64_t i = h->tensors[2].offset; i < h->tensors[2].offset + h->tensors[2].info.bytes;
+		     i += width)
+			bytes[i + width - 1] ^= 0x80;
+		adump_reader_destroy(r);
+		f = fopen(victim, "wb");
+		ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+		fclose(f);
+		free(bytes);
+	}
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s -advisor --json", my, golden, out), 0);
+	csv = t_slurp(dir, "stdout");
+	ck_assert_ptr_nonnull(strstr(csv, "\"TensorIndex\": \"bench_add_1_1:output:0\""));
+	free(csv);
+	csv = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(csv, "first divergent op (CosineSimilarity < 0.99): Index") &&
+		      strstr(csv, "bench_add_1_1, tensor bench_add_1_1:output:0"), "%s", csv);
+	free(csv);
+	advice = t_slurp(out, "advisor_summary.txt");
+	ck_assert_ptr_nonnull(strstr(advice, "Detection Type: Global Consistency\n"));
+	ck_assert_ptr_null(strstr(advice, "Operator Index: NA"));
+	free(advice);
+	t_rmtree(out);
+
+	/* An op only on my side: its row, exit 2. */
+	ck_assert_int_eq(unlink(victim), 0);
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s --quiet", golden, my, out), 2);
+	csv = slurp_prefix(out, "result_");
+	ck_assert_ptr_nonnull(strstr(csv, "There is no the ground truth dump file for the op "
+					  "\"\"bench_add_1_1\"\".\""));
+	free(csv);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_npy_pair)
+{
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
+	float x[6] = { 1, 2, 3, 4, 5, 6 }, y[6] = { 1, 2, 3, 4, 5, 7 };
+	uint64_t dims[2] = { 2, 3 }, dims3[1] = { 6 };
+	char hdr[128];
+	long n;
+	FILE *f;
+	char *text;
+
+	dir = t_tmpdir("compare-cli");
+	snprintf(a, sizeof(a), "%s/a.npy", dir);
+	snprintf(b, sizeof(b), "%s/b.npy", dir);
+	snprintf(c, sizeof(c), "%s/c.npy", dir);
+	n = adump_reader_npy_header("<f4", dims, 2, hdr, sizeof(hdr));
+	ck_assert_int_gt(n, 0);
+	f = fopen(a, "wb");
+	fwrite(hdr, 1, (size_t)n, f);
+	fwrite(x, 4, 6, f);
+	fclose(f);
+	f = fopen(b, "wb");
+	fwrite(hdr, 1, (size_t)n, f);
+	fwrite(y, 4, 6, f);
+	fclose(f);
+	n = adump_reader_npy_header("<f4", dims3, 1, hdr, sizeof(hdr));
+	f = fopen(c, "wb");
+	fwrite(hdr, 1, (size_t)n, f);
+	fwrite(y, 4, 6, f);
+	fclose(f);
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s", a, b, dir), 0);
+	text = slurp_prefix(dir, "file_result_");
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "CosineSimilarity: 0.997090\n"));
+	ck_assert_ptr_nonnull(strstr(text, "MaxAbsoluteError: 1.000000\n"));
+	ck_assert_ptr_null(strstr(text, "KullbackLeiblerDivergence"));
+	free(text);
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s", a, c, dir), 23);   /* shapes differ */
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("compare_cli");
+	TCase *tc = tcase_create("cli");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_usage);
+	tcase_add_test(tc, test_bench_pair);
+	tcase_add_test(tc, test_npy_pair);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}

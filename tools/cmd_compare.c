@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump compare`: msaccucmp's compare over two dumps (result_<timestamp>.csv, the advisor's
+ * advisor_summary.txt, its exit codes), a one-screen summary, JSON rows and a plot. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adump/compare.h"
+#include "tools/tool.h"
+
+/* msaccucmp's CompareError codes the command can end with. */
+enum {
+	EXIT_NO_DUMP = 2,
+	EXIT_INVALID_PATH = 3,
+	EXIT_INVALID_PARAM = 6,
+	EXIT_WRITE = 19,
+	EXIT_INVALID_SHAPE = 23,
+	EXIT_INVALID_ALG = 31,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: adump compare -m MY_DUMP -g GROUND_TRUTH [-out DIR] [-alg LIST] [-advisor]\n"
+		"                     [--json] [--threads N] [--recursive] [--msprobe] [--plot] [--quiet]\n\n"
+		"Compares two dumps op by op, tensor by tensor, like msaccucmp compare (NPU vs NPU, no\n"
+		"fusion rule). Each side is a directory of dump files (.lz4 too), a packed capture or\n"
+		"one dump file; two .npy files are compared as msaccucmp's file_compare does\n"
+		"(file_result_<ts>.txt; without -alg, all but KL and StandardDeviation). Files are matched by the op name in their names; of several dumps of\n"
+		"one op the latest (timestamp) is compared. Writes DIR/result_<YYYYmmddHHMMSS>.csv.\n\n"
+		"  -m PATH          my output (the run under test; NPUDump)\n"
+		"  -g PATH          ground truth (GroundTruth)\n"
+		"  -out DIR         where results go (default: the current directory)\n"
+		"  -alg LIST        all (default), or a comma list of names or indices:\n"
+		"                   0 CosineSimilarity 1 MaxAbsoluteError 2 AccumulatedRelativeError\n"
+		"                   3 RelativeEuclideanDistance 4 KullbackLeiblerDivergence\n"
+		"                   5 StandardDeviation 6 MeanAbsoluteError 7 RootMeanSquareError\n"
+		"                   8 MaxRelativeError 9 MeanRelativeError\n"
+		"  -advisor         OverFlow column and DIR/advisor_summary.txt (first op with\n"
+		"                   CosineSimilarity < 0.99, or the first float16 overflow)\n"
+		"  --json           the rows as JSON on stdout (one object per row)\n"
+		"  --threads N      compare on N threads (default: one per CPU)\n"
+		"  --recursive      read subdirectories too (msaccucmp reads one directory level)\n"
+		"  --msprobe        also msprobe's One/Five Thousandth(s) Err Ratio, EucDist and\n"
+		"                   Accuracy Reached or Not columns\n"
+		"  --plot           DIR/compare_<ts>.png and .svg: cosine and max relative error along\n"
+		"                   the op order, first divergent op marked (needs gnuplot)\n"
+		"  --chunk N        elements read per step and side (default 64K; memory per thread\n"
+		"                   is about 24 bytes per element)\n"
+		"  --quiet          no summary on stderr\n\n"
+		"Sums are taken in float64 after the float32 cast msaccucmp makes (msaccucmp sums in\n"
+		"float32), so figures agree with msaccucmp's up to its rounding.\n"
+		"Exit status as msaccucmp's: 0 every op matched; 2 an op on one side only, or no op\n"
+		"matched, or usage error; 3 a path that cannot be read; 11 an op whose inputs and\n"
+		"outputs both failed the count/shape checks; 18 an unreadable dump file; 31 bad -alg.\n");
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_rows(const struct adump_compare *c, FILE *f)
+{
+	uint32_t cols = adump_compare_column_count(c);
+
+	fputs("[\n", f);
+	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
+		const struct adump_compare_row *row = adump_compare_row(c, r);
+		uint32_t seen_dtype = 0, seen_addr = 0;
+
+		fputs(r ? ",\n  {" : "  {", f);
+		for (uint32_t i = 0; i < cols; i++) {
+			const char *name = adump_compare_column(c, i);
+			char key[64];
+
+			/* DataType and Address appear twice in the CSV; JSON keys must differ. */
+			if (!strcmp(name, "DataType"))
+				snprintf(key, sizeof(key), "%s", seen_dtype++ ? "GroundTruthDataType"
+									    : "NPUDumpDataType");
+			else if (!strcmp(name, "Address"))
+				snprintf(key, sizeof(key), "%s", seen_addr++ ? "GroundTruthAddress"
+									   : "NPUDumpAddress");
+			else
+				snprintf(key, sizeof(key), "%s", name);
+			if (i)
+				fputs(", ", f);
+			json_string(f, key);
+			fputs(": ", f);
+			json_string(f, row->cells[i]);
+		}
+		fputc('}', f);
+	}
+	fputs("\n]\n", f);
+}
+
+static void human_bytes(char *buf, size_t cap, double b)
+{
+	if (b >= 1e9)
+		snprintf(buf, cap, "%.2f GB", b / 1e9);
+	else if (b >= 1e6)
+		snprintf(buf, cap, "%.1f MB", b / 1e6);
+	else
+		snprintf(buf, cap, "%.0f B", b);
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A screenful: counts, speed, the first divergent tensor and the five lowest cosines. */
+static void summary_print(const struct adump_compare *c, const struct adump_compare_summary *s,
+			  double seconds, const char *csv)
+{
+	char b0[32], b1[32];
+	uint64_t worst[5];
+	unsigned worst_count = 0;
+
+	human_bytes(b0, sizeof(b0), (double)s->bytes[0]);
+	human_bytes(b1, sizeof(b1), (double)s->bytes[1]);
+	fprintf(stderr,
+		"adump compare: %llu ops (%llu matched, %llu only in my output, %llu only in ground "
+		"truth)\n  %llu tensors compared, %llu rows without numbers; read %s + %s in %.2f s "
+		"(%.2f GB/s per side)\n",
+		(unsigned long long)s->op_count, (unsigned long long)s->matched_count,
+		(unsigned long long)s->my_only_count, (unsigned long long)s->golden_only_count,
+		(unsigned long long)s->tensor_count, (unsigned long long)s->failed_count, b0, b1,
+		seconds, seconds > 0 ? (double)(s->bytes[0] > s->bytes[1] ? s->bytes[0] : s->bytes[1]) /
+						 seconds / 1e9
+				     : 0.0);
+	if (s->first_divergent_row >= 0) {
+		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_divergent_row);
+
+		fprintf(stderr,
+			"  first divergent op (CosineSimilarity < 0.99): Index %llu %s, tensor %s\n"
+			"    CosineSimilarity %.6f  MaxAbsoluteError %.6g  MaxRelativeError %.6g  "
+			"RelativeEuclideanDistance %.6g\n",
+			(unsigned long long)row->index, row->op_name, row->tensor_id, row->cosine,
+			row->metrics.value[ADUMP_COMPARE_MAX_ABS],
+			row->metrics.value[ADUMP_COMPARE_MAX_REL],
+			row->metrics.value[ADUMP_COMPARE_REL_EUCLID]);
+	} else if (s->tensor_count) {
+		fprintf(stderr, "  no tensor below CosineSimilarity 0.99\n");
+	}
+	/* The lowest cosines, by selection: there are at most five to keep. */
+	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
+		const struct adump_compare_row *row = adump_compare_row(c, r);
+		unsigned k;
+
+		if (isnan(row->cosine) || row->cosine >= 0.99)
+			continue;
+		for (k = worst_count; k > 0; k--) {
+			if (adump_compare_row(c, worst[k - 1])->cosine <= row->cosine)
+				break;
+			if (k < 5)
+				worst[k] = worst[k - 1];
+		}
+		if (k < 5)
+			worst[k] = r;
+		if (worst_count < 5)
+			worst_count++;
+	}
+	if (worst_count > 1) {
+		fprintf(stderr, "  lowest CosineSimilarity:\n");
+		for (unsigned k = 0; k < worst_count; k++) {
+			const struct adump_compare_row *row = adump_compare_row(c, worst[k]);
+
+			fprintf(stderr, "    Index %-6llu %-36s %-24s %.6f  MaxRelativeError %.6g\n",
+				(unsigned long long)row->index, row->op_name, row->tensor_id,
+				row->cosine, row->max_relative_error);
+		}
+	}
+	if (csv)
+		fprintf(stderr, "  result: %s\n", csv);
+}
+
+/* Cosine and max relative error per row along the op order, first divergence marked. */
+static int plot(const struct adump_compare *c, const struct adump_compare_summary *s,
+		const char *dir, const char *stamp, char *msg, size_t cap)
+{
+	char data[4096], script[4096], png[4096], svg[4096];
+	FILE *f;
+	int status, ret = 0;
+
+	snprintf(data, sizeof(data), "%s/compare_%s.dat", dir, stamp);
+	snprintf(script, sizeof(script), "%s/compare_%s.gp", dir, stamp);
+	snprintf(png, sizeof(png), "%s/compare_%s.png", dir, stamp);
+	snprintf(svg, sizeof(svg), "%s/compare_%s.svg", dir, stamp);
+	f = fopen(data, "w");
+	if (!f) {
+		snprintf(msg, cap, "%s: %s", data, strerror(errno));
+		return -errno;
+	}
+	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
+		const struct adump_compare_row *row = adump_compare_row(c, r);
+
+		fprintf(f, "%llu %llu %.9g %.9g\n", (unsigned long long)r,
+			(unsigned long long)row->index, isnan(row->cosine) ? NAN : row->cosine,
+			isnan(row->max_relative_error) ? NAN : row->max_relative_error);
+	}
+	fclose(f);
+	f = fopen(script, "w");
+	if (!f) {
+		snprintf(msg, cap, "%s: %s", script, strerror(errno));
+		unlink(data);
+		return -errno;
+	}
+	fprintf(f, "set datafile missing 'nan'\n"
+		   "set xlabel 'row (op order: inputs, then outputs of each op)'\n"
+		   "set ylabel 'CosineSimilarity'\nset y2label 'MaxRelativeError'\n"
+		   "set ytics nomirror\nset y2tics\nset logscale y2\nset grid\nset key bottom left\n"
+		   "set yrange [*:1.02]\n");
+	if (s->first_divergent_row >= 0) {
+		const struct adump_compare_row *row =
+			adump_compare_row(c, (uint64_t)s->first_divergent_row);
+
+		fprintf(f, "set arrow from %lld, graph 0 to %lld, graph 1 nohead lc rgb 'red' lw 2\n"
+			   "set label \"first divergent: Index %llu %s\" at %lld, graph 0.95 "
+			   "offset 1,0 tc rgb 'red' noenhanced\n",
+			(long long)s->first_divergent_row, (long long)s->first_divergent_row,
+			(unsigned long long)row->index, row->op_name, (long long)s->first_divergent_row);
+	}
+	fprintf(f, "set title 'adump compare: %llu ops, %llu tensors' noenhanced\n",
+		(unsigned long long)s->op_count, (unsigned long long)s->tensor_count);
+	for (int k = 0; k < 2; k++) {
+		fprintf(f, "set terminal %s size 1200,600\nset output '%s'\n",
+			k ? "svg" : "pngcairo", k ? svg : png);
+		fprintf(f, "plot '%s' using 1:3 with linespoints pt 7 ps 0.5 lc rgb '#1f77b4' "
+			   "title 'CosineSimilarity', '' using 1:($4 > 0 ? $4 : 1/0) axes x1y2 with "
+			   "points pt 2 ps 1 lc rgb '#ff7f0e' title 'MaxRelativeError (> 0)'\n",
+			data);
+	}
+	fclose(f);
+	char cmd[8400];
+
+	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 1>&2", script);
+	status = system(cmd);
+	if (status != 0) {
+		/* pngcairo may be missing (gnuplot-nox has it; some builds do not): plain png. */
+		char alt[8600];
+
+		snprintf(alt, sizeof(alt), "sed -i 's/pngcairo/png/' '%s' && gnuplot '%s' 1>&2", script,
+			 script);
+		status = system(alt);
+	}
+	if (status != 0) {
+		snprintf(msg, cap, "gnuplot failed (status %d); is gnuplot installed?",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : status);
+		ret = -1;
+	}
+	unlink(script);
+	unlink(data);
+	if (ret == 0)
+		snprintf(msg, cap, "%.4000s, %.4000s", png, svg);
+	return ret;
+}
+
+/* ---- two .npy files: msaccucmp's single-file compare (file_compare) ------------------------ */
+
+struct npy_file {
+	void *map;
+	size_t map_bytes;
+	const void *data;
+	uint64_t count;
+	int32_t dtype;
+	uint64_t dims[32];
+	uint32_t dim_count;
+};
+
+static const struct {
+	const char *descr;
+	int32_t dtype;
+} npy_types[] = {
+	{ "<f4", ADUMP_DT_FLOAT }, { "<f2", ADUMP_DT_FLOAT16 }, { "<f8", ADUMP_DT_DOUBLE },
+	{ "|i1", ADUMP_DT_INT8 },  { "<i2", ADUMP_DT_INT16 },   { "<i4", ADUMP_DT_INT32 },
+	{ "<i8", ADUMP_DT_INT64 }, { "|u1", ADUMP_DT_UINT8 },   { "<u2", ADUMP_DT_UINT16 },
+	{ "<u4", ADUMP_DT_UINT32 }, { "<u8", ADUMP_DT_UINT64 }, { "|b1", ADUMP_DT_BOOL },
+};
+
+/* Map a numpy file (format 1.x or 2.x, C order, little-endian numeric dtypes). */
+static int npy_open(const char *path, struct npy_file *n, char *msg, size_t cap)
+{
+	const unsigned char *p;
+	uint64_t header, elem = 0;
+	const char *d, *sh, *end;
+	char dict[4096];
+	struct stat st;
+	int fd;
+
+	memset(n, 0, sizeof(*n));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(msg, cap, "%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	n->map_bytes = (size_t)st.st_size;
+	n->map = n->map_bytes ? mmap(NULL, n->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	close(fd);
+	if (n->map == MAP_FAILED) {
+		n->map = NULL;
+		snprintf(msg, cap, "%s: cannot map (%s)", path, n->map_bytes ? strerror(errno) : "empty");
+		return -1;
+	}
+	p = n->map;
+	if (n->map_bytes < 10 || memcmp(p, "\x93NUMPY", 6) || (p[6] != 1 && p[6] != 2) ||
+	    (p[6] == 2 && n->map_bytes < 12)) {
+		snprintf(msg, cap, "%s: not a numpy file", path);
+		return -1;
+	}
+	header = p[6] == 1 ? 10 + (uint64_t)(p[8] | p[9] << 8)
+			   : 12 + (uint64_t)(p[8] | p[9] << 8 | p[10] << 16 | (uint32_t)p[11] << 24);
+	if (header > n->map_bytes || header - 10 >= sizeof(dict)) {
+		snprintf(msg, cap, "%s: numpy header runs past the file", path);
+		return -1;
+	}
+	memcpy(dict, p + (p[6] == 1 ? 10 : 12), header - (p[6] == 1 ? 10 : 12));
+	dict[header - (p[6] == 1 ? 10 : 12)] = '\0';
+	d = strstr(dict, "'descr': '");
+	sh = strstr(dict, "'shape': (");
+	if (!d || !sh || strstr(dict, "'fortran_order': True")) {
+		snprintf(msg, cap, "%s: unsupported numpy header %s", path, dict);
+		return -1;
+	}
+	n->dtype = -1;
+	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++)
+		if (!strncmp(d + 10, npy_types[i].descr, 3) && d[13] == '\'')
+			n->dtype = npy_types[i].dtype;
+	if (n->dtype < 0) {
+		snprintf(msg, cap, "%s: dtype %.6s is not compared", path, d + 10);
+		return -1;
+	}
+	n->count = 1;
+	for (sh += 10; *sh && *sh != ')' && n->dim_count < 32;) {
+		unsigned long long v = strtoull(sh, (char **)&end, 10);
+
+		if (end == sh)
+			break;
+		n->dims[n->dim_count++] = v;
+		n->count *= v;
+		sh = end;
+		while (*sh == ',' || *sh == ' ')
+			sh++;
+	}
+	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++)
+		if (npy_types[i].dtype == n->dtype)
+			elem = npy_types[i].descr[2] - '0';
+	if (n->count > (n->map_bytes - header) / elem) {
+		snprintf(msg, cap, "%s: %llu elements do not fit in the file", path,
+			 (unsigned long long)n->count);
+		return -1;
+	}
+	n->data = p + header;
+	return 0;
+}
+
+static void npy_close(struct npy_file *n)
+{
+	if (n->map)
+		munmap(n->map, n->map_bytes);
+}
+
+/* msaccucmp with two files: same shape required (else 23); a table on stdout and, as its
+ * file_compare does, file_result_<ts>.txt with one "Name: value" line per algorithm. */
+static int npy_compare(const struct adump_compare_config *cfg, const char *my, const char *golden,
+		       const char *out_dir, bool has_algs)
+{
+	static const enum adump_compare_alg file_algs[] = {
+		ADUMP_COMPARE_COSINE, ADUMP_COMPARE_MAX_ABS, ADUMP_COMPARE_ACC_REL,
+		ADUMP_COMPARE_REL_EUCLID, ADUMP_COMPARE_MEAN_ABS, ADUMP_COMPARE_RMSE,
+		ADUMP_COMPARE_MAX_REL, ADUMP_COMPARE_MEAN_REL,
+	};
+	char cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES], msg[8192], path[4096], stamp[32];
+	const enum adump_compare_alg *algs = has_algs ? cfg->algs : file_algs;
+	uint32_t alg_count = has_algs ? cfg->alg_count : 8;
+	struct adump_compare_metrics m;
+	struct npy_file a, b;
+	struct tm tm;
+	time_t t;
+	FILE *f;
+	int code = 0;
+
+	if (npy_open(my, &a, msg, sizeof(msg)) < 0 || npy_open(golden, &b, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "adump compare: %s\n", msg);
+		npy_close(&a);
+		return EXIT_INVALID_PATH;
+	}
+	if (a.dim_count != b.dim_count || memcmp(a.dims, b.dims, a.dim_count * sizeof(a.dims[0]))) {
+		fprintf(stderr, "adump compare: the shapes of %s and %s differ\n", my, golden);
+		code = EXIT_INVALID_SHAPE;
+		goto out;
+	}
+	adump_compare_buffers(a.dtype, a.data, a.count, b.dtype, b.data, b.count, a.dims,
+			      a.dim_count, &m, cells, msg, sizeof(msg));
+	t = time(NULL);
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	snprintf(path, sizeof(path), "%s/file_result_%s.txt", out_dir, stamp);
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "adump compare: %s: %s\n", path, strerror(errno));
+		code = EXIT_WRITE;
+		goto out;
+	}
+	for (uint32_t k = 0; k < alg_count; k++) {
+		fprintf(f, "%s: %s\n", adump_compare_alg_name(algs[k]), cells[algs[k]]);
+		printf("%-28s %s\n", adump_compare_alg_name(algs[k]), cells[algs[k]]);
+	}
+	if (fclose(f) != 0)
+		code = EXIT_WRITE;
+	if (msg[0])
+		fprintf(stderr, "adump compare: %s\n", msg);
+	fprintf(stderr, "adump compare: %s\n", path);
+out:
+	npy_close(&a);
+	npy_close(&b);
+	return code;
+}
+
+static bool is_npy(const char *path)
+{
+	struct stat st;
+	size_t len = strlen(path);
+
+	return len > 4 && !strcmp(path + len - 4, ".npy") && stat(path, &st) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_THREADS, OPT_RECURSIVE, OPT_MSPROBE, OPT_PLOT, OPT_QUIET,
+	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK };
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, OPT_OUT },
+		{ "alg", required_argument, NULL, OPT_ALG },
+		{ "advisor", no_argument, NULL, OPT_ADVISOR },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "recursive", no_argument, NULL, OPT_RECURSIVE },
+		{ "msprobe", no_argument, NULL, OPT_MSPROBE },
+		{ "plot", no_argument, NULL, OPT_PLOT },
+		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "chunk", required_argument, NULL, OPT_CHUNK },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	const char *my = NULL, *golden = NULL, *out_dir = ".";
+	bool is_json = false, is_plot = false, is_quiet = false, is_advisor = false;
+	struct adump_compare_summary sum;
+	struct adump_compare *c = NULL;
+	char msg[8192], stamp[32], csv[4096], path[4096];
+	struct tm tm;
+	time_t t;
+	double t0;
+	FILE *f;
+	int opt, ret, code;
+
+	optind = 1;
+	while ((opt = getopt_long_only(argc, argv, "m:g:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'm':
+			my = optarg;
+			break;
+		case 'g':
+			golden = optarg;
+			break;
+		case OPT_OUT:
+			out_dir = optarg;
+			break;
+		case OPT_ALG:
+			if (adump_compare_alg_parse(&cfg, optarg, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "adump compare: -alg: %s\n", msg);
+				return EXIT_INVALID_ALG;
+			}
+			break;
+		case OPT_ADVISOR:
+			is_advisor = true;
+			cfg.has_overflow = true;
+			break;
+		case OPT_JSON:
+			is_json = true;
+			break;
+		case OPT_THREADS: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || v == 0 || v > 1024) {
+				fprintf(stderr, "adump compare: --threads: expected 1-1024, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			cfg.thread_count = (unsigned)v;
+			break;
+		}
+		case OPT_CHUNK: {
+			uint64_t v;
+
+			if (tool_parse_size(optarg, &v) < 0 || v < 1024 || v > (64u << 20)) {
+				fprintf(stderr, "adump compare: --chunk: expected 1K-64M elements, got "
+						"'%s'\n", optarg);
+				return 2;
+			}
+			cfg.chunk_elements = (size_t)v;
+			break;
+		}
+		case OPT_RECURSIVE:
+			cfg.is_recursive = true;
+			break;
+		case OPT_MSPROBE:
+			cfg.has_msprobe = true;
+			break;
+		case OPT_PLOT:
+			is_plot = true;
+			break;
+		case OPT_QUIET:
+			is_quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !my || !golden) {
+		fprintf(stderr, "adump compare: %s\n\n",
+			optind < argc ? "unexpected argument" : "-m and -g are required");
+		usage(stderr);
+		return 2;
+	}
+	if (mkdir(out_dir, 0750) < 0 && errno != EEXIST) {
+		fprintf(stderr, "adump compare: -out %s: %s\n", out_dir, strerror(errno));
+		return EXIT_INVALID_PATH;
+	}
+	if (is_npy(my) && is_npy(golden))
+		return npy_compare(&cfg, my, golden, out_dir, cfg.alg_count != 0);
+	t0 = now_seconds();
+	ret = adump_compare_open(&cfg, my, golden, &c, msg, sizeof(msg));
+	if (ret < 0) {
+		fprintf(stderr, "adump compare: %s\n", msg);
+		return ret == -ADUMP_ERR_NOT_FOUND ? EXIT_NO_DUMP
+		       : ret == -ADUMP_ERR_CONFIG  ? EXIT_INVALID_PARAM
+						   : EXIT_INVALID_PATH;
+	}
+	ret = adump_compare_run(c);
+	if (ret < 0) {
+		fprintf(stderr, "adump compare: %s\n", adump_strerror(ret));
+		adump_compare_close(c);
+		return 1;
+	}
+	adump_compare_summary_get(c, &sum);
+	code = sum.exit_code;
+	t = time(NULL);
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	snprintf(csv, sizeof(csv), "%s/result_%s.csv", out_dir, stamp);
+	csv[0] = sum.matched_count ? csv[0] : '\0';
+	if (sum.matched_count) {
+		/* msaccucmp writes no result when no op matched. */
+		f = fopen(csv, "w");
+		if (!f || adump_compare_write_csv(c, f) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "adump compare: %s: %s\n", csv, strerror(errno));
+			adump_compare_close(c);
+			return EXIT_WRITE;
+		}
+	} else {
+		fprintf(stderr, "adump compare: the model does not match the dump data: no op is on "
+				"both sides\n");
+	}
+	if (is_advisor && sum.matched_count) {
+		snprintf(path, sizeof(path), "%s/advisor_summary.txt", out_dir);
+		f = fopen(path, "w");
+		if (!f || adump_compare_write_advice(c, f) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(errno));
+			adump_compare_close(c);
+			return EXIT_WRITE;
+		}
+	}
+	if (is_json)
+		json_rows(c, stdout);
+	if (!is_quiet)
+		summary_print(c, &sum, now_seconds() - t0, csv[0] ? csv : NULL);
+	if (is_advisor && sum.matched_count && !is_quiet) {
+		fprintf(stderr, "  advisor: ");
+		adump_compare_write_advice(c, stderr);
+	}
+	if (is_plot && sum.matched_count) {
+		if (plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
+			fprintf(stderr, "adump compare: --plot: %s\n", msg);
+		else if (!is_quiet)
+			fprintf(stderr, "  plot: %s\n", msg);
+	}
+	adump_compare_close(c);
+	return code;
+}
