@@ -469,7 +469,7 @@ static int segment_get(struct adump_reader_packed *p, const char *name, struct s
 		}
 	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);     /* a FIFO must not block */
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {

@@ -195,7 +195,7 @@ int cmd_verify(int argc, char **argv)
 		ret = tool_files_add(&files, argv[i], true);
 		if (ret < 0) {
 			fprintf(stderr, "adump verify: %s: %s\n", argv[i], adump_strerror(ret));
-			rc = 2;
+			rc = 1;
 		}
 	}
 	if (!dir_count) {
