@@ -3,9 +3,11 @@
  * unknown options, missing, empty, non-dump and special files (a FIFO, a dangling link),
  * directories where files are expected and files where directories are. Each must end with
  * exit 2 for a usage error or 1 for a failure, with a message, within a time limit (a FIFO
- * once made the readers wait for a writer forever), never with a signal. Plus --version. */
+ * once made the readers wait for a writer forever), never with a signal. Plus --version, and
+ * verify --clean on the leftovers of a capture cut short. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <json-c/json.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +227,91 @@ START_TEST(test_fixtures_valid)
 }
 END_TEST
 
+static void append(const char *path, const char *bytes, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, bytes, len), (ssize_t)len);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+static off_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* `verify --json` of @path: its exit code, and the count @key of the document. */
+static int64_t verify_count(const char *path, const char *flags, const char *key, int *rc)
+{
+	json_object *doc, *v;
+	char *out;
+	int64_t n;
+
+	*rc = t_run_tool(TOOL, dir, "verify --json %s %s", flags, path);
+	out = t_slurp(dir, "stdout");
+	doc = json_tokener_parse(out);
+	ck_assert_msg(doc != NULL, "not JSON: %s", out);
+	ck_assert(json_object_object_get_ex(doc, key, &v));
+	n = json_object_get_int64(v);
+	json_object_put(doc);
+	free(out);
+	return n;
+}
+
+/* What a capture cut short leaves in a packed capture and beside files: listed by verify,
+ * removed by verify --clean, and nothing else touched. */
+START_TEST(test_verify_clean)
+{
+	char run[PATH_MAX], parent[PATH_MAX], seg[PATH_MAX + 32], idx[PATH_MAX + 32];
+	char orphan[PATH_MAX + 32], part[PATH_MAX + 32];
+	off_t seg_bytes, idx_bytes;
+	int rc;
+
+	ck_assert_int_eq(t_run_tool(TOOL, dir, "bench --out %s/clean --sink packed --streams 2 "
+				    "--ops 8 --min-size 64 --max-size 8K --no-warmup", dir), 0);
+	snprintf(parent, sizeof(parent), "%s/clean", dir);
+	only_subdir(parent, run, sizeof(run));
+	snprintf(seg, sizeof(seg), "%s/packed/w0-0.seg", run);
+	snprintf(idx, sizeof(idx), "%s/packed/w0.idx", run);
+	snprintf(orphan, sizeof(orphan), "%s/packed/w7-0.seg", run);
+	snprintf(part, sizeof(part), "%s/Add.x.1.2.3.part", run);
+	seg_bytes = size_of(seg);
+	idx_bytes = size_of(idx);
+	ck_assert_int_gt(seg_bytes, 0);
+	append(seg, "tail", 4);
+	append(idx, "0/Add.cut\tw0-0", 14);
+	append(orphan, "never indexed", 13);
+	append(part, "half a file", 11);
+
+	ck_assert_int_eq(verify_count(run, "", "part", &rc), 1);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_int_eq(verify_count(run, "", "index_leftover", &rc), 1);
+	ck_assert_int_eq(verify_count(run, "", "segment_leftover", &rc), 2);
+	ck_assert_int_eq(verify_count(run, "", "ok", &rc), 16);
+
+	ck_assert_int_eq(verify_count(run, "--clean", "removed", &rc), 4);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(size_of(seg), seg_bytes);
+	ck_assert_int_eq(size_of(idx), idx_bytes);
+	ck_assert_int_eq(size_of(orphan), -1);
+	ck_assert_int_eq(size_of(part), -1);
+	ck_assert_int_eq(verify_count(run, "", "ok", &rc), 16);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_eq(verify_count(run, "", "segment_leftover", &rc), 0);
+
+	/* With a bad index line the entries are unknown: no segment is cut. */
+	append(seg, "tail", 4);
+	snprintf(idx, sizeof(idx), "%s/packed/w1.idx", run);
+	append(idx, "garbage\n", 8);
+	ck_assert_int_eq(verify_count(run, "--clean", "removed", &rc), 0);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_int_eq(size_of(seg), seg_bytes + 4);
+}
+END_TEST
+
 START_TEST(test_version)
 {
 	static const char *const spellings[] = { "--version", "-V", "version" };
@@ -266,6 +353,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_fixtures_valid);
 	tcase_add_test(tc, test_version);
+	tcase_add_test(tc, test_verify_clean);
 	tcase_add_loop_test(tc, test_garbage, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
