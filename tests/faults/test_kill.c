@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* SIGKILL at random points of a 4-stream capture: a child process captures Adds without end
+ * (file sink buffered and O_DIRECT, both also with files made as <name>.part, and the packed
+ * sink) and is killed after a seeded random delay, 20 times in all. Afterwards:
+ *   - every named file (and packed entry) is a whole dump: `adump verify` finds nothing bad
+ *     or failed, and an independent parse (protobuf-c directly, not the reader) agrees;
+ *   - leftovers (.part files, a cut index line, unindexed segment bytes) are listed by
+ *     `adump verify` and removed by `adump verify --clean`, after which the capture passes
+ *     (or holds nothing, for a kill before the first file) and unpacks whole.
+ * ADUMP_TEST_SEED replays the delays. */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "adump/adump.h"
+#include "adump/device.h"
+#include "common/common.h"
+#include "dump_data.pb-c.h"
+#include "helpers.h"
+
+#ifndef ADUMP_TOOL
+#error "ADUMP_TOOL must name the adump binary"
+#endif
+#define TOOL "timeout 120 " ADUMP_TOOL
+
+#define STREAMS 4
+#define MAX_BYTES (256u << 10)          /* largest tensor; ADUMP_TEST_MAX_BYTES may lower it */
+
+enum kind { KIND_BUFFERED, KIND_DIRECT, KIND_PACKED, KIND_COUNT };
+
+static const char *const kind_names[KIND_COUNT] = { "buffered", "direct", "packed" };
+static char *dir;
+static uint64_t seed;
+
+static void setup(void)
+{
+	dir = t_tmpdir("kill");
+	ck_assert_ptr_nonnull(dir);
+	seed = t_seed();
+}
+
+static void teardown(void)
+{
+	t_rmtree(dir);
+	free(dir);
+}
+
+/* ---- the child: capture until killed ---- */
+
+struct child_stream {
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	uint64_t rng;
+	uint64_t max_bytes;
+};
+
+static void *child_stream_main(void *arg)
+{
+	struct child_stream *c = arg;
+	void *mem[3];
+	char name[64];
+
+	for (int i = 0; i < 3; i++)
+		if (adump_dev_malloc(c->dev, c->max_bytes, &mem[i]) < 0)
+			_exit(3);
+	for (uint64_t k = 0;; k++) {
+		/* Log-uniform sizes from 4 bytes to max_bytes, whole floats. */
+		unsigned shift = 2 + (unsigned)(t_rand(&c->rng) % 17);
+		uint64_t bytes = ((uint64_t)1 << shift) + t_rand(&c->rng) % ((uint64_t)1 << shift);
+		uint64_t count;
+
+		if (bytes > c->max_bytes)
+			bytes = c->max_bytes;
+		count = bytes / 4 ? bytes / 4 : 1;
+		struct adump_dev_tensor self = {
+			.data = mem[0], .dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
+			.dim_count = 1, .dims = { (int64_t)count }, .bytes = count * 4,
+		};
+		struct adump_dev_tensor other = self, out = self;
+		struct adump_dev_dump dump = { .op_type = "Add", .op_name = name,
+					       .tensor_mask = ADUMP_DUMP_ALL };
+
+		other.data = mem[1];
+		out.data = mem[2];
+		snprintf(name, sizeof(name), "kill_%llu", (unsigned long long)k);
+		if (adump_dev_launch_add(c->stream, &self, &other, 1.0, &out, &dump) < 0)
+			_exit(4);
+	}
+	return NULL;
+}
+
+static void quiet(enum adump_log_level level, const char *module, const char *msg, void *user)
+{
+	(void)level;
+	(void)module;
+	(void)msg;
+	(void)user;
+}
+
+/* Never returns: captures into <out>/run until a signal ends the process. */
+static void child_capture(const char *out, enum kind kind, bool is_part, uint64_t rng)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct child_stream streams[STREAMS];
+	struct adump_session *s;
+	struct adump_dev *dev;
+	const char *max_env = getenv("ADUMP_TEST_MAX_BYTES");
+	uint64_t max_bytes = MAX_BYTES;
+	pthread_t threads[STREAMS];
+
+	adump_set_log_fn(quiet, NULL);
+	/* Sanitizer builds shrink the workload (scripts/test.sh). */
+	if (max_env && strtoull(max_env, NULL, 0) && strtoull(max_env, NULL, 0) < max_bytes)
+		max_bytes = strtoull(max_env, NULL, 0);
+	/* Files made as <name>.part and renamed, as where O_TMPFILE cannot be used. */
+	if (is_part)
+		adump_testpoint_arm("pubfile.unnamed", -EOPNOTSUPP, 1, 1);
+	cfg.dump_path = out;
+	cfg.time_dir = "run";
+	cfg.pool_bytes = 32u << 20;
+	cfg.stream_max = STREAMS;
+	cfg.io = kind == KIND_DIRECT ? ADUMP_IO_DIRECT : ADUMP_IO_BUFFERED;
+	cfg.layout = kind == KIND_PACKED ? ADUMP_LAYOUT_PACKED : ADUMP_LAYOUT_FILES;
+	if (adump_dev_open(0, &dev) < 0 || adump_session_create(&cfg, &s) < 0)
+		_exit(2);
+	for (unsigned i = 0; i < STREAMS; i++) {
+		streams[i] = (struct child_stream){ .dev = dev, .rng = rng + i,
+						    .max_bytes = max_bytes };
+		if (adump_dev_stream_create(dev, &streams[i].stream) < 0 ||
+		    adump_session_attach(s, streams[i].stream) < 0 ||
+		    pthread_create(&threads[i], NULL, child_stream_main, &streams[i]) != 0)
+			_exit(2);
+	}
+	for (;;)
+		pause();
+}
+
+/* ---- the parent: kill, then check ---- */
+
+/* Independent of reader/: the 8-byte length, DumpData parsed by protobuf-c, and the file
+ * size equal to both plus every tensor's size. NULL when whole, else what is wrong. */
+static const char *parse_whole(const char *path)
+{
+	Toolkit__Dumpdata__DumpData *d;
+	uint64_t hlen, sum;
+	unsigned char *bytes;
+	size_t len;
+	const char *why = NULL;
+
+	bytes = t_read_file(path, &len);
+	if (!bytes)
+		return "unreadable";
+	if (len < 8) {
+		free(bytes);
+		return "shorter than the length prefix";
+	}
+	memcpy(&hlen, bytes, 8);
+	hlen = le64toh(hlen);
+	if (hlen == 0 || hlen > len - 8) {
+		free(bytes);
+		return "length prefix";
+	}
+	d = toolkit__dumpdata__dump_data__unpack(NULL, hlen, bytes + 8);
+	if (!d) {
+		free(bytes);
+		return "DumpData does not parse";
+	}
+	sum = 8 + hlen;
+	for (size_t i = 0; i < d->n_input; i++)
+		sum += d->input[i]->size;
+	for (size_t i = 0; i < d->n_output; i++)
+		sum += d->output[i]->size;
+	for (size_t i = 0; i < d->n_buffer; i++)
+		sum += d->buffer[i]->size;
+	for (size_t i = 0; i < d->n_space; i++)
+		sum += d->space[i]->size;
+	if (sum != len)
+		why = "size is not 8 + header + tensors";
+	else if (d->n_input != 2 || d->n_output != 1)
+		why = "not the 2 inputs and 1 output of an Add";
+	toolkit__dumpdata__dump_data__free_unpacked(d, NULL);
+	free(bytes);
+	return why;
+}
+
+static size_t whole_count;
+static char broken[PATH_MAX + 128];
+
+/* Every file whose name claims a whole dump (not .part, not a packed index or segment). */
+static int check_named(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	const char *why;
+
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_F || strstr(path, "/packed/") || strstr(path, ".part"))
+		return 0;
+	why = parse_whole(path);
+	if (why && !broken[0])
+		snprintf(broken, sizeof(broken), "%s: %s", path, why);
+	whole_count += !why;
+	return 0;
+}
+
+/* `adump verify --json [@flags] @path`: the counts that matter, and its exit code. */
+struct verdicts {
+	int rc;
+	int64_t ok, bad, part, failed, index_leftover, segment_leftover, removed, entries;
+};
+
+static int64_t count_of(json_object *doc, const char *key)
+{
+	json_object *v;
+
+	ck_assert_msg(json_object_object_get_ex(doc, key, &v), "verify --json lacks %s", key);
+	return json_object_get_int64(v);
+}
+
+static struct verdicts run_verify(const char *path, const char *flags)
+{
+	struct verdicts v;
+	json_object *doc;
+	char *out;
+
+	v.rc = t_run_tool(TOOL, dir, "verify --json %s %s", flags, path);
+	out = t_slurp(dir, "stdout");
+	doc = json_tokener_parse(out);
+	ck_assert_msg(doc != NULL, "verify %s: not JSON: %s", flags, out);
+	v.ok = count_of(doc, "ok");
+	v.bad = count_of(doc, "bad");
+	v.part = count_of(doc, "part");
+	v.failed = count_of(doc, "failed");
+	v.index_leftover = count_of(doc, "index_leftover");
+	v.segment_leftover = count_of(doc, "segment_leftover");
+	v.removed = count_of(doc, "removed");
+	v.entries = count_of(doc, "packed_entries");
+	json_object_put(doc);
+	free(out);
+	return v;
+}
+
+/* Totals over all kills, printed at the end: what the faults left and what survived. */
+struct totals {
+	unsigned kills;
+	int64_t whole, leftovers;
+};
+
+static void kill_once(enum kind kind, bool is_part, unsigned delay_ms, uint64_t rng,
+		      struct totals *t)
+{
+	char out[PATH_MAX], run[PATH_MAX + 8], unpacked[PATH_MAX + 16];
+	struct timespec ts = { .tv_sec = delay_ms / 1000,
+			       .tv_nsec = (long)(delay_ms % 1000) * 1000000 };
+	struct verdicts before, clean, after;
+	int status;
+	pid_t pid;
+
+	snprintf(out, sizeof(out), "%s/%s-%u", dir, kind_names[kind], t->kills);
+	ck_assert_int_eq(mkdir(out, 0755), 0);
+	snprintf(run, sizeof(run), "%s/run", out);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		child_capture(out, kind, is_part, rng);
+	nanosleep(&ts, NULL);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "%s: the capture ended by itself (status %d) before the kill at %u ms",
+		      out, status, delay_ms);
+	t->kills++;
+	if (access(run, F_OK) < 0)
+		return;         /* killed before the session made its directory */
+
+	/* Every file under a dump's name is whole, by the tool and independently. */
+	before = run_verify(run, "");
+	ck_assert_msg(before.bad == 0 && before.failed == 0,
+		      "%s (kill at %u ms, seed %llu): %lld bad, %lld failed", run, delay_ms,
+		      (unsigned long long)seed, (long long)before.bad, (long long)before.failed);
+	whole_count = 0;
+	broken[0] = '\0';
+	ck_assert_int_eq(nftw(run, check_named, 16, FTW_PHYS), 0);
+	ck_assert_msg(!broken[0], "kill at %u ms (seed %llu): %s", delay_ms,
+		      (unsigned long long)seed, broken);
+	if (kind != KIND_PACKED)
+		ck_assert_int_eq(whole_count, before.ok);
+	if (!is_part && kind != KIND_PACKED)
+		ck_assert_int_eq(before.part, 0);       /* unnamed files leave nothing */
+
+	/* Leftovers listed, then removed; what remains passes. */
+	clean = run_verify(run, "--clean");
+	ck_assert_int_eq(clean.removed,
+			 before.part + before.index_leftover + before.segment_leftover);
+	ck_assert_int_eq(clean.ok, before.ok);
+	after = run_verify(run, "");
+	ck_assert_int_eq(after.part + after.index_leftover + after.segment_leftover + after.bad +
+			 after.failed, 0);
+	ck_assert_int_eq(after.ok, before.ok);
+	ck_assert_int_eq(after.rc, after.ok ? 0 : 1);
+	t->whole += after.ok;
+	t->leftovers += clean.removed;
+
+	/* A packed capture unpacks whole, each restored file a whole dump. */
+	if (kind == KIND_PACKED && after.entries) {
+		snprintf(unpacked, sizeof(unpacked), "%s/unpacked", out);
+		ck_assert_int_eq(adump_unpack(run, unpacked), after.entries);
+		whole_count = 0;
+		ck_assert_int_eq(nftw(unpacked, check_named, 16, FTW_PHYS), 0);
+		ck_assert_msg(!broken[0], "%s", broken);
+		ck_assert_int_eq(whole_count, after.entries);
+	}
+	t_rmtree(out);
+}
+
+/* O_DIRECT needs a filesystem that takes it (tmpfs does not). */
+static bool is_direct_usable(void)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/direct-probe", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0600);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return fd >= 0;
+}
+
+START_TEST(test_sigkill_at_random_points)
+{
+	/* 20 kills: 7 buffered (3 with .part files), 7 O_DIRECT (3 with .part), 6 packed. */
+	static const struct {
+		enum kind kind;
+		bool is_part;
+		unsigned count;
+	} plan[] = {
+		{ KIND_BUFFERED, false, 4 }, { KIND_BUFFERED, true, 3 }, { KIND_DIRECT, false, 4 },
+		{ KIND_DIRECT, true, 3 },    { KIND_PACKED, false, 6 },
+	};
+	struct totals t = { 0 };
+	uint64_t rng = seed;
+	bool has_direct = is_direct_usable();
+
+	if (!has_direct)
+		fprintf(stderr, "test_kill: O_DIRECT not supported under %s: direct kills skipped\n",
+			dir);
+	for (size_t p = 0; p < sizeof(plan) / sizeof(plan[0]); p++) {
+		if (plan[p].kind == KIND_DIRECT && !has_direct)
+			continue;
+		for (unsigned i = 0; i < plan[p].count; i++) {
+			/* From before the session exists to well into the capture. */
+			unsigned delay_ms = 1 + (unsigned)(t_rand(&rng) % 400);
+
+			kill_once(plan[p].kind, plan[p].is_part, delay_ms, t_rand(&rng), &t);
+		}
+	}
+	fprintf(stderr, "test_kill: %u kills survived: %lld whole files or entries verified, "
+		"%lld leftovers removed\n", t.kills, (long long)t.whole, (long long)t.leftovers);
+	ck_assert_uint_ge(t.kills, 13);
+	/* Most kills land after files were written: a run with none at all is not a test. */
+	ck_assert_int_gt(t.whole, 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("kill");
+	TCase *tc = tcase_create("sigkill");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_sigkill_at_random_points);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
