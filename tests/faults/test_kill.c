@@ -8,13 +8,11 @@
  *     `adump verify` and removed by `adump verify --clean`, after which the capture passes
  *     (or holds nothing, for a kill before the first file) and unpacks whole.
  * ADUMP_TEST_SEED replays the delays. */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <json-c/json.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +25,8 @@
 #include <check.h>
 
 #include "adump/adump.h"
-#include "adump/device.h"
 #include "common/common.h"
-#include "dump_data.pb-c.h"
+#include "fault_helpers.h"
 #include "helpers.h"
 
 #ifndef ADUMP_TOOL
@@ -61,48 +58,6 @@ static void teardown(void)
 
 /* ---- the child: capture until killed ---- */
 
-struct child_stream {
-	struct adump_dev *dev;
-	struct adump_dev_stream *stream;
-	uint64_t rng;
-	uint64_t max_bytes;
-};
-
-static void *child_stream_main(void *arg)
-{
-	struct child_stream *c = arg;
-	void *mem[3];
-	char name[64];
-
-	for (int i = 0; i < 3; i++)
-		if (adump_dev_malloc(c->dev, c->max_bytes, &mem[i]) < 0)
-			_exit(3);
-	for (uint64_t k = 0;; k++) {
-		/* Log-uniform sizes from 4 bytes to max_bytes, whole floats. */
-		unsigned shift = 2 + (unsigned)(t_rand(&c->rng) % 17);
-		uint64_t bytes = ((uint64_t)1 << shift) + t_rand(&c->rng) % ((uint64_t)1 << shift);
-		uint64_t count;
-
-		if (bytes > c->max_bytes)
-			bytes = c->max_bytes;
-		count = bytes / 4 ? bytes / 4 : 1;
-		struct adump_dev_tensor self = {
-			.data = mem[0], .dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
-			.dim_count = 1, .dims = { (int64_t)count }, .bytes = count * 4,
-		};
-		struct adump_dev_tensor other = self, out = self;
-		struct adump_dev_dump dump = { .op_type = "Add", .op_name = name,
-					       .tensor_mask = ADUMP_DUMP_ALL };
-
-		other.data = mem[1];
-		out.data = mem[2];
-		snprintf(name, sizeof(name), "kill_%llu", (unsigned long long)k);
-		if (adump_dev_launch_add(c->stream, &self, &other, 1.0, &out, &dump) < 0)
-			_exit(4);
-	}
-	return NULL;
-}
-
 static void quiet(enum adump_log_level level, const char *module, const char *msg, void *user)
 {
 	(void)level;
@@ -115,17 +70,10 @@ static void quiet(enum adump_log_level level, const char *module, const char *ms
 static void child_capture(const char *out, enum kind kind, bool is_part, uint64_t rng)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
-	struct child_stream streams[STREAMS];
+	struct t_load load = { .stream_count = STREAMS, .max_bytes = MAX_BYTES, .seed = rng };
 	struct adump_session *s;
-	struct adump_dev *dev;
-	const char *max_env = getenv("ADUMP_TEST_MAX_BYTES");
-	uint64_t max_bytes = MAX_BYTES;
-	pthread_t threads[STREAMS];
 
 	adump_set_log_fn(quiet, NULL);
-	/* Sanitizer builds shrink the workload (scripts/test.sh). */
-	if (max_env && strtoull(max_env, NULL, 0) && strtoull(max_env, NULL, 0) < max_bytes)
-		max_bytes = strtoull(max_env, NULL, 0);
 	/* Files made as <name>.part and renamed, as where O_TMPFILE cannot be used. */
 	if (is_part)
 		adump_testpoint_arm("pubfile.unnamed", -EOPNOTSUPP, 1, 1);
@@ -135,67 +83,13 @@ static void child_capture(const char *out, enum kind kind, bool is_part, uint64_
 	cfg.stream_max = STREAMS;
 	cfg.io = kind == KIND_DIRECT ? ADUMP_IO_DIRECT : ADUMP_IO_BUFFERED;
 	cfg.layout = kind == KIND_PACKED ? ADUMP_LAYOUT_PACKED : ADUMP_LAYOUT_FILES;
-	if (adump_dev_open(0, &dev) < 0 || adump_session_create(&cfg, &s) < 0)
+	if (adump_session_create(&cfg, &s) < 0)
 		_exit(2);
-	for (unsigned i = 0; i < STREAMS; i++) {
-		streams[i] = (struct child_stream){ .dev = dev, .rng = rng + i,
-						    .max_bytes = max_bytes };
-		if (adump_dev_stream_create(dev, &streams[i].stream) < 0 ||
-		    adump_session_attach(s, streams[i].stream) < 0 ||
-		    pthread_create(&threads[i], NULL, child_stream_main, &streams[i]) != 0)
-			_exit(2);
-	}
-	for (;;)
-		pause();
+	t_load_run(s, &load);   /* op_count 0: returns only on an error */
+	_exit(3);
 }
 
 /* ---- the parent: kill, then check ---- */
-
-/* Independent of reader/: the 8-byte length, DumpData parsed by protobuf-c, and the file
- * size equal to both plus every tensor's size. NULL when whole, else what is wrong. */
-static const char *parse_whole(const char *path)
-{
-	Toolkit__Dumpdata__DumpData *d;
-	uint64_t hlen, sum;
-	unsigned char *bytes;
-	size_t len;
-	const char *why = NULL;
-
-	bytes = t_read_file(path, &len);
-	if (!bytes)
-		return "unreadable";
-	if (len < 8) {
-		free(bytes);
-		return "shorter than the length prefix";
-	}
-	memcpy(&hlen, bytes, 8);
-	hlen = le64toh(hlen);
-	if (hlen == 0 || hlen > len - 8) {
-		free(bytes);
-		return "length prefix";
-	}
-	d = toolkit__dumpdata__dump_data__unpack(NULL, hlen, bytes + 8);
-	if (!d) {
-		free(bytes);
-		return "DumpData does not parse";
-	}
-	sum = 8 + hlen;
-	for (size_t i = 0; i < d->n_input; i++)
-		sum += d->input[i]->size;
-	for (size_t i = 0; i < d->n_output; i++)
-		sum += d->output[i]->size;
-	for (size_t i = 0; i < d->n_buffer; i++)
-		sum += d->buffer[i]->size;
-	for (size_t i = 0; i < d->n_space; i++)
-		sum += d->space[i]->size;
-	if (sum != len)
-		why = "size is not 8 + header + tensors";
-	else if (d->n_input != 2 || d->n_output != 1)
-		why = "not the 2 inputs and 1 output of an Add";
-	toolkit__dumpdata__dump_data__free_unpacked(d, NULL);
-	free(bytes);
-	return why;
-}
 
 static size_t whole_count;
 static char broken[PATH_MAX + 128];
@@ -209,7 +103,7 @@ static int check_named(const char *path, const struct stat *st, int flag, struct
 	(void)ftw;
 	if (flag != FTW_F || strstr(path, "/packed/") || strstr(path, ".part"))
 		return 0;
-	why = parse_whole(path);
+	why = t_dump_check_whole(path, 2, 1);
 	if (why && !broken[0])
 		snprintf(broken, sizeof(broken), "%s: %s", path, why);
 	whole_count += !why;
