@@ -25,6 +25,7 @@
 #include <check.h>
 
 #include "adump/adump.h"
+#include "adump/reader.h"
 #include "common/common.h"
 #include "fault_helpers.h"
 #include "helpers.h"
@@ -147,23 +148,36 @@ static struct verdicts run_verify(const char *path, const char *flags)
 	return v;
 }
 
-/* Totals over all kills, printed at the end: what the faults left and what survived. */
+/* Totals over all kills: what the faults left and what survived. */
 struct totals {
 	unsigned kills;
-	int64_t whole, leftovers;
+	size_t whole_files;             /* named files of the file sink, parsed whole */
+	unsigned packed_runs;
 };
 
-static void kill_once(enum kind kind, bool is_part, unsigned delay_ms, uint64_t rng,
-		      struct totals *t)
+static size_t part_count;
+
+static int count_part(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	char out[PATH_MAX], run[PATH_MAX + 8], unpacked[PATH_MAX + 16];
+	(void)st;
+	(void)ftw;
+	part_count += flag == FTW_F && strstr(path, ".part") != NULL;
+	return 0;
+}
+
+/* One capture into <dir>/kills/<kind>-<n>/run, killed @delay_ms after its session made its
+ * directory (with @is_early: after the fork, maybe before anything exists). Its named files
+ * are checked here; the tool checks all runs at the end. */
+static void kill_once(enum kind kind, bool is_part, bool is_early, unsigned delay_ms,
+		      uint64_t rng, struct totals *t)
+{
+	char out[PATH_MAX], run[PATH_MAX + 8];
 	struct timespec ts = { .tv_sec = delay_ms / 1000,
 			       .tv_nsec = (long)(delay_ms % 1000) * 1000000 };
-	struct verdicts before, clean, after;
 	int status;
 	pid_t pid;
 
-	snprintf(out, sizeof(out), "%s/%s-%u", dir, kind_names[kind], t->kills);
+	snprintf(out, sizeof(out), "%s/kills/%s-%u", dir, kind_names[kind], t->kills);
 	ck_assert_int_eq(mkdir(out, 0755), 0);
 	snprintf(run, sizeof(run), "%s/run", out);
 	fflush(NULL);
@@ -171,6 +185,9 @@ static void kill_once(enum kind kind, bool is_part, unsigned delay_ms, uint64_t 
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
 		child_capture(out, kind, is_part, rng);
+	/* Sanitizer builds take long to start a session: time the kill from its start. */
+	for (unsigned waited = 0; !is_early && access(run, F_OK) < 0 && waited < 30000; waited++)
+		usleep(1000);
 	nanosleep(&ts, NULL);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -180,45 +197,49 @@ static void kill_once(enum kind kind, bool is_part, unsigned delay_ms, uint64_t 
 	t->kills++;
 	if (access(run, F_OK) < 0)
 		return;         /* killed before the session made its directory */
-
-	/* Every file under a dump's name is whole, by the tool and independently. */
-	before = run_verify(run, "");
-	ck_assert_msg(before.bad == 0 && before.failed == 0,
-		      "%s (kill at %u ms, seed %llu): %lld bad, %lld failed", run, delay_ms,
-		      (unsigned long long)seed, (long long)before.bad, (long long)before.failed);
+	/* Every file under a dump's name is whole, judged without reader/. */
 	whole_count = 0;
 	broken[0] = '\0';
 	ck_assert_int_eq(nftw(run, check_named, 16, FTW_PHYS), 0);
 	ck_assert_msg(!broken[0], "kill at %u ms (seed %llu): %s", delay_ms,
 		      (unsigned long long)seed, broken);
-	if (kind != KIND_PACKED)
-		ck_assert_int_eq(whole_count, before.ok);
+	t->whole_files += whole_count;
+	t->packed_runs += kind == KIND_PACKED;
+	/* Unnamed files leave nothing behind. */
+	part_count = 0;
+	ck_assert_int_eq(nftw(run, count_part, 16, FTW_PHYS), 0);
 	if (!is_part && kind != KIND_PACKED)
-		ck_assert_int_eq(before.part, 0);       /* unnamed files leave nothing */
+		ck_assert_uint_eq(part_count, 0);
+}
 
-	/* Leftovers listed, then removed; what remains passes. */
-	clean = run_verify(run, "--clean");
-	ck_assert_int_eq(clean.removed,
-			 before.part + before.index_leftover + before.segment_leftover);
-	ck_assert_int_eq(clean.ok, before.ok);
-	after = run_verify(run, "");
-	ck_assert_int_eq(after.part + after.index_leftover + after.segment_leftover + after.bad +
-			 after.failed, 0);
-	ck_assert_int_eq(after.ok, before.ok);
-	ck_assert_int_eq(after.rc, after.ok ? 0 : 1);
-	t->whole += after.ok;
-	t->leftovers += clean.removed;
+/* Each killed packed capture unpacks to as many whole files as it has entries. */
+static void unpack_packed_runs(const struct totals *t)
+{
+	for (unsigned k = 0; k < t->kills; k++) {
+		char run[PATH_MAX], packed[PATH_MAX + 8], unpacked[PATH_MAX];
+		const struct adump_reader_packed_entry *e;
+		struct adump_reader_packed *p;
+		long entries = 0;
 
-	/* A packed capture unpacks whole, each restored file a whole dump. */
-	if (kind == KIND_PACKED && after.entries) {
-		snprintf(unpacked, sizeof(unpacked), "%s/unpacked", out);
-		ck_assert_int_eq(adump_unpack(run, unpacked), after.entries);
+		snprintf(run, sizeof(run), "%s/kills/packed-%u/run", dir, k);
+		snprintf(packed, sizeof(packed), "%s/packed", run);
+		if (access(packed, F_OK) < 0)
+			continue;
+		ck_assert_int_eq(adump_reader_packed_open(packed, &p), 0);
+		while (adump_reader_packed_next(p, &e) > 0)
+			entries += e->status == ADUMP_PACKED_ENTRY;
+		adump_reader_packed_close(p);
+		if (!entries)
+			continue;
+		snprintf(unpacked, sizeof(unpacked), "%s/kills/packed-%u/unpacked", dir, k);
+		ck_assert_int_eq(adump_unpack(run, unpacked), entries);
 		whole_count = 0;
+		broken[0] = '\0';
 		ck_assert_int_eq(nftw(unpacked, check_named, 16, FTW_PHYS), 0);
 		ck_assert_msg(!broken[0], "%s", broken);
-		ck_assert_int_eq(whole_count, after.entries);
+		ck_assert_int_eq(whole_count, (size_t)entries);
+		t_rmtree(unpacked);
 	}
-	t_rmtree(out);
 }
 
 /* O_DIRECT needs a filesystem that takes it (tmpfs does not). */
@@ -247,9 +268,13 @@ START_TEST(test_sigkill_at_random_points)
 		{ KIND_DIRECT, true, 3 },    { KIND_PACKED, false, 6 },
 	};
 	struct totals t = { 0 };
+	struct verdicts before, clean, after;
 	uint64_t rng = seed;
 	bool has_direct = is_direct_usable();
+	char kills[PATH_MAX];
 
+	snprintf(kills, sizeof(kills), "%s/kills", dir);
+	ck_assert_int_eq(mkdir(kills, 0755), 0);
 	if (!has_direct)
 		fprintf(stderr, "test_kill: O_DIRECT not supported under %s: direct kills skipped\n",
 			dir);
@@ -257,17 +282,41 @@ START_TEST(test_sigkill_at_random_points)
 		if (plan[p].kind == KIND_DIRECT && !has_direct)
 			continue;
 		for (unsigned i = 0; i < plan[p].count; i++) {
-			/* From before the session exists to well into the capture. */
-			unsigned delay_ms = 1 + (unsigned)(t_rand(&rng) % 400);
+			/* One kill in five from the fork (start-up included), the others
+			 * 1-300 ms into the capture. */
+			bool is_early = t_rand(&rng) % 5 == 0;
+			unsigned delay_ms = 1 + (unsigned)(t_rand(&rng) % 300);
 
-			kill_once(plan[p].kind, plan[p].is_part, delay_ms, t_rand(&rng), &t);
+			kill_once(plan[p].kind, plan[p].is_part, is_early, delay_ms, t_rand(&rng),
+				  &t);
 		}
 	}
-	fprintf(stderr, "test_kill: %u kills survived: %lld whole files or entries verified, "
-		"%lld leftovers removed\n", t.kills, (long long)t.whole, (long long)t.leftovers);
+
+	/* The tool over every run: nothing bad or failed, the named files it counts are the
+	 * ones parsed whole above (plus packed entries); leftovers listed, then removed; what
+	 * remains passes. */
+	before = run_verify(kills, "");
+	ck_assert_msg(before.bad == 0 && before.failed == 0, "seed %llu: %lld bad, %lld failed",
+		      (unsigned long long)seed, (long long)before.bad, (long long)before.failed);
+	ck_assert_int_eq(before.ok - before.entries, (int64_t)t.whole_files);
+	clean = run_verify(kills, "--clean");
+	ck_assert_int_eq(clean.removed,
+			 before.part + before.index_leftover + before.segment_leftover);
+	ck_assert_int_eq(clean.ok, before.ok);
+	after = run_verify(kills, "");
+	ck_assert_int_eq(after.part + after.index_leftover + after.segment_leftover + after.bad +
+			 after.failed, 0);
+	ck_assert_int_eq(after.ok, before.ok);
+	ck_assert_int_eq(after.rc, after.ok ? 0 : 1);
+	unpack_packed_runs(&t);
+	fprintf(stderr, "test_kill: %u kills survived: %lld whole files and packed entries "
+		"verified, %lld leftovers listed and removed (%lld .part, %lld cut index lines, "
+		"%lld segment tails)\n", t.kills, (long long)after.ok, (long long)clean.removed,
+		(long long)before.part, (long long)before.index_leftover,
+		(long long)before.segment_leftover);
 	ck_assert_uint_ge(t.kills, 13);
 	/* Most kills land after files were written: a run with none at all is not a test. */
-	ck_assert_int_gt(t.whole, 0);
+	ck_assert_int_gt(after.ok, 0);
 }
 END_TEST
 
