@@ -165,8 +165,28 @@ static int count_part(const char *path, const struct stat *st, int flag, struct 
 	return 0;
 }
 
-/* One capture into <dir>/kills/<kind>-<n>/run, killed @delay_ms after its session made its
- * directory (with @is_early: after the fork, maybe before anything exists). Its named files
+static off_t data_bytes;
+
+static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	if (flag == FTW_F)
+		data_bytes += st->st_size;
+	return 0;
+}
+
+/* Whether any file below @run holds data yet. */
+static bool has_data(const char *run)
+{
+	data_bytes = 0;
+	if (nftw(run, add_size, 16, FTW_PHYS) < 0)
+		return false;
+	return data_bytes > 0;
+}
+
+/* One capture into <dir>/kills/<kind>-<n>/run, killed @delay_ms after its first bytes reached
+ * the disk (with @is_early: after the fork, maybe before anything exists). Its named files
  * are checked here; the tool checks all runs at the end. */
 static void kill_once(enum kind kind, bool is_part, bool is_early, unsigned delay_ms,
 		      uint64_t rng, struct totals *t)
@@ -185,9 +205,10 @@ static void kill_once(enum kind kind, bool is_part, bool is_early, unsigned dela
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
 		child_capture(out, kind, is_part, rng);
-	/* Sanitizer builds take long to start a session: time the kill from its start. */
-	for (unsigned waited = 0; !is_early && access(run, F_OK) < 0 && waited < 30000; waited++)
-		usleep(1000);
+	/* Sanitizer builds take long to start capturing: time the kill from the first bytes
+	 * on disk. */
+	for (unsigned waited = 0; !is_early && !has_data(run) && waited < 30000; waited += 2)
+		usleep(2000);
 	nanosleep(&ts, NULL);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -283,7 +304,7 @@ START_TEST(test_sigkill_at_random_points)
 			continue;
 		for (unsigned i = 0; i < plan[p].count; i++) {
 			/* One kill in five from the fork (start-up included), the others
-			 * 1-300 ms into the capture. */
+			 * 1-300 ms after the first bytes were written. */
 			bool is_early = t_rand(&rng) % 5 == 0;
 			unsigned delay_ms = 1 + (unsigned)(t_rand(&rng) % 300);
 
