@@ -33,10 +33,10 @@
 #ifndef ADUMP_TOOL
 #error "ADUMP_TOOL must name the adump binary"
 #endif
-#define TOOL "timeout 120 " ADUMP_TOOL
+#define TOOL "timeout 300 " ADUMP_TOOL
 
 #define STREAMS 4
-#define MAX_BYTES (256u << 10)          /* largest tensor; ADUMP_TEST_MAX_BYTES may lower it */
+#define MAX_BYTES (64u << 10)           /* largest tensor: keeps 20 runs to some 100 MB */
 
 enum kind { KIND_BUFFERED, KIND_DIRECT, KIND_PACKED, KIND_COUNT };
 
@@ -304,9 +304,9 @@ START_TEST(test_sigkill_at_random_points)
 			continue;
 		for (unsigned i = 0; i < plan[p].count; i++) {
 			/* One kill in five from the fork (start-up included), the others
-			 * 1-300 ms after the first bytes were written. */
+			 * 1-200 ms after the first bytes were written. */
 			bool is_early = t_rand(&rng) % 5 == 0;
-			unsigned delay_ms = 1 + (unsigned)(t_rand(&rng) % 300);
+			unsigned delay_ms = 1 + (unsigned)(t_rand(&rng) % 200);
 
 			kill_once(plan[p].kind, plan[p].is_part, is_early, delay_ms, t_rand(&rng),
 				  &t);
