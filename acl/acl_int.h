@@ -77,7 +77,7 @@ struct adump_acl_cfg {
 
 /**
  * adump_acl_cfg_parse() - parse and validate JSON text holding an optional "dump" object.
- * @text/@len: the file's bytes; @origin names them in log lines.
+ * @text/@len: the file's bytes, no terminating NUL needed; @origin names them in log lines.
  * Return: 0 (also for no or an empty "dump" object: out->has_dump false);
  * -ADUMP_ERR_CORRUPT for a syntax error (logged with line and column) or nesting beyond
  * 10 levels; -ADUMP_ERR_CONFIG for a rejected key (logged: which key and why); -ENOMEM.

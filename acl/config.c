@@ -562,6 +562,15 @@ static int parse_dump(struct json_object *dump, const char *origin, struct adump
 	return 0;
 }
 
+/* Whether @text[0..len) is only JSON whitespace; reads no byte past @len (no NUL needed). */
+static bool is_blank(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!strchr(" \t\r\n", text[i]) || !text[i])
+			return false;
+	return true;
+}
+
 int adump_acl_cfg_parse(const char *text, size_t len, const char *origin, struct adump_acl_cfg *out)
 {
 	struct json_tokener *tok;
@@ -572,7 +581,7 @@ int adump_acl_cfg_parse(const char *text, size_t len, const char *origin, struct
 	if (!origin)
 		origin = "acl.json";
 	/* An empty file is valid and configures nothing (CANN's aclmdlSetDump). */
-	if (len == 0 || strspn(text, " \t\r\n") == len)
+	if (is_blank(text, len))
 		return 0;
 	tok = json_tokener_new_ex(NEST_MAX * 2 + 1);
 	if (!tok)
@@ -585,7 +594,7 @@ int adump_acl_cfg_parse(const char *text, size_t len, const char *origin, struct
 		unsigned line, col;
 
 		/* Trailing whitespace after a complete value is fine. */
-		if (root && err == json_tokener_success && strspn(text + end, " \t\r\n") == len - end)
+		if (root && err == json_tokener_success && is_blank(text + end, len - end))
 			goto parsed;
 		offset_to_line_col(text, end < len ? end : len, &line, &col);
 		adump_log(ADUMP_LOG_ERROR, MOD, "%s:%u:%u: JSON syntax error: %s", origin, line, col,

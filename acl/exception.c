@@ -3,6 +3,7 @@
  * (ASCEND_DUMP_PATH > ASCEND_WORK_PATH > acl.json dump_path > ./), acldumpGetExceptionInfoPath
  * and acldumpSaveExceptionInfo, which copies tensors from the device and writes one dump file
  * that can never land outside the exception root (openat2 RESOLVE_BENEATH). */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -123,6 +124,16 @@ aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen)
 		return ACL_ERROR_INVALID_PARAM;
 	memcpy(path, root, strlen(root) + 1);
 	return ACL_SUCCESS;
+}
+
+/* A name with a control character (newline, escape, ...) would make a file no listing or
+ * log line shows faithfully. */
+static bool has_control_char(const char *s)
+{
+	for (; *s; s++)
+		if (iscntrl((unsigned char)*s))
+			return true;
+	return false;
 }
 
 static bool has_dotdot_segment(const char *s)
@@ -286,6 +297,15 @@ static int build_op(struct adump_dev *dev, const acldumpTensorInfo *t, size_t n,
 			d->bytes = t[i].tensorSize;
 			/* CANN overwrites argsOffset with the array index (reference §1.2). */
 			d->arg_index = (uint32_t)i;
+			/* The range is checked before the host copy is allocated: a size no device
+			 * buffer has must fail here, not as an allocation of that size. */
+			if (!adump_dev_is_device_ptr(dev, t[i].tensorAddr, t[i].tensorSize)) {
+				adump_log(ADUMP_LOG_ERROR, MOD,
+					  "acldumpSaveExceptionInfo: tensor %zu: %zu bytes at %p are not "
+					  "device memory", i, t[i].tensorSize, (void *)t[i].tensorAddr);
+				fclose(f);
+				return -ADUMP_ERR_NOT_FOUND;
+			}
 			data[out] = malloc(t[i].tensorSize);
 			if (!data[out]) {
 				fclose(f);
@@ -343,6 +363,12 @@ aclError acldumpSaveExceptionInfo(const char *fileName, const char *userTag,
 	/* Checks in CANN's order (reference §1.4). */
 	if (!fileName || !*fileName || has_dotdot_segment(fileName) || !tensors || tensorCount == 0)
 		return ACL_ERROR_INVALID_PARAM;
+	/* adump's own check, after CANN's. */
+	if (has_control_char(fileName)) {
+		adump_log(ADUMP_LOG_ERROR, MOD, "acldumpSaveExceptionInfo: fileName contains a control "
+			  "character");
+		return ACL_ERROR_INVALID_PARAM;
+	}
 	pthread_mutex_lock(&st->lock);
 	if (!st->is_exception) {
 		pthread_mutex_unlock(&st->lock);
@@ -379,6 +405,15 @@ aclError acldumpSaveExceptionInfo(const char *fileName, const char *userTag,
 	ret = exception_root(st, device, root, sizeof(root));
 	if (ret < 0) {
 		adump_log(ADUMP_LOG_ERROR, MOD, "exception dump root: %s", strerror(-ret));
+		goto out;
+	}
+	/* Opening beneath the root would reach any depth, but a file whose path is longer
+	 * than PATH_MAX cannot be opened by name afterwards, by adump's tools or any other. */
+	if (strlen(root) + 1 + strlen(rel) >= PATH_MAX) {
+		adump_log(ADUMP_LOG_ERROR, MOD, "acldumpSaveExceptionInfo: %s (the path below %s "
+			  "would have %zu bytes, PATH_MAX is %d)", strerror(ENAMETOOLONG), root,
+			  strlen(root) + 1 + strlen(rel), PATH_MAX);
+		result = ACL_ERROR_INVALID_PARAM;
 		goto out;
 	}
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);

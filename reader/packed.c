@@ -80,7 +80,9 @@ static const char *entry_error(void *ctx)
 static int entry_check(void *ctx, char *msg, size_t cap)
 {
 	struct entry_ctx *e = ctx;
-	unsigned char *buf = malloc(CHECK_STEP_BYTES);
+	/* Most entries are small: a buffer of their size, not a step's, for each. */
+	unsigned char *buf = malloc(e->length && e->length < CHECK_STEP_BYTES ? (size_t)e->length
+								       : CHECK_STEP_BYTES);
 	uint32_t crc = 0;
 	int ret = 0;
 
@@ -480,7 +482,7 @@ static int segment_get(struct adump_reader_packed *p, const char *name, struct s
 		}
 	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);     /* a FIFO must not block */
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {

@@ -124,7 +124,8 @@ int adump_reader_source_open_file(const char *path, struct adump_reader_source *
 
 	if (!path || !out)
 		return -ADUMP_ERR_CONFIG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0) {
@@ -243,7 +244,8 @@ int adump_reader_source_open_path(const char *path, struct adump_reader_source *
 	msg[0] = '\0';
 	ret = adump_reader_source_open_file(path, &file);
 	if (ret < 0) {
-		snprintf(msg, cap, "%s", adump_strerror(ret));
+		snprintf(msg, cap, "%s", ret == -EINVAL ? "not a regular file (a FIFO, socket or device)"
+							: adump_strerror(ret));
 		return ret;
 	}
 	/* A plain dump starts with its header length, whose low 32 bits can never be the LZ4

@@ -307,7 +307,9 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 			o->out = optarg;
 			break;
 		case 'S':
-			o->w.seed = strtoull(optarg, NULL, 0);
+			if (tool_parse_u64(optarg, &v) < 0)
+				return bad("bad number", optarg);
+			o->w.seed = v;
 			break;
 		case 'K':
 			if (!strcmp(optarg, "file"))

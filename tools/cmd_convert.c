@@ -343,6 +343,12 @@ int cmd_convert(int argc, char **argv)
 			is_recursive = true;
 		} else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
 			is_quiet = true;
+		} else if (i + 1 == argc && (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--dump") ||
+					     !strcmp(argv[i], "-out") || !strcmp(argv[i], "--out") ||
+					     !strcmp(argv[i], "-o"))) {
+			fprintf(stderr, "adump convert: option '%s' needs a value\n", argv[i]);
+			usage(stderr);
+			return 2;
 		} else {
 			fprintf(stderr, "adump convert: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);

@@ -412,6 +412,13 @@ int cmd_inspect(int argc, char **argv)
 		rc = 2;
 		goto out;
 	}
+	if (!files.count && !entry_arg_count) {
+		if (!rc)
+			fprintf(stderr, "adump inspect: no files to inspect (directories are not "
+					"descended into: name <dump_path>/<time>/<device>)\n");
+		rc = 1;
+		goto out;
+	}
 	if (adump_reader_create(&r) < 0) {
 		rc = 2;
 		goto out;

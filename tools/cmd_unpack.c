@@ -14,9 +14,15 @@ int cmd_unpack(int argc, char **argv)
 		printf("usage: adump unpack DIR OUT\n\n"
 		       "Restores every dump file of a packed capture (DIR is <dump_path>/<time> or its\n"
 		       "packed/ folder) as OUT/<device_id>/<name>, byte-identical to the file sink's,\n"
-		       "checking each against the CRC32C in the index. Exits non-zero on any mismatch.\n");
+		       "checking each against the CRC32C in the index. Exits 1 on any mismatch or when\n"
+		       "DIR holds no entries, 2 on bad usage.\n");
 		return 0;
 	}
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "adump unpack: unknown option '%s'\n", argv[i]);
+			argc = 0;
+		}
 	if (argc != 3) {
 		fprintf(stderr, "usage: adump unpack DIR OUT\n");
 		return 2;
@@ -24,6 +30,11 @@ int cmd_unpack(int argc, char **argv)
 	n = adump_unpack(argv[1], argv[2]);
 	if (n < 0) {
 		fprintf(stderr, "adump unpack: %s: %s\n", argv[1], adump_strerror((int)n));
+		return 1;
+	}
+	if (n == 0) {
+		fprintf(stderr, "adump unpack: %s: no packed capture entries found (DIR is "
+				"<dump_path>/<time> or its packed/ folder)\n", argv[1]);
 		return 1;
 	}
 	printf("adump unpack: restored %ld files into %s\n", n, argv[2]);

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `adump verify DIR`: checks that every dump file below a directory is complete and
  * consistent (layout adds up, header parses, shape x dtype matches size), .lz4 frames and
- * packed captures included, lists .part leftovers and .failed files, and exits non-zero on
- * any problem. */
+ * packed captures included, lists .part leftovers, .failed files and what a capture cut
+ * short leaves in a packed capture, and exits non-zero on any problem. --clean removes the
+ * leftovers. */
+#include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "adump/reader.h"
 #include "tools/progress.h"
@@ -29,13 +34,20 @@ static void usage(FILE *f)
 		"its segment exists, the range lies inside it, the CRC32C matches and the dump\n"
 		"layout adds up. An index's last line without its newline is what a crash leaves:\n"
 		"reported as a warning, not a problem. Any other bad index line is a problem.\n"
+		"Segment bytes after the last entry any index names (written, never indexed) are\n"
+		"what a capture cut short leaves too: a warning.\n"
 		"Prints one line per problem and a summary; exits 1 on any problem, 2 on bad usage.\n\n"
+		"  --clean   remove the leftovers of a capture cut short (a crash, a kill): .part\n"
+		"            files, an index's cut-short last line, unindexed segment tails. Each is\n"
+		"            listed as REMOVED and no longer counts as a problem. .failed files stay:\n"
+		"            they record data lost. Only for a capture that has ended.\n"
 		"  --json    print one JSON document on stdout instead of text\n"
 		"  --quiet   no progress bar\n");
 }
 
 /* SKIPPED: statistics CSVs (dump_data "stats"), which are not dump files. LEFTOVER: a packed
- * index's cut-short last line, a warning. */
+ * index's cut-short last line, a warning. SEGMENT_TAIL: segment bytes no index line names, a
+ * warning. REMOVED: a leftover --clean removed. */
 enum verdict {
 	VERDICT_OK,
 	VERDICT_BAD,
@@ -43,6 +55,8 @@ enum verdict {
 	VERDICT_FAILED,
 	VERDICT_SKIPPED,
 	VERDICT_LEFTOVER,
+	VERDICT_SEGMENT_TAIL,
+	VERDICT_REMOVED,
 	VERDICT_COUNT
 };
 
@@ -138,15 +152,16 @@ static enum verdict verify_entry(struct adump_reader *r, struct adump_reader_pac
 	return verify_opened(r, msg, cap);
 }
 
-static const char *const verdict_names[VERDICT_COUNT] = { "ok",      "bad",     "part",
-							    "failed",  "skipped", "index_leftover" };
+static const char *const verdict_names[VERDICT_COUNT] = {
+	"ok", "bad", "part", "failed", "skipped", "index_leftover", "segment_leftover", "removed",
+};
 
 /* One problem (or warning), as a JSON entry or a line of text. */
 static void report(bool is_json, json_object *problems, struct tool_progress *progress,
 		   enum verdict v, const char *file, const char *msg)
 {
-	static const char *const labels[VERDICT_COUNT] = { "OK",     "BAD",  "PART",
-							   "FAILED", "SKIP", "WARN" };
+	static const char *const labels[VERDICT_COUNT] = { "OK",   "BAD",  "PART",   "FAILED",
+							   "SKIP", "WARN", "WARN",   "REMOVED" };
 
 	if (is_json) {
 		json_object *p = json_object_new_object();
@@ -161,13 +176,135 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 	}
 }
 
+/* Segment files of packed captures, by inode, and the end of the last entry any index line
+ * places in each: bytes past it were written but never indexed. */
+struct segment_ends {
+	struct segment_end {
+		dev_t dev;
+		ino_t ino;
+		uint64_t end;
+	} *items;
+	size_t count;
+	size_t cap;
+};
+
+static struct segment_end *segment_find(struct segment_ends *s, const struct stat *st)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (s->items[i].dev == st->st_dev && s->items[i].ino == st->st_ino)
+			return &s->items[i];
+	return NULL;
+}
+
+static int segment_note(struct segment_ends *s, const char *dir,
+			const struct adump_reader_packed_entry *e)
+{
+	char path[8400];
+	struct segment_end *item;
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, e->segment) >= (int)sizeof(path) ||
+	    stat(path, &st) < 0)
+		return 0;       /* verify_entry() reports a missing segment */
+	item = segment_find(s, &st);
+	if (!item) {
+		if (s->count == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 16;
+			struct segment_end *grown = realloc(s->items, cap * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			s->items = grown;
+			s->cap = cap;
+		}
+		item = &s->items[s->count++];
+		*item = (struct segment_end){ .dev = st.st_dev, .ino = st.st_ino };
+	}
+	if (e->offset + e->length > item->end)
+		item->end = e->offset + e->length;
+	return 0;
+}
+
+/* Cut @path, a packed index, after its last newline: the line a crash cut short goes.
+ * Return: 0 or -errno. */
+static int trim_index(const char *path)
+{
+	char buf[4096];
+	struct stat st;
+	off_t end, keep = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (end = st.st_size; end > 0 && !keep;) {
+		size_t n = end < (off_t)sizeof(buf) ? (size_t)end : sizeof(buf);
+		ssize_t got = pread(fd, buf, n, end - (off_t)n);
+
+		if (got != (ssize_t)n) {
+			ret = got < 0 ? -errno : -EIO;
+			goto out;
+		}
+		for (size_t i = n; i-- > 0;)
+			if (buf[i] == '\n') {
+				keep = end - (off_t)n + (off_t)i + 1;
+				break;
+			}
+		end -= (off_t)n;
+	}
+	if (ftruncate(fd, keep) < 0)
+		ret = -errno;
+out:
+	close(fd);
+	return ret;
+}
+
+/* A segment's bytes past its last indexed entry: listed, and with @is_clean cut off (the
+ * whole file removed when no entry lies in it). */
+static enum verdict check_segment_tail(const char *path, struct segment_ends *ends, bool is_clean,
+				       char *msg, size_t cap)
+{
+	struct segment_end *item;
+	struct stat st;
+	uint64_t end, extra;
+	int ret;
+
+	if (stat(path, &st) < 0) {
+		snprintf(msg, cap, "%s: %s", path, strerror(errno));
+		return VERDICT_BAD;
+	}
+	item = segment_find(ends, &st);
+	end = item ? item->end : 0;
+	if ((uint64_t)st.st_size <= end)
+		return VERDICT_OK;
+	extra = (uint64_t)st.st_size - end;
+	if (!is_clean) {
+		snprintf(msg, cap, "%s: %llu bytes after the last indexed entry (written, never "
+			 "indexed: a capture cut short)", path, (unsigned long long)extra);
+		return VERDICT_SEGMENT_TAIL;
+	}
+	ret = end ? truncate(path, (off_t)end) : unlink(path);
+	if (ret < 0) {
+		snprintf(msg, cap, "%s: cannot remove %llu unindexed bytes: %s", path,
+			 (unsigned long long)extra, strerror(errno));
+		return VERDICT_BAD;
+	}
+	snprintf(msg, cap, "%s: %llu unindexed bytes removed%s", path, (unsigned long long)extra,
+		 end ? "" : " (the whole segment)");
+	return VERDICT_REMOVED;
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	uint64_t file_count = 0, entry_count = 0;
 	struct tool_files files = { 0 };
 	struct tool_progress progress;
 	struct adump_reader *r = NULL;
-	bool is_json = false, is_quiet = false;
+	bool is_json = false, is_quiet = false, is_clean = false;
+	struct segment_ends ends = { 0 };
 	uint64_t counts[VERDICT_COUNT] = { 0 };
 	json_object *doc = NULL, *problems = NULL;
 	int dir_count = 0, rc = 0;
@@ -180,6 +317,8 @@ int cmd_verify(int argc, char **argv)
 			is_json = true;
 		} else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
 			is_quiet = true;
+		} else if (!strcmp(argv[i], "--clean")) {
+			is_clean = true;
 		} else if (argv[i][0] == '-') {
 			fprintf(stderr, "adump verify: unknown option '%s'\n", argv[i]);
 			usage(stderr);
@@ -195,7 +334,7 @@ int cmd_verify(int argc, char **argv)
 		ret = tool_files_add(&files, argv[i], true);
 		if (ret < 0) {
 			fprintf(stderr, "adump verify: %s: %s\n", argv[i], adump_strerror(ret));
-			rc = 2;
+			rc = 1;
 		}
 	}
 	if (!dir_count) {
@@ -235,6 +374,7 @@ int cmd_verify(int argc, char **argv)
 		const struct adump_reader_packed_entry *e = NULL;
 		char msg[1400], entry_name[8400];
 		enum verdict v;
+		bool has_cut_line = false;
 		int ret = 0;
 
 		if (kind == ADUMP_PACKED_FILE_SEGMENT)
@@ -262,9 +402,33 @@ int cmd_verify(int argc, char **argv)
 					     adump_reader_packed_dir(p), e->name) <
 					    (int)sizeof(entry_name))
 					name = entry_name;
+				if (e->status == ADUMP_PACKED_ENTRY &&
+				    segment_note(&ends, adump_reader_packed_dir(p), e) < 0) {
+					adump_reader_packed_close(p);
+					tool_progress_end(&progress);
+					fprintf(stderr, "adump verify: out of memory\n");
+					rc = 1;
+					goto out;
+				}
 				entry_count += e->status != ADUMP_PACKED_LEFTOVER;
+				/* The cut-short line is the index's last: cut once it is read. */
+				if (v == VERDICT_LEFTOVER && is_clean) {
+					has_cut_line = true;
+					tool_progress_step(&progress);
+					continue;
+				}
 			} else {
 				v = verify_one(r, files.paths[i], msg, sizeof(msg));
+				if (v == VERDICT_PART && is_clean) {
+					if (unlink(files.paths[i]) == 0) {
+						v = VERDICT_REMOVED;
+						snprintf(msg, sizeof(msg), "%s: leftover .part file removed",
+							 files.paths[i]);
+					} else {
+						snprintf(msg, sizeof(msg), "%s: leftover .part file, cannot "
+							 "remove it: %s", files.paths[i], strerror(errno));
+					}
+				}
 			}
 			counts[v]++;
 			if (v != VERDICT_OK && v != VERDICT_SKIPPED)
@@ -280,8 +444,29 @@ int cmd_verify(int argc, char **argv)
 			report(is_json, problems, &progress, VERDICT_BAD, files.paths[i], msg);
 		}
 		adump_reader_packed_close(p);
+		if (has_cut_line) {
+			ret = trim_index(files.paths[i]);
+			v = ret < 0 ? VERDICT_BAD : VERDICT_REMOVED;
+			snprintf(msg, sizeof(msg), "%s: cut-short last line %s%s", files.paths[i],
+				 ret < 0 ? "not removed: " : "removed", ret < 0 ? strerror(-ret) : "");
+			counts[v]++;
+			report(is_json, problems, &progress, v, files.paths[i], msg);
+		}
 		if (!p)
 			file_count++;
+	}
+	/* Segment tails, once every index is read. Where an index has a bad line, the entries
+	 * it names are unknown: no tail is judged (nor cut) then. */
+	for (size_t i = 0; i < files.count && !counts[VERDICT_BAD]; i++) {
+		char msg[8600];
+		enum verdict v;
+
+		if (adump_reader_packed_file_kind(files.paths[i]) != ADUMP_PACKED_FILE_SEGMENT)
+			continue;
+		v = check_segment_tail(files.paths[i], &ends, is_clean, msg, sizeof(msg));
+		counts[v] += v != VERDICT_OK;
+		if (v != VERDICT_OK)
+			report(is_json, problems, &progress, v, files.paths[i], msg);
 	}
 	tool_progress_end(&progress);
 
@@ -314,10 +499,17 @@ int cmd_verify(int argc, char **argv)
 		if (counts[VERDICT_LEFTOVER])
 			printf(", %llu cut-short index line(s) (warning)",
 			       (unsigned long long)counts[VERDICT_LEFTOVER]);
+		if (counts[VERDICT_SEGMENT_TAIL])
+			printf(", %llu unindexed segment tail(s) (warning)",
+			       (unsigned long long)counts[VERDICT_SEGMENT_TAIL]);
+		if (counts[VERDICT_REMOVED])
+			printf(", %llu leftover(s) removed",
+			       (unsigned long long)counts[VERDICT_REMOVED]);
 		printf("%s\n", is_empty ? " (no dump files found)" : problem_count ? "" : ": passed");
 	}
 	rc = problem_count || is_empty ? 1 : 0;
 out:
+	free(ends.items);
 	json_object_put(doc);
 	adump_reader_destroy(r);
 	tool_files_free(&files);

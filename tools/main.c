@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adump/adump.h"
 #include "tools/tool.h"
 
 struct command {
@@ -32,7 +33,8 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (commands[i].fn)
 			fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'adump <command> --help' describes each command.\n");
+	fprintf(f, "\n'adump <command> --help' describes each command; 'adump --version' prints\n"
+		   "the version. Exit codes: 0 success, 1 failure, 2 usage error.\n");
 }
 
 int tool_parse_size(const char *s, uint64_t *out)
@@ -77,6 +79,22 @@ int tool_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int tool_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	/* strtoull() would take a sign or leading space; a number starts with a digit. */
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end)
+		return -1;
+	*out = (uint64_t)v;
+	return 0;
+}
+
 bool tool_is_tty(void)
 {
 	return isatty(STDERR_FILENO);
@@ -90,6 +108,11 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") || !strcmp(argv[1], "version")) {
+		printf("adump %d.%d.%d\n", ADUMP_VERSION_MAJOR, ADUMP_VERSION_MINOR,
+		       ADUMP_VERSION_PATCH);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

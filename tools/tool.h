@@ -9,6 +9,9 @@
 
 /* Parse "123", "4K", "2M", "1G" (powers of 1024) into *out. Return: 0, or -1 if malformed. */
 int tool_parse_size(const char *s, uint64_t *out);
+/* Parse a whole unsigned number, decimal or 0x-hex ("42", "0x2a"; no sign, no suffix).
+ * Return: 0, or -1 if malformed or out of range. */
+int tool_parse_u64(const char *s, uint64_t *out);
 /* Whether stderr is a terminal (progress bars go there only then). */
 bool tool_is_tty(void);
 

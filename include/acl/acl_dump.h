@@ -125,8 +125,9 @@ typedef struct acldumpTensorInfo {
  * @fileName: relative name; may name sub-folders (created) but never leaves the root.
  * @userTag:  stored as attribute "user_tag" when non-empty; may be NULL.
  * Return: ACL_SUCCESS; ACL_ERROR_INVALID_PARAM for a NULL/empty fileName, a ".." segment,
- * NULL tensors, tensorCount 0 or an invalid tensor; ACL_ERROR_FAILURE when exception dump is
- * not enabled or the file cannot be written.
+ * NULL tensors, tensorCount 0, a control character in fileName or a file path that would be
+ * PATH_MAX or longer (adump's checks) or an invalid tensor; ACL_ERROR_FAILURE when exception dump is not enabled, a tensor's
+ * tensorSize bytes at tensorAddr are not device memory, or the file cannot be written.
  */
 ACL_DUMP_WEAK ACL_FUNC_VISIBILITY aclError acldumpSaveExceptionInfo(const char *fileName,
 								    const char *userTag,

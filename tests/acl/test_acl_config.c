@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "acl_test.h"
 
@@ -246,6 +248,33 @@ START_TEST(test_config_syntax_line_column)
 }
 END_TEST
 
+/* Regression (found by fuzz_acl_config): whitespace-only text and a value followed by
+ * whitespace were measured with strspn(), which reads up to a NUL the caller need not
+ * provide. The text here ends right before an inaccessible page. */
+START_TEST(test_config_unterminated)
+{
+	static const char *const texts[] = { "   ", "\n\t", "{}  ", "{\"dump\": {}}\r\n" };
+	long page = sysconf(_SC_PAGESIZE);
+	char *mem = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct adump_acl_cfg cfg;
+
+	ck_assert_ptr_ne(mem, MAP_FAILED);
+	ck_assert_int_eq(mprotect(mem + page, (size_t)page, PROT_NONE), 0);
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		size_t len = strlen(texts[i]);
+		char *text = mem + page - len;
+
+		memcpy(text, texts[i], len);
+		ck_assert_int_eq(adump_acl_cfg_parse(text, len, "edge.json", &cfg), 0);
+		ck_assert(!cfg.has_dump);
+	}
+	/* A NUL inside the text is not whitespace. */
+	ck_assert_int_eq(adump_acl_cfg_parse("{}\0 ", 4, "nul.json", &cfg), -ADUMP_ERR_CORRUPT);
+	munmap(mem, (size_t)page * 2);
+}
+END_TEST
+
 START_TEST(test_config_nesting)
 {
 	char deep[64] = "", text[128];
@@ -352,6 +381,7 @@ int main(void)
 	tcase_add_test(tc, test_config_values);
 	tcase_add_test(tc, test_config_limits);
 	tcase_add_test(tc, test_config_syntax_line_column);
+	tcase_add_test(tc, test_config_unterminated);
 	tcase_add_test(tc, test_config_nesting);
 	tcase_add_test(tc, test_config_load_errors);
 	tcase_add_test(tc, test_config_select);

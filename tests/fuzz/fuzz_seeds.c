@@ -3,7 +3,8 @@
  * shapes plus damaged copies; <dir>/asm holds chunk scripts (see fuzz_asm.c) that assemble
  * such a dump in order, shuffled, with a duplicate and with a missing piece; <dir>/lz4 holds
  * those dumps as LZ4 frames (small blocks, so several per frame) and damaged frames;
- * <dir>/packed holds packed captures (see fuzz_packed.c): an index, a NUL, a segment. */
+ * <dir>/packed holds packed captures (see fuzz_packed.c): an index, a NUL, a segment;
+ * fuzz_acl_seeds.c writes <dir>/acl_config and <dir>/acl_exception. */
 #include <errno.h>
 #include <isa-l/crc.h>
 #include <lz4frame.h>
@@ -13,6 +14,8 @@
 #include <sys/stat.h>
 
 #include "adump/adump.h"
+
+int fuzz_acl_seeds_write(const char *corpus);
 
 static int write_seed(const char *dir, const char *name, const void *buf, size_t len)
 {
@@ -107,6 +110,8 @@ int main(int argc, char **argv)
 	mkdir(lz4_dir, 0755);
 	mkdir(reader_dir, 0755);
 	mkdir(asm_dir, 0755);
+	if (fuzz_acl_seeds_write(argv[1]) < 0)
+		rc = 1;
 
 	for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
 		struct adump_tensor t[4] = { 0 };

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A real full disk: a 32 MiB tmpfs, mounted in a private mount namespace, filled by a
+ * 4-stream capture of about 100 MiB with no disk guard (file sink with each writer, and the
+ * packed sink). Every file under a dump's name is whole; every other one is .failed or
+ * absent; every launched op is accounted for as completed or failed; the flush and the
+ * stats give ENOSPC; no call waits without end (the test's timeout); and once space is
+ * freed, a new session on the same dump directory captures whole files again.
+ * Needs CAP_SYS_ADMIN (unshare, mount): skipped with 77 without it. */
+#include <errno.h>
+#include <ftw.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "adump/adump.h"
+#include "adump/reader.h"
+#include "fault_helpers.h"
+#include "helpers.h"
+
+#define STREAMS 4
+#define OPS 96                          /* per stream: about 90 MiB in all */
+#define MAX_BYTES (1u << 20)            /* tensors up to 1 MiB: files up to 3 MiB */
+
+static char *dir, mnt[4200];
+
+/* A private mount namespace for this process, with a 32 MiB tmpfs at @at. */
+static int mount_small_fs(const char *at)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	/* Mounts made here must not propagate back to the host's namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755") < 0)
+		return -errno;
+	return 0;
+}
+
+static void setup(void)
+{
+	dir = t_tmpdir("enospc");
+	ck_assert_ptr_nonnull(dir);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	ck_assert_int_eq(mkdir(mnt, 0755), 0);
+	ck_assert_int_eq(mount_small_fs(mnt), 0);
+}
+
+static void teardown(void)
+{
+	umount2(mnt, MNT_DETACH);
+	t_rmtree(dir);
+	free(dir);
+}
+
+static struct {
+	size_t whole, failed, part, other;
+	char broken[4400];
+} seen;
+
+static int look(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	const char *why;
+
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_F || strstr(path, "/packed/"))
+		return 0;
+	if (strstr(path, ".failed")) {
+		seen.failed++;
+	} else if (strstr(path, ".part")) {
+		seen.part++;
+	} else if ((why = t_dump_check_whole(path, 2, 1))) {
+		if (!seen.broken[0])
+			snprintf(seen.broken, sizeof(seen.broken), "%s: %s", path, why);
+		seen.other++;
+	} else {
+		seen.whole++;
+	}
+	return 0;
+}
+
+static void scan(const char *path)
+{
+	memset(&seen, 0, sizeof(seen));
+	ck_assert_int_eq(nftw(path, look, 16, FTW_PHYS), 0);
+	ck_assert_msg(!seen.broken[0], "a complete-looking file is not whole: %s", seen.broken);
+	ck_assert_uint_eq(seen.part, 0);
+}
+
+/* Packed: every indexed entry opens whole (CRC32C checked); returns how many. */
+static uint64_t packed_entries_whole(const char *run)
+{
+	struct adump_reader_packed *p;
+	const struct adump_reader_packed_entry *e;
+	struct adump_reader *r;
+	char packed[4400];
+	uint64_t whole = 0;
+	int ret;
+
+	snprintf(packed, sizeof(packed), "%s/packed", run);
+	ck_assert_int_eq(adump_reader_create(&r), 0);
+	ck_assert_int_eq(adump_reader_packed_open(packed, &p), 0);
+	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
+		/* A cut-short last line is what a crash leaves, not a full disk. */
+		ck_assert_msg(e->status == ADUMP_PACKED_ENTRY, "%s line %u: %s", e->index_path,
+			      e->line, e->message);
+		ck_assert_msg(adump_reader_open_packed(r, p, e, true) == 0, "%s",
+			      adump_reader_error(r));
+		adump_reader_close(r);
+		whole++;
+	}
+	ck_assert_int_eq(ret, 0);
+	adump_reader_packed_close(p);
+	adump_reader_destroy(r);
+	return whole;
+}
+
+static struct adump_session *make_session(const char *time_dir, enum adump_writer_kind writer,
+					  enum adump_layout layout)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+
+	cfg.dump_path = mnt;
+	cfg.time_dir = time_dir;
+	cfg.writer = writer;
+	cfg.layout = layout;
+	cfg.pool_bytes = 32u << 20;
+	cfg.stream_max = STREAMS;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	return s;
+}
+
+static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layout)
+{
+	struct t_load load = { .stream_count = STREAMS, .op_count = OPS, .max_bytes = MAX_BYTES,
+			       .seed = t_seed() };
+	struct adump_session *s = make_session("full", writer, layout);
+	struct adump_stats st;
+	char run[4400];
+	int ret;
+
+	/* Launches and synchronisation succeed: the device ran every op; the disk is what
+	 * failed, and the session says so. */
+	ck_assert_int_eq(t_load_run(s, &load), 0);
+	ck_assert_uint_eq(load.launched, STREAMS * OPS);
+	ret = adump_session_flush(s);
+	adump_stats_get(s, &st);
+	ck_assert_msg(ret == -ENOSPC, "flush: %s", adump_strerror(ret));
+	ck_assert_int_eq(st.first_error, -ENOSPC);
+	ck_assert_int_eq(adump_session_error(s), -ENOSPC);
+	ck_assert_uint_gt(st.files_completed, 0);
+	ck_assert_uint_gt(st.files_failed, 0);
+	ck_assert_uint_gt(st.write_errors, 0);
+	/* Nothing lost without a record: each op is a complete or a failed file. */
+	ck_assert_uint_eq(st.files_completed + st.files_failed, load.launched);
+	ck_assert_int_eq(adump_session_destroy(s), -ENOSPC);
+
+	snprintf(run, sizeof(run), "%s/full", mnt);
+	scan(run);
+	if (layout == ADUMP_LAYOUT_PACKED) {
+		ck_assert_uint_eq(seen.whole + seen.failed + seen.other, 0);
+		ck_assert_uint_eq(packed_entries_whole(run), st.files_completed);
+	} else {
+		ck_assert_uint_eq(seen.whole, st.files_completed);
+		ck_assert_uint_le(seen.failed, st.files_failed);
+	}
+	fprintf(stderr, "test_enospc: writer %d layout %d: %llu of %llu files whole, %llu failed "
+		"(%zu .failed on disk), first error %s\n", writer, layout,
+		(unsigned long long)st.files_completed, (unsigned long long)load.launched,
+		(unsigned long long)st.files_failed, seen.failed, adump_strerror(st.first_error));
+}
+
+/* Space freed: a new session on the same dump directory writes whole files again. */
+static void after_space_is_freed(enum adump_writer_kind writer, enum adump_layout layout)
+{
+	struct t_load load = { .stream_count = STREAMS, .op_count = 4, .max_bytes = 64u << 10,
+			       .seed = 7 };
+	struct adump_session *s;
+	struct adump_stats st;
+	char path[4400];
+
+	snprintf(path, sizeof(path), "%s/full", mnt);
+	ck_assert_int_eq(t_rmtree(path), 0);
+	s = make_session("again", writer, layout);
+	ck_assert_int_eq(t_load_run(s, &load), 0);
+	ck_assert_int_eq(adump_session_flush(s), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, load.launched);
+	ck_assert_uint_eq(st.files_failed, 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(path, sizeof(path), "%s/again", mnt);
+	scan(path);
+	if (layout == ADUMP_LAYOUT_PACKED)
+		ck_assert_uint_eq(packed_entries_whole(path), load.launched);
+	else
+		ck_assert_uint_eq(seen.whole, load.launched);
+	ck_assert_uint_eq(seen.failed, 0);
+}
+
+START_TEST(test_full_disk_files_uring)
+{
+	fill_the_disk(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_FILES);
+	after_space_is_freed(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_FILES);
+}
+END_TEST
+
+START_TEST(test_full_disk_files_pwrite)
+{
+	fill_the_disk(ADUMP_WRITER_PWRITE, ADUMP_LAYOUT_FILES);
+	after_space_is_freed(ADUMP_WRITER_PWRITE, ADUMP_LAYOUT_FILES);
+}
+END_TEST
+
+START_TEST(test_full_disk_packed)
+{
+	fill_the_disk(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_PACKED);
+	after_space_is_freed(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_PACKED);
+}
+END_TEST
+
+/* Whether this process may make a private mount namespace and mount a tmpfs in it; tried in
+ * a child so that the namespace goes with it. */
+static bool can_mount(void)
+{
+	char *probe = t_tmpdir("enospc-probe");
+	int status = 1;
+	pid_t pid;
+
+	if (!probe)
+		return false;
+	pid = fork();
+	if (pid == 0) {
+		int ret = mount_small_fs(probe);
+
+		if (ret < 0)
+			fprintf(stderr, "test_enospc: mounting a tmpfs in a private mount namespace: "
+				"%s\n", strerror(-ret));
+		_exit(ret < 0 ? 1 : 0);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	rmdir(probe);
+	free(probe);
+	return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int main(void)
+{
+	Suite *s = suite_create("enospc");
+	TCase *tc = tcase_create("tmpfs");
+
+	if (!can_mount()) {
+		fprintf(stderr, "test_enospc: skipped: needs CAP_SYS_ADMIN for unshare(CLONE_NEWNS) "
+			"and mount\n");
+		return 77;
+	}
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_full_disk_files_uring);
+	tcase_add_test(tc, test_full_disk_files_pwrite);
+	tcase_add_test(tc, test_full_disk_packed);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
