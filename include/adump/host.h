@@ -135,7 +135,7 @@ ADUMP_API int adump_host_stream_close(struct adump_host_stream *hs);
  * first version's; -ADUMP_ERR_UNSUPPORTED for a dtype without a fixed element width or
  * unknown; -ADUMP_ERR_WRONG_THREAD when called from another thread than the owner;
  * -ADUMP_ERR_SHUTDOWN when the session detached the stream; -ENOMEM.
- * Every refusal is logged once with the field at fault (adump_set_log_fn()).
+ * Every refusal is logged (ERROR, adump_set_log_fn()) with the field at fault.
  * Owner thread only.
  */
 ADUMP_API int adump_host_dump_op(struct adump_host_stream *hs, const struct adump_host_op *op,
