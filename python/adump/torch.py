@@ -248,6 +248,9 @@ class capture:
     def _install_modules(self):
         for path, module in self.model.named_modules():
             cls = type(module).__name__
+            if getattr(module, "inplace", False) is True:
+                # ReLU(inplace=True) and the like: keep their inputs' values at entry.
+                self._inplace_modules.add(id(module))
             base = "Module.%s.%s" % (path, cls) if path else "Module.%s" % cls
             self._handles.append(module.register_forward_pre_hook(self._pre_hook(base, path)))
             self._handles.append(module.register_forward_hook(self._post_hook(base, path, cls)))
@@ -399,6 +402,8 @@ class capture:
         if (in_bwd and not self.backward) or not self._active():
             return func(*args, **kwargs)
         pkt = func.overloadpacket.__name__
+        if pkt.startswith("_record_function"):
+            return func(*args, **kwargs)        # profiler markers, not computation
         overload = func._overloadname
         base = "Aten.%s" % pkt if overload == "default" else "Aten.%s.%s" % (pkt, overload)
         if not self._in_scope(base, pkt):
@@ -408,10 +413,10 @@ class capture:
             # In-place and out= ops change their arguments: dump the values they had.
             inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
-        n = self._next_index(base)
+        direction = "backward" if in_bwd else "forward"
+        n = self._next_index((base, direction))
         outputs = _flatten(out, []) if self.with_outputs else []
-        self._dump(pkt, "%s.%d.%s" % (base, n, "backward" if in_bwd else "forward"),
-                   inputs, outputs)
+        self._dump(pkt, "%s.%d.%s" % (base, n, direction), inputs, outputs)
         return out
 
     # ---- context -------------------------------------------------------------------------

@@ -773,9 +773,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		if (ret == -ADUMP_ERR_UNSUPPORTED)
 			PyErr_Format(PyExc_TypeError, "%s: unsupported dtype", op.op_name);
 		else if (ret == -ADUMP_ERR_WRONG_THREAD)
-			PyErr_Format(pyadump_err.thread,
-				     "stream is owned by another thread: open a stream in each "
-				     "thread that dumps (%s)", adump_strerror(ret));
+			pyadump_raise(ret, "stream is owned by another thread: open a stream in "
+				      "each thread that dumps", NULL);
 		else
 			pyadump_raise(ret, NULL, NULL);
 		zc_free(p);
@@ -804,11 +803,9 @@ static PyObject *stream_sync(PyObject *obj, PyObject *unused)
 	ret = adump_host_stream_sync(hs);
 	Py_END_ALLOW_THREADS
 	drain(st->sess);
-	if (ret == -ADUMP_ERR_WRONG_THREAD) {
-		PyErr_SetString(pyadump_err.thread,
-				"stream is owned by another thread: sync it from its owner");
-		return NULL;
-	}
+	if (ret == -ADUMP_ERR_WRONG_THREAD)
+		return pyadump_raise(ret, "stream is owned by another thread: sync it from its "
+				     "owner", NULL);
 	if (ret < 0)
 		return pyadump_raise(ret, NULL, NULL);
 	Py_RETURN_NONE;

@@ -27,6 +27,7 @@ static PyObject *class_of(int code)
 	case ADUMP_ERR_TOO_BIG: return pyadump_err.too_big;
 	case ADUMP_ERR_CALLBACK: return pyadump_err.callback;
 	case ADUMP_ERR_INCOMPLETE: return pyadump_err.incomplete;
+	case ADUMP_ERR_WRONG_THREAD: return pyadump_err.thread;
 	default: return pyadump_err.error;
 	}
 }
