@@ -278,7 +278,8 @@ class capture:
                         v = views[id(t)] = t.view_as(t)
                     return v
                 args = _rebuild(args, wrap)
-            frames.append((n, inputs, versions, copies, list(views.values())))
+            frames.append((n, inputs, versions, copies,
+                           [(v, v._version) for v in views.values()]))
             return args if views else None
         return pre
 
@@ -313,7 +314,7 @@ class capture:
 
     def _hook_backward(self, base, cls, n, output, views):
         outs = [t for t in _flatten(output, []) if t.requires_grad and t.grad_fn is not None]
-        ins = [v for v in views if v.grad_fn is not None]
+        ins = [(v, v0) for v, v0 in views if v.grad_fn is not None]
         if not outs and not ins:
             return
         rec = _Backward("%s.backward.%d" % (base, n), cls, len(outs), len(ins))
@@ -335,13 +336,19 @@ class capture:
             def hook(grad_inputs, grad_outputs, i=i, nr=nr):
                 got(rec.grad_out, i, grad_outputs[nr] if nr < len(grad_outputs) else None)
             t.grad_fn.register_hook(hook)
-        for i, v in enumerate(ins):
-            if v._version != 0 and v._base is not None and \
+        for i, (v, v0) in enumerate(ins):
+            if v._version != v0 and v._base is not None and \
                     type(v._base.grad_fn).__name__ == "CopySlices":
                 # Modified in place by the module: the view's own node left the graph; the
                 # gradient of the value before the change flows out of the base's CopySlices.
-                def hook(grad_inputs, grad_outputs, i=i):
-                    got(rec.grad_in, i, grad_inputs[0] if grad_inputs else None)
+                # That gradient is the base's: cut the view's elements out of it.
+                geo = (tuple(v.shape), v.stride(), v.storage_offset() - v._base.storage_offset())
+
+                def hook(grad_inputs, grad_outputs, i=i, geo=geo):
+                    g = grad_inputs[0] if grad_inputs else None
+                    if g is not None:
+                        g = g.contiguous().as_strided(*geo)
+                    got(rec.grad_in, i, g)
                 v._base.grad_fn.register_hook(hook)
             else:
                 def hook(grad_inputs, grad_outputs, i=i):
