@@ -160,6 +160,14 @@ int adump_host_stream_close(struct adump_host_stream *hs)
 	return ret;
 }
 
+int adump_host_stream_adopt(struct adump_host_stream *hs)
+{
+	if (!hs)
+		return -EINVAL;
+	hs->owner = pthread_self();
+	return 0;
+}
+
 static int scratch_reserve(struct adump_host_stream *hs, uint32_t count)
 {
 	struct adump_tensor *tensors;

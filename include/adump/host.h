@@ -113,6 +113,14 @@ ADUMP_API int adump_host_stream_open(struct adump_session *s,
 ADUMP_API int adump_host_stream_close(struct adump_host_stream *hs);
 
 /**
+ * adump_host_stream_adopt() - make the calling thread the stream's owner: a deliberate
+ * hand-over, e.g. a stream opened (and its staging memory made resident) ahead of time, then
+ * used by a worker thread. The previous owner must have stopped calling into the stream.
+ * Return: 0, -EINVAL for NULL. Any thread, not concurrently with another call on the stream.
+ */
+ADUMP_API int adump_host_stream_adopt(struct adump_host_stream *hs);
+
+/**
  * adump_host_dump_op() - dump one op through the stream.
  * @hs:      the stream.
  * @op:      borrowed for the call; see struct adump_host_op.
