@@ -145,6 +145,12 @@ class capture:
         self._session = None
         self._streams = {}
         self._counts = {}
+        # One session for the whole capture (its start costs the staging buffers' page
+        # faults), steered into step<N>/rank<R> through a symlink; a packed layout keeps
+        # its segments open per session, so there it is one session per step.
+        self._per_step_sessions = self.config.get("layout") == "packed"
+        self._link = os.path.join(self.dump_path, ".adump-rank%d" % self.rank)
+        self._linked_step = None
         self._handles = []
         self._mode = None
         self._in_backward = 0
@@ -170,10 +176,36 @@ class capture:
                 return True
         return False
 
+    def _step_dir(self):
+        return os.path.join("step%d" % self.step_no, "rank%d" % self.rank)
+
+    def _point_at_step(self):
+        """Make the session directory (a symlink) lead to this step's directory. Called
+        only when nothing is being written: before the first dump of the step, after the
+        previous step's flush. The pipeline opens every file by its path, so the files of
+        the step land in step<N>/rank<R>/0/ while the session, its stream and its warm
+        staging buffers live on."""
+        target = self._step_dir()
+        # The device directory exists already: the session made the first one itself.
+        os.makedirs(os.path.join(self.dump_path, target, "0"), exist_ok=True)
+        tmp = self._link + ".tmp"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.symlink(target, tmp)
+        os.replace(tmp, self._link)
+        self._linked_step = self.step_no
+
     def _stream(self):
         if self._session is None:
-            self._session = Session(os.path.join(self.dump_path, "step%d" % self.step_no),
-                                    time_dir="rank%d" % self.rank, **self.config)
+            if self._per_step_sessions:
+                self._session = Session(os.path.join(self.dump_path, "step%d" % self.step_no),
+                                        time_dir="rank%d" % self.rank, **self.config)
+            else:
+                self._point_at_step()
+                self._session = Session(self.dump_path, time_dir=os.path.basename(self._link),
+                                        **self.config)
+        elif self._linked_step != self.step_no and not self._per_step_sessions:
+            self._point_at_step()
         tid = threading.get_ident()
         st = self._streams.get(tid)
         if st is None:
@@ -187,21 +219,27 @@ class capture:
             return
         self._session = None
         self._streams = {}
+        s.flush()
+        for k, v in s.stats().items():
+            if isinstance(v, int) and k not in ("first_error", "writes_in_flight"):
+                self.stats[k] = self.stats.get(k, 0) + v
         ret = s.close(check=False)
         if ret < 0 and ret != -_ERR_CORRUPT:
             # Dropped chunks or failed writes (zero-copy check failures are in losses
             # already, one per dump).
-            self.losses.append(("step%d" % self.step_no, ret))
+            self.losses.append(("session", ret))
+        if os.path.lexists(self._link):
+            os.unlink(self._link)
 
     def _finish_step(self):
-        s = self._session
-        if s is not None:
-            self._flush_backwards()
-            s.flush()
-            for k, v in s.stats().items():
-                if isinstance(v, int) and k not in ("first_error", "writes_in_flight"):
-                    self.stats[k] = self.stats.get(k, 0) + v
-        self._close_session()
+        """Everything the step handed over is written (or failed) when this returns."""
+        self._flush_backwards()
+        if self._session is None:
+            return
+        if self._per_step_sessions:
+            self._close_session()
+        else:
+            self._session.flush()
 
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
@@ -322,10 +360,10 @@ class capture:
 
         def got(slot_list, i, g):
             if slot_list[i] is None and g is not None:
-                # A gradient that waits for the others of its call is copied now: the
-                # engine may accumulate into its buffer afterwards. The last one is
-                # dumped at once.
-                slot_list[i] = g.detach().clone() if rec.pending > 1 else g
+                # Held, not copied: the engine accumulates in place only into gradients
+                # nobody else references, and the version is compared when the call's
+                # last gradient arrives.
+                slot_list[i] = (g, g._version)
             rec.pending -= 1
             if rec.pending == 0:
                 self._emit_backward(rec)
@@ -360,8 +398,12 @@ class capture:
             self._backwards.remove(rec)
         if not self._active():
             return
-        ins = [g for g in rec.grad_out if g is not None] if self.with_inputs else []
-        outs = [g for g in rec.grad_in if g is not None] if self.with_outputs else []
+        held = [x for x in rec.grad_out + rec.grad_in if x is not None]
+        if any(g._version != v for g, v in held):
+            self.losses.append((rec.name, -_ERR_INCOMPLETE))
+            return
+        ins = [g for g, _ in filter(None, rec.grad_out)] if self.with_inputs else []
+        outs = [g for g, _ in filter(None, rec.grad_in)] if self.with_outputs else []
         self._dump(rec.op_type, rec.name, ins, outs)
 
     def _flush_backwards(self):
@@ -450,7 +492,7 @@ class capture:
                 m.__dict__.pop("_adump_frames", None)
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
-            self._finish_step()
+            self._close_session()
         return False
 
 

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared bits of the Python tests: scratch directories and the adump command."""
+import atexit
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -9,7 +11,10 @@ import unittest
 def tmpdir(tag):
     base = os.environ.get("ADUMP_TEST_TMP", tempfile.gettempdir())
     os.makedirs(base, exist_ok=True)
-    return tempfile.mkdtemp(prefix="py-%s-" % tag, dir=base)
+    path = tempfile.mkdtemp(prefix="py-%s-" % tag, dir=base)
+    if not os.environ.get("ADUMP_TEST_KEEP"):
+        atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def tool(*args):
