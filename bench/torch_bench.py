@@ -99,9 +99,10 @@ def run(mode, a, state, xs, out):
         cap.__enter__()
     elif mode == "naive":
         naive = Naive(model, out)
-    times = []
+    times, cpus = [], []
     for i, x in enumerate(xs):
         t0 = time.perf_counter()
+        c0 = time.process_time()
         logits = model(x)
         loss = nn.functional.cross_entropy(logits.reshape(-1, a.vocab), x.reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -113,6 +114,7 @@ def run(mode, a, state, xs, out):
             naive.step()
         if i:                   # the first step warms up allocator and threads
             times.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)   # all threads: adump's workers too
     nbytes = 0
     if cap:
         cap.__exit__(None, None, None)
@@ -121,7 +123,7 @@ def run(mode, a, state, xs, out):
     if naive:
         naive.close()
         nbytes = naive.bytes
-    return times, nbytes / len(xs)
+    return times, cpus, nbytes / len(xs)
 
 
 def main():
@@ -148,32 +150,36 @@ def main():
               a.layers, a.dim, a.heads, a.seq, a.batch, a.vocab, params / 1e6,
               torch.__version__, torch.get_num_threads(), a.rounds, a.steps - 1))
     times = {m: [] for m in modes}
+    cpus = {m: [] for m in modes}
     per_step = {m: 0 for m in modes}
     for r in range(a.rounds):
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for m in order:
             out = os.path.join(a.out, m)
             shutil.rmtree(out, ignore_errors=True)
-            t, nbytes = run(m, a, state, xs, out)
+            t, c, nbytes = run(m, a, state, xs, out)
             times[m] += t
+            cpus[m] += c
             per_step[m] = nbytes
             shutil.rmtree(out, ignore_errors=True)
     base = statistics.median(times["none"]) if "none" in times else None
-    res = {}
+    cbase = statistics.median(cpus["none"]) if "none" in cpus else None
+    res, cres = {}, {}
     for m in modes:
-        med = statistics.median(times[m])
-        res[m] = med
+        med = res[m] = statistics.median(times[m])
+        cmed = cres[m] = statistics.median(cpus[m])
         over = "%+6.1f %%" % ((med / base - 1) * 100) if base else ""
+        cover = "%+6.1f %%" % ((cmed / cbase - 1) * 100) if cbase else ""
         rate = per_step[m] / med / 1e6 if per_step[m] else 0
-        print("  %-10s step %7.1f ms [%6.1f..%6.1f]  overhead %s  dumped %7.1f MB/step  "
-              "%6.0f MB/s" % (m, med * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3, over,
-                              per_step[m] / 1e6, rate))
+        print("  %-10s step %7.1f ms [%6.1f..%6.1f] %s | cpu %7.1f ms %s | %6.1f MB/step "
+              "%5.0f MB/s" % (m, med * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3, over,
+                              cmed * 1e3, cover, per_step[m] / 1e6, rate))
     if base and "naive" in res and "tensor-fwd" in res:
-        added_adump = res["tensor-fwd"] - base
-        added_naive = res["naive"] - base
-        print("  added step time, forward tensors: adump %.1f ms, naive %.1f ms (ratio %.2f)"
-              % (added_adump * 1e3, added_naive * 1e3,
-                 added_adump / added_naive if added_naive > 0 else float("nan")))
+        for label, r, b in (("step time", res, base), ("cpu time", cres, cbase)):
+            added_adump, added_naive = r["tensor-fwd"] - b, r["naive"] - b
+            print("  added %s, forward tensors: adump %.1f ms, naive %.1f ms (ratio %.2f)"
+                  % (label, added_adump * 1e3, added_naive * 1e3,
+                     added_adump / added_naive if added_naive > 0 else float("nan")))
     shutil.rmtree(a.out, ignore_errors=True)
 
 

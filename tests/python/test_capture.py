@@ -2,8 +2,9 @@
 """adump's Python package without torch: capture round trips through every sink, reading
 plain, .lz4 and packed dumps back, bad input (dtypes, closed objects, another thread's
 stream, unwritable paths)."""
-import csv
 import os
+import signal
+import subprocess
 import sys
 import threading
 import unittest
@@ -148,6 +149,41 @@ class CaptureRoundTrip(unittest.TestCase):
         np.testing.assert_array_equal(d.outputs[0], np.array([1.0, -2.0, 3.140625], np.float32))
         raw = adump.open(d.path, bf16="raw")
         np.testing.assert_array_equal(raw.outputs[0], bits)
+
+
+INTERRUPTED = """
+import sys, numpy as np, adump
+a = np.ones(1 << 18, np.float32)
+with adump.Session(sys.argv[1], workers=1) as s:
+    st = s.stream()
+    n = 0
+    while True:
+        st.dump("Op", "op%d" % n, inputs=[a])
+        n += 1
+        print(n, flush=True)
+"""
+
+
+class Interrupted(unittest.TestCase):
+    def test_ctrl_c(self):
+        """Ctrl-C in the middle of a capture: every dump handed over is complete."""
+        top = helpers.tmpdir("sigint")
+        p = subprocess.Popen([sys.executable, "-c", INTERRUPTED, top], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        handed = 0
+        for line in p.stdout:
+            handed = int(line)
+            if handed >= 50:
+                break
+        p.send_signal(signal.SIGINT)
+        rest, err = p.communicate(timeout=60)
+        handed = max([handed] + [int(x) for x in rest.split()])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("KeyboardInterrupt", err)
+        rep = adump.verify(top)
+        self.assertTrue(rep.ok, rep.problems)
+        # The one in flight when the signal came may or may not have been handed over.
+        self.assertIn(rep.files, (handed, handed + 1))
 
 
 class BadInput(unittest.TestCase):
