@@ -264,6 +264,21 @@ class ModuleLevel(unittest.TestCase):
             self.assertEqual(d.inputs, [])
             self.assertEqual(len(d.outputs), 1)
 
+    def test_stats_content(self):
+        xs = batches()[:1]
+        top = helpers.tmpdir("torch-stats")
+        model = make_model()
+        with adump.torch.capture(model, top, content="stats", backward=True) as cap:
+            train(model, xs, cap)
+        self.assertEqual(cap.losses, [])
+        files = helpers.files_below(top)
+        self.assertTrue(files)
+        self.assertTrue(all(f.endswith(".csv") for f in files), files[:3])
+        names = {os.path.basename(f).split(".")[1] for f in files}
+        self.assertIn("Module_head_Linear_forward_0", names)
+        self.assertIn("Module_head_Linear_backward_0", names)
+        self.assertEqual(cap.stats["files_completed"], len(files))
+
     def test_dtypes_and_structures(self):
         class Odd(nn.Module):
             def forward(self, d):
@@ -273,8 +288,7 @@ class ModuleLevel(unittest.TestCase):
         a = torch.arange(6, dtype=torch.float32).reshape(2, 3)
         inputs = {"a": a, "b": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
                   "c": torch.tensor([True, False]), "s": "skip me"}
-        with adump.torch.capture(m, top, backward=False, stats=None) if False else \
-                adump.torch.capture(m, top, backward=False) as cap:
+        with adump.torch.capture(m, top, backward=False) as cap:
             m(inputs)
         self.assertEqual(cap.losses, [])
         d = dumps_of(top, 0)["Module.Odd.forward.0"]
