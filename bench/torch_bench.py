@@ -60,11 +60,13 @@ class Naive:
 
     def __init__(self, model, out):
         self.out, self.step_no, self.handles, self.counts, self.bytes = out, 0, [], {}, 0
+        self.seconds = 0.0
         for path, m in model.named_modules():
             self.handles.append(m.register_forward_hook(self.hook(path or "root", m)))
 
     def hook(self, path, m):
         def fn(mod, args, output):
+            t0 = time.perf_counter()
             n = self.counts.get(path, 0)
             self.counts[path] = n + 1
             d = os.path.join(self.out, "step%d" % self.step_no)
@@ -76,6 +78,7 @@ class Naive:
                     self.bytes += a.nbytes
                     np.save(os.path.join(d, "%s.%s.forward.%d.%s.%d.npy" % (
                         path, type(mod).__name__, n, kind, i)), a)
+            self.seconds += time.perf_counter() - t0
         return fn
 
     def step(self):
@@ -112,18 +115,22 @@ def run(mode, a, state, xs, out):
             cap.step()          # waits until the step's dumps are written
         if naive:
             naive.step()
-        if i:                   # the first step warms up allocator and threads
+        if i == 0:              # the first step warms up allocator, threads, session
+            hand0 = cap.handover_seconds if cap else naive.seconds if naive else 0.0
+        else:
             times.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)   # all threads: adump's workers too
-    nbytes = 0
+    nbytes, hand = 0, 0.0
     if cap:
         cap.__exit__(None, None, None)
         nbytes = cap.stats.get("bytes", 0)
+        hand = cap.handover_seconds - hand0
         assert not cap.losses, cap.losses
     if naive:
         naive.close()
         nbytes = naive.bytes
-    return times, cpus, nbytes / len(xs)
+        hand = naive.seconds - hand0
+    return times, cpus, nbytes / len(xs), hand / len(times)
 
 
 def main():
@@ -151,15 +158,17 @@ def main():
               torch.__version__, torch.get_num_threads(), a.rounds, a.steps - 1))
     times = {m: [] for m in modes}
     cpus = {m: [] for m in modes}
+    hands = {m: [] for m in modes}
     per_step = {m: 0 for m in modes}
     for r in range(a.rounds):
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for m in order:
             out = os.path.join(a.out, m)
             shutil.rmtree(out, ignore_errors=True)
-            t, c, nbytes = run(m, a, state, xs, out)
+            t, c, nbytes, hand = run(m, a, state, xs, out)
             times[m] += t
             cpus[m] += c
+            hands[m].append(hand)
             per_step[m] = nbytes
             shutil.rmtree(out, ignore_errors=True)
     base = statistics.median(times["none"]) if "none" in times else None
@@ -171,15 +180,21 @@ def main():
         over = "%+6.1f %%" % ((med / base - 1) * 100) if base else ""
         cover = "%+6.1f %%" % ((cmed / cbase - 1) * 100) if cbase else ""
         rate = per_step[m] / med / 1e6 if per_step[m] else 0
-        print("  %-10s step %7.1f ms [%6.1f..%6.1f] %s | cpu %7.1f ms %s | %6.1f MB/step "
-              "%5.0f MB/s" % (m, med * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3, over,
-                              cmed * 1e3, cover, per_step[m] / 1e6, rate))
+        hand = statistics.median(hands[m])
+        print("  %-10s step %7.1f ms [%6.1f..%6.1f] %s | cpu %7.1f ms %s | hand-over %6.1f "
+              "ms/step | %6.1f MB/step %5.0f MB/s" % (
+                  m, med * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3, over, cmed * 1e3,
+                  cover, hand * 1e3, per_step[m] / 1e6, rate))
     if base and "naive" in res and "tensor-fwd" in res:
         for label, r, b in (("step time", res, base), ("cpu time", cres, cbase)):
             added_adump, added_naive = r["tensor-fwd"] - b, r["naive"] - b
             print("  added %s, forward tensors: adump %.1f ms, naive %.1f ms (ratio %.2f)"
                   % (label, added_adump * 1e3, added_naive * 1e3,
                      added_adump / added_naive if added_naive > 0 else float("nan")))
+    if "naive" in hands and "tensor-fwd" in hands:
+        ha, hn = statistics.median(hands["tensor-fwd"]), statistics.median(hands["naive"])
+        print("  hand-over time on the training thread, forward tensors: adump %.1f ms, "
+              "naive %.1f ms per step (ratio %.3f)" % (ha * 1e3, hn * 1e3, ha / hn if hn else 0))
     shutil.rmtree(a.out, ignore_errors=True)
 
 

@@ -25,6 +25,7 @@ unchanged."""
 import fnmatch
 import os
 import threading
+import time
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -115,7 +116,8 @@ class capture:
     compress, layout, io ...).
 
     After the block: cap.losses lists (name, status) of dumps that failed, cap.stats the
-    summed session counters, cap.dumps the number of dumps handed over."""
+    summed session counters, cap.dumps the number of dumps handed over and
+    cap.handover_seconds the time the model's threads spent handing them over."""
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
                  steps=None, content="tensor", zero_copy=False, **config):
@@ -141,6 +143,7 @@ class capture:
         self.step_no = 0
         self.losses = []
         self.dumps = 0
+        self.handover_seconds = 0.0     # time the model's threads spent handing tensors over
         self.stats = {}
         self._session = None
         self._streams = {}
@@ -255,6 +258,13 @@ class capture:
         return n
 
     def _dump(self, op_type, name, inputs, outputs):
+        t0 = time.perf_counter()
+        try:
+            self._dump_now(op_type, name, inputs, outputs)
+        finally:
+            self.handover_seconds += time.perf_counter() - t0
+
+    def _dump_now(self, op_type, name, inputs, outputs):
         ins = []
         outs = []
         keep = []
