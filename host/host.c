@@ -371,10 +371,10 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	atomic_fetch_add_explicit(&hs->payload_bytes, rec->payload_bytes, memory_order_relaxed);
 	if (op->release_fn)
 		atomic_fetch_add_explicit(&hs->zero_copy_dumps, 1, memory_order_relaxed);
-	/* One doorbell for the op's records, not one per record. */
-	adump_chan_defer_sp(chan);
+	/* Each commit rings the worker's doorbell (a system call only while it sleeps), not
+	 * once at the end of the op: the worker starts on a large dump's first chunk while the
+	 * later ones are copied. */
 	adump_chan_post_sp(chan, rec, hs->data, op->release_fn != NULL);
-	adump_chan_flush_sp(chan);
 	atomic_fetch_add_explicit(&hs->dumps, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->copy_ns, adump_now_ns() - start, memory_order_relaxed);
 	if (task_id)

@@ -106,7 +106,8 @@ ADUMP_API int adump_host_stream_open(struct adump_session *s,
  * adump_host_stream_close() - wait until everything dumped into the stream is written (every
  * release_fn called), detach it from its session and free it. NULL does nothing.
  * Return: 0, or what adump_host_stream_sync() would return.
- * Any thread, not concurrently with any other call on the stream. Close every host stream
+ * Any thread, not concurrently with any other call on the stream, and never from a
+ * release_fn or check_fn (it waits for the worker that runs them). Close every host stream
  * before adump_session_destroy(); if the session went first (it detaches the streams still
  * open, waiting for their dumps), close only frees the stream.
  */
@@ -194,7 +195,7 @@ struct adump_host_stream_stats {
 
 /**
  * adump_host_stream_stats() - a snapshot of the stream's counters. Any thread, not
- * concurrently with adump_host_stream_close().
+ * concurrently with adump_host_stream_close() or adump_session_destroy().
  */
 ADUMP_API void adump_host_stream_stats(const struct adump_host_stream *hs,
 				       struct adump_host_stream_stats *out);
