@@ -7,6 +7,7 @@
 #include "pyadump_int.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include "adump/adump.h"
@@ -45,6 +46,24 @@ struct py_stream {
 
 static PyObject *session_type;
 static PyObject *stream_type;
+
+/* adump starts its worker threads inside session and stream calls, and threads inherit the
+ * caller's signal mask. Python handles signals in its main thread only; a Ctrl-C the kernel
+ * delivers to a worker instead interrupts that worker's system calls (EINTR in its io_uring
+ * waits) and leaves the main thread unaware of it. So those calls run with every signal
+ * blocked, and the workers keep that mask. */
+static void signals_block(sigset_t *saved)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, saved);
+}
+
+static void signals_restore(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
 
 /* ---- zero-copy bookkeeping --------------------------------------------------------------- */
 
@@ -316,7 +335,11 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		cfg.chunk_user = self;
 	}
 	Py_BEGIN_ALLOW_THREADS
+	sigset_t saved;
+
+	signals_block(&saved);
 	ret = adump_session_create(&cfg, &self->s);
+	signals_restore(&saved);
 	Py_END_ALLOW_THREADS
 	if (ret < 0) {
 		Py_DECREF(self);
@@ -492,7 +515,13 @@ static PyObject *session_stream(PyObject *obj, PyObject *args)
 	st = (struct py_stream *)PyType_GenericNew(tp, NULL, NULL);
 	if (!st)
 		return NULL;
-	ret = adump_host_stream_open(self->s, &cfg, &st->hs);
+	{
+		sigset_t saved;
+
+		signals_block(&saved);
+		ret = adump_host_stream_open(self->s, &cfg, &st->hs);
+		signals_restore(&saved);
+	}
 	if (ret < 0) {
 		Py_DECREF(st);
 		return pyadump_raise(ret, NULL, NULL);

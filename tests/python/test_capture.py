@@ -152,7 +152,8 @@ class CaptureRoundTrip(unittest.TestCase):
 
 
 INTERRUPTED = """
-import sys, numpy as np, adump
+import signal, sys, numpy as np, adump
+signal.signal(signal.SIGINT, signal.default_int_handler)   # also when started ignoring it
 a = np.ones(1 << 18, np.float32)
 with adump.Session(sys.argv[1], workers=1) as s:
     st = s.stream()
@@ -176,7 +177,10 @@ class Interrupted(unittest.TestCase):
             if handed >= 50:
                 break
         p.send_signal(signal.SIGINT)
-        rest, err = p.communicate(timeout=60)
+        # What the line iterator read ahead is in p.stdout's buffer: read it from there.
+        rest = p.stdout.read()
+        err = p.stderr.read()
+        p.wait(timeout=60)
         handed = max([handed] + [int(x) for x in rest.split()])
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("KeyboardInterrupt", err)
