@@ -12,6 +12,7 @@
 
 #include "adump/adump.h"
 #include "adump/device.h"
+#include "adump/host.h"
 
 enum adump_bench_profile {
 	ADUMP_BENCH_PROFILE_RANGE = 0,          /* --min-size/--max-size, log-uniform */
@@ -154,5 +155,44 @@ int adump_bench_syncfs(const char *dir);
 /* Process memory: current peak RSS (VmHWM) in bytes, and a reset of that peak. */
 uint64_t adump_bench_peak_rss(void);
 void adump_bench_peak_rss_reset(void);
+
+/* ---- the host producer (--producer host, host-nocopy; bench/host.c) ---- */
+
+/* The three host tensors of @op (self, other: inputs; out: output) at @data. */
+void adump_bench_host_tensors(const struct adump_bench_op *op, const void *const data[3],
+			      struct adump_host_tensor t[3]);
+
+/* Zero-copy releases, counted by the release callback. */
+struct adump_bench_host_counts {
+	_Atomic uint64_t released;
+	_Atomic uint64_t release_failures;
+};
+
+/**
+ * adump_bench_host_dump() - dump @op through @hs as an "Add" with inputs self, other and
+ * output out at @data; zero copy when @counts is set (its releases counted there).
+ * Return: as adump_host_dump_op(). The owner thread of @hs.
+ */
+int adump_bench_host_dump(struct adump_host_stream *hs, const struct adump_bench_op *op,
+			  const void *const data[3], struct adump_bench_host_counts *counts);
+
+/* Which op of the run made the file of (@stream_id, @task_id): its index, its parameters and
+ * the tensors' memory. Return: 0, or negative if none did. Called from worker threads. */
+typedef int (*adump_bench_lookup_fn)(void *user, uint32_t stream_id, uint32_t task_id,
+				     uint64_t *index, struct adump_bench_op *op,
+				     const void *data[3]);
+
+/* A callback-sink consumer that checks every file of a host-producer run byte for byte. */
+struct adump_bench_verify;
+
+int adump_bench_verify_create(uint64_t op_count, adump_bench_lookup_fn lookup, void *user,
+			      struct adump_bench_verify **out);
+void adump_bench_verify_destroy(struct adump_bench_verify *v);
+/* The chunk_fn (user: the verifier): each chunk against the bytes its file must hold there. */
+int adump_bench_verify_chunk(const struct adump_chunk *chunk, void *user);
+/* Files whose chunks all matched and ended at the right length, files that did not, bytes
+ * compared, and the first mismatch ("" if none). */
+void adump_bench_verify_result(struct adump_bench_verify *v, uint64_t *files_ok,
+			       uint64_t *files_bad, uint64_t *bytes, char *first_error, size_t cap);
 
 #endif

@@ -70,6 +70,10 @@ static inline uint64_t adump_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The next stream id, 1, 2, ...: device and host streams draw from this one process-wide
+ * counter, so no two streams of a session share an id (file names carry it). Any thread. */
+ADUMP_HIDDEN uint32_t adump_stream_id_next(void);
+
 /* write() all of @buf, retrying short writes and EINTR. Return: 0 or -errno. */
 ADUMP_HIDDEN int adump_write_all(int fd, const void *buf, size_t len);
 

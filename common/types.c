@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tables for data types and formats, and validation of op descriptors. */
+/* Tables for data types and formats, validation of op descriptors, and stream ids. */
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "common/common.h"
@@ -96,4 +97,11 @@ int adump_op_check(const struct adump_op *op)
 		}
 	}
 	return 0;
+}
+
+uint32_t adump_stream_id_next(void)
+{
+	static _Atomic uint32_t next_id = 1;
+
+	return atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
 }

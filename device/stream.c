@@ -53,8 +53,6 @@ struct adump_dev_stream {
 	_Atomic(struct adump_chan *) chan;
 };
 
-static _Atomic uint32_t stream_next_id = 1;
-
 void adump_dev_dump_req_free(struct adump_dev_dump_req *req)
 {
 	adump_freelist_free(req);               /* the names live in the same block */
@@ -181,7 +179,7 @@ int adump_dev_stream_create(struct adump_dev *dev, struct adump_dev_stream **out
 	pthread_cond_init(&s->done_cond, NULL);
 	atomic_init(&s->chan, NULL);
 	adump_freelist_init(&s->reqs, DUMP_REQ_POOLED_BYTES);
-	s->id = atomic_fetch_add_explicit(&stream_next_id, 1, memory_order_relaxed);
+	s->id = adump_stream_id_next();
 	adump_dev_ref(dev);
 	s->dev = dev;
 	ret = -pthread_create(&s->thread, NULL, executor_main, s);

@@ -430,9 +430,11 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 	size_t rel_len, total;
 	int name_len;
 
+	/* Not a zero-copy file (hooks): its producer hears once the file is written, which a
+	 * batch does only later. */
 	if ((rec->flags & (ADUMP_REC_FIRST | ADUMP_REC_LAST)) != (ADUMP_REC_FIRST | ADUMP_REC_LAST) ||
 	    op->priv || p->seg_fd < 0 || rec->offset != 0 || rec->len != payload_bytes ||
-	    payload_bytes > BATCH_SMALL_BYTES ||
+	    payload_bytes > BATCH_SMALL_BYTES || op->hooks ||
 	    atomic_load_explicit(&op->is_failed, memory_order_relaxed))
 		return false;
 	rel_len = (size_t)(put_u64(rel, op->op.device_id) - rel);
@@ -480,7 +482,7 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 	unsigned char *file = b->mem + b->len;
 	uint64_t base = b->base + b->len;
 
-	memcpy(file + total - payload_bytes, (const char *)rec->buf + rec->buf_offset, payload_bytes);
+	memcpy(file + total - payload_bytes, adump_rec_data(rec), payload_bytes);
 	b->lines_len += put_line(b->lines + b->lines_len, rel, rel_len, w->index, p->seg_number,
 				 base, total, adump_crc32c(0, file, total));
 	b->len += total;

@@ -11,6 +11,7 @@
 #include "adump/device.h"
 #include "iouring/writer.h"
 #include "pipeline/defaults.h"
+#include "pipeline/producer.h"
 #include "ring/ring.h"
 
 struct adump_session;
@@ -48,7 +49,8 @@ struct adump_worker {
 };
 
 struct stream_slot {
-	struct adump_dev_stream *stream;
+	void *producer;                         /* a device stream, a host stream */
+	const struct adump_producer_ops *ops;
 	struct adump_chan *chan;
 	unsigned worker;
 	bool is_used;

@@ -301,20 +301,40 @@ static void share_touch(struct adump_session *s, struct stream_slot *slot, void 
 	slot->is_share_touched = true;
 }
 
+static int dev_quiesce(void *producer)
+{
+	return adump_dev_stream_sync(producer);
+}
+
+static void dev_bind(void *producer, struct adump_chan *chan)
+{
+	adump_dev_stream_bind(producer, chan);
+}
+
+static const struct adump_producer_ops dev_ops = { .quiesce = dev_quiesce, .bind = dev_bind };
+
 int adump_session_attach(struct adump_session *s, struct adump_dev_stream *stream)
+{
+	if (!s || !stream)
+		return -EINVAL;
+	if (adump_dev_stream_chan(stream))
+		return -ADUMP_ERR_STATE;
+	return adump_session_attach_producer(s, stream, adump_dev_stream_id(stream), &dev_ops);
+}
+
+int adump_session_attach_producer(struct adump_session *s, void *producer, uint32_t stream_id,
+				  const struct adump_producer_ops *ops)
 {
 	struct adump_chan_cfg ccfg;
 	struct adump_chan *chan;
 	unsigned slot = ADUMP_STREAM_MAX_LIMIT, worker = 0;
 	int ret;
 
-	if (!s || !stream)
+	if (!s || !producer || !ops)
 		return -EINVAL;
-	if (adump_dev_stream_chan(stream))
-		return -ADUMP_ERR_STATE;
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < s->cfg.stream_max; i++) {
-		if (s->slots[i].is_used && s->slots[i].stream == stream) {
+		if (s->slots[i].is_used && s->slots[i].producer == producer) {
 			ret = -ADUMP_ERR_STATE;
 			goto out;
 		}
@@ -328,7 +348,7 @@ int adump_session_attach(struct adump_session *s, struct adump_dev_stream *strea
 		goto out;
 	}
 	ccfg = (struct adump_chan_cfg){
-		.stream_id = adump_dev_stream_id(stream),
+		.stream_id = stream_id,
 		.buffer_count = s->buffers_per_stream,
 		.buffer_bytes = s->chunk_bytes,
 		.buffer_mem = (char *)s->pool + (size_t)slot * s->buffers_per_stream * s->chunk_bytes,
@@ -355,9 +375,10 @@ int adump_session_attach(struct adump_session *s, struct adump_dev_stream *strea
 	}
 	w->chan_count++;
 	share_touch(s, &s->slots[slot], ccfg.buffer_mem);
-	s->slots[slot] = (struct stream_slot){ .stream = stream, .chan = chan, .worker = worker,
-					       .is_used = true, .is_share_touched = true };
-	adump_dev_stream_bind(stream, chan);
+	s->slots[slot] = (struct stream_slot){ .producer = producer, .ops = ops, .chan = chan,
+					       .worker = worker, .is_used = true,
+					       .is_share_touched = true };
+	ops->bind(producer, chan);
 out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -392,13 +413,18 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 
 int adump_session_detach(struct adump_session *s, struct adump_dev_stream *stream)
 {
+	return adump_session_detach_producer(s, stream);
+}
+
+int adump_session_detach_producer(struct adump_session *s, void *producer)
+{
 	struct stream_slot *slot = NULL;
 
-	if (!s || !stream)
+	if (!s || !producer)
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < s->cfg.stream_max; i++)
-		if (s->slots[i].is_used && s->slots[i].stream == stream)
+		if (s->slots[i].is_used && s->slots[i].producer == producer)
 			slot = &s->slots[i];
 	if (!slot || slot->is_detaching) {
 		pthread_mutex_unlock(&s->lock);
@@ -409,8 +435,8 @@ int adump_session_detach(struct adump_session *s, struct adump_dev_stream *strea
 
 	/* The waits run without the session lock: a dump callback may call adump_stats_get()
 	 * meanwhile. Nothing the stream launched may still be copying into the channel. */
-	adump_dev_stream_sync(stream);
-	adump_dev_stream_bind(stream, NULL);
+	slot->ops->quiesce(producer);
+	slot->ops->bind(producer, NULL);
 	adump_chan_wait_idle(slot->chan);
 
 	pthread_mutex_lock(&s->lock);
@@ -445,7 +471,7 @@ int adump_session_destroy(struct adump_session *s)
 		return 0;
 	for (unsigned i = 0; i < s->cfg.stream_max; i++)
 		if (s->slots[i].is_used)
-			adump_session_detach(s, s->slots[i].stream);
+			adump_session_detach_producer(s, s->slots[i].producer);
 	for (unsigned i = 0; i < s->worker_count; i++)
 		adump_worker_stop(&s->workers[i]);
 	ret = adump_session_error(s);

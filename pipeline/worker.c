@@ -53,6 +53,7 @@ void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, co
 	if (fs->is_failed)
 		return;
 	fs->is_failed = true;
+	fs->error = err;
 	adump_session_set_error(s, err);
 	adump_log_once(ADUMP_LOG_ERROR, MODULE, "%s %s: %s (further failures are counted)", what,
 		       fs->path, adump_strerror(err));
@@ -146,14 +147,22 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 	struct adump_session *s = w->session;
 	const char *suffix = s->cfg.compress == ADUMP_COMPRESS_LZ4 ? ".lz4" : "";
 	char final[4200];
+	int ret;
 
+	/* Every byte has been written (or delivered): a zero-copy producer may still veto
+	 * publishing what its memory held, before the file gets its name. */
+	if (!fs->is_failed) {
+		ret = adump_op_rec_check(fs->op);
+		if (ret < 0)
+			adump_file_fail(s, fs, ret, "the producer's check rejected");
+	}
 	if (fs->has_stats) {
 		if (!fs->is_failed)
 			finish_stats(s, fs);
 		adump_statacc_fini(&fs->stats);
 	} else if (s->cfg.layout == ADUMP_LAYOUT_PACKED) {
 		if (!fs->is_failed) {
-			int ret = adump_packed_index(w, fs);
+			ret = adump_packed_index(w, fs);
 
 			/* Batched while more work waits; at the end of a burst the line goes out
 			 * now, before the sync that waits for this file can return. */
@@ -164,7 +173,6 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 		}
 	} else if (s->cfg.sink == ADUMP_SINK_FILE && fs->fd >= 0) {
 		struct adump_pubfile pf = { .fd = fs->fd, .is_unnamed = fs->is_unnamed };
-		int ret;
 
 		/* Fits: open_file() built the same name. */
 		path_with(final, sizeof(final), fs->path, suffix);
@@ -187,7 +195,8 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 	else
 		atomic_fetch_add_explicit(&s->files_completed, 1, memory_order_relaxed);
 	/* The op record goes back to its channel's producer before the channel can be idle
-	 * (and destroyed). */
+	 * (and destroyed), and tells a zero-copy producer how the file ended. */
+	fs->op->status = fs->is_failed ? fs->error : 0;
 	adump_op_rec_destroy(fs->op);
 	/* Last: a sync waiting for this record then sees the file counted and in place. */
 	if (fs->held_rec)
@@ -390,7 +399,13 @@ static void record_done(struct adump_worker *w, struct adump_chan *chan, struct 
 
 static inline const void *rec_data(const struct adump_rec *rec)
 {
-	return (const char *)rec->buf + rec->buf_offset;
+	return adump_rec_data(rec);
+}
+
+/* The registered buffer a write of @rec's data may use: none for the producer's memory. */
+static inline int rec_buf_index(const struct adump_rec *rec)
+{
+	return rec->ext ? -1 : (int)rec->index;
 }
 
 /* Direct I/O: the buffer maps onto an aligned stretch of the file (struct adump_rec). The
@@ -406,6 +421,8 @@ static void submit_direct(struct adump_worker *w, struct adump_chan *chan, struc
 	uint64_t head = fs->header_len / align * align;
 	uint64_t file_offset = fs->payload_base + rec->offset;
 	uint64_t len = rec->buf_offset + rec->len;
+	/* A zero-copy record is never the first chunk and starts aligned (adump_chan_post_sp()). */
+	const char *data = rec->ext ? rec->ext : rec->buf;
 
 	if (rec->offset == 0) {
 		memcpy(rec->buf, (const char *)fs->header + head, rec->buf_offset);
@@ -417,12 +434,12 @@ static void submit_direct(struct adump_worker *w, struct adump_chan *chan, struc
 
 		fs->tail_len = (uint32_t)(len - aligned);
 		fs->tail_offset = file_offset + aligned;
-		memcpy(fs->tail, (const char *)rec->buf + aligned, fs->tail_len);
+		memcpy(fs->tail, data + aligned, fs->tail_len);
 		len = aligned;
 	}
 	struct adump_chunk_write *cw = &s->writes[rec->index];
 	*cw = (struct adump_chunk_write){
-		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec->buf, .len = len,
+		.req = { .fd = fs->fd, .buf_index = rec_buf_index(rec), .buf = data, .len = len,
 			 .offset = file_offset },
 		.file = fs, .chan = chan, .rec = rec,
 	};
@@ -451,8 +468,10 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			adump_session_set_error(s, -ENOMEM);
 			atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "out of memory for a file's state");
-			if (is_last)
+			if (is_last) {
+				op->status = -ENOMEM;
 				adump_op_rec_destroy(op);
+			}
 			else
 				atomic_store_explicit(&op->is_failed, 2, memory_order_relaxed);
 			adump_chan_release_sc(chan, rec);
@@ -517,7 +536,7 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 		adump_submit_write(w, &fs->header_write);
 	}
 	*cw = (struct adump_chunk_write){
-		.req = { .fd = fs->fd, .buf_index = (int)rec->index, .buf = rec_data(rec),
+		.req = { .fd = fs->fd, .buf_index = rec_buf_index(rec), .buf = rec_data(rec),
 			 .len = rec->len, .offset = fs->base + fs->payload_base + rec->offset },
 		.file = fs, .chan = chan, .rec = rec,
 	};

@@ -24,18 +24,27 @@ static char *put_str(char **pos, const char *s)
 	return dst;
 }
 
-int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
-			struct adump_op_rec **out)
+/* The producer's hook bytes come first after the record, 16-byte aligned. */
+#define HOOK_ALIGN 16u
+
+static size_t hook_size(size_t hook_bytes)
+{
+	return (hook_bytes + HOOK_ALIGN - 1) / HOOK_ALIGN * HOOK_ALIGN;
+}
+
+int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist *fl,
+			       const struct adump_op_hooks *hooks, const void *hook_data,
+			       size_t hook_bytes, struct adump_op_rec **out)
 {
 	struct adump_op_rec *rec;
-	size_t bytes;
+	size_t bytes, head = hook_size(sizeof(*rec)), hook = hook_size(hook_bytes);
 	char *pos;
 	int ret;
 
 	ret = adump_op_check(op);
 	if (ret < 0)
 		return ret;
-	bytes = sizeof(*rec) + op->tensor_count * sizeof(struct adump_tensor) +
+	bytes = head + hook + op->tensor_count * sizeof(struct adump_tensor) +
 		op->attr_count * sizeof(struct adump_attr) + str_size(op->op_type) +
 		str_size(op->op_name) + str_size(op->dfx_message);
 	for (uint32_t i = 0; i < op->attr_count; i++)
@@ -47,7 +56,15 @@ int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
 	rec->payload_bytes = 0;
 	atomic_init(&rec->is_failed, 0);
 	rec->priv = NULL;
-	pos = (char *)(rec + 1);
+	rec->hooks = hooks;
+	rec->hook_data = NULL;
+	rec->status = -ADUMP_ERR_WRITE;
+	pos = (char *)rec + head;
+	if (hook_bytes) {
+		rec->hook_data = pos;
+		memcpy(pos, hook_data, hook_bytes);
+		pos += hook;
+	}
 
 	struct adump_tensor *tensors = (struct adump_tensor *)pos;
 	memcpy(tensors, op->tensors, op->tensor_count * sizeof(*tensors));
@@ -70,7 +87,20 @@ int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
 	return 0;
 }
 
+int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
+			struct adump_op_rec **out)
+{
+	return adump_op_rec_create_hooked(op, fl, NULL, NULL, 0, out);
+}
+
+int adump_op_rec_check(struct adump_op_rec *rec)
+{
+	return rec->hooks && rec->hooks->check ? rec->hooks->check(rec) : 0;
+}
+
 void adump_op_rec_destroy(struct adump_op_rec *rec)
 {
+	if (rec && rec->hooks && rec->hooks->release)
+		rec->hooks->release(rec);
 	adump_freelist_free(rec);
 }

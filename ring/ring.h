@@ -32,6 +32,19 @@ void adump_freelist_free(void *obj);
 /* Owner, once every object has been given back: frees them all. */
 void adump_freelist_fini(struct adump_freelist *fl);
 
+struct adump_op_rec;
+
+/* What a producer whose records reference its own memory (adump_rec.ext) hears back about
+ * one file, on the consumer's thread. */
+struct adump_op_hooks {
+	/* Once every byte has been written, before the file is published; NULL ok. Return 0,
+	 * or a negative code that fails the file. */
+	int (*check)(struct adump_op_rec *rec);
+	/* From adump_op_rec_destroy(): nothing reads the producer's memory any more;
+	 * rec->status says whether the file was published. */
+	void (*release)(struct adump_op_rec *rec);
+};
+
 /* The metadata of one dump file, created by the producer when a dumped op has run and owned
  * by the consumer from its first record on; freed with adump_op_rec_destroy() once the file
  * is complete. `op` points into the record's own storage. */
@@ -40,6 +53,11 @@ struct adump_op_rec {
 	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
 	_Atomic uint32_t is_failed;             /* set by the producer on a drop */
 	void *priv;                             /* consumer's per-file state */
+	const struct adump_op_hooks *hooks;     /* NULL: the producer wants no word back */
+	void *hook_data;                        /* the producer's bytes for its hooks, or NULL */
+	/* Set by the consumer before destroying the record: 0 once the file is published,
+	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
+	int status;
 };
 
 /**
@@ -49,7 +67,19 @@ struct adump_op_rec {
  */
 int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
 			struct adump_op_rec **out);
+/**
+ * adump_op_rec_create_hooked() - adump_op_rec_create() for a producer that wants to hear
+ * about the file (struct adump_op_hooks): @hook_bytes of @hook_data are copied into the
+ * record (rec->hook_data, 16-byte aligned). @hooks is borrowed for the record's life.
+ */
+int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist *fl,
+			       const struct adump_op_hooks *hooks, const void *hook_data,
+			       size_t hook_bytes, struct adump_op_rec **out);
+/* Consumer: calls the hooks' release (rec->status set), then frees. NULL ok. */
 void adump_op_rec_destroy(struct adump_op_rec *rec);
+/* Consumer, once every byte of the file is written and before it is published: the hooks'
+ * check. Return: 0 (also without a check), or the check's negative code. */
+int adump_op_rec_check(struct adump_op_rec *rec);
 
 enum {
 	ADUMP_REC_FIRST = 1u << 0,              /* first chunk of its file */
@@ -71,7 +101,16 @@ struct adump_rec {
 	void *buf;                              /* chan's buffer_bytes long; fixed per record */
 	uint32_t index;                         /* buffer index, for registered-buffer writes */
 	uint32_t buf_offset;                    /* the data starts at buf + buf_offset */
+	/* Zero copy: the data is the producer's own memory, @len bytes at @ext, not in @buf;
+	 * its op record has hooks that say when it is no longer read. NULL: in @buf. */
+	const void *ext;
 };
+
+/* Where a record's @len bytes of data are. */
+static inline const void *adump_rec_data(const struct adump_rec *rec)
+{
+	return rec->ext ? rec->ext : (const char *)rec->buf + rec->buf_offset;
+}
 
 struct adump_chan;
 
@@ -180,6 +219,26 @@ void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec);
  * Consumer thread only; never more records than were recycled and not yet retired.
  */
 void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count);
+
+/**
+ * adump_chan_post_sp() - post one dump file: cut its payload, the bytes of @op_rec's tensors
+ * back to back, read from @data[i] for tensor i, into chunks as the channel requires (cut at
+ * aligned file offsets with an alignment, see struct adump_rec); for each, reserve a
+ * record, copy the bytes into its buffer, commit. A file with no payload posts one empty
+ * record.
+ * @op_rec: from adump_op_rec_create*(); the consumer owns it from here on, even on a drop.
+ * @data:   one pointer per tensor of the op (NULL for an empty one); borrowed for the call,
+ *          or with @is_ref until the hooks' release.
+ * @is_ref: zero copy (@op_rec must have hooks): records reference @data instead of copying,
+ *          one tensor per record, except where an alignment requires staging (the first
+ *          chunk, and chunks that span tensors or start at an unaligned address).
+ * Under ADUMP_ON_FULL_DROP a chunk that finds no free buffer is lost, the rest of its file is
+ * skipped and only its final record is still posted (waiting for a buffer), so that the
+ * consumer closes the file as failed; the drops are counted and reported to
+ * adump_chan_wait_idle(). Producer thread only. Return: the number of chunks dropped.
+ */
+uint64_t adump_chan_post_sp(struct adump_chan *c, struct adump_op_rec *op_rec,
+			    const void *const *data, bool is_ref);
 
 /* Set before the first commit; the channel rings it after each commit. */
 void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db);

@@ -9,7 +9,7 @@ packages=(
 	liburing-dev libck-dev libprotobuf-c-dev protobuf-c-compiler liblz4-dev lz4
 	check libjson-c-dev libisal-dev
 	clang libclang-rt-14-dev
-	python3 python3-numpy
+	python3 python3-dev python3-numpy python3-torch
 	gnuplot-nox
 )
 

@@ -37,6 +37,10 @@
 #define HEADER_CAP 65536u
 
 enum sink_kind { SINK_FILE, SINK_PACKED, SINK_CALLBACK };
+/* Who hands the dumps to the session: the simulated NPU's streams (DMA engines), or host
+ * streams (include/adump/host.h) that copy, or reference, the same tensors. */
+enum bench_producer { PRODUCER_DEVICE, PRODUCER_HOST, PRODUCER_HOST_NOCOPY };
+static const char *const producer_names[] = { "device", "host", "host-nocopy" };
 
 /* Baselines --compare runs; --baselines picks a subset. */
 enum {
@@ -73,6 +77,8 @@ struct bench_opts {
 	bool is_warmup;                         /* one untimed pass of the kernels first */
 	bool json;
 	bool describe;
+	enum bench_producer producer;
+	bool is_verify;                         /* callback sink: check every file's bytes */
 };
 
 /* Device-side buffers: per input class a self and an other buffer, per stream
@@ -97,6 +103,11 @@ struct bench_stream {
 	int error;
 	_Atomic uint64_t ops_done;
 	_Atomic unsigned *finished;             /* counts producers that returned */
+	/* --producer host*: the host stream the stream's thread adopts in the capture. */
+	enum bench_producer producer;
+	struct adump_host_stream *host;
+	_Atomic uint32_t host_id;               /* for the verifier; 0 until opened */
+	struct adump_bench_host_counts *counts; /* zero copy: the releases */
 };
 
 struct phase {
@@ -148,6 +159,13 @@ static void usage(FILE *f)
 		"  --pool SIZE        staging pool, all streams together (default 256M)\n"
 		"  --on-full P        block (default) or drop: producer policy when its buffers are\n"
 		"                     all in flight\n"
+		"  --producer P       device (default): the NPU streams' DMA engines dump each Add;\n"
+		"                     host: each stream's thread hands the same tensors to a host\n"
+		"                     stream (include/adump/host.h), copied; host-nocopy: the same\n"
+		"                     without copy (released by callback). Host producers run no\n"
+		"                     kernels: no --compute-gbps, no naive or nodump baseline\n"
+		"  --verify           with a host producer and --sink callback: check every file,\n"
+		"                     chunk by chunk, byte for byte against the file its op must make\n"
 		"  --no-sync          do not end timed file phases with syncfs() (then they measure\n"
 		"                     the page cache, not the disk)\n"
 		"  --no-warmup        skip the untimed pass of the kernels (no dumps, no pacing) that\n"
@@ -256,6 +274,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		{ "compare", no_argument, NULL, 'x' }, { "baselines", required_argument, NULL, 'B' },
 		{ "no-sync", no_argument, NULL, 'n' }, { "no-warmup", no_argument, NULL, 'u' },
 		{ "describe", no_argument, NULL, 'd' },
+		{ "producer", required_argument, NULL, 'R' }, { "verify", no_argument, NULL, 'V' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -389,6 +408,19 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case 'd':
 			o->describe = true;
 			break;
+		case 'R':
+			if (!strcmp(optarg, "device"))
+				o->producer = PRODUCER_DEVICE;
+			else if (!strcmp(optarg, "host"))
+				o->producer = PRODUCER_HOST;
+			else if (!strcmp(optarg, "host-nocopy"))
+				o->producer = PRODUCER_HOST_NOCOPY;
+			else
+				return bad("--producer takes device, host or host-nocopy, not", optarg);
+			break;
+		case 'V':
+			o->is_verify = true;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -421,8 +453,21 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 				"disk-limit first)\n");
 		return -1;
 	}
+	if (o->producer != PRODUCER_DEVICE &&
+	    (o->compute_gbps != 0 || (o->baselines & (BASE_NAIVE | BASE_NODUMP)))) {
+		fprintf(stderr, "adump bench: --producer %s runs no kernels: no --compute-gbps, no "
+				"naive or nodump baseline\n", producer_names[o->producer]);
+		return -1;
+	}
+	if (o->is_verify && (o->producer == PRODUCER_DEVICE || o->sink != SINK_CALLBACK)) {
+		fprintf(stderr, "adump bench: --verify needs --producer host or host-nocopy and "
+				"--sink callback\n");
+		return -1;
+	}
 	if (o->is_compare && !o->baselines) {
 		o->baselines = BASE_ALL & ~BASE_DISK_DIRECT;
+		if (o->producer != PRODUCER_DEVICE)
+			o->baselines &= ~(BASE_NAIVE | BASE_NODUMP);
 		if (o->io == ADUMP_IO_DIRECT)
 			o->baselines |= BASE_DISK_DIRECT;
 	}
@@ -523,6 +568,8 @@ static void op_tensors(const struct bench_dev *bd, const struct adump_bench_op *
 	t[2].data = out_mem;
 }
 
+static void host_main(struct bench_stream *bs);
+
 static void *stream_main(void *arg)
 {
 	struct bench_stream *bs = arg;
@@ -530,6 +577,10 @@ static void *stream_main(void *arg)
 	struct adump_bench_op op;
 	struct adump_dev_tensor t[3];
 
+	if (bs->is_dump && bs->producer != PRODUCER_DEVICE) {
+		host_main(bs);
+		return NULL;
+	}
 	for (uint64_t i = bs->index; i < plan->op_count; i += plan->w.stream_count) {
 		struct adump_dev_dump dump = { .op_type = "Add", .op_name = op.name,
 					       .tensor_mask = ADUMP_DUMP_ALL };
@@ -610,6 +661,52 @@ struct run_ctx {
 	struct bench_stream *bs;
 	const char *sync_dir;
 };
+
+/* The capture of a host producer: the stream's ops, their tensors handed to the host stream
+ * cmd_bench() opened before the clock started (its staging share made resident then, as a
+ * device stream's is at attach), which this thread adopts. */
+static void host_main(struct bench_stream *bs)
+{
+	const struct adump_bench_plan *plan = bs->plan;
+	struct adump_bench_op op;
+	struct adump_dev_tensor t[3];
+
+	adump_host_stream_adopt(bs->host);
+	for (uint64_t i = bs->index; i < plan->op_count; i += plan->w.stream_count) {
+		adump_bench_op_get(plan, i, &op);
+		op_tensors(bs->bd, &op, op_out(bs, &op), t);
+		bs->error = adump_bench_host_dump(bs->host, &op,
+						  (const void *[3]){ t[0].data, t[1].data, t[2].data },
+						  bs->producer == PRODUCER_HOST_NOCOPY ? bs->counts : NULL);
+		if (bs->error < 0)
+			return;
+		atomic_fetch_add_explicit(&bs->ops_done, 1, memory_order_relaxed);
+	}
+	bs->error = adump_host_stream_sync(bs->host);
+}
+
+/* adump_bench_lookup_fn: host stream @stream_id's task @task_id is op index + task * streams. */
+static int host_lookup(void *user, uint32_t stream_id, uint32_t task_id, uint64_t *index,
+		       struct adump_bench_op *op, const void *data[3])
+{
+	struct run_ctx *rc = user;
+	unsigned n = rc->plan->w.stream_count;
+	struct adump_dev_tensor t[3];
+
+	for (unsigned i = 0; i < n; i++) {
+		if (atomic_load_explicit(&rc->bs[i].host_id, memory_order_acquire) != stream_id)
+			continue;
+		*index = i + (uint64_t)task_id * n;
+		if (*index >= rc->plan->op_count)
+			return -1;
+		adump_bench_op_get(rc->plan, *index, op);
+		op_tensors(rc->bd, op, op_out(&rc->bs[i], op), t);
+		for (int k = 0; k < 3; k++)
+			data[k] = t[k].data;
+		return 0;
+	}
+	return -1;
+}
 
 /* Runs every stream's ops in parallel, with or without dump requests; waits for them.
  * @session: polled for the progress line (may be NULL). */
@@ -840,6 +937,10 @@ struct result {
 	int error;
 	const char *backend;
 	char dir[4096];
+	/* Host producers: zero-copy releases; with --verify, the files checked. */
+	uint64_t released, release_failures;
+	uint64_t verified_files, verify_bad, verify_bytes;
+	char verify_error[512];
 };
 
 static double per_s(double n, double s)
@@ -896,6 +997,18 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 		printf("  compute    %.3f GB/s per stream (simulated)\n", compute_gbps);
 	if (r->dir[0])
 		printf("  dir        %s\n", r->dir);
+	if (o->producer != PRODUCER_DEVICE)
+		printf("  producer   %s streams (include/adump/host.h)%s\n",
+		       producer_names[o->producer], o->producer == PRODUCER_HOST_NOCOPY ?
+		       ", zero copy" : ", copied by the calling threads");
+	if (o->producer == PRODUCER_HOST_NOCOPY)
+		printf("  released   %llu, %llu of them failed\n", (unsigned long long)r->released,
+		       (unsigned long long)r->release_failures);
+	if (o->is_verify)
+		printf("  verify     %llu files rebuilt byte for byte from the callback's chunks, "
+		       "%llu differ (%.2f GB compared)%s%s\n", (unsigned long long)r->verified_files,
+		       (unsigned long long)r->verify_bad, (double)r->verify_bytes / 1e9,
+		       r->verify_error[0] ? "; first: " : "", r->verify_error);
 	printf("  files      %llu completed, %llu failed (of %llu)\n",
 	       (unsigned long long)r->st.files_completed, (unsigned long long)r->st.files_failed,
 	       (unsigned long long)plan->op_count);
@@ -1000,7 +1113,11 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 	static const char *const json_names[] = { "naive", "disk_limit", "disk_limit_direct",
 						  "create_limit", "ring_limit", "nodump" };
 
-	printf("{\"profile\":\"%s\",\"streams\":%u,\"ops\":%llu,\"workers\":%u,\"sink\":\"%s\","
+	printf("{\"producer\":\"%s\",", producer_names[o->producer]);
+	if (o->is_verify)
+		printf("\"verified_files\":%llu,\"verify_bad\":%llu,",
+		       (unsigned long long)r->verified_files, (unsigned long long)r->verify_bad);
+	printf("\"profile\":\"%s\",\"streams\":%u,\"ops\":%llu,\"workers\":%u,\"sink\":\"%s\","
 	       "\"backend\":\"%s\",\"io\":\"%s\",\"compress\":\"%s\",\"data\":\"%s\","
 	       "\"chunk_bytes\":%llu,\"pool_bytes\":%llu,\"synced\":%s,\"compute_gbps\":%.6f,",
 	       adump_bench_profile_name(plan->w.profile), plan->w.stream_count,
@@ -1140,6 +1257,8 @@ int cmd_bench(int argc, char **argv)
 	struct adump_session *session = NULL;
 	struct bench_dev bd = { 0 };
 	struct bench_stream *bs = NULL;
+	struct adump_bench_host_counts counts = { 0 };
+	struct adump_bench_verify *verify = NULL;
 	struct phase ph[BASE_COUNT];
 	struct result r;
 	struct run_ctx rc;
@@ -1192,6 +1311,8 @@ int cmd_bench(int argc, char **argv)
 		b->plan = &plan;
 		b->bd = &bd;
 		b->index = created;
+		b->producer = o.producer;
+		b->counts = &counts;
 		ret = adump_dev_stream_create(bd.dev, &b->stream);
 		if (ret < 0)
 			goto out;
@@ -1263,6 +1384,13 @@ int cmd_bench(int argc, char **argv)
 	cfg.compress = o.compress;
 	cfg.chunk_fn = chunk_touch;
 	cfg.chunk_user = &touched;
+	if (o.is_verify) {
+		ret = adump_bench_verify_create(plan.op_count, host_lookup, &rc, &verify);
+		if (ret < 0)
+			goto out;
+		cfg.chunk_fn = adump_bench_verify_chunk;
+		cfg.chunk_user = verify;
+	}
 	r.pool_bytes = o.pool ? o.pool : 256u << 20;
 	ret = adump_session_create(&cfg, &session);
 	if (ret < 0) {
@@ -1270,7 +1398,14 @@ int cmd_bench(int argc, char **argv)
 		goto out;
 	}
 	for (unsigned i = 0; i < plan.w.stream_count; i++) {
-		ret = adump_session_attach(session, bs[i].stream);
+		if (o.producer == PRODUCER_DEVICE) {
+			ret = adump_session_attach(session, bs[i].stream);
+		} else {
+			ret = adump_host_stream_open(session, NULL, &bs[i].host);
+			if (ret == 0)
+				atomic_store_explicit(&bs[i].host_id, adump_host_stream_id(bs[i].host),
+						      memory_order_release);
+		}
 		if (ret < 0)
 			goto out;
 	}
@@ -1320,7 +1455,14 @@ int cmd_bench(int argc, char **argv)
 		r.dev.queue_waits += ds.queue_waits;
 		r.dev.queue_wait_ns += ds.queue_wait_ns;
 		adump_session_detach(session, bs[i].stream);
+		adump_host_stream_close(bs[i].host);
+		bs[i].host = NULL;
 	}
+	r.released = atomic_load_explicit(&counts.released, memory_order_relaxed);
+	r.release_failures = atomic_load_explicit(&counts.release_failures, memory_order_relaxed);
+	if (verify)
+		adump_bench_verify_result(verify, &r.verified_files, &r.verify_bad, &r.verify_bytes,
+					  r.verify_error, sizeof(r.verify_error));
 
 	/* ---- baselines, on the same ops and bytes ---- */
 	if (o.compress == ADUMP_COMPRESS_LZ4) {
@@ -1410,6 +1552,10 @@ int cmd_bench(int argc, char **argv)
 	ret = r.error;
 	rc_exit = (r.error == 0 && r.st.files_completed == plan.op_count && r.st.files_failed == 0)
 			  ? 0 : 1;
+	if (o.producer == PRODUCER_HOST_NOCOPY && r.released != plan.op_count)
+		rc_exit = 1;
+	if (o.is_verify && (r.verified_files != plan.op_count || r.verify_bad))
+		rc_exit = 1;
 	for (int b = 0; b < BASE_COUNT; b++)
 		if (ph[b].has_run && (ph[b].t.error < 0 || ph[b].chan.error < 0))
 			rc_exit = 1;
@@ -1417,10 +1563,13 @@ out:
 	if (ret < 0 && rc_exit)
 		fprintf(stderr, "adump bench: %s\n", adump_strerror(ret));
 	if (session && bs)
-		for (unsigned i = 0; i < plan.w.stream_count; i++)
+		for (unsigned i = 0; i < plan.w.stream_count; i++) {
 			if (bs[i].stream)
 				adump_session_detach(session, bs[i].stream);
+			adump_host_stream_close(bs[i].host);
+		}
 	adump_session_destroy(session);
+	adump_bench_verify_destroy(verify);
 	if (bs) {
 		for (unsigned i = 0; i < plan.w.stream_count; i++) {
 			adump_dev_stream_destroy(bs[i].stream);

@@ -204,6 +204,40 @@ START_TEST(test_profiles_run)
 }
 END_TEST
 
+/* --producer host and host-nocopy: the same ops through host streams; with the callback
+ * sink, --verify checks every file byte for byte; usage errors for what does not apply. */
+START_TEST(test_host_producer)
+{
+	json_object *o;
+	char *text;
+
+	ck_assert_int_eq(run("bench --producer host --profile tiny --streams 2 --ops 40 "
+			     "--sink callback --verify --json"), 0);
+	o = last_json();
+	ck_assert_str_eq(json_object_get_string(field(o, "producer")), "host");
+	ck_assert_int_eq(json_object_get_int64(field(o, "files")), 80);
+	ck_assert_int_eq(json_object_get_int64(field(o, "verified_files")), 80);
+	ck_assert_int_eq(json_object_get_int64(field(o, "verify_bad")), 0);
+	json_object_put(o);
+	ck_assert_int_eq(run("bench --producer host-nocopy --streams 3 --ops 4 --chunk 64K "
+			     "--sink callback --verify"), 0);
+	text = t_slurp(dir, "stdout");
+	ck_assert_ptr_nonnull(strstr(text, "verify     12 files rebuilt byte for byte"));
+	ck_assert_ptr_nonnull(strstr(text, "released   12, 0 of them failed"));
+	free(text);
+	ck_assert_int_eq(run("bench --producer host --streams 2 --ops 3 --out %s/d --json", dir), 0);
+	o = last_json();
+	ck_assert_int_eq(json_object_get_int64(field(o, "files")), 6);
+	json_object_put(o);
+	ck_assert_int_eq(run("verify %s/d", dir), 0);
+	ck_assert_int_eq(run("bench --producer gpu --out %s/d", dir), 2);
+	ck_assert_int_eq(run("bench --verify --sink callback"), 2);
+	ck_assert_int_eq(run("bench --producer host --verify --out %s/d", dir), 2);
+	ck_assert_int_eq(run("bench --producer host --compute-gbps 1 --out %s/d", dir), 2);
+	ck_assert_int_eq(run("bench --producer host --baselines naive --out %s/d", dir), 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bench_cli");
@@ -216,6 +250,7 @@ int main(void)
 	tcase_add_test(tc, test_compare_tiny);
 	tcase_add_test(tc, test_ring_handoff);
 	tcase_add_test(tc, test_profiles_run);
+	tcase_add_test(tc, test_host_producer);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Host streams: a producer beside the device's DMA engines. The owning thread describes an
+ * op's tensors and posts them into the stream's channel through the same producer code as a
+ * DMA engine (adump_chan_post_sp()): copied into staging buffers, or referenced in zero copy
+ * with a release hook the worker calls once the file is done. The stream gets its channel
+ * from the session like a device stream (adump_session_attach_producer()). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adump/host.h"
+#include "common/common.h"
+#include "pipeline/producer.h"
+#include "ring/ring.h"
+
+#define MODULE "host"
+#define DEVICE_ID_MAX 63u
+
+struct adump_host_stream {
+	struct adump_session *session;
+	pthread_t owner;
+	uint32_t stream_id;
+	uint32_t device_id;
+	uint32_t next_task_id;                  /* owner only */
+	/* Set by the session on attach and detach (bind()); read by the owner and by stats. */
+	_Atomic(struct adump_chan *) chan;
+	/* The owner's scratch for one op: the tensors as the header describes them and their
+	 * data pointers; grown, never shrunk. */
+	struct adump_tensor *tensors;
+	const void **data;
+	uint32_t scratch_count;
+	/* Counters: the owner writes most; workers the release ones; any thread reads. */
+	_Atomic uint64_t dumps;
+	_Atomic uint64_t zero_copy_dumps;
+	_Atomic uint64_t refused;
+	_Atomic uint64_t tensor_count;
+	_Atomic uint64_t payload_bytes;
+	_Atomic uint64_t copy_ns;
+	_Atomic uint64_t released;
+	_Atomic uint64_t release_failures;
+	/* The channel's counters as they stood when the session took it away. */
+	pthread_mutex_t final_lock;
+	struct adump_stream_stats final_chan;
+};
+
+/* What a zero-copy dump's op record carries for its hooks (rec->hook_data). */
+struct host_zc {
+	struct adump_host_stream *hs;
+	adump_host_release_fn release_fn;
+	adump_host_check_fn check_fn;
+	void *user;
+};
+
+static int zc_check(struct adump_op_rec *rec)
+{
+	const struct host_zc *zc = rec->hook_data;
+	int ret;
+
+	if (!zc->check_fn)
+		return 0;
+	ret = zc->check_fn(zc->user, rec->op.task_id);
+	return ret == 0 ? 0 : ret < 0 ? ret : -ADUMP_ERR_CALLBACK;
+}
+
+static void zc_release(struct adump_op_rec *rec)
+{
+	const struct host_zc *zc = rec->hook_data;
+	struct adump_host_stream *hs = zc->hs;
+
+	if (rec->status < 0)
+		atomic_fetch_add_explicit(&hs->release_failures, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&hs->released, 1, memory_order_relaxed);
+	zc->release_fn(zc->user, rec->op.task_id, rec->status);
+}
+
+static const struct adump_op_hooks zc_hooks = { .check = zc_check, .release = zc_release };
+
+/* Every dump is posted within the owner's call: nothing is left to wait for. */
+static int host_quiesce(void *producer)
+{
+	return 0;
+}
+
+static void host_bind(void *producer, struct adump_chan *chan)
+{
+	struct adump_host_stream *hs = producer;
+	struct adump_chan *old = atomic_load_explicit(&hs->chan, memory_order_relaxed);
+
+	if (!chan && old) {
+		pthread_mutex_lock(&hs->final_lock);
+		adump_chan_stats(old, &hs->final_chan);
+		pthread_mutex_unlock(&hs->final_lock);
+	}
+	/* Pairs with the acquire loads of the owner: the channel is set up. */
+	atomic_store_explicit(&hs->chan, chan, memory_order_release);
+}
+
+static const struct adump_producer_ops host_ops = { .quiesce = host_quiesce, .bind = host_bind };
+
+int adump_host_stream_open(struct adump_session *s, const struct adump_host_stream_config *cfg,
+			   struct adump_host_stream **out)
+{
+	struct adump_host_stream_config c = ADUMP_HOST_STREAM_CONFIG_INIT;
+	struct adump_host_stream *hs;
+	int ret;
+
+	if (!s || !out)
+		return -EINVAL;
+	if (cfg) {
+		if (cfg->struct_size < sizeof(c)) {
+			adump_log(ADUMP_LOG_ERROR, MODULE,
+				  "stream config struct_size %zu: initialise it with "
+				  "ADUMP_HOST_STREAM_CONFIG_INIT", cfg->struct_size);
+			return -ADUMP_ERR_CONFIG;
+		}
+		memcpy(&c, cfg, sizeof(c));
+	}
+	if (c.device_id > DEVICE_ID_MAX) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "device_id %u above %u", c.device_id,
+			  DEVICE_ID_MAX);
+		return -ADUMP_ERR_CONFIG;
+	}
+	hs = calloc(1, sizeof(*hs));
+	if (!hs)
+		return -ENOMEM;
+	hs->session = s;
+	hs->owner = pthread_self();
+	hs->device_id = c.device_id;
+	hs->stream_id = adump_stream_id_next();
+	pthread_mutex_init(&hs->final_lock, NULL);
+	hs->final_chan.stream_id = hs->stream_id;
+	ret = adump_session_attach_producer(s, hs, hs->stream_id, &host_ops);
+	if (ret < 0) {
+		pthread_mutex_destroy(&hs->final_lock);
+		free(hs);
+		return ret;
+	}
+	*out = hs;
+	return 0;
+}
+
+int adump_host_stream_close(struct adump_host_stream *hs)
+{
+	struct adump_chan *chan;
+	int ret = 0;
+
+	if (!hs)
+		return 0;
+	chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	if (chan) {
+		ret = adump_chan_wait_idle(chan);
+		adump_session_detach_producer(hs->session, hs);
+	}
+	pthread_mutex_destroy(&hs->final_lock);
+	free(hs->tensors);
+	free(hs->data);
+	free(hs);
+	return ret;
+}
+
+int adump_host_stream_adopt(struct adump_host_stream *hs)
+{
+	if (!hs)
+		return -EINVAL;
+	hs->owner = pthread_self();
+	return 0;
+}
+
+static int scratch_reserve(struct adump_host_stream *hs, uint32_t count)
+{
+	struct adump_tensor *tensors;
+	const void **data;
+
+	if (count <= hs->scratch_count)
+		return 0;
+	tensors = realloc(hs->tensors, count * sizeof(*tensors));
+	if (!tensors)
+		return -ENOMEM;
+	hs->tensors = tensors;
+	data = realloc(hs->data, count * sizeof(*data));
+	if (!data)
+		return -ENOMEM;
+	hs->data = data;
+	hs->scratch_count = count;
+	return 0;
+}
+
+int64_t adump_host_tensor_bytes(int32_t dtype, const int64_t *dims, uint32_t dim_count)
+{
+	unsigned bits = adump_dtype_bits(dtype);
+	uint64_t elements = 1, total_bits;
+
+	if (dtype <= 0 || dtype >= ADUMP_DT_COUNT || bits == 0)
+		return -ADUMP_ERR_UNSUPPORTED;
+	if (dim_count > ADUMP_MAX_DIMS || (dim_count && !dims))
+		return -EINVAL;
+	for (uint32_t i = 0; i < dim_count; i++) {
+		if (dims[i] < 0 || __builtin_mul_overflow(elements, (uint64_t)dims[i], &elements))
+			return -EINVAL;
+	}
+	if (__builtin_mul_overflow(elements, (uint64_t)bits, &total_bits) ||
+	    total_bits / 8 + 1 > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	return (int64_t)((total_bits + 7) / 8);
+}
+
+/* Checks one tensor and describes it for the header. Return: 0, -EINVAL, -ADUMP_ERR_UNSUPPORTED. */
+static int tensor_take(const struct adump_host_tensor *src, enum adump_tensor_kind kind,
+		       uint32_t index, const char *op_name, struct adump_tensor *dst)
+{
+	const char *what = kind == ADUMP_TENSOR_INPUT ? "input" : "output";
+	int64_t bytes;
+
+	if (src->dim_count > ADUMP_MAX_DIMS || src->orig_dim_count > ADUMP_MAX_DIMS) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: more than %d dimensions", op_name,
+			  what, index, ADUMP_MAX_DIMS);
+		return -EINVAL;
+	}
+	bytes = adump_host_tensor_bytes(src->dtype, src->dims, src->dim_count);
+	if (bytes == -ADUMP_ERR_UNSUPPORTED) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: dtype %d has no fixed element size",
+			  op_name, what, index, src->dtype);
+		return (int)bytes;
+	}
+	if (bytes < 0) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: a negative dimension, or a size "
+			  "past 2^63 bytes", op_name, what, index);
+		return (int)bytes;
+	}
+	for (uint32_t i = 0; i < src->orig_dim_count; i++) {
+		if (src->orig_dims[i] < 0) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: origin dimension %u is negative",
+				  op_name, what, index, i);
+			return -EINVAL;
+		}
+	}
+	if ((uint64_t)bytes != src->bytes) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: bytes %llu, but its shape and %s "
+			  "make %lld", op_name, what, index, (unsigned long long)src->bytes,
+			  adump_dtype_name(src->dtype), (long long)bytes);
+		return -EINVAL;
+	}
+	if (!src->data && src->bytes) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: data is NULL", op_name, what, index);
+		return -EINVAL;
+	}
+	if (!adump_format_name(src->format)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s %u: unknown format %d", op_name, what,
+			  index, src->format);
+		return -EINVAL;
+	}
+	memset(dst, 0, sizeof(*dst));
+	dst->kind = kind;
+	dst->dtype = src->dtype;
+	dst->format = src->format;
+	dst->dim_count = src->dim_count;
+	for (uint32_t i = 0; i < src->dim_count; i++)
+		dst->dims[i] = (uint64_t)src->dims[i];
+	if (src->orig_dim_count == 0) {
+		dst->orig_dim_count = src->dim_count;
+		memcpy(dst->orig_dims, dst->dims, sizeof(dst->dims));
+	} else {
+		dst->orig_dim_count = src->orig_dim_count;
+		for (uint32_t i = 0; i < src->orig_dim_count; i++)
+			dst->orig_dims[i] = (uint64_t)src->orig_dims[i];
+	}
+	dst->address = (uint64_t)(uintptr_t)src->data;
+	dst->bytes = src->bytes;
+	dst->arg_index = index;
+	return 0;
+}
+
+/* The checks every owner-only call starts with. */
+static int owner_check(struct adump_host_stream *hs, const char *what)
+{
+	if (!pthread_equal(pthread_self(), hs->owner)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s on stream %u from a thread that does not "
+			  "own it (the thread that opened it)", what, hs->stream_id);
+		return -ADUMP_ERR_WRONG_THREAD;
+	}
+	if (!atomic_load_explicit(&hs->chan, memory_order_acquire)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s on stream %u: its session detached it",
+			  what, hs->stream_id);
+		return -ADUMP_ERR_SHUTDOWN;
+	}
+	return 0;
+}
+
+/* Checks the op and fills the scratch. Return: the tensor count, or a negative code. */
+static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
+{
+	uint64_t count = (uint64_t)op->input_count + op->output_count;
+	int ret;
+
+	if (!op->op_type || !op->op_type[0] || !op->op_name || !op->op_name[0]) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "op_type and op_name must be non-empty");
+		return -EINVAL;
+	}
+	if ((op->input_count && !op->inputs) || (op->output_count && !op->outputs)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: a tensor count without its tensors",
+			  op->op_name);
+		return -EINVAL;
+	}
+	if (count > ADUMP_HOST_TENSOR_MAX) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %llu tensors, more than %u", op->op_name,
+			  (unsigned long long)count, ADUMP_HOST_TENSOR_MAX);
+		return -EINVAL;
+	}
+	if (op->check_fn && !op->release_fn) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: check_fn without release_fn", op->op_name);
+		return -EINVAL;
+	}
+	ret = scratch_reserve(hs, (uint32_t)count);
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < op->input_count; i++) {
+		ret = tensor_take(&op->inputs[i], ADUMP_TENSOR_INPUT, i, op->op_name, &hs->tensors[i]);
+		if (ret < 0)
+			return ret;
+		hs->data[i] = op->inputs[i].data;
+	}
+	for (uint32_t i = 0; i < op->output_count; i++) {
+		uint32_t k = op->input_count + i;
+
+		ret = tensor_take(&op->outputs[i], ADUMP_TENSOR_OUTPUT, i, op->op_name,
+				  &hs->tensors[k]);
+		if (ret < 0)
+			return ret;
+		hs->data[k] = op->outputs[i].data;
+	}
+	return (int)count;
+}
+
+static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, uint32_t *task_id)
+{
+	struct adump_chan *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	struct adump_op_rec *rec;
+	uint64_t start = adump_now_ns();
+	int count = op_take(hs, op);
+
+	if (count < 0)
+		return count;
+	struct adump_op desc = {
+		.op_type = op->op_type,
+		.op_name = op->op_name,
+		.device_id = hs->device_id,
+		.stream_id = hs->stream_id,
+		.task_id = hs->next_task_id,
+		.timestamp_us = op->timestamp_us ? op->timestamp_us : adump_wall_us(),
+		.tensor_count = (uint32_t)count,
+		.tensors = hs->tensors,
+	};
+	if (op->release_fn) {
+		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
+				      .check_fn = op->check_fn, .user = op->user };
+		int ret = adump_op_rec_create_hooked(&desc, adump_chan_op_freelist(chan), &zc_hooks,
+						     &zc, sizeof(zc), &rec);
+		if (ret < 0)
+			return ret;
+	} else {
+		int ret = adump_op_rec_create(&desc, adump_chan_op_freelist(chan), &rec);
+
+		if (ret < 0)
+			return ret;
+	}
+	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
+	hs->next_task_id++;
+	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);
+	atomic_fetch_add_explicit(&hs->payload_bytes, rec->payload_bytes, memory_order_relaxed);
+	if (op->release_fn)
+		atomic_fetch_add_explicit(&hs->zero_copy_dumps, 1, memory_order_relaxed);
+	/* Each commit rings the worker's doorbell (a system call only while it sleeps), not
+	 * once at the end of the op: the worker starts on a large dump's first chunk while the
+	 * later ones are copied. */
+	adump_chan_post_sp(chan, rec, hs->data, op->release_fn != NULL);
+	atomic_fetch_add_explicit(&hs->dumps, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&hs->copy_ns, adump_now_ns() - start, memory_order_relaxed);
+	if (task_id)
+		*task_id = desc.task_id;
+	return 0;
+}
+
+int adump_host_dump_op(struct adump_host_stream *hs, const struct adump_host_op *op,
+		       uint32_t *task_id)
+{
+	struct adump_host_op o = ADUMP_HOST_OP_INIT;
+	int ret;
+
+	if (!hs)
+		return -EINVAL;
+	ret = owner_check(hs, "dump");
+	if (ret == 0 && !op) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "dump: op is NULL");
+		ret = -EINVAL;
+	} else if (ret == 0 && op->struct_size < sizeof(o)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE,
+			  "dump: op struct_size %zu: initialise it with ADUMP_HOST_OP_INIT",
+			  op->struct_size);
+		ret = -EINVAL;
+	}
+	if (ret == 0) {
+		memcpy(&o, op, sizeof(o));
+		ret = dump(hs, &o, task_id);
+	}
+	if (ret < 0)
+		atomic_fetch_add_explicit(&hs->refused, 1, memory_order_relaxed);
+	return ret;
+}
+
+int adump_host_dump(struct adump_host_stream *hs, const char *op_type, const char *op_name,
+		    const struct adump_host_tensor *inputs, uint32_t input_count,
+		    const struct adump_host_tensor *outputs, uint32_t output_count)
+{
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+
+	op.op_type = op_type;
+	op.op_name = op_name;
+	op.inputs = inputs;
+	op.input_count = input_count;
+	op.outputs = outputs;
+	op.output_count = output_count;
+	return adump_host_dump_op(hs, &op, NULL);
+}
+
+int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *op_type, const char *op_name,
+			   const struct adump_host_tensor *inputs, uint32_t input_count,
+			   const struct adump_host_tensor *outputs, uint32_t output_count,
+			   adump_host_release_fn release_fn, void *user)
+{
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+
+	if (!release_fn) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "dump without copy: release_fn is NULL");
+		if (hs)
+			atomic_fetch_add_explicit(&hs->refused, 1, memory_order_relaxed);
+		return -EINVAL;
+	}
+	op.op_type = op_type;
+	op.op_name = op_name;
+	op.inputs = inputs;
+	op.input_count = input_count;
+	op.outputs = outputs;
+	op.output_count = output_count;
+	op.release_fn = release_fn;
+	op.user = user;
+	return adump_host_dump_op(hs, &op, NULL);
+}
+
+int adump_host_stream_sync(struct adump_host_stream *hs)
+{
+	int ret;
+
+	if (!hs)
+		return -EINVAL;
+	ret = owner_check(hs, "sync");
+	if (ret < 0)
+		return ret;
+	return adump_chan_wait_idle(atomic_load_explicit(&hs->chan, memory_order_acquire));
+}
+
+void adump_host_stream_stats(const struct adump_host_stream *chs,
+			     struct adump_host_stream_stats *out)
+{
+	struct adump_host_stream *hs = (struct adump_host_stream *)chs;
+	struct adump_chan *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+
+	memset(out, 0, sizeof(*out));
+	out->stream_id = hs->stream_id;
+	out->device_id = hs->device_id;
+	out->dumps = atomic_load_explicit(&hs->dumps, memory_order_relaxed);
+	out->zero_copy_dumps = atomic_load_explicit(&hs->zero_copy_dumps, memory_order_relaxed);
+	out->refused = atomic_load_explicit(&hs->refused, memory_order_relaxed);
+	out->tensors = atomic_load_explicit(&hs->tensor_count, memory_order_relaxed);
+	out->payload_bytes = atomic_load_explicit(&hs->payload_bytes, memory_order_relaxed);
+	out->copy_ns = atomic_load_explicit(&hs->copy_ns, memory_order_relaxed);
+	out->released = atomic_load_explicit(&hs->released, memory_order_relaxed);
+	out->release_failures = atomic_load_explicit(&hs->release_failures, memory_order_relaxed);
+	if (chan) {
+		adump_chan_stats(chan, &out->chan);
+	} else {
+		pthread_mutex_lock(&hs->final_lock);
+		out->chan = hs->final_chan;
+		pthread_mutex_unlock(&hs->final_lock);
+	}
+}
+
+uint32_t adump_host_stream_id(const struct adump_host_stream *hs)
+{
+	return hs->stream_id;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The session's side of a producer: any producer, a device stream or a host stream (host/),
+ * attaches to a session through this one interface and gets a channel (ring/) of its own,
+ * over its share of the staging pool, consumed by one worker. The producer then posts into
+ * the channel; the session only ever calls back to quiesce it and to hand or take the
+ * channel. */
+#ifndef ADUMP_PIPELINE_PRODUCER_H
+#define ADUMP_PIPELINE_PRODUCER_H
+
+#include <stdint.h>
+
+#include "adump/adump.h"
+#include "common/common.h"
+#include "ring/ring.h"
+
+struct adump_producer_ops {
+	/* Detach: wait until the producer posts nothing more into its channel. */
+	int (*quiesce)(void *producer);
+	/* Hand the producer its channel, or NULL to take it away (the producer is quiet). */
+	void (*bind)(void *producer, struct adump_chan *chan);
+};
+
+/*
+ * adump_session_attach_producer() - give @producer a channel: as adump_session_attach(),
+ * for any producer. @stream_id names its files (adump_stream_id_next()); @ops is borrowed
+ * until detach. Return: 0, -ADUMP_ERR_STATE if attached already, -ADUMP_ERR_TOO_BIG when
+ * stream_max streams are attached, -ENOMEM. Any thread.
+ */
+ADUMP_HIDDEN int adump_session_attach_producer(struct adump_session *s, void *producer,
+					       uint32_t stream_id,
+					       const struct adump_producer_ops *ops);
+
+/*
+ * adump_session_detach_producer() - as adump_session_detach(): quiesce, unbind, wait until
+ * everything it posted is written, give its buffers back.
+ * Return: 0, -ADUMP_ERR_NOT_FOUND, -ADUMP_ERR_STATE (another detach under way).
+ */
+ADUMP_HIDDEN int adump_session_detach_producer(struct adump_session *s, void *producer);
+
+#endif

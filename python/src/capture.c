@@ -1,0 +1,927 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* _adump.Session and _adump.Stream: the native session and host capture API
+ * (include/adump/host.h) for Python. Copy-mode dumps copy the buffers with the GIL released;
+ * zero-copy dumps hold the buffers (Py_buffer views) until the release callback. That
+ * callback runs on a worker thread and never takes the GIL: it queues the finished dump, and
+ * the views are released by the next call that holds the GIL (dump, sync, stats, close). */
+#include "pyadump_int.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "adump/adump.h"
+#include "adump/host.h"
+
+struct py_stream;
+
+/* A zero-copy dump in flight: the views adump reads from until its release callback. */
+struct zc_pending {
+	struct zc_pending *next;
+	struct py_session *sess;
+	PyObject *check;                /* callable -> bool, or NULL; called on a worker */
+	PyObject *on_release;           /* callable(task_id, status), or NULL */
+	uint32_t task_id;
+	int status;
+	uint32_t view_count;
+	Py_buffer views[];
+};
+
+struct py_session {
+	PyObject_HEAD
+	struct adump_session *s;
+	PyObject *callback;             /* callback sink: callable(name, offset, data, is_last) */
+	pthread_mutex_t lock;           /* guards done */
+	struct zc_pending *done;        /* released by adump, views still held */
+	struct py_stream *streams;      /* open streams, closed with the session */
+	int closed_error;               /* adump_session_destroy()'s return */
+};
+
+struct py_stream {
+	PyObject_HEAD
+	struct py_session *sess;        /* strong reference */
+	struct adump_host_stream *hs;   /* NULL once closed */
+	struct py_stream *next, **pprev;
+};
+
+static PyObject *session_type;
+static PyObject *stream_type;
+
+/* adump starts its worker threads inside session and stream calls, and threads inherit the
+ * caller's signal mask. Python handles signals in its main thread only; a Ctrl-C the kernel
+ * delivers to a worker instead interrupts that worker's system calls (EINTR in its io_uring
+ * waits) and leaves the main thread unaware of it. So those calls run with every signal
+ * blocked, and the workers keep that mask. */
+static void signals_block(sigset_t *saved)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, saved);
+}
+
+static void signals_restore(const sigset_t *saved)
+{
+	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* ---- zero-copy bookkeeping --------------------------------------------------------------- */
+
+/* Worker thread, without the GIL: queue the dump for drain(). */
+static void zc_release(void *user, uint32_t task_id, int status)
+{
+	struct zc_pending *p = user;
+	struct py_session *sess = p->sess;
+
+	p->task_id = task_id;
+	p->status = status;
+	pthread_mutex_lock(&sess->lock);
+	p->next = sess->done;
+	sess->done = p;
+	pthread_mutex_unlock(&sess->lock);
+}
+
+/* Worker thread: the caller's check, under the GIL. A false result or an exception fails
+ * the dump rather than publish bytes the caller says are stale. */
+static int zc_check(void *user, uint32_t task_id)
+{
+	struct zc_pending *p = user;
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *res = PyObject_CallNoArgs(p->check);
+	int ret;
+
+	if (!res) {
+		PyErr_WriteUnraisable(p->check);
+		ret = -ADUMP_ERR_CALLBACK;
+	} else {
+		ret = PyObject_IsTrue(res) == 1 ? 0 : -ADUMP_ERR_CORRUPT;
+		Py_DECREF(res);
+	}
+	PyErr_Clear();
+	PyGILState_Release(g);
+	return ret;
+}
+
+static void zc_free(struct zc_pending *p)
+{
+	for (uint32_t i = 0; i < p->view_count; i++)
+		PyBuffer_Release(&p->views[i]);
+	Py_XDECREF(p->check);
+	Py_XDECREF(p->on_release);
+	PyMem_Free(p);
+}
+
+/* With the GIL: release the views of every finished zero-copy dump and tell their owners.
+ * Exceptions of on_release callbacks are reported as unraisable; drain never fails. */
+static void drain(struct py_session *sess)
+{
+	struct zc_pending *p;
+
+	pthread_mutex_lock(&sess->lock);
+	p = sess->done;
+	sess->done = NULL;
+	pthread_mutex_unlock(&sess->lock);
+	while (p) {
+		struct zc_pending *next = p->next;
+
+		if (p->on_release) {
+			PyObject *res = PyObject_CallFunction(p->on_release, "Ii", p->task_id,
+							      p->status);
+
+			if (!res)
+				PyErr_WriteUnraisable(p->on_release);
+			Py_XDECREF(res);
+		}
+		zc_free(p);
+		p = next;
+	}
+}
+
+/* ---- config ------------------------------------------------------------------------------ */
+
+struct enum_name {
+	const char *name;
+	int value;
+};
+
+static const struct enum_name on_full_names[] = { { "block", ADUMP_ON_FULL_BLOCK },
+						  { "drop", ADUMP_ON_FULL_DROP },
+						  { NULL, 0 } };
+static const struct enum_name writer_names[] = { { "auto", ADUMP_WRITER_AUTO },
+						 { "uring", ADUMP_WRITER_URING },
+						 { "pwrite", ADUMP_WRITER_PWRITE },
+						 { NULL, 0 } };
+static const struct enum_name sink_names[] = { { "file", ADUMP_SINK_FILE },
+					       { "callback", ADUMP_SINK_CALLBACK },
+					       { NULL, 0 } };
+static const struct enum_name io_names[] = { { "buffered", ADUMP_IO_BUFFERED },
+					     { "direct", ADUMP_IO_DIRECT },
+					     { NULL, 0 } };
+static const struct enum_name compress_names[] = { { "none", ADUMP_COMPRESS_NONE },
+						   { "lz4", ADUMP_COMPRESS_LZ4 },
+						   { NULL, 0 } };
+static const struct enum_name layout_names[] = { { "files", ADUMP_LAYOUT_FILES },
+						 { "packed", ADUMP_LAYOUT_PACKED },
+						 { NULL, 0 } };
+static const struct enum_name content_names[] = { { "tensor", ADUMP_CONTENT_TENSOR },
+						  { "stats", ADUMP_CONTENT_STATS },
+						  { NULL, 0 } };
+
+/* An enum key: a string naming one of @names (None: leave the default). */
+static int parse_enum(const char *key, PyObject *v, const struct enum_name *names, int *out)
+{
+	const char *s;
+
+	if (v == Py_None)
+		return 0;
+	s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, NULL) : NULL;
+	if (s)
+		for (const struct enum_name *n = names; n->name; n++)
+			if (!strcmp(n->name, s)) {
+				*out = n->value;
+				return 0;
+			}
+	PyErr_Clear();
+	{
+		char allowed[128] = "";
+
+		for (const struct enum_name *n = names; n->name; n++) {
+			strncat(allowed, n->name, sizeof(allowed) - strlen(allowed) - 1);
+			if (n[1].name)
+				strncat(allowed, ", ", sizeof(allowed) - strlen(allowed) - 1);
+		}
+		PyErr_Format(pyadump_err.config, "config %s: expected one of %s, got %R", key,
+			     allowed, v);
+	}
+	return -1;
+}
+
+static int parse_size(const char *key, PyObject *v, size_t *out)
+{
+	unsigned long long n;
+
+	if (v == Py_None)
+		return 0;
+	n = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
+	if (PyErr_Occurred() || !PyLong_Check(v)) {
+		PyErr_Clear();
+		PyErr_Format(pyadump_err.config, "config %s: expected a non-negative integer, got %R",
+			     key, v);
+		return -1;
+	}
+	*out = (size_t)n;
+	return 0;
+}
+
+/* Fill @cfg from the keyword dict. Strings (dump_path, time_dir) are borrowed from @kw. */
+static int parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback)
+{
+	PyObject *key, *v;
+	Py_ssize_t pos = 0;
+
+	while (kw && PyDict_Next(kw, &pos, &key, &v)) {
+		const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
+		size_t n = 0;
+		int e = 0, ret = 0;
+
+		if (!k)
+			return -1;
+		if (!strcmp(k, "dump_path") || !strcmp(k, "time_dir")) {
+			const char *s = v == Py_None ? NULL : PyUnicode_AsUTF8AndSize(v, NULL);
+
+			if (v != Py_None && !s)
+				return -1;
+			if (k[0] == 'd')
+				cfg->dump_path = s;
+			else
+				cfg->time_dir = s;
+			continue;
+		}
+		if (!strcmp(k, "callback")) {
+			if (v != Py_None && !PyCallable_Check(v)) {
+				PyErr_SetString(PyExc_TypeError, "config callback: not callable");
+				return -1;
+			}
+			*callback = v == Py_None ? NULL : v;
+			continue;
+		}
+#define SIZE_KEY(name, field)                                             \
+	if (!strcmp(k, name)) {                                           \
+		n = cfg->field;                                           \
+		ret = parse_size(k, v, &n);                               \
+		cfg->field = n;                                           \
+		if (ret < 0)                                              \
+			return -1;                                        \
+		continue;                                         \
+	}
+#define ENUM_KEY(name, field, names)                                      \
+	if (!strcmp(k, name)) {                                           \
+		e = (int)cfg->field;                                      \
+		if (parse_enum(k, v, names, &e) < 0)                      \
+			return -1;                                        \
+		cfg->field = e;                                           \
+		continue;                                                 \
+	}
+		SIZE_KEY("workers", worker_count)
+		SIZE_KEY("chunk_bytes", chunk_bytes)
+		SIZE_KEY("pool_bytes", pool_bytes)
+		SIZE_KEY("stream_max", stream_max)
+		SIZE_KEY("segment_bytes", segment_bytes)
+		SIZE_KEY("stats_mask", stats_mask)
+		SIZE_KEY("sync_bytes", sync_bytes)
+		ENUM_KEY("on_full", on_full, on_full_names)
+		ENUM_KEY("writer", writer, writer_names)
+		ENUM_KEY("sink", sink, sink_names)
+		ENUM_KEY("io", io, io_names)
+		ENUM_KEY("compress", compress, compress_names)
+		ENUM_KEY("layout", layout, layout_names)
+		ENUM_KEY("content", content, content_names)
+#undef SIZE_KEY
+#undef ENUM_KEY
+		PyErr_Format(PyExc_TypeError, "unknown config key '%s'", k);
+		return -1;
+	}
+	return 0;
+}
+
+/* Worker thread: hand one chunk of the callback sink to the Python callable. */
+static int chunk_to_python(const struct adump_chunk *c, void *user)
+{
+	struct py_session *sess = user;
+	PyGILState_STATE g = PyGILState_Ensure();
+	PyObject *res = PyObject_CallFunction(sess->callback, "sKy#O", c->file_name,
+					      (unsigned long long)c->offset, (const char *)c->data,
+					      (Py_ssize_t)c->len, c->is_last ? Py_True : Py_False);
+	int ret = 0;
+
+	if (!res) {
+		PyErr_WriteUnraisable(sess->callback);
+		ret = -1;
+	}
+	Py_XDECREF(res);
+	PyGILState_Release(g);
+	return ret;
+}
+
+/* ---- Session ----------------------------------------------------------------------------- */
+
+static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	PyObject *callback = NULL;
+	struct py_session *self;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, ":_Session"))
+		return NULL;
+	if (parse_config(kw, &cfg, &callback) < 0)
+		return NULL;
+	if (cfg.sink == ADUMP_SINK_CALLBACK && !callback) {
+		PyErr_SetString(pyadump_err.config, "config sink='callback' needs callback=");
+		return NULL;
+	}
+	if (cfg.sink == ADUMP_SINK_FILE && !cfg.dump_path) {
+		PyErr_SetString(pyadump_err.config, "config dump_path is required for the file sink");
+		return NULL;
+	}
+	self = (struct py_session *)PyType_GenericNew(type, NULL, NULL);
+	if (!self)
+		return NULL;
+	pthread_mutex_init(&self->lock, NULL);
+	if (callback) {
+		Py_INCREF(callback);
+		self->callback = callback;
+		cfg.chunk_fn = chunk_to_python;
+		cfg.chunk_user = self;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	sigset_t saved;
+
+	signals_block(&saved);
+	ret = adump_session_create(&cfg, &self->s);
+	signals_restore(&saved);
+	Py_END_ALLOW_THREADS
+	if (ret < 0) {
+		Py_DECREF(self);
+		return pyadump_raise(ret, NULL, cfg.dump_path);
+	}
+	return (PyObject *)self;
+}
+
+static void stream_close_locked(struct py_stream *st, int *ret);
+
+/* Close every open stream, then the session; the session's first error is kept. */
+static void session_close_all(struct py_session *self)
+{
+	int ret = 0;
+
+	while (self->streams)
+		stream_close_locked(self->streams, &ret);
+	if (self->s) {
+		struct adump_session *s = self->s;
+
+		self->s = NULL;
+		Py_BEGIN_ALLOW_THREADS
+		ret = adump_session_destroy(s);
+		Py_END_ALLOW_THREADS
+		self->closed_error = ret;
+	}
+	drain(self);
+}
+
+static void session_dealloc(PyObject *obj)
+{
+	struct py_session *self = (struct py_session *)obj;
+	PyTypeObject *tp = Py_TYPE(obj);
+	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+
+	session_close_all(self);
+	Py_XDECREF(self->callback);
+	pthread_mutex_destroy(&self->lock);
+	tp_free(obj);
+	Py_DECREF(tp);
+}
+
+/* close() -> the session's first error (0 or a negative code); closing twice is a no-op. */
+static PyObject *session_close(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+
+	session_close_all(self);
+	return PyLong_FromLong(self->closed_error);
+}
+
+static PyObject *session_flush(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+	int ret;
+
+	if (!self->s)
+		return pyadump_raise_closed("session");
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_session_flush(self->s);
+	Py_END_ALLOW_THREADS
+	drain(self);
+	return PyLong_FromLong(ret);
+}
+
+static PyObject *hist_list(const uint64_t *h)
+{
+	PyObject *l = PyList_New(ADUMP_HIST_BUCKETS);
+
+	for (unsigned i = 0; l && i < ADUMP_HIST_BUCKETS; i++) {
+		PyObject *v = PyLong_FromUnsignedLongLong(h[i]);
+
+		if (!v || PyList_SetItem(l, i, v) < 0) {
+			Py_DECREF(l);
+			return NULL;
+		}
+	}
+	return l;
+}
+
+static PyObject *chan_dict(const struct adump_stream_stats *c)
+{
+	return Py_BuildValue("{sIsKsKsIsKsK}", "stream_id", c->stream_id, "records",
+			     (unsigned long long)c->records, "drops", (unsigned long long)c->drops,
+			     "ring_high_water", c->ring_high_water, "producer_wait_count",
+			     (unsigned long long)c->producer_wait_count, "producer_wait_ns",
+			     (unsigned long long)c->producer_wait_ns);
+}
+
+static const char *const backend_names[] = { "auto", "uring", "pwrite" };
+
+static PyObject *session_stats(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+	struct adump_stats st;
+	PyObject *d, *streams;
+
+	if (!self->s)
+		return pyadump_raise_closed("session");
+	drain(self);
+	adump_stats_get(self->s, &st);
+	d = Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsssKsisIsI}", "records",
+			  (unsigned long long)st.records, "bytes", (unsigned long long)st.bytes,
+			  "files_completed", (unsigned long long)st.files_completed,
+			  "files_failed", (unsigned long long)st.files_failed, "write_errors",
+			  (unsigned long long)st.write_errors, "callback_errors",
+			  (unsigned long long)st.callback_errors, "drops",
+			  (unsigned long long)st.drops, "writes_in_flight",
+			  (unsigned long long)st.writes_in_flight, "producer_wait_count",
+			  (unsigned long long)st.producer_wait_count, "producer_wait_ns",
+			  (unsigned long long)st.producer_wait_ns, "backend",
+			  backend_names[st.backend <= ADUMP_WRITER_PWRITE ? st.backend : 0],
+			  "producer_wait_max_ns", (unsigned long long)st.producer_wait_max_ns,
+			  "first_error", st.first_error, "worker_count", st.worker_count,
+			  "stream_count", st.stream_count);
+	if (!d)
+		return NULL;
+	if (pyadump_dict_steal(d, "producer_wait_hist", hist_list(st.producer_wait_hist)) ||
+	    pyadump_dict_steal(d, "enqueue_hist", hist_list(st.enqueue_hist)))
+		goto fail;
+	streams = PyList_New(0);
+	if (!streams)
+		goto fail;
+	for (unsigned i = 0; i < st.stream_count && i < 64; i++) {
+		PyObject *c = chan_dict(&st.streams[i]);
+
+		if (!c || PyList_Append(streams, c) < 0) {
+			Py_XDECREF(c);
+			Py_DECREF(streams);
+			goto fail;
+		}
+		Py_DECREF(c);
+	}
+	if (pyadump_dict_steal(d, "streams", streams))
+		goto fail;
+	return d;
+fail:
+	Py_DECREF(d);
+	return NULL;
+}
+
+static PyObject *session_dir(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+
+	if (!self->s)
+		return pyadump_raise_closed("session");
+	return PyUnicode_DecodeFSDefault(adump_session_dir(self->s));
+}
+
+static PyObject *session_error(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+
+	return PyLong_FromLong(self->s ? adump_session_error(self->s) : self->closed_error);
+}
+
+/* stream(device_id=0) -> a host stream owned by the calling thread */
+static PyObject *session_stream(PyObject *obj, PyObject *args)
+{
+	struct adump_host_stream_config cfg = ADUMP_HOST_STREAM_CONFIG_INIT;
+	struct py_session *self = (struct py_session *)obj;
+	PyTypeObject *tp = (PyTypeObject *)stream_type;
+	unsigned int device_id = 0;
+	struct py_stream *st;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "|I:stream", &device_id))
+		return NULL;
+	if (!self->s)
+		return pyadump_raise_closed("session");
+	cfg.device_id = device_id;
+	st = (struct py_stream *)PyType_GenericNew(tp, NULL, NULL);
+	if (!st)
+		return NULL;
+	{
+		sigset_t saved;
+
+		signals_block(&saved);
+		ret = adump_host_stream_open(self->s, &cfg, &st->hs);
+		signals_restore(&saved);
+	}
+	if (ret < 0) {
+		Py_DECREF(st);
+		return pyadump_raise(ret, NULL, NULL);
+	}
+	Py_INCREF((PyObject *)self);
+	st->sess = self;
+	st->next = self->streams;
+	if (st->next)
+		st->next->pprev = &st->next;
+	st->pprev = &self->streams;
+	self->streams = st;
+	return (PyObject *)st;
+}
+
+static PyMethodDef session_methods[] = {
+	{ "close", session_close, METH_NOARGS,
+	  "close() -> first error code: close the streams, flush, stop the workers" },
+	{ "flush", session_flush, METH_NOARGS, "flush() -> 0 or the session's first error" },
+	{ "stats", session_stats, METH_NOARGS, "stats() -> dict of every counter" },
+	{ "dir", session_dir, METH_NOARGS, "dir() -> <dump_path>/<time_dir>" },
+	{ "error", session_error, METH_NOARGS, "error() -> the session's first error, or 0" },
+	{ "stream", session_stream, METH_VARARGS, "stream(device_id=0) -> host stream" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyType_Slot session_slots[] = {
+	{ Py_tp_new, session_new },
+	{ Py_tp_dealloc, session_dealloc },
+	{ Py_tp_methods, session_methods },
+	{ Py_tp_doc, "_Session(**config): a native capture session" },
+	{ 0, NULL },
+};
+
+static PyType_Spec session_spec = {
+	.name = "adump._adump._Session",
+	.basicsize = sizeof(struct py_session),
+	.flags = Py_TPFLAGS_DEFAULT,
+	.slots = session_slots,
+};
+
+/* ---- Stream ------------------------------------------------------------------------------ */
+
+/* Close @st (waiting for its dumps with the GIL released) and unlink it; *@ret keeps the
+ * first error. */
+static void stream_close_locked(struct py_stream *st, int *ret)
+{
+	struct adump_host_stream *hs = st->hs;
+	int r;
+
+	if (!hs)
+		return;
+	st->hs = NULL;
+	*st->pprev = st->next;
+	if (st->next)
+		st->next->pprev = st->pprev;
+	st->next = NULL;
+	st->pprev = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = adump_host_stream_close(hs);
+	Py_END_ALLOW_THREADS
+	if (r < 0 && *ret == 0)
+		*ret = r;
+	drain(st->sess);
+}
+
+static void stream_dealloc(PyObject *obj)
+{
+	struct py_stream *st = (struct py_stream *)obj;
+	PyTypeObject *tp = Py_TYPE(obj);
+	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+	int ret = 0;
+
+	if (st->sess) {
+		stream_close_locked(st, &ret);
+		Py_DECREF(st->sess);
+	}
+	tp_free(obj);
+	Py_DECREF(tp);
+}
+
+static struct adump_host_stream *stream_get(struct py_stream *st)
+{
+	if (!st->hs || !st->sess || !st->sess->s) {
+		pyadump_raise_closed("stream");
+		return NULL;
+	}
+	return st->hs;
+}
+
+/* The adump dtype of a buffer format (struct module syntax, native or little-endian). */
+static int format_dtype(const Py_buffer *v, int32_t *out)
+{
+	const char *f = v->format ? v->format : "B";
+	char c;
+
+	if (*f == '@' || *f == '=' || *f == '<')
+		f++;
+	c = f[0];
+	if (c && !f[1]) {
+		switch (c) {
+		case 'e': *out = ADUMP_DT_FLOAT16; return 0;
+		case 'f': *out = ADUMP_DT_FLOAT; return 0;
+		case 'd': *out = ADUMP_DT_DOUBLE; return 0;
+		case '?': *out = ADUMP_DT_BOOL; return 0;
+		case 'b': case 'h': case 'i': case 'l': case 'q':
+			switch (v->itemsize) {
+			case 1: *out = ADUMP_DT_INT8; return 0;
+			case 2: *out = ADUMP_DT_INT16; return 0;
+			case 4: *out = ADUMP_DT_INT32; return 0;
+			case 8: *out = ADUMP_DT_INT64; return 0;
+			}
+			break;
+		case 'B': case 'H': case 'I': case 'L': case 'Q':
+			switch (v->itemsize) {
+			case 1: *out = ADUMP_DT_UINT8; return 0;
+			case 2: *out = ADUMP_DT_UINT16; return 0;
+			case 4: *out = ADUMP_DT_UINT32; return 0;
+			case 8: *out = ADUMP_DT_UINT64; return 0;
+			}
+			break;
+		}
+	}
+	PyErr_Format(PyExc_TypeError, "unsupported dtype: buffer format '%s' (item size %zd)",
+		     v->format ? v->format : "B", v->itemsize);
+	return -1;
+}
+
+/* One tensor argument: a C-contiguous buffer of a supported format, or a tuple
+ * (buffer, dtype, shape) whose bytes are taken as they are with the given adump dtype and
+ * shape (bfloat16, or any dtype a buffer format cannot say). The view is filled in @view. */
+static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t)
+{
+	PyObject *obj = item, *shape = NULL;
+	int dtype = -1;
+
+	memset(t, 0, sizeof(*t));
+	t->format = ADUMP_FORMAT_ND;
+	if (PyTuple_Check(item)) {
+		if (!PyArg_ParseTuple(item, "OiO:tensor", &obj, &dtype, &shape))
+			return -1;
+		if (!PyTuple_Check(shape)) {
+			PyErr_SetString(PyExc_TypeError, "tensor shape must be a tuple");
+			return -1;
+		}
+	}
+	if (PyObject_GetBuffer(obj, view, shape ? PyBUF_C_CONTIGUOUS
+						: PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+		return -1;
+	t->data = view->buf;
+	t->bytes = (uint64_t)view->len;
+	if (shape) {
+		Py_ssize_t n = PyTuple_Size(shape);
+
+		t->dtype = dtype;
+		if (n > ADUMP_MAX_DIMS) {
+			PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n,
+				     ADUMP_MAX_DIMS);
+			goto fail;
+		}
+		t->dim_count = (uint32_t)n;
+		for (Py_ssize_t i = 0; i < n; i++) {
+			t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+			if (t->dims[i] == -1 && PyErr_Occurred())
+				goto fail;
+		}
+		return 0;
+	}
+	if (format_dtype(view, &t->dtype) < 0)
+		goto fail;
+	if (view->ndim > ADUMP_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "%d dimensions; at most %d", view->ndim,
+			     ADUMP_MAX_DIMS);
+		goto fail;
+	}
+	t->dim_count = (uint32_t)view->ndim;
+	for (int i = 0; i < view->ndim; i++)
+		t->dims[i] = view->shape ? view->shape[i] : view->len / view->itemsize;
+	return 0;
+fail:
+	PyBuffer_Release(view);
+	return -1;
+}
+
+/* Views of a sequence of tensors into @views/@tensors from index @at; returns the new count
+ * or -1 (views taken so far are left for the caller to release). */
+static Py_ssize_t tensors_from(PyObject *seq, Py_buffer *views, struct adump_host_tensor *tensors,
+			       Py_ssize_t at, Py_ssize_t *taken)
+{
+	Py_ssize_t n = PySequence_Size(seq);
+
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *item = PySequence_GetItem(seq, i);
+		int ret;
+
+		if (!item)
+			return -1;
+		ret = tensor_from(item, &views[at + i], &tensors[at + i]);
+		Py_DECREF(item);
+		if (ret < 0)
+			return -1;
+		(*taken)++;
+	}
+	return n;
+}
+
+/* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None) -> task id */
+static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "op_type", "op_name", "inputs", "outputs", "copy", "check",
+				  "on_release", "timestamp_us", NULL };
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+	struct py_stream *st = (struct py_stream *)obj;
+	PyObject *inputs = NULL, *outputs = NULL, *check = Py_None, *on_release = Py_None;
+	struct adump_host_tensor *tensors = NULL;
+	struct zc_pending *p = NULL;
+	struct adump_host_stream *hs;
+	Py_ssize_t nin, nout, n, taken = 0;
+	unsigned long long ts = 0;
+	Py_buffer *views;
+	uint32_t task_id = 0;
+	int copy = 1, ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOK:dump", kwlist, &op.op_type,
+					 &op.op_name, &inputs, &outputs, &copy, &check,
+					 &on_release, &ts))
+		return NULL;
+	hs = stream_get(st);
+	if (!hs)
+		return NULL;
+	drain(st->sess);
+	nin = inputs && inputs != Py_None ? PySequence_Size(inputs) : 0;
+	nout = nin < 0 ? -1 : outputs && outputs != Py_None ? PySequence_Size(outputs) : 0;
+	if (nin < 0 || nout < 0)
+		return NULL;
+	n = nin + nout;
+	if (n > ADUMP_HOST_TENSOR_MAX) {
+		PyErr_Format(PyExc_ValueError, "%zd tensors; at most %d per op", n,
+			     ADUMP_HOST_TENSOR_MAX);
+		return NULL;
+	}
+	p = PyMem_Calloc(1, sizeof(*p) + (size_t)(n ? n : 1) * sizeof(Py_buffer));
+	tensors = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*tensors));
+	if (!p || !tensors) {
+		PyMem_Free(p);
+		PyMem_Free(tensors);
+		return PyErr_NoMemory();
+	}
+	views = p->views;
+	if ((nin && tensors_from(inputs, views, tensors, 0, &taken) < 0) ||
+	    (nout && tensors_from(outputs, views, tensors, nin, &taken) < 0))
+		goto fail;
+	p->view_count = (uint32_t)taken;
+	op.inputs = nin ? tensors : NULL;
+	op.input_count = (uint32_t)nin;
+	op.outputs = nout ? tensors + nin : NULL;
+	op.output_count = (uint32_t)nout;
+	op.timestamp_us = ts;
+	if (!copy) {
+		p->sess = st->sess;
+		if (check != Py_None) {
+			Py_INCREF(check);
+			p->check = check;
+			op.check_fn = zc_check;
+		}
+		if (on_release != Py_None) {
+			Py_INCREF(on_release);
+			p->on_release = on_release;
+		}
+		op.release_fn = zc_release;
+		op.user = p;
+	}
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_host_dump_op(hs, &op, &task_id);
+	Py_END_ALLOW_THREADS
+	PyMem_Free(tensors);
+	tensors = NULL;
+	if (ret < 0) {
+		if (ret == -ADUMP_ERR_UNSUPPORTED)
+			PyErr_Format(PyExc_TypeError, "%s: unsupported dtype", op.op_name);
+		else if (ret == -ADUMP_ERR_WRONG_THREAD)
+			pyadump_raise(ret, "stream is owned by another thread: open a stream in "
+				      "each thread that dumps", NULL);
+		else
+			pyadump_raise(ret, NULL, NULL);
+		zc_free(p);
+		return NULL;
+	}
+	if (copy)
+		zc_free(p);
+	/* else: p belongs to adump until zc_release queues it for drain() */
+	return PyLong_FromUnsignedLong(task_id);
+fail:
+	p->view_count = (uint32_t)taken;
+	zc_free(p);
+	PyMem_Free(tensors);
+	return NULL;
+}
+
+static PyObject *stream_sync(PyObject *obj, PyObject *unused)
+{
+	struct py_stream *st = (struct py_stream *)obj;
+	struct adump_host_stream *hs = stream_get(st);
+	int ret;
+
+	if (!hs)
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_host_stream_sync(hs);
+	Py_END_ALLOW_THREADS
+	drain(st->sess);
+	if (ret == -ADUMP_ERR_WRONG_THREAD)
+		return pyadump_raise(ret, "stream is owned by another thread: sync it from its "
+				     "owner", NULL);
+	if (ret < 0)
+		return pyadump_raise(ret, NULL, NULL);
+	Py_RETURN_NONE;
+}
+
+static PyObject *stream_close(PyObject *obj, PyObject *unused)
+{
+	struct py_stream *st = (struct py_stream *)obj;
+	int ret = 0;
+
+	stream_close_locked(st, &ret);
+	return PyLong_FromLong(ret);
+}
+
+static PyObject *stream_stats(PyObject *obj, PyObject *unused)
+{
+	struct py_stream *st = (struct py_stream *)obj;
+	struct adump_host_stream_stats s;
+	struct adump_host_stream *hs = stream_get(st);
+	PyObject *d;
+
+	if (!hs)
+		return NULL;
+	drain(st->sess);
+	adump_host_stream_stats(hs, &s);
+	d = Py_BuildValue("{sIsIsKsKsKsKsKsKsKsK}", "stream_id", s.stream_id, "device_id",
+			  s.device_id, "dumps", (unsigned long long)s.dumps, "zero_copy_dumps",
+			  (unsigned long long)s.zero_copy_dumps, "refused",
+			  (unsigned long long)s.refused, "tensors", (unsigned long long)s.tensors,
+			  "payload_bytes", (unsigned long long)s.payload_bytes, "copy_ns",
+			  (unsigned long long)s.copy_ns, "released", (unsigned long long)s.released,
+			  "release_failures", (unsigned long long)s.release_failures);
+	if (d && pyadump_dict_steal(d, "channel", chan_dict(&s.chan))) {
+		Py_DECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+static PyObject *stream_id(PyObject *obj, PyObject *unused)
+{
+	struct adump_host_stream *hs = stream_get((struct py_stream *)obj);
+
+	return hs ? PyLong_FromUnsignedLong(adump_host_stream_id(hs)) : NULL;
+}
+
+static PyMethodDef stream_methods[] = {
+	{ "dump", (PyCFunction)(void (*)(void))stream_dump, METH_VARARGS | METH_KEYWORDS,
+	  "dump(op_type, op_name, inputs, outputs, copy=True, check=None, on_release=None, "
+	  "timestamp_us=0) -> task id" },
+	{ "sync", stream_sync, METH_NOARGS, "wait until every dump of the stream is written" },
+	{ "close", stream_close, METH_NOARGS, "close() -> 0 or the first error code" },
+	{ "stats", stream_stats, METH_NOARGS, "stats() -> dict of the stream's counters" },
+	{ "id", stream_id, METH_NOARGS, "id() -> the stream id in file names" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyType_Slot stream_slots[] = {
+	{ Py_tp_dealloc, stream_dealloc },
+	{ Py_tp_methods, stream_methods },
+	{ Py_tp_doc, "_Stream: a host stream, made by _Session.stream()" },
+	{ 0, NULL },
+};
+
+static PyType_Spec stream_spec = {
+	.name = "adump._adump._Stream",
+	.basicsize = sizeof(struct py_stream),
+	.flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+	.slots = stream_slots,
+};
+
+int pyadump_capture_init(PyObject *m)
+{
+	session_type = PyType_FromSpec(&session_spec);
+	stream_type = session_type ? PyType_FromSpec(&stream_spec) : NULL;
+	if (!stream_type)
+		return -1;
+	Py_INCREF(session_type);
+	if (PyModule_AddObject(m, "_Session", session_type) < 0)
+		return -1;
+	Py_INCREF(stream_type);
+	if (PyModule_AddObject(m, "_Stream", stream_type) < 0)
+		return -1;
+#define DTYPE_CONST(name, val, bits)                                        \
+	if (PyModule_AddIntConstant(m, "DT_" #name, val) < 0)               \
+		return -1;
+	ADUMP_DTYPE_LIST(DTYPE_CONST)
+#undef DTYPE_CONST
+	return 0;
+}

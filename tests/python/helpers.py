@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared bits of the Python tests: scratch directories and the adump command."""
+import atexit
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+
+def tmpdir(tag):
+    base = os.environ.get("ADUMP_TEST_TMP", tempfile.gettempdir())
+    os.makedirs(base, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="py-%s-" % tag, dir=base)
+    if not os.environ.get("ADUMP_TEST_KEEP"):
+        atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def tool(*args):
+    """Run the adump command; returns (exit code, stdout + stderr)."""
+    exe = os.environ.get("ADUMP_TOOL")
+    if not exe:
+        raise unittest.SkipTest("ADUMP_TOOL not set")
+    p = subprocess.run([exe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    return p.returncode, p.stdout
+
+
+def files_below(top):
+    out = []
+    for d, _, fs in os.walk(top):
+        out += [os.path.join(d, f) for f in fs]
+    return sorted(out)
