@@ -142,6 +142,5 @@ void adump_packed_batch_submit(struct adump_worker *w);
 void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res);
 /* The background fdatasync() of a segment completed with @res (0 or -errno). */
 void adump_packed_sync_done(struct adump_worker *w, int res);
-uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "adump/reader.h"
 #include "common/common.h"
+#include "proto/proto.h"
 
 struct adump_reader_source {
 	const struct adump_reader_source_ops *ops;
@@ -49,8 +50,6 @@ ADUMP_HIDDEN const char *adump_reader_source_strerror(struct adump_reader_source
 ADUMP_HIDDEN int adump_reader_fail_as(struct adump_reader *r, const char *name, int ret,
 				      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* CRC32C as the packed layout records it (ISA-L's crc32_iscsi with the inversions). */
-ADUMP_HIDDEN uint32_t adump_reader_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* Record a failure message "<name>: <fmt...>" in the reader and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
