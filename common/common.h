@@ -102,4 +102,17 @@ ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, 
 ADUMP_HIDDEN int adump_pubfile_close(struct adump_pubfile *pf, const char *path, int status,
 				     const char *keep_suffix);
 
+/* float16 / bfloat16 bit patterns to float, exactly (common/types.c): the one conversion
+ * the capture's statistics and the reader share. */
+ADUMP_HIDDEN float adump_half_to_float(uint16_t h);
+static inline float adump_bf16_to_float(uint16_t b)
+{
+	union {
+		uint32_t u;
+		float f;
+	} v = { .u = (uint32_t)b << 16 };
+
+	return v.f;
+}
+
 #endif

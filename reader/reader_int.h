@@ -55,16 +55,4 @@ ADUMP_HIDDEN int adump_reader_fail_as(struct adump_reader *r, const char *name, 
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* float16 / bfloat16 bit patterns to float. */
-ADUMP_HIDDEN float adump_half_to_float(uint16_t h);
-static inline float adump_bf16_to_float(uint16_t b)
-{
-	union {
-		uint32_t u;
-		float f;
-	} v = { .u = (uint32_t)b << 16 };
-
-	return v.f;
-}
-
 #endif
