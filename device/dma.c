@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "device/device_int.h"
+#include "proto/proto.h"
 #include "ring/ring.h"
 
 #define DMA_MAX_TENSORS 3
@@ -183,17 +184,16 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 
 	/* With direct I/O the chunks are cut at aligned file offsets (see struct adump_rec):
 	 * the first one is shorter by the header's misalignment and sits that far into its
-	 * buffer. The header's length is all the engine needs of it. */
+	 * buffer. The header is packed here, once: the worker writes this copy. */
 	chunk_bytes = adump_chan_buffer_bytes(chan);
 	align = adump_chan_align(chan);
 	if (align) {
-		long header_bytes = adump_dump_header_pack(&op, NULL, 0);
-
-		if (header_bytes < 0) {
+		ret = adump_dump_header_alloc(&op_rec->op, &op_rec->header, &op_rec->header_len);
+		if (ret < 0) {
 			adump_op_rec_destroy(op_rec);
-			return (int)header_bytes;
+			return ret;
 		}
-		skew = (uint64_t)header_bytes % align;
+		skew = (uint64_t)op_rec->header_len % align;
 	}
 	first_bytes = chunk_bytes - skew;
 	chunk_count = total <= first_bytes ? 1 : 1 + (total - first_bytes + chunk_bytes - 1) / chunk_bytes;

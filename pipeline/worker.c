@@ -298,7 +298,15 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 		}
 		return fs;
 	}
-	ret = adump_dump_header_alloc(&op->op, &fs->header, &fs->header_len);
+	if (op->header) {
+		/* Packed by the producer already (it needed the length): taken, not redone. */
+		fs->header = op->header;
+		fs->header_len = op->header_len;
+		op->header = NULL;
+		ret = 0;
+	} else {
+		ret = adump_dump_header_alloc(&op->op, &fs->header, &fs->header_len);
+	}
 	if (ret < 0) {
 		adump_file_fail(s, fs, ret, "building the header of");
 		return fs;

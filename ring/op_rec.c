@@ -47,6 +47,8 @@ int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
 	rec->payload_bytes = 0;
 	atomic_init(&rec->is_failed, 0);
 	rec->priv = NULL;
+	rec->header = NULL;
+	rec->header_len = 0;
 	pos = (char *)(rec + 1);
 
 	struct adump_tensor *tensors = (struct adump_tensor *)pos;
@@ -72,5 +74,7 @@ int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
 
 void adump_op_rec_destroy(struct adump_op_rec *rec)
 {
+	if (rec)
+		free(rec->header);
 	adump_freelist_free(rec);
 }

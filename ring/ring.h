@@ -40,6 +40,11 @@ struct adump_op_rec {
 	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
 	_Atomic uint32_t is_failed;             /* set by the producer on a drop */
 	void *priv;                             /* consumer's per-file state */
+	/* The packed header (8-byte length + DumpData, malloc'd) when the producer needed it
+	 * (direct I/O: its length places the chunks), or NULL. The consumer may take it
+	 * (and set NULL); adump_op_rec_destroy() frees what is left. */
+	void *header;
+	size_t header_len;
 };
 
 /**
