@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring/ring.h"
+#include "common/common.h"
 
 static size_t str_size(const char *s)
 {
