@@ -201,12 +201,14 @@ static struct packed_batch *batch_create(void)
 	return b;
 }
 
-/* The batch to fill: the open one, a free one, a new one, or the next to complete. */
-static struct packed_batch *batch_get(struct adump_worker *w)
+/* The batch to fill: the open one, a free one or a new one. NULL with *is_busy when every
+ * batch is in flight (their completions put them back). */
+static struct packed_batch *batch_get(struct adump_worker *w, bool *is_busy)
 {
 	struct packed_state *p = &w->ext->packed;
 	struct packed_batch *b = p->batch;
 
+	*is_busy = false;
 	if (b)
 		return b;
 	if (!p->free_batches && p->batch_count < BATCH_MAX) {
@@ -217,11 +219,9 @@ static struct packed_batch *batch_get(struct adump_worker *w)
 			p->free_batches = b;
 		}
 	}
-	while (!p->free_batches) {
-		if (!p->batch_count)
-			return NULL;
-		/* Every batch is in flight: their completions put them back. */
-		adump_worker_reap_blocking(w);
+	if (!p->free_batches) {
+		*is_busy = p->batch_count != 0;
+		return NULL;
 	}
 	b = p->free_batches;
 	p->free_batches = b->next_free;
@@ -239,7 +239,6 @@ void adump_packed_batch_submit(struct adump_worker *w)
 {
 	struct packed_state *p = &w->ext->packed;
 	struct packed_batch *b = p->batch;
-	int ret;
 
 	if (!b)
 		return;
@@ -249,12 +248,8 @@ void adump_packed_batch_submit(struct adump_worker *w)
 			 .offset = b->base },
 		.batch = b,
 	};
-	ret = adump_writer_write(w->writer, &b->write.req);
-	if (ret < 0) {
-		adump_packed_batch_done(w, b, ret);
-		return;
-	}
-	atomic_fetch_add_explicit(&w->session->writes_in_flight, 1, memory_order_relaxed);
+	if (!adump_submit_write(w, &b->write))
+		adump_packed_batch_done(w, b, b->write.req.res);
 }
 
 /* Starts the writeback of the pending written range, if any. */
@@ -369,7 +364,7 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 	p->free_batches = b;
 }
 
-bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
+int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
 	struct adump_session *s = w->session;
 	struct packed_state *p = &w->ext->packed;
@@ -379,42 +374,43 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 	struct packed_batch *b;
 	char rel[4200];
 	size_t rel_len, total;
+	bool is_busy;
 	int name_len;
 
 	if ((rec->flags & (ADUMP_REC_FIRST | ADUMP_REC_LAST)) != (ADUMP_REC_FIRST | ADUMP_REC_LAST) ||
 	    op->priv || p->seg_fd < 0 || rec->offset != 0 || rec->len != payload_bytes ||
 	    payload_bytes > BATCH_SMALL_BYTES ||
 	    atomic_load_explicit(&op->is_failed, memory_order_relaxed))
-		return false;
+		return 0;
 	rel_len = (size_t)(adump_decimal_put(rel, op->op.device_id) - rel);
 	rel[rel_len++] = '/';
 	/* The same bound as the ordinary path's name buffer (file_open()). */
 	name_len = adump_dump_file_name(&op->op, rel + rel_len, 4096);
 	if (name_len < 0)
-		return false;
+		return 0;
 	rel_len += (size_t)name_len;
 
 	for (int attempt = 0;; attempt++) {
-		b = batch_get(w);
+		b = batch_get(w, &is_busy);
 		if (!b)
-			return false;
+			return is_busy ? -EBUSY : 0;
 		size_t room = BATCH_BYTES - b->len;
 		long header_len = room > payload_bytes ?
 			adump_dump_header_pack(&op->op, b->mem + b->len, room - payload_bytes) :
 			-ADUMP_ERR_TOO_BIG;
 
 		if (header_len < 0 && header_len != -ADUMP_ERR_TOO_BIG)
-			return false;
+			return 0;
 		if (header_len >= 0) {
 			total = (size_t)header_len + payload_bytes;
 			if (total > BATCH_SMALL_BYTES)
-				return false;
+				return 0;
 			if (p->seg_offset && p->seg_offset + total > limit) {
 				/* A file never spans two segments: the batch goes out, a new
 				 * segment starts and a new batch with it. */
 				adump_packed_batch_submit(w);
 				if (segment_roll(w) < 0)
-					return false;
+					return 0;
 				continue;
 			}
 			if (b->lines_len + rel_len + ADUMP_PACKED_LINE_FIXED_BYTES <= BATCH_LINE_BYTES &&
@@ -423,7 +419,7 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 		}
 		/* The batch is full: out it goes, and the file tries a fresh one once. */
 		if (attempt > 1 || !b->file_count)
-			return false;
+			return 0;
 		adump_packed_batch_submit(w);
 	}
 
@@ -443,5 +439,5 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
 	adump_chan_recycle_sc(chan, rec);
 	adump_op_rec_destroy(op);
-	return true;
+	return 1;
 }
