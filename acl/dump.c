@@ -116,9 +116,8 @@ static void set_data_dir(struct adump_acl_state *st, const char *dir)
 
 int adump_acl_session_stop_locked(struct adump_acl_state *st)
 {
-	int ret;
-
 	struct adump_session *session = st->session;
+	int ret;
 
 	if (!session)
 		return 0;
