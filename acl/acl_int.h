@@ -106,6 +106,10 @@ uint32_t adump_acl_cfg_select(const struct adump_acl_cfg *cfg, const char *op_ty
  * Unknown codes map to ACL_ERROR_FAILURE.
  */
 aclError adump_acl_err_from(int ret);
+/* The aclnn status for a native return value of a device launch: parameter errors
+ * (-EINVAL, -ADUMP_ERR_UNSUPPORTED, -ADUMP_ERR_NOT_FOUND) are ACLNN_ERR_PARAM_INVALID,
+ * any other failure ACLNN_ERR_RUNTIME_ERROR. */
+aclnnStatus adump_aclnn_status_from(int ret);
 
 /* aclDataType (GE numbering) -> enum adump_dtype (DumpData numbering); ADUMP_DT_UNDEFINED
  * for values without a counterpart. */
@@ -115,24 +119,46 @@ int32_t adump_acl_format_to_native(int32_t acl_format);
 /* Lower-case dtype name without "DT_" (op-info JSON), e.g. "float16", into @buf. */
 void adump_acl_dtype_json_name(int32_t acl_dtype, char *buf, size_t cap);
 
-/* Process-wide state, one lock. */
+/* Process-wide state, split by concern; each part says which lock guards it.
+ *
+ * Locks, always taken in this order, and never held across a call that waits for a
+ * stream's queue or the pipeline, except ctl_lock:
+ *   ctl_lock   serialises the calls that change what is captured or tear things down
+ *              (aclInit/aclFinalize, device reset, stream create/destroy, the dump config
+ *              and callback calls). It is held across session flushes and stream syncs,
+ *              and no launch, sync, memory or path call ever takes it.
+ *   lock       short sections: the device table, the stream list and each stream's use
+ *              counts, the session pointer and the config in force as launches read them.
+ *   path_lock, opinfo_lock   leaf locks of the dump paths and of the op-info files.
+ * A launch or sync pins its stream (users, dump_users) under lock and calls the device
+ * without any lock; whoever detaches or destroys the stream waits, under ctl_lock, for the
+ * pins to go (stream_idle). */
 struct adump_acl_stream {
 	struct adump_acl_stream *next;
 	struct adump_dev_stream *dev_stream;
 	int32_t device_id;
-	bool is_attached;
+	bool is_attached;               /* lock; changed under ctl_lock too */
+	unsigned users;                 /* lock: launches and syncs running on it */
+	unsigned dump_users;            /* lock: launches running with a dump request */
 };
 
 typedef int32_t (*adump_acl_callback_fn)(const acldumpChunk *, int32_t);
 
 struct adump_acl_state {
+	pthread_mutex_t ctl_lock;
 	pthread_mutex_t lock;
-	bool is_inited;
+	pthread_cond_t stream_idle;     /* with lock: a stream's users or dump_users reached 0 */
+
+	/* Runtime (runtime.c): devices and streams. Read under lock; changed under lock (and
+	 * ctl_lock for the stream list and for closing devices). */
+	bool is_inited;                 /* ctl_lock */
 	struct adump_dev *devs[ADUMP_DEV_MAX];
 	unsigned dev_refs[ADUMP_DEV_MAX];
 	int32_t current_device;         /* -1: none set */
 	struct adump_acl_stream *streams;
 
+	/* Data dump (dump.c): configs and the session. ctl_lock; active and session are
+	 * published under lock too, for launches. */
 	struct adump_acl_cfg init_cfg;  /* from aclInit's json */
 	bool is_mdl_inited;             /* aclmdlInitDump done */
 	struct adump_acl_cfg mdl_cfg;   /* from aclmdlSetDump */
@@ -140,19 +166,21 @@ struct adump_acl_state {
 	char time_dir[32];              /* of the config in force */
 	struct adump_session *session;
 	/* acldumpGetPath() results. Own lock: a dump callback may ask for the path on a worker
-	 * thread while the main lock is held by a flush waiting for that very callback. */
+	 * thread while ctl_lock is held by a flush waiting for that very callback. */
 	pthread_mutex_t path_lock;
 	char data_dir[PATH_MAX];        /* acldumpGetPath(DATA_DUMP); "" when none */
-	char exc_dir[PATH_MAX];         /* acldumpGetPath(AIC_ERR_*) */
-
 	_Atomic(adump_acl_callback_fn) callback;
 	_Atomic uint64_t callback_errors;
 	_Atomic uint64_t step;
 	_Atomic uint32_t op_count;
 
-	bool is_exception;              /* exception dump enabled */
-	char exc_base[PATH_MAX];        /* exception dump path before /extra-info/... */
+	/* Exception dump (exception.c): set under ctl_lock, read by anyone. */
+	_Atomic bool is_exception;      /* exception dump enabled */
+	char exc_base[PATH_MAX];        /* path_lock: exception dump path before /extra-info/... */
+	char exc_dir[PATH_MAX];         /* path_lock: acldumpGetPath(AIC_ERR_*) */
 
+	/* Op-info (opinfo.c): everything under opinfo_lock. */
+	pthread_mutex_t opinfo_lock;
 	bool is_opinfo;                 /* aclopStartDumpArgs active */
 	char opinfo_path[PATH_MAX];
 	char **opinfo_seen;             /* op-info JSON texts already written */
@@ -160,23 +188,23 @@ struct adump_acl_state {
 	uint32_t opinfo_counter[3];     /* per-folder file counters */
 };
 
-/* The state, initialised once (pthread_once). Callers take state->lock. */
+/* The state, initialised once (pthread_once). */
 struct adump_acl_state *adump_acl_state(void);
 
-/* dump.c, with the lock held: rebuild the native session for the config in force and the
+/* dump.c, with ctl_lock held: rebuild the native session for the config in force and the
  * registered callback, and attach every stream. Return: 0 or a native error. */
 int adump_acl_session_apply_locked(struct adump_acl_state *st);
 /* The session's chunk function, on worker threads: native chunk -> acldumpChunk callback. */
 int adump_acl_chunk_to_callback(const struct adump_chunk *chunk, void *user);
-/* With the lock held: destroy the session (flushes), detaching every stream. */
+/* With ctl_lock held: destroy the session (flushes), detaching every stream. */
 int adump_acl_session_stop_locked(struct adump_acl_state *st);
-/* With the lock held: attach a new stream if a session runs. */
+/* With ctl_lock held: attach a new stream if a session runs. */
 int adump_acl_stream_attach_locked(struct adump_acl_state *st, struct adump_acl_stream *s);
-/* With the lock held: the op's dump request mask for a launch now. */
+/* With lock held: the op's dump request mask for a launch now. */
 uint32_t adump_acl_dump_mask_locked(struct adump_acl_state *st, const char *op_type,
 				    const char *op_name);
 
-/* exception.c: environment and config -> exception dump settings, at aclInit. */
+/* exception.c, ctl_lock held: environment and config -> exception dump settings. */
 void adump_acl_exception_setup_locked(struct adump_acl_state *st, const struct adump_acl_cfg *cfg);
 
 /* opinfo.c: record an executed op's op-info JSON files when aclopStartDumpArgs is on. */
@@ -196,15 +224,17 @@ struct adump_acl_opinfo {
 	const char *attr_name;          /* one float attribute, or NULL */
 	double attr_value;
 };
-/* With the lock held. Return: 0 or -errno (logged; the op still runs). */
-int adump_acl_opinfo_record_locked(struct adump_acl_state *st, const struct adump_acl_opinfo *op);
-void adump_acl_opinfo_reset_locked(struct adump_acl_state *st);
+/* Takes opinfo_lock; does nothing unless aclopStartDumpArgs is active.
+ * Return: 0 or -errno (logged; the op still runs). */
+int adump_acl_opinfo_record(struct adump_acl_state *st, const struct adump_acl_opinfo *op);
+/* Takes opinfo_lock: forget the op-info state (aclFinalize). */
+void adump_acl_opinfo_reset(struct adump_acl_state *st);
 
-/* Resolve a stream handle; NULL when it is not a live stream. Lock held. */
+/* Resolve a stream handle; NULL when it is not a live stream. lock held. */
 struct adump_acl_stream *adump_acl_stream_find_locked(struct adump_acl_state *st, aclrtStream h);
-/* The calling thread's current device id, or -1. Lock held. */
+/* The calling thread's current device id, or -1. lock held. */
 int32_t adump_acl_current_device_locked(struct adump_acl_state *st);
-/* The current device (opened), or NULL. Lock held. */
+/* The current device (opened), or NULL. lock held. */
 struct adump_dev *adump_acl_current_dev_locked(struct adump_acl_state *st);
 
 #endif

@@ -116,20 +116,29 @@ static void set_data_dir(struct adump_acl_state *st, const char *dir)
 
 int adump_acl_session_stop_locked(struct adump_acl_state *st)
 {
+	struct adump_session *session = st->session;
 	int ret;
 
-	if (!st->session)
+	if (!session)
 		return 0;
+	/* The stream list changes only under ctl_lock, which the caller holds. */
 	for (struct adump_acl_stream *s = st->streams; s; s = s->next) {
 		if (!s->is_attached)
 			continue;
+		/* New launches stop asking for dumps; those that did have left the device call. */
+		pthread_mutex_lock(&st->lock);
+		s->is_attached = false;
+		while (s->dump_users)
+			pthread_cond_wait(&st->stream_idle, &st->lock);
+		pthread_mutex_unlock(&st->lock);
 		/* Ops already queued still dump: wait for them before detaching. */
 		adump_dev_stream_sync(s->dev_stream);
-		adump_session_detach(st->session, s->dev_stream);
-		s->is_attached = false;
+		adump_session_detach(session, s->dev_stream);
 	}
-	ret = adump_session_destroy(st->session);
+	pthread_mutex_lock(&st->lock);
 	st->session = NULL;
+	pthread_mutex_unlock(&st->lock);
+	ret = adump_session_destroy(session);
 	set_data_dir(st, NULL);
 	return ret;
 }
@@ -141,8 +150,11 @@ int adump_acl_stream_attach_locked(struct adump_acl_state *st, struct adump_acl_
 	if (!st->session || s->is_attached)
 		return 0;
 	ret = adump_session_attach(st->session, s->dev_stream);
-	if (ret == 0)
+	if (ret == 0) {
+		pthread_mutex_lock(&st->lock);
 		s->is_attached = true;
+		pthread_mutex_unlock(&st->lock);
+	}
 	return ret;
 }
 
@@ -176,6 +188,7 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	const struct adump_acl_cfg *c = st->active;
+	struct adump_session *session;
 	int ret, first = 0;
 
 	ret = adump_acl_session_stop_locked(st);
@@ -200,12 +213,15 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 		cfg.content = ADUMP_CONTENT_STATS;
 		cfg.stats_mask = c->stats_mask;
 	}
-	ret = adump_session_create(&cfg, &st->session);
+	ret = adump_session_create(&cfg, &session);
 	if (ret < 0) {
 		adump_log(ADUMP_LOG_ERROR, MOD, "dump session: %s", adump_strerror(ret));
 		return ret;
 	}
-	set_data_dir(st, adump_session_dir(st->session));
+	pthread_mutex_lock(&st->lock);
+	st->session = session;
+	pthread_mutex_unlock(&st->lock);
+	set_data_dir(st, adump_session_dir(session));
 	for (struct adump_acl_stream *s = st->streams; s; s = s->next) {
 		ret = adump_acl_stream_attach_locked(st, s);
 		if (ret < 0 && !first)
@@ -242,13 +258,13 @@ aclError acldumpRegCallback(int32_t (*const messageCallback)(const acldumpChunk 
 			  "acldumpRegCallback failed: flag %d is not supported, only 0", flag);
 		return ACL_ERROR_FAILURE;
 	}
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	adump_acl_callback_fn old = atomic_exchange_explicit(&st->callback, messageCallback,
 							     memory_order_acq_rel);
 	/* Switch a running file-sink session to the callback (from here on, no files). */
 	if (!old && st->session)
 		ret = adump_acl_session_apply_locked(st);
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 	return ret < 0 ? ACL_ERROR_FAILURE : ACL_SUCCESS;
 }
 
@@ -256,7 +272,7 @@ void acldumpUnregCallback(void)
 {
 	struct adump_acl_state *st = adump_acl_state();
 
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	/* Flush what the callback still owes first, then go back to files. */
 	if (st->session) {
 		adump_acl_session_stop_locked(st);
@@ -265,7 +281,7 @@ void acldumpUnregCallback(void)
 	} else {
 		atomic_store_explicit(&st->callback, NULL, memory_order_release);
 	}
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 }
 
 aclError aclmdlInitDump(void)
@@ -273,7 +289,7 @@ aclError aclmdlInitDump(void)
 	struct adump_acl_state *st = adump_acl_state();
 	aclError ret = ACL_SUCCESS;
 
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	if (!st->is_inited)
 		ret = ACL_ERROR_UNINITIALIZE;
 	else if (st->is_mdl_inited)
@@ -284,7 +300,7 @@ aclError aclmdlInitDump(void)
 		ret = ACL_ERROR_DUMP_ALREADY_RUN;
 	else
 		st->is_mdl_inited = true;
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 	return ret;
 }
 
@@ -294,33 +310,33 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
 	struct adump_acl_cfg cfg;
 	int ret;
 
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	if (!st->is_inited) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_UNINITIALIZE;
 	}
 	if (!st->is_mdl_inited) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_DUMP_NOT_RUN;
 	}
 	if (!dumpCfgPath) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_INVALID_PARAM;
 	}
 	ret = adump_acl_cfg_load(dumpCfgPath, &cfg);
 	if (ret < 0) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return adump_acl_err_from(ret);
 	}
 	/* An empty file or an empty "dump" object configures nothing and succeeds. */
 	if (!cfg.has_dump) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_SUCCESS;
 	}
 	/* An exception scene turns exception dump on; a second attempt is ignored with a
 	 * warning, as CANN's IsRepeatEnableException does. */
 	if (adump_acl_cfg_is_exception(&cfg)) {
-		if (st->is_exception)
+		if (atomic_load_explicit(&st->is_exception, memory_order_relaxed))
 			adump_log(ADUMP_LOG_WARN, MOD, "exception dump is already enabled; %s ignored",
 				  dumpCfgPath);
 		else
@@ -330,14 +346,18 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
 	adump_acl_session_stop_locked(st);
 	adump_acl_cfg_fini(&st->mdl_cfg);
 	st->mdl_cfg = cfg;
+	pthread_mutex_lock(&st->lock);
 	st->active = &st->mdl_cfg;
+	pthread_mutex_unlock(&st->lock);
 	st->time_dir[0] = '\0';
 	ret = adump_acl_session_apply_locked(st);
 	if (ret < 0) {
+		pthread_mutex_lock(&st->lock);
 		st->active = NULL;
+		pthread_mutex_unlock(&st->lock);
 		adump_acl_cfg_fini(&st->mdl_cfg);
 	}
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 	if (ret == -ADUMP_ERR_CONFIG)
 		return ACL_ERROR_INVALID_DUMP_CONFIG;
 	return ret < 0 ? ACL_ERROR_INTERNAL_ERROR : ACL_SUCCESS;
@@ -348,23 +368,25 @@ aclError aclmdlFinalizeDump(void)
 	struct adump_acl_state *st = adump_acl_state();
 	int ret;
 
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	if (!st->is_inited) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_UNINITIALIZE;
 	}
 	if (!st->is_mdl_inited) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_DUMP_NOT_RUN;
 	}
 	ret = 0;
 	if (st->active == &st->mdl_cfg) {
 		ret = adump_acl_session_stop_locked(st);
+		pthread_mutex_lock(&st->lock);
 		st->active = NULL;
+		pthread_mutex_unlock(&st->lock);
 	}
 	adump_acl_cfg_fini(&st->mdl_cfg);
 	st->is_mdl_inited = false;
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 	if (ret < 0)
 		adump_log(ADUMP_LOG_WARN, MOD, "aclmdlFinalizeDump: flush: %s", adump_strerror(ret));
 	return ACL_SUCCESS;

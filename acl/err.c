@@ -49,6 +49,15 @@ aclError adump_acl_err_from(int ret)
 	return ACL_ERROR_FAILURE;
 }
 
+aclnnStatus adump_aclnn_status_from(int ret)
+{
+	if (ret >= 0)
+		return ACLNN_SUCCESS;
+	if (ret == -EINVAL || ret == -ADUMP_ERR_UNSUPPORTED || ret == -ADUMP_ERR_NOT_FOUND)
+		return ACLNN_ERR_PARAM_INVALID;
+	return ACLNN_ERR_RUNTIME_ERROR;
+}
+
 int32_t adump_acl_dtype_to_native(int32_t acl_dtype)
 {
 	switch (acl_dtype) {

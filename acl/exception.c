@@ -70,7 +70,7 @@ void adump_acl_exception_setup_locked(struct adump_acl_state *st, const struct a
 	pthread_mutex_lock(&st->path_lock);
 	snprintf(st->exc_base, sizeof(st->exc_base), "%s", base);
 	pthread_mutex_unlock(&st->path_lock);
-	st->is_exception = is_enabled;
+	atomic_store_explicit(&st->is_exception, is_enabled, memory_order_relaxed);
 }
 
 /* <base>/extra-info/data-dump/<device>, created and canonical. Return: 0 or -errno. */
@@ -106,7 +106,7 @@ aclError acldumpGetExceptionInfoPath(char *path, size_t maxLen)
 	if (!path || maxLen <= 1)
 		return ACL_ERROR_INVALID_PARAM;
 	pthread_mutex_lock(&st->lock);
-	is_enabled = st->is_exception;
+	is_enabled = atomic_load_explicit(&st->is_exception, memory_order_relaxed);
 	device = adump_acl_current_device_locked(st);
 	if (device < 0)
 		device = 0;
@@ -370,7 +370,7 @@ aclError acldumpSaveExceptionInfo(const char *fileName, const char *userTag,
 		return ACL_ERROR_INVALID_PARAM;
 	}
 	pthread_mutex_lock(&st->lock);
-	if (!st->is_exception) {
+	if (!atomic_load_explicit(&st->is_exception, memory_order_relaxed)) {
 		pthread_mutex_unlock(&st->lock);
 		adump_log(ADUMP_LOG_ERROR, MOD, "acldumpSaveExceptionInfo: exception dump is not enabled");
 		return ACL_ERROR_FAILURE;

@@ -166,7 +166,7 @@ static void file_name(const struct adump_acl_opinfo *op, uint32_t cnt, char *buf
 	snprintf(buf + (pos < cap ? pos : cap - 1), pos < cap ? cap - pos : 1, "%u.json", cnt);
 }
 
-int adump_acl_opinfo_record_locked(struct adump_acl_state *st, const struct adump_acl_opinfo *op)
+static int opinfo_record_locked(struct adump_acl_state *st, const struct adump_acl_opinfo *op)
 {
 	char *debug_text, *compile_text, **seen, dir[PATH_MAX + 32], name[512];
 	long pid = (long)getpid();
@@ -214,7 +214,7 @@ int adump_acl_opinfo_record_locked(struct adump_acl_state *st, const struct adum
 	return ret;
 }
 
-void adump_acl_opinfo_reset_locked(struct adump_acl_state *st)
+static void opinfo_reset_locked(struct adump_acl_state *st)
 {
 	for (size_t i = 0; i < st->opinfo_seen_count; i++)
 		free(st->opinfo_seen[i]);
@@ -224,6 +224,23 @@ void adump_acl_opinfo_reset_locked(struct adump_acl_state *st)
 	memset(st->opinfo_counter, 0, sizeof(st->opinfo_counter));
 	st->is_opinfo = false;
 	st->opinfo_path[0] = '\0';
+}
+
+int adump_acl_opinfo_record(struct adump_acl_state *st, const struct adump_acl_opinfo *op)
+{
+	int ret;
+
+	pthread_mutex_lock(&st->opinfo_lock);
+	ret = opinfo_record_locked(st, op);
+	pthread_mutex_unlock(&st->opinfo_lock);
+	return ret;
+}
+
+void adump_acl_opinfo_reset(struct adump_acl_state *st)
+{
+	pthread_mutex_lock(&st->opinfo_lock);
+	opinfo_reset_locked(st);
+	pthread_mutex_unlock(&st->opinfo_lock);
 }
 
 aclError aclopStartDumpArgs(uint32_t dumpType, const char *path)
@@ -245,9 +262,9 @@ aclError aclopStartDumpArgs(uint32_t dumpType, const char *path)
 		adump_log(ADUMP_LOG_ERROR, MOD, "aclopStartDumpArgs: %s", why);
 		return ACL_ERROR_FAILURE;
 	}
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->opinfo_lock);
 	if (st->is_opinfo) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->opinfo_lock);
 		adump_log(ADUMP_LOG_ERROR, MOD, "aclopStartDumpArgs: called repeatedly");
 		return ACL_ERROR_FAILURE;
 	}
@@ -256,14 +273,14 @@ aclError aclopStartDumpArgs(uint32_t dumpType, const char *path)
 	 * says the executable's directory: UNVERIFIED which one wins). */
 	ret = adump_mkdir_p(path, 0750);
 	if (ret < 0 || stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode) || access(path, R_OK | W_OK) < 0) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->opinfo_lock);
 		adump_log(ADUMP_LOG_ERROR, MOD, "aclopStartDumpArgs: %s is not a read-write directory",
 			  path);
 		return ACL_ERROR_FAILURE;
 	}
 	snprintf(st->opinfo_path, sizeof(st->opinfo_path), "%s", path);
 	st->is_opinfo = true;
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->opinfo_lock);
 	return ACL_SUCCESS;
 }
 
@@ -273,9 +290,9 @@ aclError aclopStopDumpArgs(uint32_t dumpType)
 
 	if (!(dumpType & ACL_OP_DUMP_OP_AICORE_ARGS))
 		return ACL_SUCCESS;
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->opinfo_lock);
 	if (st->is_opinfo)
-		adump_acl_opinfo_reset_locked(st);
-	pthread_mutex_unlock(&st->lock);
+		opinfo_reset_locked(st);
+	pthread_mutex_unlock(&st->opinfo_lock);
 	return ACL_SUCCESS;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The CANN runtime subset of reference §9 over the simulated NPU: aclInit/aclFinalize,
  * devices, streams, device memory, aclTensor/aclScalar and aclnnAdd. One process-wide state,
- * created with pthread_once and guarded by one mutex; every call translates to device.h or
- * the session and maps the result with adump_acl_err_from(). */
+ * created with pthread_once, its locks described in acl_int.h: launches and syncs pin their
+ * stream and call the device with no lock held. Every call translates to device.h or the
+ * session and maps the result with adump_acl_err_from() (adump_aclnn_status_from()). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,11 @@ static pthread_once_t state_once = PTHREAD_ONCE_INIT;
 
 static void state_init(void)
 {
+	pthread_mutex_init(&state.ctl_lock, NULL);
 	pthread_mutex_init(&state.lock, NULL);
+	pthread_cond_init(&state.stream_idle, NULL);
 	pthread_mutex_init(&state.path_lock, NULL);
+	pthread_mutex_init(&state.opinfo_lock, NULL);
 	state.current_device = -1;
 }
 
@@ -78,9 +82,9 @@ aclError aclInit(const char *configPath)
 	struct adump_acl_cfg cfg = { 0 };
 	int ret = 0;
 
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	if (st->is_inited) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_REPEAT_INITIALIZE;
 	}
 	if (configPath && *configPath) {
@@ -92,25 +96,31 @@ aclError aclInit(const char *configPath)
 	atomic_store_explicit(&st->step, 0, memory_order_relaxed);
 	adump_acl_exception_setup_locked(st, &st->init_cfg);
 	if (adump_acl_cfg_is_data_dump(&st->init_cfg)) {
+		pthread_mutex_lock(&st->lock);
 		st->active = &st->init_cfg;
+		pthread_mutex_unlock(&st->lock);
 		st->time_dir[0] = '\0';
 		ret = adump_acl_session_apply_locked(st);
 		if (ret < 0) {
+			pthread_mutex_lock(&st->lock);
 			st->active = NULL;
+			pthread_mutex_unlock(&st->lock);
 			adump_acl_cfg_fini(&st->init_cfg);
 			/* A config that passed validation but cannot start is an internal error. */
-			pthread_mutex_unlock(&st->lock);
+			pthread_mutex_unlock(&st->ctl_lock);
 			return ret == -ADUMP_ERR_CONFIG ? ACL_ERROR_INVALID_DUMP_CONFIG
 							: ACL_ERROR_INTERNAL_ERROR;
 		}
 	}
 	st->is_inited = true;
 out:
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 	return adump_acl_err_from(ret);
 }
 
-static void stream_free_locked(struct adump_acl_state *st, struct adump_acl_stream *s)
+/* lock held: take @s off the stream list (no launch or sync finds it any more) and wait
+ * until the ones running on it have left. */
+static void stream_unlink_locked(struct adump_acl_state *st, struct adump_acl_stream *s)
 {
 	struct adump_acl_stream **pp;
 
@@ -120,33 +130,75 @@ static void stream_free_locked(struct adump_acl_state *st, struct adump_acl_stre
 			break;
 		}
 	}
-	free(s);
+	while (s->users)
+		pthread_cond_wait(&st->stream_idle, &st->lock);
 }
 
+/* The pin a launch or sync holds on its stream (acl_int.h). Return: the stream, or NULL when
+ * @h is not a live stream. */
+static struct adump_acl_stream *stream_pin(struct adump_acl_state *st, aclrtStream h)
+{
+	struct adump_acl_stream *s;
+
+	pthread_mutex_lock(&st->lock);
+	s = adump_acl_stream_find_locked(st, h);
+	if (s)
+		s->users++;
+	pthread_mutex_unlock(&st->lock);
+	return s;
+}
+
+static void stream_unpin(struct adump_acl_state *st, struct adump_acl_stream *s, bool is_dump)
+{
+	bool is_idle;
+
+	pthread_mutex_lock(&st->lock);
+	is_idle = --s->users == 0;
+	if (is_dump && --s->dump_users == 0)
+		is_idle = true;
+	if (is_idle)
+		pthread_cond_broadcast(&st->stream_idle);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* ctl_lock held. */
 static void device_release_all_locked(struct adump_acl_state *st, int32_t id)
 {
-	struct adump_acl_stream *s = st->streams, *next;
+	struct adump_acl_stream *s, *next, *gone = NULL;
+	struct adump_dev *devs[ADUMP_DEV_MAX] = { 0 };
 
 	/* Streams of the device die with it (CANN's aclrtResetDeviceForce). */
-	for (; s; s = next) {
+	pthread_mutex_lock(&st->lock);
+	for (s = st->streams; s; s = next) {
 		next = s->next;
 		if (id >= 0 && s->device_id != id)
 			continue;
+		stream_unlink_locked(st, s);
+		s->next = gone;
+		gone = s;
+	}
+	pthread_mutex_unlock(&st->lock);
+	for (s = gone; s; s = next) {
+		next = s->next;
 		if (s->is_attached && st->session)
 			adump_session_detach(st->session, s->dev_stream);
 		adump_dev_stream_destroy(s->dev_stream);
-		stream_free_locked(st, s);
+		free(s);
 	}
+	pthread_mutex_lock(&st->lock);
 	for (int32_t i = 0; i < ADUMP_DEV_MAX; i++) {
 		if (id >= 0 && i != id)
 			continue;
-		if (st->devs[i])
-			adump_dev_close(st->devs[i]);
+		devs[i] = st->devs[i];
 		st->devs[i] = NULL;
 		st->dev_refs[i] = 0;
 		if (st->current_device == i)
 			st->current_device = -1;
 	}
+	pthread_mutex_unlock(&st->lock);
+	for (int32_t i = 0; i < ADUMP_DEV_MAX; i++)
+		if (devs[i])
+			adump_dev_close(devs[i]);
 }
 
 aclError aclFinalize(void)
@@ -154,23 +206,27 @@ aclError aclFinalize(void)
 	struct adump_acl_state *st = adump_acl_state();
 	int ret;
 
-	pthread_mutex_lock(&st->lock);
+	pthread_mutex_lock(&st->ctl_lock);
 	if (!st->is_inited) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_REPEAT_FINALIZE;
 	}
 	/* Flush before devices go away: the session still borrows their streams. */
 	ret = adump_acl_session_stop_locked(st);
 	device_release_all_locked(st, -1);
+	pthread_mutex_lock(&st->lock);
 	st->active = NULL;
+	pthread_mutex_unlock(&st->lock);
 	st->is_mdl_inited = false;
 	adump_acl_cfg_fini(&st->init_cfg);
 	adump_acl_cfg_fini(&st->mdl_cfg);
-	adump_acl_opinfo_reset_locked(st);
-	st->is_exception = false;
+	adump_acl_opinfo_reset(st);
+	atomic_store_explicit(&st->is_exception, false, memory_order_relaxed);
+	pthread_mutex_lock(&st->path_lock);
 	st->exc_base[0] = '\0';
+	pthread_mutex_unlock(&st->path_lock);
 	st->is_inited = false;
-	pthread_mutex_unlock(&st->lock);
+	pthread_mutex_unlock(&st->ctl_lock);
 	if (ret < 0)
 		adump_log(ADUMP_LOG_WARN, MOD, "aclFinalize: dump flush failed: %s", adump_strerror(ret));
 	return ACL_SUCCESS;
@@ -203,14 +259,20 @@ static aclError reset_device(int32_t deviceId, bool is_force)
 
 	if (deviceId < 0 || deviceId >= ADUMP_DEV_MAX)
 		return ACL_ERROR_RT_INVALID_DEVICEID;
+	bool is_release;
+
+	pthread_mutex_lock(&st->ctl_lock);
 	pthread_mutex_lock(&st->lock);
 	if (!st->devs[deviceId]) {
 		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_RT_INVALID_DEVICEID;
 	}
-	if (is_force || --st->dev_refs[deviceId] == 0)
-		device_release_all_locked(st, deviceId);
+	is_release = is_force || --st->dev_refs[deviceId] == 0;
 	pthread_mutex_unlock(&st->lock);
+	if (is_release)
+		device_release_all_locked(st, deviceId);
+	pthread_mutex_unlock(&st->ctl_lock);
 	return ACL_SUCCESS;
 }
 
@@ -274,24 +336,30 @@ aclError aclrtCreateStream(aclrtStream *stream)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ACL_ERROR_BAD_ALLOC;
+	/* ctl_lock keeps the device open (only its holders close devices) and orders the
+	 * attach with the session's changes. */
+	pthread_mutex_lock(&st->ctl_lock);
 	pthread_mutex_lock(&st->lock);
 	dev = adump_acl_current_dev_locked(st);
+	s->device_id = adump_acl_current_device_locked(st);
+	pthread_mutex_unlock(&st->lock);
 	if (!dev) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		free(s);
 		return ACL_ERROR_RT_CONTEXT_NULL;
 	}
 	ret = adump_dev_stream_create(dev, &s->dev_stream);
 	if (ret < 0) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		free(s);
 		return adump_acl_err_from(ret);
 	}
-	s->device_id = adump_acl_current_device_locked(st);
+	pthread_mutex_lock(&st->lock);
 	s->next = st->streams;
 	st->streams = s;
-	ret = adump_acl_stream_attach_locked(st, s);
 	pthread_mutex_unlock(&st->lock);
+	ret = adump_acl_stream_attach_locked(st, s);
+	pthread_mutex_unlock(&st->ctl_lock);
 	if (ret < 0)
 		adump_log(ADUMP_LOG_WARN, MOD, "stream %u: not captured: %s",
 			  adump_dev_stream_id(s->dev_stream), adump_strerror(ret));
@@ -307,10 +375,14 @@ aclError aclrtDestroyStream(aclrtStream stream)
 
 	if (!stream)
 		return ACL_ERROR_INVALID_PARAM;
+	pthread_mutex_lock(&st->ctl_lock);
 	pthread_mutex_lock(&st->lock);
 	s = adump_acl_stream_find_locked(st, stream);
+	if (s)
+		stream_unlink_locked(st, s);
+	pthread_mutex_unlock(&st->lock);
 	if (!s) {
-		pthread_mutex_unlock(&st->lock);
+		pthread_mutex_unlock(&st->ctl_lock);
 		return ACL_ERROR_RT_PARAM_INVALID;
 	}
 	/* Sync first so every dump of the stream is written before it leaves the session. */
@@ -318,8 +390,8 @@ aclError aclrtDestroyStream(aclrtStream stream)
 	if (s->is_attached && st->session)
 		adump_session_detach(st->session, s->dev_stream);
 	adump_dev_stream_destroy(s->dev_stream);
-	stream_free_locked(st, s);
-	pthread_mutex_unlock(&st->lock);
+	free(s);
+	pthread_mutex_unlock(&st->ctl_lock);
 	return adump_acl_err_from(ret);
 }
 
@@ -327,19 +399,18 @@ aclError aclrtSynchronizeStream(aclrtStream stream)
 {
 	struct adump_acl_state *st = adump_acl_state();
 	struct adump_acl_stream *s;
-	struct adump_dev_stream *ds;
+	int ret;
 
 	if (!stream)
 		return ACL_ERROR_INVALID_PARAM;
-	pthread_mutex_lock(&st->lock);
-	s = adump_acl_stream_find_locked(st, stream);
-	ds = s ? s->dev_stream : NULL;
-	pthread_mutex_unlock(&st->lock);
-	if (!ds)
+	s = stream_pin(st, stream);
+	if (!s)
 		return ACL_ERROR_RT_PARAM_INVALID;
-	/* Without the lock: the dump callback may call back into the shim meanwhile.
+	/* Without a lock: the dump callback may call back into the shim meanwhile.
 	 * adump_dev_stream_sync() returns once every chunk of the stream's ops is delivered. */
-	return adump_acl_err_from(adump_dev_stream_sync(ds));
+	ret = adump_dev_stream_sync(s->dev_stream);
+	stream_unpin(st, s, false);
+	return adump_acl_err_from(ret);
 }
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
@@ -581,34 +652,35 @@ aclnnStatus aclnnAdd(void *workspace, uint64_t workspaceSize, aclOpExecutor *exe
 		return ACLNN_ERR_PARAM_NULLPTR;
 	if (executor->magic != EXECUTOR_MAGIC)
 		return ACLNN_ERR_PARAM_INVALID;
-	pthread_mutex_lock(&st->lock);
-	s = adump_acl_stream_find_locked(st, stream);
-	if (!s) {
-		pthread_mutex_unlock(&st->lock);
+	s = stream_pin(st, stream);
+	if (!s)
 		return ACLNN_ERR_PARAM_INVALID;
-	}
-	if (st->is_opinfo) {
+	for (int i = 0; i < 3; i++) {
 		static const char *const names[3] = { "x1", "x2", "y" };
 
-		for (int i = 0; i < 3; i++)
-			io[i] = (struct adump_acl_opinfo_tensor){ .name = names[i],
-								  .acl_dtype = executor->acl_dtype,
-								  .acl_format = executor->acl_format,
-								  .dim_count = executor->dim_count,
-								  .dims = executor->dims };
-		info = (struct adump_acl_opinfo){ .op_type = "Add", .inputs = io, .input_count = 2,
-						  .outputs = io + 2, .output_count = 1,
-						  .attr_name = "alpha", .attr_value = executor->alpha };
-		adump_acl_opinfo_record_locked(st, &info);
+		io[i] = (struct adump_acl_opinfo_tensor){ .name = names[i],
+							  .acl_dtype = executor->acl_dtype,
+							  .acl_format = executor->acl_format,
+							  .dim_count = executor->dim_count,
+							  .dims = executor->dims };
 	}
+	info = (struct adump_acl_opinfo){ .op_type = "Add", .inputs = io, .input_count = 2,
+					  .outputs = io + 2, .output_count = 1,
+					  .attr_name = "alpha", .attr_value = executor->alpha };
+	adump_acl_opinfo_record(st, &info);
+	/* A launch with a dump request counts as a dump user, so that a session change waits
+	 * for it before the stream leaves the session (adump_acl_session_stop_locked()). */
+	pthread_mutex_lock(&st->lock);
 	dump.tensor_mask = s->is_attached ? adump_acl_dump_mask_locked(st, dump.op_type, dump.op_name)
 					  : 0;
+	if (dump.tensor_mask)
+		s->dump_users++;
+	pthread_mutex_unlock(&st->lock);
+	/* No lock held: this waits while the stream's queue is full. */
 	ret = adump_dev_launch_add(s->dev_stream, &executor->self, &executor->other, executor->alpha,
 				   &executor->out, dump.tensor_mask ? &dump : NULL);
-	pthread_mutex_unlock(&st->lock);
+	stream_unpin(st, s, dump.tensor_mask != 0);
 	executor->magic = 0;
 	free(executor);
-	if (ret == -EINVAL || ret == -ADUMP_ERR_UNSUPPORTED || ret == -ADUMP_ERR_NOT_FOUND)
-		return ACLNN_ERR_PARAM_INVALID;
-	return ret < 0 ? ACLNN_ERR_RUNTIME_ERROR : ACLNN_SUCCESS;
+	return adump_aclnn_status_from(ret);
 }

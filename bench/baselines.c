@@ -21,6 +21,7 @@
 
 #include "bench/bench.h"
 #include "common/common.h"
+#include "common/tsan.h"
 #include "pipeline/defaults.h"
 #include "ring/ring.h"
 
@@ -273,38 +274,10 @@ struct ring_pair {
 
 /* ck_ring publishes through accesses ThreadSanitizer cannot pair (volatile loads, and a
  * memcpy the runtime intercepts), as ring/ explains for its own rings: the two loops that
- * use it are uninstrumented and their accesses ignored. Thread start and join order
- * everything else. */
-#if defined(__SANITIZE_THREAD__)
-#define BENCH_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BENCH_TSAN 1
-#endif
-#endif
-#ifdef BENCH_TSAN
-#define BENCH_NO_TSAN __attribute__((no_sanitize("thread")))
-void AnnotateIgnoreReadsBegin(const char *file, int line);
-void AnnotateIgnoreReadsEnd(const char *file, int line);
-void AnnotateIgnoreWritesBegin(const char *file, int line);
-void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define BENCH_TSAN_IGNORE_BEGIN()                              \
-	do {                                                   \
-		AnnotateIgnoreReadsBegin(__FILE__, __LINE__);  \
-		AnnotateIgnoreWritesBegin(__FILE__, __LINE__); \
-	} while (0)
-#define BENCH_TSAN_IGNORE_END()                              \
-	do {                                                 \
-		AnnotateIgnoreWritesEnd(__FILE__, __LINE__); \
-		AnnotateIgnoreReadsEnd(__FILE__, __LINE__);  \
-	} while (0)
-#else
-#define BENCH_NO_TSAN
-#define BENCH_TSAN_IGNORE_BEGIN() ((void)0)
-#define BENCH_TSAN_IGNORE_END() ((void)0)
-#endif
+ * use it are uninstrumented and their accesses ignored (common/tsan.h). Thread start and
+ * join order everything else. */
 
-BENCH_NO_TSAN static void *ring_consumer(void *arg)
+ADUMP_NO_TSAN static void *ring_consumer(void *arg)
 {
 	struct ring_pair *rp = arg;
 	uint64_t got = 0;
@@ -313,7 +286,7 @@ BENCH_NO_TSAN static void *ring_consumer(void *arg)
 
 	while (!atomic_load_explicit(&rp->is_started, memory_order_acquire))
 		sched_yield();
-	BENCH_TSAN_IGNORE_BEGIN();
+	ADUMP_TSAN_IGNORE_BEGIN();
 	while (got < rp->records) {
 		if (!ck_ring_dequeue_spsc(&rp->filled, rp->filled_slots, &rec)) {
 			/* On a loaded 2-core machine the peer may not be running: let it. */
@@ -330,16 +303,16 @@ BENCH_NO_TSAN static void *ring_consumer(void *arg)
 		ck_ring_enqueue_spsc(&rp->free_ring, rp->free_slots, rec);
 		got++;
 	}
-	BENCH_TSAN_IGNORE_END();
+	ADUMP_TSAN_IGNORE_END();
 	return NULL;
 }
 
-BENCH_NO_TSAN static void ring_produce(struct ring_pair *rp, uint64_t records)
+ADUMP_NO_TSAN static void ring_produce(struct ring_pair *rp, uint64_t records)
 {
 	unsigned misses = 0;
 
 	atomic_store_explicit(&rp->is_started, 1, memory_order_release);
-	BENCH_TSAN_IGNORE_BEGIN();
+	ADUMP_TSAN_IGNORE_BEGIN();
 	for (uint64_t i = 0; i < records;) {
 		void *rec;
 
@@ -355,7 +328,7 @@ BENCH_NO_TSAN static void ring_produce(struct ring_pair *rp, uint64_t records)
 		ck_ring_enqueue_spsc(&rp->filled, rp->filled_slots, rec);
 		i++;
 	}
-	BENCH_TSAN_IGNORE_END();
+	ADUMP_TSAN_IGNORE_END();
 }
 
 int adump_bench_ring_limit(uint64_t records, unsigned slots, bool is_reading,

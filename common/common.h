@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <ck_stack.h>
+
 #include "adump/adump.h"
 
 #define ADUMP_HIDDEN __attribute__((visibility("hidden")))
@@ -105,5 +107,134 @@ ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, 
  */
 ADUMP_HIDDEN int adump_pubfile_close(struct adump_pubfile *pf, const char *path, int status,
 				     const char *keep_suffix);
+
+/* float16 / bfloat16 bit patterns to float, exactly (common/types.c): the one conversion
+ * the capture's statistics and the reader share. */
+ADUMP_HIDDEN float adump_half_to_float(uint16_t h);
+static inline float adump_bf16_to_float(uint16_t b)
+{
+	union {
+		uint32_t u;
+		float f;
+	} v = { .u = (uint32_t)b << 16 };
+
+	return v.f;
+}
+
+/* ---- Op records and the free list they come from (common/op_rec.c, common/freelist.c) ---- */
+
+/* A free list of objects up to obj_bytes that one owner (a thread, or whoever holds a lock)
+ * takes and any thread gives back (freelist.c). Larger objects are plain allocations. */
+struct adump_freelist {
+	ck_stack_t returned;                    /* given back, by any thread */
+	ck_stack_entry_t *spare;                /* the owner's, taken from returned at once */
+	size_t obj_bytes;
+};
+
+ADUMP_HIDDEN void adump_freelist_init(struct adump_freelist *fl, size_t obj_bytes);
+/* Owner only; @fl NULL: a plain allocation. Return: @bytes of memory, or NULL. */
+ADUMP_HIDDEN void *adump_freelist_alloc(struct adump_freelist *fl, size_t bytes);
+/* Any thread: gives an object from adump_freelist_alloc() back to its list. NULL ok. */
+ADUMP_HIDDEN void adump_freelist_free(void *obj);
+/* Owner, once every object has been given back: frees them all. */
+ADUMP_HIDDEN void adump_freelist_fini(struct adump_freelist *fl);
+
+struct adump_op_rec;
+
+/* What a producer whose records reference its own memory (adump_rec.ext) hears back about
+ * one file, on the consumer's thread. */
+struct adump_op_hooks {
+	/* Once every byte has been written, before the file is published; NULL ok. Return 0,
+	 * or a negative code that fails the file. */
+	int (*check)(struct adump_op_rec *rec);
+	/* From adump_op_rec_destroy(): nothing reads the producer's memory any more;
+	 * rec->status says whether the file was published. */
+	void (*release)(struct adump_op_rec *rec);
+};
+
+/* The metadata of one dump file, created by the producer when a dumped op has run and owned
+ * by the consumer from its first record on; freed with adump_op_rec_destroy() once the file
+ * is complete. `op` points into the record's own storage. */
+struct adump_op_rec {
+	struct adump_op op;
+	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
+	_Atomic uint32_t is_failed;             /* set by the producer on a drop */
+	void *priv;                             /* consumer's per-file state */
+	/* The packed header (8-byte length + DumpData, malloc'd) when the producer needed it
+	 * (direct I/O: its length places the chunks), or NULL. The consumer may take it
+	 * (and set NULL); adump_op_rec_destroy() frees what is left. */
+	void *header;
+	size_t header_len;
+	const struct adump_op_hooks *hooks;     /* NULL: the producer wants no word back */
+	void *hook_data;                        /* the producer's bytes for its hooks, or NULL */
+	/* Set by the consumer before destroying the record: 0 once the file is published,
+	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
+	int status;
+};
+
+/**
+ * adump_op_rec_create() - deep-copy an op descriptor into one allocation, from @fl (its
+ * owner calling; NULL: malloc).
+ * Return: 0, -ADUMP_ERR_CONFIG for an invalid op (adump_op_check()), -ENOMEM.
+ */
+ADUMP_HIDDEN int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
+			struct adump_op_rec **out);
+/**
+ * adump_op_rec_create_hooked() - adump_op_rec_create() for a producer that wants to hear
+ * about the file (struct adump_op_hooks): @hook_bytes of @hook_data are copied into the
+ * record (rec->hook_data, 16-byte aligned). @hooks is borrowed for the record's life.
+ */
+ADUMP_HIDDEN int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist *fl,
+			       const struct adump_op_hooks *hooks, const void *hook_data,
+			       size_t hook_bytes, struct adump_op_rec **out);
+/* Consumer: calls the hooks' release (rec->status set), frees the header, then the record.
+ * NULL ok. */
+ADUMP_HIDDEN void adump_op_rec_destroy(struct adump_op_rec *rec);
+/* Consumer, once every byte of the file is written and before it is published: the hooks'
+ * check. Return: 0 (also without a check), or the check's negative code. */
+ADUMP_HIDDEN int adump_op_rec_check(struct adump_op_rec *rec);
+
+/* ---- Sleeping and waking (common/wake.c) ----
+ *
+ * Every sleep and wake-up of the capture path follows this one protocol:
+ *
+ * Worker (consumer) sleeps, producers wake it. A worker that found all its channels empty
+ * stores doorbell.is_sleeping = 1 (seq_cst), looks at its channels once more and only then
+ * waits on doorbell.event_fd (through its writer, so completions wake it too; the wait is
+ * bounded, so a lost wake-up costs a time slice, never a hang). A producer publishes a record
+ * (the ring's release), then adump_doorbell_ring(): a seq_cst fence, then it loads
+ * is_sleeping and, if set, clears it and writes the eventfd. The two seq_cst operations pair
+ * (Dekker): either the worker's second look sees the record, or the producer sees it asleep.
+ * adump_chan_defer_sp() lets a producer ring once per burst instead of per record.
+ *
+ * Producer sleeps, the worker wakes it. A producer with no free buffer (on-full block) spins
+ * briefly, then stores producer_sleeping = 1 (seq_cst), takes one more look at the free ring
+ * and waits on the futex word free_seq (value read before the store). The worker gives
+ * buffers back (the free ring's release), issues a seq_cst fence (once per drained batch
+ * with adump_chan_defer_sc()/adump_chan_flush_sc()), then reads producer_sleeping: if set
+ * and enough buffers are free, it clears it, bumps free_seq and wakes all. The fence pairs
+ * with the producer's seq_cst store (Dekker again).
+ *
+ * Idle waiters (stream sync, detach) sleep, the worker wakes them. adump_chan_wait_idle()
+ * counts itself in idle_waiters, re-checks released == committed (seq_cst) and waits on
+ * idle_seq; the worker publishes released (release), and after the same fence, if
+ * idle_waiters is set, bumps idle_seq and wakes all. Futex waits are bounded too
+ * (ring/chan.c WAIT_SLICE_NS), so a lost wake-up costs a time slice, never a hang. */
+
+/* Consumer wake-up: a worker sleeps on its doorbell when all of its channels are empty. */
+struct adump_doorbell {
+	int event_fd;                           /* eventfd the worker waits on */
+	_Atomic uint32_t is_sleeping;           /* worker only stores; producers load */
+};
+
+ADUMP_HIDDEN int adump_doorbell_init(struct adump_doorbell *db);
+ADUMP_HIDDEN void adump_doorbell_fini(struct adump_doorbell *db);
+/* Any thread: wakes the worker if it sleeps. */
+ADUMP_HIDDEN void adump_doorbell_ring(struct adump_doorbell *db);
+/* Any thread: makes the worker's next wait (or the current one) return, asleep or not. */
+ADUMP_HIDDEN void adump_doorbell_wake(struct adump_doorbell *db);
+/* Sleep while *word == expected, at most timeout_ns (spurious returns are fine). */
+ADUMP_HIDDEN void adump_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+ADUMP_HIDDEN void adump_futex_wake_all(_Atomic uint32_t *word);
 
 #endif

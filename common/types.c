@@ -105,3 +105,25 @@ uint32_t adump_stream_id_next(void)
 
 	return atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
 }
+
+float adump_half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+	union {
+		uint32_t u;
+		float f;
+	} v;
+
+	if (exp == 0x1f) {
+		v.u = sign | 0x7f800000u | (mant << 13);
+	} else if (exp) {
+		v.u = sign | ((exp + 112) << 23) | (mant << 13);
+	} else if (mant) {
+		/* Subnormal half: value is mant * 2^-24, exact in float. */
+		v.f = (float)mant * 0x1p-24f;
+		v.u |= sign;
+	} else {
+		v.u = sign;
+	}
+	return v.f;
+}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "device/device_int.h"
+#include "proto/proto.h"
 #include "ring/ring.h"
 
 #define DMA_MAX_TENSORS 3

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device/device_int.h"
 #include "ring/ring.h"
@@ -83,6 +84,14 @@ static void flush_doorbell(struct adump_dev_stream *s)
 	s->deferred_chan = NULL;
 }
 
+/* Tests hold one stream's dumps back, as a pipeline too slow to give its buffers back would:
+ * "dev.dump_stall" armed with the stream's id + 1 keeps its executor waiting here. */
+static void dump_stall_point(const struct adump_dev_stream *s)
+{
+	while (ADUMP_TESTPOINT("dev.dump_stall") == (int)s->id + 1)
+		usleep(1000);
+}
+
 static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *task)
 {
 	int ret;
@@ -92,6 +101,7 @@ static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *tas
 	ret = adump_dev_add_run(s->dev, task);
 	/* A kernel that failed has no defined output, so its dump request is dropped too. */
 	if (ret == 0 && task->dump) {
+		dump_stall_point(s);
 		if (adump_dev_dma_is_inline(s->dma, task)) {
 			/* Small dumps come in bursts: one doorbell for the burst (see flush_doorbell()). */
 			adump_chan_defer_sp(task->chan);

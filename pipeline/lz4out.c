@@ -63,33 +63,52 @@ void adump_out_buf_put(struct adump_worker *w, struct out_buf *ob)
 {
 	ob->next_free = w->ext->free_out;
 	w->ext->free_out = ob;
+	w->ext->free_out_count++;
 }
 
-/* An output buffer: a free one, a new one while fewer than OUT_BUF_MAX exist, or the next
- * one a completed write gives back. */
-static struct out_buf *out_buf_get(struct adump_worker *w)
+/* A new output buffer while fewer than OUT_BUF_MAX exist, or NULL. */
+static struct out_buf *out_buf_new(struct worker_ext *x)
+{
+	struct out_buf *ob;
+
+	if (x->out_count >= OUT_BUF_MAX)
+		return NULL;
+	ob = malloc(sizeof(*ob) + x->out_cap);
+	if (ob) {
+		ob->cap = x->out_cap;
+		x->out_count++;
+	}
+	return ob;
+}
+
+int adump_lz4_reserve(struct adump_worker *w, unsigned count)
 {
 	struct worker_ext *x = w->ext;
 
-	for (;;) {
-		struct out_buf *ob = x->free_out;
+	while (x->free_out_count < count) {
+		struct out_buf *ob = out_buf_new(x);
 
-		if (ob) {
-			x->free_out = ob->next_free;
-			return ob;
-		}
-		if (x->out_count < OUT_BUF_MAX) {
-			ob = malloc(sizeof(*ob) + x->out_cap);
-			if (ob) {
-				ob->cap = x->out_cap;
-				x->out_count++;
-				return ob;
-			}
-			if (x->out_count == 0)
-				return NULL;
-		}
-		adump_worker_reap_blocking(w);
+		if (!ob)
+			/* All made, or no memory: the ones in flight come back (retry), or, with
+			 * none at all, the file fails in out_buf_get(). */
+			return x->out_count > x->free_out_count ? -EBUSY : 0;
+		adump_out_buf_put(w, ob);
 	}
+	return 0;
+}
+
+/* An output buffer: a free one (adump_lz4_reserve() made them available), else a new one.
+ * Never waits. */
+static struct out_buf *out_buf_get(struct adump_worker *w)
+{
+	struct worker_ext *x = w->ext;
+	struct out_buf *ob = x->free_out;
+
+	if (!ob)
+		return out_buf_new(x);
+	x->free_out = ob->next_free;
+	x->free_out_count--;
+	return ob;
 }
 
 /* Queue @len bytes of @ob at the frame's current end. */

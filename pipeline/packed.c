@@ -7,15 +7,14 @@
  *
  * Data is always written before its index line, and lines go out whole, in batches of one
  * write() (when the batch fills, before the worker sleeps, when it stops), so a crash leaves
- * an index whose complete lines all describe valid data. CRC32C is computed by
- * ISA-L (crc32_iscsi) while the chunks pass, in file order.
+ * an index whose complete lines all describe valid data. CRC32C is computed while the
+ * chunks pass, in file order. The line format and the CRC live in proto/packed.c.
  *
  * A small file that arrives in one record is copied whole into a worker batch (struct
  * packed_batch) and its staging buffer goes back at once; a batch is one write of many
  * files, and its files' index lines are written when that write has completed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <isa-l/crc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 
 #include "common/common.h"
 #include "pipeline/worker_int.h"
+#include "proto/proto.h"
 
 #define MODULE "packed"
 #define DEFAULT_SEGMENT_BYTES (1ull << 30)
@@ -33,13 +33,6 @@
 #define BATCH_SMALL_BYTES (BATCH_BYTES / 4)     /* largest file a batch takes */
 #define BATCH_LINE_BYTES (64u << 10)
 #define BATCH_RUN_MAX 1024
-#define LINE_FIXED_BYTES 80             /* an index line beyond its file name, at most */
-
-uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len)
-{
-	/* ISA-L's iSCSI CRC is CRC32C with the init and final inversions left to the caller. */
-	return ~crc32_iscsi((unsigned char *)data, (int)len, ~crc);
-}
 
 static int segment_open(struct adump_worker *w)
 {
@@ -54,48 +47,6 @@ static int segment_open(struct adump_worker *w)
 	p->seg_fd = fd;
 	p->seg_offset = 0;
 	return 0;
-}
-
-/* Decimal digits of @v at @dst. Return: the byte after them. */
-static char *put_u64(char *dst, uint64_t v)
-{
-	char tmp[20];
-	unsigned n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*dst++ = tmp[--n];
-	return dst;
-}
-
-/* One index line at @dst (LINE_FIXED_BYTES + rel_len bytes are enough), as
- * "%s\tw%u-%u.seg\t%llu\t%llu\t%08x\n". Return: its length. */
-static size_t put_line(char *dst, const char *rel, size_t rel_len, unsigned worker,
-		       uint32_t seg_number, uint64_t base, uint64_t len, uint32_t crc)
-{
-	static const char hex[] = "0123456789abcdef";
-	char *p = dst;
-
-	memcpy(p, rel, rel_len);
-	p += rel_len;
-	*p++ = '\t';
-	*p++ = 'w';
-	p = put_u64(p, worker);
-	*p++ = '-';
-	p = put_u64(p, seg_number);
-	memcpy(p, ".seg\t", 5);
-	p += 5;
-	p = put_u64(p, base);
-	*p++ = '\t';
-	p = put_u64(p, len);
-	*p++ = '\t';
-	for (int shift = 28; shift >= 0; shift -= 4)
-		*p++ = hex[(crc >> shift) & 0xf];
-	*p++ = '\n';
-	return (size_t)(p - dst);
 }
 
 static void batch_destroy(struct packed_batch *b)
@@ -220,9 +171,9 @@ int adump_packed_index(struct adump_worker *w, struct file_state *fs)
 		return ret;
 	size_t rel_len = strlen(rel);
 
-	if (rel_len + LINE_FIXED_BYTES > sizeof(line))
+	if (rel_len + ADUMP_PACKED_LINE_FIXED_BYTES > sizeof(line))
 		return -ENAMETOOLONG;
-	n = (int)put_line(line, rel, rel_len, w->index, fs->seg_number, fs->base,
+	n = (int)adump_packed_line_put(line, rel, rel_len, w->index, fs->seg_number, fs->base,
 			  fs->header_len + fs->op->payload_bytes, fs->crc);
 	if (p->index_len + (size_t)n > INDEX_BATCH_BYTES) {
 		ret = adump_packed_flush(w);
@@ -250,12 +201,14 @@ static struct packed_batch *batch_create(void)
 	return b;
 }
 
-/* The batch to fill: the open one, a free one, a new one, or the next to complete. */
-static struct packed_batch *batch_get(struct adump_worker *w)
+/* The batch to fill: the open one, a free one or a new one. NULL with *is_busy when every
+ * batch is in flight (their completions put them back). */
+static struct packed_batch *batch_get(struct adump_worker *w, bool *is_busy)
 {
 	struct packed_state *p = &w->ext->packed;
 	struct packed_batch *b = p->batch;
 
+	*is_busy = false;
 	if (b)
 		return b;
 	if (!p->free_batches && p->batch_count < BATCH_MAX) {
@@ -266,11 +219,9 @@ static struct packed_batch *batch_get(struct adump_worker *w)
 			p->free_batches = b;
 		}
 	}
-	while (!p->free_batches) {
-		if (!p->batch_count)
-			return NULL;
-		/* Every batch is in flight: their completions put them back. */
-		adump_worker_reap_blocking(w);
+	if (!p->free_batches) {
+		*is_busy = p->batch_count != 0;
+		return NULL;
 	}
 	b = p->free_batches;
 	p->free_batches = b->next_free;
@@ -288,7 +239,6 @@ void adump_packed_batch_submit(struct adump_worker *w)
 {
 	struct packed_state *p = &w->ext->packed;
 	struct packed_batch *b = p->batch;
-	int ret;
 
 	if (!b)
 		return;
@@ -298,12 +248,8 @@ void adump_packed_batch_submit(struct adump_worker *w)
 			 .offset = b->base },
 		.batch = b,
 	};
-	ret = adump_writer_write(w->writer, &b->write.req);
-	if (ret < 0) {
-		adump_packed_batch_done(w, b, ret);
-		return;
-	}
-	atomic_fetch_add_explicit(&w->session->writes_in_flight, 1, memory_order_relaxed);
+	if (!adump_submit_write(w, &b->write))
+		adump_packed_batch_done(w, b, b->write.req.res);
 }
 
 /* Starts the writeback of the pending written range, if any. */
@@ -418,7 +364,7 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 	p->free_batches = b;
 }
 
-bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
+int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
 	struct adump_session *s = w->session;
 	struct packed_state *p = &w->ext->packed;
@@ -428,6 +374,7 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 	struct packed_batch *b;
 	char rel[4200];
 	size_t rel_len, total;
+	bool is_busy;
 	int name_len;
 
 	/* Not a zero-copy file (hooks): its producer hears once the file is written, which a
@@ -436,45 +383,45 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 	    op->priv || p->seg_fd < 0 || rec->offset != 0 || rec->len != payload_bytes ||
 	    payload_bytes > BATCH_SMALL_BYTES || op->hooks ||
 	    atomic_load_explicit(&op->is_failed, memory_order_relaxed))
-		return false;
-	rel_len = (size_t)(put_u64(rel, op->op.device_id) - rel);
+		return 0;
+	rel_len = (size_t)(adump_decimal_put(rel, op->op.device_id) - rel);
 	rel[rel_len++] = '/';
 	/* The same bound as the ordinary path's name buffer (file_open()). */
 	name_len = adump_dump_file_name(&op->op, rel + rel_len, 4096);
 	if (name_len < 0)
-		return false;
+		return 0;
 	rel_len += (size_t)name_len;
 
 	for (int attempt = 0;; attempt++) {
-		b = batch_get(w);
+		b = batch_get(w, &is_busy);
 		if (!b)
-			return false;
+			return is_busy ? -EBUSY : 0;
 		size_t room = BATCH_BYTES - b->len;
 		long header_len = room > payload_bytes ?
 			adump_dump_header_pack(&op->op, b->mem + b->len, room - payload_bytes) :
 			-ADUMP_ERR_TOO_BIG;
 
 		if (header_len < 0 && header_len != -ADUMP_ERR_TOO_BIG)
-			return false;
+			return 0;
 		if (header_len >= 0) {
 			total = (size_t)header_len + payload_bytes;
 			if (total > BATCH_SMALL_BYTES)
-				return false;
+				return 0;
 			if (p->seg_offset && p->seg_offset + total > limit) {
 				/* A file never spans two segments: the batch goes out, a new
 				 * segment starts and a new batch with it. */
 				adump_packed_batch_submit(w);
 				if (segment_roll(w) < 0)
-					return false;
+					return 0;
 				continue;
 			}
-			if (b->lines_len + rel_len + LINE_FIXED_BYTES <= BATCH_LINE_BYTES &&
+			if (b->lines_len + rel_len + ADUMP_PACKED_LINE_FIXED_BYTES <= BATCH_LINE_BYTES &&
 			    b->run_count < BATCH_RUN_MAX)
 				break;
 		}
 		/* The batch is full: out it goes, and the file tries a fresh one once. */
 		if (attempt > 1 || !b->file_count)
-			return false;
+			return 0;
 		adump_packed_batch_submit(w);
 	}
 
@@ -483,7 +430,7 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 	uint64_t base = b->base + b->len;
 
 	memcpy(file + total - payload_bytes, adump_rec_data(rec), payload_bytes);
-	b->lines_len += put_line(b->lines + b->lines_len, rel, rel_len, w->index, p->seg_number,
+	b->lines_len += adump_packed_line_put(b->lines + b->lines_len, rel, rel_len, w->index, p->seg_number,
 				 base, total, adump_crc32c(0, file, total));
 	b->len += total;
 	b->file_count++;
@@ -494,5 +441,5 @@ bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, st
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
 	adump_chan_recycle_sc(chan, rec);
 	adump_op_rec_destroy(op);
-	return true;
+	return 1;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "adump/adump.h"
+#include "common/common.h"
 #include "pipeline/stats.h"
 
 enum elem_kind { ELEM_NONE = 0, ELEM_F16, ELEM_BF16, ELEM_F32, ELEM_F64, ELEM_SINT, ELEM_UINT,
@@ -48,29 +49,6 @@ static bool is_stat_tensor(const struct adump_tensor *t)
 	       elem_type_of(t->dtype).kind != ELEM_NONE;
 }
 
-static double half_to_double(uint16_t h)
-{
-	uint32_t sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-	double v;
-
-	if (exp == 0)
-		v = ldexp((double)mant, -24);
-	else if (exp == 31)
-		v = mant ? NAN : INFINITY;
-	else
-		v = ldexp((double)(mant | 0x400), (int)exp - 25);
-	return sign ? -v : v;
-}
-
-static double bf16_to_double(uint16_t b)
-{
-	uint32_t bits = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #error "stats.c reads little-endian device data with host loads"
 #endif
@@ -98,7 +76,7 @@ static pthread_once_t half_once = PTHREAD_ONCE_INIT;
 static void half_table_fill(void)
 {
 	for (uint32_t h = 0; h < 65536; h++)
-		half_table[h] = (float)half_to_double((uint16_t)h);
+		half_table[h] = adump_half_to_float((uint16_t)h);
 }
 
 /* Sum, squares and the non-finite counts of one value. */
@@ -192,7 +170,7 @@ static inline void add_sum(double v, double *sum, double *comp, double *sq)
 
 #define AS_DOUBLE(x) ((double)(x))
 #define HALF(x) ((double)half_table[(x)])
-#define BF16(x) bf16_to_double(x)
+#define BF16(x) ((double)adump_bf16_to_float(x))
 #define AS_BOOL(x) ((uint64_t)((x) != 0))
 #define AS_SIGNED(x) ((int64_t)(x))
 #define AS_UNSIGNED(x) ((uint64_t)(x))

@@ -205,18 +205,21 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 	free(fs);
 }
 
-/* Return: true if the write is in flight; false if it failed at once (file marked failed). */
 bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
 {
 	struct adump_session *s = w->session;
 	int ret = adump_writer_write(w->writer, &cw->req);
 
 	if (ret < 0) {
-		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
-		adump_file_fail(s, cw->file, ret, "queueing a write to");
+		cw->req.res = ret;
+		if (cw->file) {
+			atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+			adump_file_fail(s, cw->file, ret, "queueing a write to");
+		}
 		return false;
 	}
-	cw->file->pending++;
+	if (cw->file)
+		cw->file->pending++;
 	atomic_fetch_add_explicit(&s->writes_in_flight, 1, memory_order_relaxed);
 	return true;
 }
@@ -307,7 +310,15 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 		}
 		return fs;
 	}
-	ret = adump_dump_header_alloc(&op->op, &fs->header, &fs->header_len);
+	if (op->header) {
+		/* Packed by the producer already (it needed the length): taken, not redone. */
+		fs->header = op->header;
+		fs->header_len = op->header_len;
+		op->header = NULL;
+		ret = 0;
+	} else {
+		ret = adump_dump_header_alloc(&op->op, &fs->header, &fs->header_len);
+	}
 	if (ret < 0) {
 		adump_file_fail(s, fs, ret, "building the header of");
 		return fs;
@@ -449,16 +460,42 @@ static void submit_direct(struct adump_worker *w, struct adump_chan *chan, struc
 		fs->is_last_seen = true;
 }
 
-static void handle_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
+/* The LZ4 output buffers the record needs: the frame's start and the header with the
+ * first record, one for the data, one for the frame's end with the last. */
+static unsigned lz4_buffers_needed(const struct adump_rec *rec, const struct file_state *fs)
+{
+	const struct adump_op_rec *op = rec->op;
+	bool is_last = (rec->flags & ADUMP_REC_LAST) != 0;
+	unsigned n = 0;
+
+	if (!fs)
+		n += 2 + (op->payload_bytes == 0);
+	return n + (rec->len != 0) + (is_last && op->payload_bytes != 0);
+}
+
+/* Return: false if the output cannot take the record yet (its buffers are all in flight):
+ * nothing of it was consumed, and the caller retries once completions have come back. */
+static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
 	struct adump_session *s = w->session;
 	struct adump_op_rec *op = rec->op;
 	struct file_state *fs = op->priv;
 	bool is_last = (rec->flags & ADUMP_REC_LAST) != 0;
 
+	if (s->cfg.compress == ADUMP_COMPRESS_LZ4 &&
+	    adump_lz4_reserve(w, lz4_buffers_needed(rec, fs)) == -EBUSY)
+		return false;
+	if (!fs && w->ext->takes_small) {
+		int taken = adump_packed_take_small(w, chan, rec);
+
+		if (taken < 0)
+			return false;
+		if (taken) {
+			atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed);
+			return true;
+		}
+	}
 	atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed);
-	if (!fs && w->ext->takes_small && adump_packed_take_small(w, chan, rec))
-		return;
 	if (!fs) {
 		fs = file_open(w, op, (rec->flags & ADUMP_REC_LAST) && rec->offset == 0 && rec->len &&
 					      rec->len == op->payload_bytes &&
@@ -475,7 +512,7 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			else
 				atomic_store_explicit(&op->is_failed, 2, memory_order_relaxed);
 			adump_chan_release_sc(chan, rec);
-			return;
+			return true;
 		}
 		op->priv = fs;
 	}
@@ -483,27 +520,27 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 		adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "dropped data of");
 	if (fs->is_failed || (rec->len == 0 && !fs->cctx && !fs->is_direct)) {
 		record_done(w, chan, rec, fs);
-		return;
+		return true;
 	}
 	if (fs->is_direct) {
 		submit_direct(w, chan, rec, fs);
-		return;
+		return true;
 	}
 	if (fs->has_stats) {
 		adump_statacc_feed(&fs->stats, rec->offset, rec_data(rec), rec->len);
 		record_done(w, chan, rec, fs);
-		return;
+		return true;
 	}
 	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
 		deliver(s, fs->path, fs->payload_base + rec->offset, rec_data(rec), rec->len, is_last);
 		record_done(w, chan, rec, fs);
-		return;
+		return true;
 	}
 	if (fs->cctx) {
 		/* Compressed into worker buffers: the staging buffer is free again at once. */
 		adump_lz4_data(w, fs, rec_data(rec), rec->len, is_last);
 		record_done(w, chan, rec, fs);
-		return;
+		return true;
 	}
 	if (s->cfg.layout == ADUMP_LAYOUT_PACKED)
 		fs->crc = adump_crc32c(fs->crc, rec_data(rec), rec->len);
@@ -523,7 +560,7 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			record_done(w, chan, rec, fs);
 		else
 			fs->is_last_seen = true;
-		return;
+		return true;
 	}
 	if (fs->is_whole) {
 		/* The header does not fit in front: it goes out on its own after all. */
@@ -544,6 +581,7 @@ static void handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 		record_done(w, chan, rec, fs);
 	else if (is_last)
 		fs->is_last_seen = true;
+	return true;
 }
 
 static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
@@ -596,14 +634,6 @@ static unsigned reap(struct adump_worker *w, bool block, bool *doorbell)
 	return (unsigned)n;
 }
 
-void adump_worker_reap_blocking(struct adump_worker *w)
-{
-	bool doorbell;
-
-	adump_writer_submit(w->writer);
-	reap(w, true, &doorbell);
-}
-
 static unsigned drain_rings(struct adump_worker *w)
 {
 	unsigned handled = 0;
@@ -621,7 +651,13 @@ static unsigned drain_rings(struct adump_worker *w)
 
 			if (!rec)
 				break;
-			handle_record(w, c, rec);
+			while (!handle_record(w, c, rec)) {
+				/* The output has no buffer free: completions give them back. */
+				bool doorbell;
+
+				adump_writer_submit(w->writer);
+				reap(w, true, &doorbell);
+			}
 			handled++;
 		}
 		adump_chan_flush_sc(c);

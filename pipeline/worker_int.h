@@ -68,6 +68,7 @@ struct worker_ext {
 	unsigned free_cctx_count;
 	unsigned cctx_cap;
 	struct out_buf *free_out;               /* LZ4: output buffers not in flight */
+	unsigned free_out_count;
 	unsigned out_count;                     /* allocated */
 	size_t out_cap;                         /* bytes per output buffer */
 	struct packed_state packed;
@@ -109,13 +110,18 @@ struct file_state {
 
 /* worker.c */
 void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what);
+/* The one way a write is queued: counted in writes_in_flight (and in its file's pending).
+ * Return: true if in flight; false if it failed at once (req.res holds the error; a file's
+ * write also counts a write error and fails the file). */
 bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw);
-/* Wait for at least one completion and handle it (frees output buffers). */
-void adump_worker_reap_blocking(struct adump_worker *w);
 
 /* lz4out.c: each file one LZ4 frame, compressed on the worker as its chunks pass. */
 int adump_lz4_worker_init(struct adump_worker *w, size_t chunk_bytes);
 void adump_lz4_worker_fini(struct adump_worker *w);
+/* Make @count output buffers available for the next record without waiting.
+ * Return: 0, or -EBUSY when they are all in flight: the worker reaps completions and
+ * tries again. (The output modules never wait in the worker's place.) */
+int adump_lz4_reserve(struct adump_worker *w, unsigned count);
 void adump_lz4_begin(struct adump_worker *w, struct file_state *fs);
 void adump_lz4_data(struct adump_worker *w, struct file_state *fs, const void *data, size_t len,
 		    bool is_last);
@@ -133,16 +139,16 @@ int adump_packed_index(struct adump_worker *w, struct file_state *fs);
 /* Write the queued index lines; the worker calls it before it sleeps and when it stops. */
 int adump_packed_flush(struct adump_worker *w);
 /* A whole small file in one record: copy it into the open batch, give the staging buffer
- * back at once and retire the record once the batch is written. Return: false if the record
- * does not qualify (the caller takes the ordinary path); true if it was consumed. */
-bool adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan,
-			     struct adump_rec *rec);
+ * back at once and retire the record once the batch is written. Return: 0 if the record
+ * does not qualify (the caller takes the ordinary path); 1 if it was consumed; -EBUSY if
+ * every batch is in flight (nothing of the record taken: the worker reaps and retries). */
+int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan,
+			    struct adump_rec *rec);
 /* Queue the open batch's write, if there is one. */
 void adump_packed_batch_submit(struct adump_worker *w);
 /* The batch's write completed with @res (bytes or -errno). */
 void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res);
 /* The background fdatasync() of a segment completed with @res (0 or -errno). */
 void adump_packed_sync_done(struct adump_worker *w, int res);
-uint32_t adump_crc32c(uint32_t crc, const void *data, size_t len);
 
 #endif

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Packed captures: the index lines of <capture>/packed/w<k>.idx read as a list of entries,
  * and each entry (a byte range of a segment file) opened as a source read with pread and
- * checked against its CRC32C. The index format is pipeline/packed.c's. */
+ * checked against its CRC32C. The index line and the CRC are proto/packed.c's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <isa-l/crc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,21 +17,6 @@
  * a few cover it, and more are opened again as needed. */
 #define SEGMENT_CACHE 16
 #define CHECK_STEP_BYTES ((size_t)1 << 20)
-
-uint32_t adump_reader_crc32c(uint32_t crc, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	/* ISA-L takes an int length: feed it in pieces. */
-	while (len) {
-		int n = len > (1u << 30) ? 1 << 30 : (int)len;
-
-		crc = ~crc32_iscsi((unsigned char *)p, n, ~crc);
-		p += n;
-		len -= (size_t)n;
-	}
-	return crc;
-}
 
 /* ---- one entry as a source ---- */
 
@@ -100,7 +84,7 @@ static int entry_check(void *ctx, char *msg, size_t cap)
 			snprintf(msg, cap, "%s", e->error);
 			break;
 		}
-		crc = adump_reader_crc32c(crc, buf, (size_t)got);
+		crc = adump_crc32c(crc, buf, (size_t)got);
 		done += (uint64_t)got;
 	}
 	free(buf);
@@ -350,56 +334,27 @@ uint64_t adump_reader_packed_line_count(const struct adump_reader_packed *p)
 	return p->line_count;
 }
 
-static bool parse_u64(const char *s, int base, uint64_t *out)
-{
-	char *end;
-
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return false;
-	errno = 0;
-	*out = strtoull(s, &end, base);
-	return !*end && errno == 0;
-}
-
 /* Split a complete line (newline removed) into p->entry. Return: true when well formed;
  * otherwise p->message says what is wrong. */
 static bool parse_line(struct adump_reader_packed *p, char *line)
 {
 	struct adump_reader_packed_entry *e = &p->entry;
-	char *fields[5], *tab;
-	uint64_t crc;
-	int n = 0;
+	struct adump_packed_line l;
+	const char *why = adump_packed_line_parse(line, &l);
 
-	fields[n++] = line;
-	while (n < 5 && (tab = strchr(fields[n - 1], '\t'))) {
-		*tab = '\0';
-		fields[n++] = tab + 1;
-	}
-	if (n != 5 || strchr(fields[4], '\t')) {
-		snprintf(p->message, sizeof(p->message), "expected 5 tab-separated fields");
+	if (!why && strlen(l.name) >= sizeof(p->name))
+		why = "bad file name";
+	if (!why && strlen(l.segment) >= sizeof(p->segment_name))
+		why = "bad segment name";
+	if (why) {
+		snprintf(p->message, sizeof(p->message), "%s", why);
 		return false;
 	}
-	if (!fields[0][0] || fields[0][0] == '/' || strstr(fields[0], "..") ||
-	    strlen(fields[0]) >= sizeof(p->name)) {
-		snprintf(p->message, sizeof(p->message), "bad file name");
-		return false;
-	}
-	if (!fields[1][0] || strchr(fields[1], '/') || strlen(fields[1]) >= sizeof(p->segment_name)) {
-		snprintf(p->message, sizeof(p->message), "bad segment name");
-		return false;
-	}
-	if (!parse_u64(fields[2], 10, &e->offset) || !parse_u64(fields[3], 10, &e->length) ||
-	    e->offset > UINT64_MAX - e->length) {
-		snprintf(p->message, sizeof(p->message), "bad offset or length");
-		return false;
-	}
-	if (strlen(fields[4]) > 8 || !parse_u64(fields[4], 16, &crc)) {
-		snprintf(p->message, sizeof(p->message), "bad CRC32C");
-		return false;
-	}
-	strcpy(p->name, fields[0]);
-	strcpy(p->segment_name, fields[1]);
-	e->crc32c = (uint32_t)crc;
+	strcpy(p->name, l.name);
+	strcpy(p->segment_name, l.segment);
+	e->offset = l.offset;
+	e->length = l.length;
+	e->crc32c = l.crc32c;
 	return true;
 }
 

@@ -7,6 +7,7 @@
 
 #include "adump/reader.h"
 #include "common/common.h"
+#include "proto/proto.h"
 
 struct adump_reader_source {
 	const struct adump_reader_source_ops *ops;
@@ -56,23 +57,9 @@ ADUMP_HIDDEN int adump_reader_fail_as(struct adump_reader *r, const char *name, 
 ADUMP_HIDDEN void adump_reader_willneed(struct adump_reader *r, uint32_t tensor, uint64_t offset,
 					uint64_t len);
 
-/* CRC32C as the packed layout records it (ISA-L's crc32_iscsi with the inversions). */
-ADUMP_HIDDEN uint32_t adump_reader_crc32c(uint32_t crc, const void *data, size_t len);
 
 /* Record a failure message "<name>: <fmt...>" in the reader and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-
-/* float16 / bfloat16 bit patterns to float. */
-ADUMP_HIDDEN float adump_half_to_float(uint16_t h);
-static inline float adump_bf16_to_float(uint16_t b)
-{
-	union {
-		uint32_t u;
-		float f;
-	} v = { .u = (uint32_t)b << 16 };
-
-	return v.f;
-}
 
 #endif

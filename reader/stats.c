@@ -8,28 +8,6 @@
 
 #include "reader/reader_int.h"
 
-float adump_half_to_float(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-	union {
-		uint32_t u;
-		float f;
-	} v;
-
-	if (exp == 0x1f) {
-		v.u = sign | 0x7f800000u | (mant << 13);
-	} else if (exp) {
-		v.u = sign | ((exp + 112) << 23) | (mant << 13);
-	} else if (mant) {
-		/* Subnormal half: value is mant * 2^-24, exact in float. */
-		v.f = (float)mant * 0x1p-24f;
-		v.u |= sign;
-	} else {
-		v.u = sign;
-	}
-	return v.f;
-}
-
 bool adump_reader_stats_supported(int32_t dtype)
 {
 	switch (dtype) {

@@ -10,7 +10,6 @@
 
 #include "common/common.h"
 #include "ring/ring.h"
-#include "ring/ring_int.h"
 #include "ring/spsc.h"
 
 /* Pauses before a producer that found no free buffer sleeps: ~5 µs. Short on purpose: with
@@ -144,27 +143,6 @@ void adump_chan_destroy(struct adump_chan *c)
 	free(c->free_slots);
 	free(c->recs);
 	free(c);
-}
-
-unsigned adump_hist_bucket(uint64_t ns)
-{
-	unsigned octave, sub, b;
-
-	if (ns < ADUMP_HIST_SUB_BUCKETS)
-		return (unsigned)ns;            /* 0..3 ns: one bucket a nanosecond */
-	octave = 63u - (unsigned)__builtin_clzll(ns);   /* >= 2 */
-	sub = (unsigned)(ns >> (octave - 2)) & 3u;      /* the two bits below the leading one */
-	b = ADUMP_HIST_SUB_BUCKETS * (octave - 1) + sub;
-	return b < ADUMP_HIST_BUCKETS ? b : ADUMP_HIST_BUCKETS - 1;
-}
-
-uint64_t adump_hist_bucket_end(unsigned i)
-{
-	unsigned octave = i / ADUMP_HIST_SUB_BUCKETS + 1, sub = i % ADUMP_HIST_SUB_BUCKETS;
-
-	if (i < ADUMP_HIST_SUB_BUCKETS)
-		return i + 1;
-	return (uint64_t)(ADUMP_HIST_SUB_BUCKETS + sub + 1) << (octave - 2);
 }
 
 static struct adump_rec *take_free(struct adump_chan *c)
@@ -462,20 +440,4 @@ void adump_chan_hist_add(const struct adump_chan *c, uint64_t *wait_hist, uint64
 	}
 	if (max > *wait_max)
 		*wait_max = max;
-}
-
-uint64_t adump_hist_percentile(const uint64_t *hist, double q)
-{
-	uint64_t total = 0, seen = 0;
-
-	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++)
-		total += hist[i];
-	if (!total)
-		return 0;
-	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++) {
-		seen += hist[i];
-		if ((double)seen >= q * (double)total)
-			return adump_hist_bucket_end(i);
-	}
-	return adump_hist_bucket_end(ADUMP_HIST_BUCKETS - 1);
 }

@@ -83,16 +83,13 @@ uint64_t adump_chan_post_sp(struct adump_chan *chan, struct adump_op_rec *op_rec
 
 	/* With direct I/O the chunks are cut at aligned file offsets (see struct adump_rec):
 	 * the first one is shorter by the header's misalignment and sits that far into its
-	 * buffer. The header's length is all the producer needs of it; adump_op_rec_create()
-	 * validated the op, so it packs. */
+	 * buffer. The header is packed here, once: the worker writes this copy. One that
+	 * cannot be packed (ENOMEM) is packed again by the worker, which fails the file if it
+	 * cannot either; any cut does then. */
 	chunk_bytes = adump_chan_buffer_bytes(chan);
 	align = adump_chan_align(chan);
-	if (align) {
-		long header_bytes = adump_dump_header_pack(&op_rec->op, NULL, 0);
-
-		/* A header that does not pack fails the file in the worker; any cut does. */
-		skew = header_bytes > 0 ? (uint64_t)header_bytes % align : 0;
-	}
+	if (align && adump_dump_header_alloc(&op_rec->op, &op_rec->header, &op_rec->header_len) == 0)
+		skew = (uint64_t)op_rec->header_len % align;
 	first_bytes = chunk_bytes - skew;
 	is_ref_cut = is_ref && !align;
 	cursor_settle(&cursor);

@@ -2,7 +2,9 @@
 /* ring/: the hand-off between a stream's DMA engine (producer) and one pipeline worker
  * (consumer). A channel owns a set of staging buffers, each paired with one record; records
  * travel producer -> worker through one ck_ring SPSC ring and come back worker -> producer
- * through a second one, so the hot path takes no lock and allocates nothing. */
+ * through a second one, so the hot path takes no lock and allocates nothing. Only the
+ * hand-off lives here: sleeping and waking (and the protocol), the op record and the
+ * histograms are common/'s. */
 #ifndef ADUMP_RING_H
 #define ADUMP_RING_H
 
@@ -12,74 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ck_stack.h>
-
 #include "adump/adump.h"
-
-/* A free list of objects up to obj_bytes that one owner (a thread, or whoever holds a lock)
- * takes and any thread gives back (freelist.c). Larger objects are plain allocations. */
-struct adump_freelist {
-	ck_stack_t returned;                    /* given back, by any thread */
-	ck_stack_entry_t *spare;                /* the owner's, taken from returned at once */
-	size_t obj_bytes;
-};
-
-void adump_freelist_init(struct adump_freelist *fl, size_t obj_bytes);
-/* Owner only; @fl NULL: a plain allocation. Return: @bytes of memory, or NULL. */
-void *adump_freelist_alloc(struct adump_freelist *fl, size_t bytes);
-/* Any thread: gives an object from adump_freelist_alloc() back to its list. NULL ok. */
-void adump_freelist_free(void *obj);
-/* Owner, once every object has been given back: frees them all. */
-void adump_freelist_fini(struct adump_freelist *fl);
-
-struct adump_op_rec;
-
-/* What a producer whose records reference its own memory (adump_rec.ext) hears back about
- * one file, on the consumer's thread. */
-struct adump_op_hooks {
-	/* Once every byte has been written, before the file is published; NULL ok. Return 0,
-	 * or a negative code that fails the file. */
-	int (*check)(struct adump_op_rec *rec);
-	/* From adump_op_rec_destroy(): nothing reads the producer's memory any more;
-	 * rec->status says whether the file was published. */
-	void (*release)(struct adump_op_rec *rec);
-};
-
-/* The metadata of one dump file, created by the producer when a dumped op has run and owned
- * by the consumer from its first record on; freed with adump_op_rec_destroy() once the file
- * is complete. `op` points into the record's own storage. */
-struct adump_op_rec {
-	struct adump_op op;
-	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
-	_Atomic uint32_t is_failed;             /* set by the producer on a drop */
-	void *priv;                             /* consumer's per-file state */
-	const struct adump_op_hooks *hooks;     /* NULL: the producer wants no word back */
-	void *hook_data;                        /* the producer's bytes for its hooks, or NULL */
-	/* Set by the consumer before destroying the record: 0 once the file is published,
-	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
-	int status;
-};
-
-/**
- * adump_op_rec_create() - deep-copy an op descriptor into one allocation, from @fl (its
- * owner calling; NULL: malloc).
- * Return: 0, -ADUMP_ERR_CONFIG for an invalid op (adump_op_check()), -ENOMEM.
- */
-int adump_op_rec_create(const struct adump_op *op, struct adump_freelist *fl,
-			struct adump_op_rec **out);
-/**
- * adump_op_rec_create_hooked() - adump_op_rec_create() for a producer that wants to hear
- * about the file (struct adump_op_hooks): @hook_bytes of @hook_data are copied into the
- * record (rec->hook_data, 16-byte aligned). @hooks is borrowed for the record's life.
- */
-int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist *fl,
-			       const struct adump_op_hooks *hooks, const void *hook_data,
-			       size_t hook_bytes, struct adump_op_rec **out);
-/* Consumer: calls the hooks' release (rec->status set), then frees. NULL ok. */
-void adump_op_rec_destroy(struct adump_op_rec *rec);
-/* Consumer, once every byte of the file is written and before it is published: the hooks'
- * check. Return: 0 (also without a check), or the check's negative code. */
-int adump_op_rec_check(struct adump_op_rec *rec);
+/* The op record, the free list it comes from and the doorbell: common/common.h. */
+#include "common/common.h"
 
 enum {
 	ADUMP_REC_FIRST = 1u << 0,              /* first chunk of its file */
@@ -113,19 +50,6 @@ static inline const void *adump_rec_data(const struct adump_rec *rec)
 }
 
 struct adump_chan;
-
-/* Consumer wake-up: a worker sleeps on its doorbell when all of its channels are empty. */
-struct adump_doorbell {
-	int event_fd;                           /* eventfd the worker waits on */
-	_Atomic uint32_t is_sleeping;           /* worker only stores; producers load */
-};
-
-int adump_doorbell_init(struct adump_doorbell *db);
-void adump_doorbell_fini(struct adump_doorbell *db);
-/* Any thread: wakes the worker if it sleeps. */
-void adump_doorbell_ring(struct adump_doorbell *db);
-/* Any thread: makes the worker's next wait (or the current one) return, asleep or not. */
-void adump_doorbell_wake(struct adump_doorbell *db);
 
 struct adump_chan_cfg {
 	uint32_t stream_id;

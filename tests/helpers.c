@@ -13,7 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "adump_config.h"
 #include "helpers.h"
+#include "iouring/writer.h"
+#if defined(ADUMP_HAVE_SYS_OPENAT2) && defined(ADUMP_HAVE_RESOLVE_BENEATH)
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#endif
 
 char *t_tmpdir(const char *tag)
 {
@@ -123,6 +129,73 @@ size_t t_count_files(const char *dir, const char *suffix)
 	return count_result;
 }
 
+static unsigned skipped_count;
+
+static int probe_direct(void)
+{
+	const char *base = getenv("ADUMP_TEST_TMP");
+	char path[PATH_MAX];
+	int fd, ret = 0;
+
+	if (!base || !*base)
+		base = "/tmp";
+	mkdir(base, 0755);
+	snprintf(path, sizeof(path), "%s/probe-direct.XXXXXX", base);
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	fd = open(path, O_WRONLY | O_DIRECT);
+	if (fd < 0)
+		ret = -errno;
+	else
+		close(fd);
+	unlink(path);
+	return ret;
+}
+
+static int probe_openat2(void)
+{
+#if defined(ADUMP_HAVE_SYS_OPENAT2) && defined(ADUMP_HAVE_RESOLVE_BENEATH)
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY, .resolve = RESOLVE_BENEATH };
+	long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+
+	if (fd < 0)
+		return -errno;
+	close((int)fd);
+	return 0;
+#else
+	return -ENOSYS;
+#endif
+}
+
+int t_feature_probe(enum t_feature f)
+{
+	static int probed[3];
+	static bool is_probed[3];
+
+	if ((unsigned)f >= 3)
+		return -EINVAL;
+	if (!is_probed[f]) {
+		probed[f] = f == T_URING ? adump_writer_probe_uring() :
+			    f == T_DIRECT ? probe_direct() : probe_openat2();
+		is_probed[f] = true;
+	}
+	return probed[f];
+}
+
+bool t_feature_need(enum t_feature f, const char *test)
+{
+	static const char *const names[] = { "io_uring", "O_DIRECT", "openat2" };
+	int ret = t_feature_probe(f);
+
+	if (ret == 0)
+		return true;
+	printf("SKIP: %s: %s refused here (%s)\n", test, names[f], strerror(-ret));
+	skipped_count++;
+	return false;
+}
+
 int t_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
@@ -131,7 +204,14 @@ int t_run_suite(Suite *s)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	return failed ? 1 : 0;
+	if (failed)
+		return 1;
+	if (skipped_count) {
+		printf("SKIP: %u test(s) left out, a kernel feature is refused here (see above)\n",
+		       skipped_count);
+		return 77;
+	}
+	return 0;
 }
 
 int t_run_tool(const char *tool, const char *out_dir, const char *fmt, ...)

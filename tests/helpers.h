@@ -4,6 +4,7 @@
 #define ADUMP_TEST_HELPERS_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,25 @@ int t_run_tool(const char *tool, const char *out_dir, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* @dir/@name as a NUL-terminated malloc'd string; ck_assert when unreadable. */
 char *t_slurp(const char *dir, const char *name);
-/* Run Suite @s with its own runner; returns the process exit code. */
+/* Kernel features a test may need. liburing's habit: a feature this machine refuses makes
+ * the test report skip (exit 77), never fail and never pass without having run. */
+enum t_feature {
+	T_URING,                                /* io_uring setup */
+	T_DIRECT,                               /* O_DIRECT on the test directory's filesystem */
+	T_OPENAT2,                              /* openat2() with RESOLVE_BENEATH */
+};
+/* 0 if @f works here, else the -errno it was refused with (probed once per process). */
+int t_feature_probe(enum t_feature f);
+/* Whether @f works here; if not, prints why @test is skipped and counts the skip. */
+bool t_feature_need(enum t_feature f, const char *test);
+/* tcase_add_test() for a test that needs @f: left out (and counted as skipped) if refused. */
+#define t_tcase_add_test_needing(tc, f, tf)                                             \
+	do {                                                                            \
+		if (t_feature_need((f), #tf))                                           \
+			tcase_add_test((tc), tf);                                       \
+	} while (0)
+/* Run Suite @s with its own runner; returns the process exit code: 1 if a test failed,
+ * else 77 if a test was left out for a refused feature (the rest passed), else 0. */
 int t_run_suite(Suite *s);
 
 #endif

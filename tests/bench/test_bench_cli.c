@@ -247,7 +247,7 @@ int main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_help_and_bad_options);
 	tcase_add_test(tc, test_json_fields);
-	tcase_add_test(tc, test_compare_tiny);
+	t_tcase_add_test_needing(tc, T_URING, test_compare_tiny);
 	tcase_add_test(tc, test_ring_handoff);
 	tcase_add_test(tc, test_profiles_run);
 	tcase_add_test(tc, test_host_producer);

@@ -85,11 +85,13 @@ int main(void)
 	TCase *tc = tcase_create("end_to_end");
 
 	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_capture_uring_default_chunk);
+	t_tcase_add_test_needing(tc, T_URING, test_capture_uring_default_chunk);
 	tcase_add_test(tc, test_capture_small_chunks_one_worker);
 	tcase_add_test(tc, test_capture_pwrite);
-	tcase_add_test(tc, test_capture_direct_io);
-	tcase_add_test(tc, test_capture_direct_io_pwrite);
+	/* io_uring and O_DIRECT both: the pwrite case below covers O_DIRECT alone. */
+	if (t_feature_need(T_URING, "test_capture_direct_io"))
+		t_tcase_add_test_needing(tc, T_DIRECT, test_capture_direct_io);
+	t_tcase_add_test_needing(tc, T_DIRECT, test_capture_direct_io_pwrite);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

@@ -314,11 +314,11 @@ int main(void)
 	TCase *tc = tcase_create("reported");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_removed_directory_uring);
+	t_tcase_add_test_needing(tc, T_URING, test_removed_directory_uring);
 	tcase_add_test(tc, test_removed_directory_pwrite);
-	tcase_add_test(tc, test_failing_write_uring);
+	t_tcase_add_test_needing(tc, T_URING, test_failing_write_uring);
 	tcase_add_test(tc, test_failing_write_pwrite);
-	tcase_add_test(tc, test_direct_no_space_fails_one_file);
+	t_tcase_add_test_needing(tc, T_DIRECT, test_direct_no_space_fails_one_file);
 	tcase_add_test(tc, test_drop_policy_never_completes_a_lossy_file);
 	tcase_add_test(tc, test_uring_unavailable_falls_back);
 	suite_add_tcase(s, tc);

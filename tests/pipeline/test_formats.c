@@ -440,7 +440,7 @@ int main(void)
 	tcase_add_test(tc, test_lz4_frames_decompress_to_the_files);
 	tcase_add_test(tc, test_packed_unpacks_to_the_files);
 	tcase_add_test(tc, test_packed_small_files_in_batches);
-	tcase_add_test(tc, test_packed_sync_failure_uring);
+	t_tcase_add_test_needing(tc, T_URING, test_packed_sync_failure_uring);
 	tcase_add_test(tc, test_packed_sync_pwrite);
 	tcase_add_test(tc, test_packed_detects_corruption);
 	tcase_add_test(tc, test_packed_index_survives_sigkill);

@@ -265,10 +265,10 @@ int main(void)
 	TCase *tc = tcase_create("identical_bytes");
 
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_pwrite_matches_uring);
+	t_tcase_add_test_needing(tc, T_URING, test_pwrite_matches_uring);
 	tcase_add_test(tc, test_callback_reassembles_to_file_bytes);
-	tcase_add_test(tc, test_direct_io_matches_buffered);
-	tcase_add_test(tc, test_short_writes_uring);
+	t_tcase_add_test_needing(tc, T_DIRECT, test_direct_io_matches_buffered);
+	t_tcase_add_test_needing(tc, T_URING, test_short_writes_uring);
 	tcase_add_test(tc, test_short_writes_pwrite);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);

@@ -8,8 +8,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "ring/ring.h"
-#include "ring/spsc.h"
+#include <ck_stack.h>
+
+#include "common/common.h"
+#include "common/tsan.h"
 
 /* In front of every object. */
 struct pooled {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Sleeping and waking: futex waits for producers and idle waiters, an eventfd doorbell for
- * workers (a worker can wait on it and on io_uring completions at once). */
+/* Sleeping and waking, all of it (the protocol is described in common/common.h, "Sleeping and
+ * waking"): futex waits for producers and idle waiters, an eventfd doorbell for workers (a
+ * worker can wait on it and on io_uring completions at once). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <sys/eventfd.h>
@@ -8,8 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ring/ring.h"
-#include "ring/ring_int.h"
+#include "common/common.h"
 
 void adump_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns)
 {

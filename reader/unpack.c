@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Restoring the dump files of a packed capture: every complete index line names a file's
- * bytes in a segment; each is checked against its CRC32C and written out under its name. */
+ * bytes in a segment; each is checked against its CRC32C and written out under its name.
+ * The read side of the packed layout: lines parsed by proto/packed.c's one parser. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/common.h"
-#include "pipeline/worker_int.h"
+#include "reader/reader_int.h"
 
 #define MODULE "unpack"
 #define COPY_BYTES (4u << 20)
@@ -27,29 +27,16 @@ struct index_entry {
 /* Parses one index line (without its newline). Return: 0, or -ADUMP_ERR_CORRUPT. */
 static int parse_line(char *line, struct index_entry *e)
 {
-	char *fields[5], *save = NULL, *tok = strtok_r(line, "\t", &save);
-	int n = 0;
+	struct adump_packed_line l;
 
-	while (tok && n < 5) {
-		fields[n++] = tok;
-		tok = strtok_r(NULL, "\t", &save);
-	}
-	if (n != 5 || tok || strlen(fields[0]) >= sizeof(e->name) ||
-	    strlen(fields[1]) >= sizeof(e->segment) || strstr(fields[0], "..") ||
-	    fields[0][0] == '/' || strchr(fields[1], '/'))
+	if (adump_packed_line_parse(line, &l) || strlen(l.name) >= sizeof(e->name) ||
+	    strlen(l.segment) >= sizeof(e->segment))
 		return -ADUMP_ERR_CORRUPT;
-	strcpy(e->name, fields[0]);
-	strcpy(e->segment, fields[1]);
-	char *end;
-	e->offset = strtoull(fields[2], &end, 10);
-	if (*end)
-		return -ADUMP_ERR_CORRUPT;
-	e->length = strtoull(fields[3], &end, 10);
-	if (*end)
-		return -ADUMP_ERR_CORRUPT;
-	e->crc = (unsigned)strtoul(fields[4], &end, 16);
-	if (*end)
-		return -ADUMP_ERR_CORRUPT;
+	strcpy(e->name, l.name);
+	strcpy(e->segment, l.segment);
+	e->offset = l.offset;
+	e->length = l.length;
+	e->crc = l.crc32c;
 	return 0;
 }
 

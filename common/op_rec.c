@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring/ring.h"
+#include "common/common.h"
 
 static size_t str_size(const char *s)
 {
@@ -56,6 +56,8 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->payload_bytes = 0;
 	atomic_init(&rec->is_failed, 0);
 	rec->priv = NULL;
+	rec->header = NULL;
+	rec->header_len = 0;
 	rec->hooks = hooks;
 	rec->hook_data = NULL;
 	rec->status = -ADUMP_ERR_WRITE;
@@ -100,7 +102,10 @@ int adump_op_rec_check(struct adump_op_rec *rec)
 
 void adump_op_rec_destroy(struct adump_op_rec *rec)
 {
-	if (rec && rec->hooks && rec->hooks->release)
+	if (!rec)
+		return;
+	if (rec->hooks && rec->hooks->release)
 		rec->hooks->release(rec);
+	free(rec->header);
 	adump_freelist_free(rec);
 }
