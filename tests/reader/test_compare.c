@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "adump/compare.h"
+#include "capture_helpers.h"
 #include "reader_helpers.h"
 
 #define EPS64 2.220446049250313e-16
@@ -998,6 +999,70 @@ START_TEST(test_stats_matching)
 }
 END_TEST
 
+
+/* A content=stats capture of the capture helpers' Add workload into <dir>/<side>. */
+static void stats_capture(const char *side, uint64_t seed)
+{
+	struct t_workload wl = { .stream_count = 1, .op_count = 5, .min_bytes = 64,
+				 .max_bytes = 16384, .chunk_bytes = 4000, .seed = seed };
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	char root[4096];
+
+	snprintf(root, sizeof(root), "%s/%s", dir, side);
+	cfg.dump_path = root;
+	cfg.time_dir = "20260104000000";
+	cfg.content = ADUMP_CONTENT_STATS;
+	cfg.stats_mask = ADUMP_STAT_ALL;
+	cfg.chunk_bytes = wl.chunk_bytes;
+	cfg.stream_max = 1;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(t_workload_run(s, &wl), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	t_workload_free(&wl);
+}
+
+START_TEST(test_stats_capture)
+{
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	struct adump_compare *c;
+	uint64_t seed = t_seed();
+
+	dir = t_tmpdir("compare");
+	stats_capture("my", seed);
+	stats_capture("golden", seed);
+	cfg.is_recursive = true;
+	c = run_compare(&cfg);
+	adump_compare_summary_get(c, &s);
+	ck_assert_uint_eq(s.matched_count, 5);
+	ck_assert_uint_eq(s.failed_count, 0);
+	ck_assert_uint_eq(s.tensor_count, 5 * 3);       /* self, other, out */
+	ck_assert_int_eq(s.exit_code, 0);
+	for (uint64_t i = 0; i < adump_compare_row_count(c); i++) {
+		static const char *const stat[] = { "max", "min", "mean", "l2norm" };
+		static const char *const diff[] = { "Max diff", "Min diff", "Mean diff", "L2norm diff" };
+		int r = (int)i;
+
+		for (int k = 0; k < 4; k++) {
+			char npu[32], bench[32];
+
+			snprintf(npu, sizeof(npu), "NPU %s", stat[k]);
+			snprintf(bench, sizeof(bench), "Bench %s", stat[k]);
+			ck_assert_str_ne(cell(c, r, npu), "N/A");
+			ck_assert_str_eq(cell(c, r, npu), cell(c, r, bench));
+			ck_assert_str_eq(cell(c, r, diff[k]), "0");
+		}
+		ck_assert_str_eq(cell(c, r, "Result"), "");
+		ck_assert_str_eq(cell(c, r, "CompareFailReason"), "");
+	}
+	adump_compare_close(c);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* The metric tests once more on the portable kernels. */
 static void scalar_setup(void)
 {
@@ -1033,6 +1098,7 @@ int main(void)
 	tcase_add_test(td, test_open_errors);
 	tcase_add_test(td, test_stats_values);
 	tcase_add_test(td, test_stats_matching);
+	tcase_add_test(td, test_stats_capture);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, td);
 	return t_run_suite(s);
