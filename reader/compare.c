@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,6 +34,7 @@ struct cmp_file {
 	uint64_t timestamp;             /* last name field when it has 16 digits, else 0 */
 	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
 	bool is_packed;
+	bool is_stats;                  /* a statistics dump: "<dump name>.csv" */
 };
 
 struct cmp_side {
@@ -63,7 +65,8 @@ struct adump_compare {
 	size_t op_count;
 	const char *columns[64];
 	uint32_t column_count;
-	uint32_t alg_column;            /* first algorithm column */
+	uint32_t alg_column;            /* first algorithm (statistics mode: Max diff) column */
+	bool is_stats;                  /* statistics mode: see mode_choose() */
 	struct cmp_row **rows;
 	uint64_t row_count;
 	_Atomic size_t next_op;
@@ -181,10 +184,15 @@ static int side_add(struct cmp_side *s, const char *path, const char *base,
 		    const struct adump_reader_packed_entry *entry)
 {
 	struct cmp_file f = { 0 };
+	size_t len = strlen(base);
+	char name[NAME_MAX + 1];
 
 	if (!strcmp(base, "mapping.csv") || !strcmp(base, "convert_failed_file_list.txt"))
 		return 0;
-	if (!name_parse(base, &f.op_type, &f.op_name, &f.timestamp)) {
+	/* content=stats writes "<dump name>.csv" in place of the dump. */
+	f.is_stats = len > 4 && len <= NAME_MAX && !strcmp(base + len - 4, ".csv");
+	snprintf(name, sizeof(name), "%.*s", (int)(f.is_stats ? len - 4 : len), base);
+	if (!name_parse(name, &f.op_type, &f.op_name, &f.timestamp)) {
 		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s is not a dump file name, skipped",
 			  path);
 		return 0;
@@ -397,6 +405,33 @@ static int match(struct adump_compare *c)
 	return 0;
 }
 
+/* Statistics mode when some op has statistics dumps on both sides and none has tensor dumps
+ * on both; ops of mixed kinds get a message in either mode. */
+static void mode_choose(struct adump_compare *c)
+{
+	bool has_stats = false, has_tensors = false;
+
+	for (size_t i = 0; i < c->op_count; i++) {
+		struct cmp_file *const *f = c->ops[i].file;
+
+		if (!f[MY] || !f[GOLDEN] || f[MY]->is_stats != f[GOLDEN]->is_stats)
+			continue;
+		has_stats |= f[MY]->is_stats;
+		has_tensors |= !f[MY]->is_stats;
+	}
+	c->is_stats = has_stats && !has_tensors;
+	if (c->is_stats) {
+		c->cfg.has_overflow = false;
+		c->cfg.has_msprobe = false;
+	}
+}
+
+static const char *const stats_columns[ADUMP_COMPARE_STATS_COLUMNS] = {
+	"Max diff",  "Min diff",  "Mean diff",  "L2norm diff", "MaxRelativeErr", "MinRelativeErr",
+	"MeanRelativeErr", "NormRelativeErr", "NPU max", "NPU min", "NPU mean", "NPU l2norm",
+	"Bench max", "Bench min", "Bench mean", "Bench l2norm", "Result"
+};
+
 static void columns_make(struct adump_compare *c)
 {
 	static const char *const head[] = { "Index",      "OpType",   "NPUDump", "DataType",
@@ -406,6 +441,15 @@ static void columns_make(struct adump_compare *c)
 
 	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
 		c->columns[n++] = head[i];
+	if (c->is_stats) {
+		/* msprobe's summary mode (compare.md B.4/B.5); CompareFailReason is Err_message. */
+		c->alg_column = n;
+		for (uint32_t i = 0; i < ADUMP_COMPARE_STATS_COLUMNS; i++)
+			c->columns[n++] = stats_columns[i];
+		c->columns[n++] = "CompareFailReason";
+		c->column_count = n;
+		return;
+	}
 	if (c->cfg.has_overflow)
 		c->columns[n++] = "OverFlow";
 	c->alg_column = n;
@@ -471,12 +515,14 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	}
 	for (int s = 0; s < 2; s++)
 		pthread_mutex_init(&c->side[s].packed_lock, NULL);
-	columns_make(c);
 	ret = side_list(&c->side[MY], my, c->cfg.is_recursive, msg, cap);
 	if (ret == 0)
 		ret = side_list(&c->side[GOLDEN], golden, c->cfg.is_recursive, msg, cap);
 	if (ret == 0)
 		ret = match(c);
+	if (ret == 0)
+		mode_choose(c);
+	columns_make(c);
 	if (ret < 0) {
 		if (ret == -ENOMEM && !msg[0])
 			snprintf(msg, cap, "out of memory");
@@ -898,6 +944,97 @@ static int file_open(struct worker *w, int s, struct cmp_file *f)
 	return ret;
 }
 
+/* One tensor pair of two statistics dumps: msprobe's summary-mode cells. */
+static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
+				const struct adump_compare_stats st[2],
+				enum adump_tensor_kind kind, uint32_t i, const uint32_t first[2])
+{
+	const struct adump_compare_stats_tensor *x[2] = { &st[MY].tensors[first[MY] + i],
+							   &st[GOLDEN].tensors[first[GOLDEN] + i] };
+	const struct adump_tensor *t[2] = { &x[MY]->t.info, &x[GOLDEN]->t.info };
+	char tensor_id[4096 + 32], cells[ADUMP_COMPARE_STATS_COLUMNS][ADUMP_COMPARE_CELL_BYTES];
+	double diff[4];
+	struct cmp_row *row;
+	bool is_warning;
+
+	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
+		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
+	row = op_row_add(c, op);
+	if (!row)
+		return -ENOMEM;
+	is_warning = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat, cells, diff);
+	for (uint32_t k = 0; k < ADUMP_COMPARE_STATS_COLUMNS; k++)
+		row_set(row, c->alg_column + k, cells[k]);
+	row_set(row, c->column_count - 1, is_warning ? "Need double check api accuracy." : "");
+	row_head(c, row, op, op->file[MY]->op_type, t, tensor_id);
+	row->pub.is_compared = true;
+	return 0;
+}
+
+/* An op whose files are statistics dumps (both, or one: then it cannot be compared). */
+static int op_compare_stats(struct worker *w, struct cmp_op *op)
+{
+	struct adump_compare *c = w->c;
+	struct adump_compare_stats st[2];
+	const struct adump_reader_header *h[2] = { &st[MY].header, &st[GOLDEN].header };
+	char text[2 * MSG_BYTES + 2], msg_io[2][MSG_BYTES];
+	bool ok[2];
+	int ret = 0;
+
+	memset(st, 0, sizeof(st));
+	if (!op->file[MY]->is_stats || !op->file[GOLDEN]->is_stats || !c->is_stats) {
+		bool is_my = op->file[MY]->is_stats, is_golden = op->file[GOLDEN]->is_stats;
+
+		snprintf(text, sizeof(text), is_my && is_golden ?
+			 "[%s] Both sides are statistics dumps, but other ops are tensor dumps: "
+			 "compare statistics dumps on their own." :
+			 "[%s] %s is a statistics dump and %s a tensor dump: they cannot be compared.",
+			 op->name, is_my ? "My output" : "The ground truth",
+			 is_my ? "the ground truth" : "my output");
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+		op->code = 11;
+		return row_failed(c, op, op->file[MY]->op_type, text);
+	}
+	for (int s = 0; s < 2; s++) {
+		ret = adump_compare_stats_load(op->file[s]->path, &st[s], w->msg, sizeof(w->msg));
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0) {
+		snprintf(text, sizeof(text), "[%s] %s", op->name, w->msg);
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+		op->code = 18;
+		ret = ret == -ENOMEM ? ret : row_failed(c, op, NULL, text);
+		goto out;
+	}
+	for (int g = 0; g < 2; g++)
+		ok[g] = group_check(h, op->name, g ? ADUMP_TENSOR_OUTPUT : ADUMP_TENSOR_INPUT,
+				    msg_io[g], sizeof(msg_io[g]));
+	if (!ok[0] && !ok[1]) {
+		snprintf(text, sizeof(text), "%s,%s", msg_io[0], msg_io[1]);
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+		op->code = 11;
+		ret = row_failed(c, op, op->file[MY]->op_type, text);
+		goto out;
+	}
+	for (int g = 0; g < 2 && ret == 0; g++) {
+		enum adump_tensor_kind kind = g ? ADUMP_TENSOR_OUTPUT : ADUMP_TENSOR_INPUT;
+		uint32_t first[2] = { g ? h[MY]->kind_count[ADUMP_TENSOR_INPUT] : 0,
+				      g ? h[GOLDEN]->kind_count[ADUMP_TENSOR_INPUT] : 0 };
+
+		if (!ok[g]) {
+			adump_log(ADUMP_LOG_INFO, "reader", "compare: %s", msg_io[g]);
+			continue;
+		}
+		for (uint32_t i = 0; i < h[MY]->kind_count[kind] && ret == 0; i++)
+			ret = stats_tensor_compare(c, op, st, kind, i, first);
+	}
+out:
+	adump_compare_stats_free(&st[MY]);
+	adump_compare_stats_free(&st[GOLDEN]);
+	return ret;
+}
+
 static int op_compare(struct worker *w, struct cmp_op *op)
 {
 	struct adump_compare *c = w->c;
@@ -917,6 +1054,8 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		return row_failed(c, op, NULL, text);
 	}
 	op_type = op->file[MY]->op_type;
+	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats)
+		return op_compare_stats(w, op);
 	for (int s = 0; s < 2; s++) {
 		if (file_open(w, s, op->file[s]) < 0) {
 			char text[MSG_BYTES];

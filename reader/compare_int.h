@@ -51,4 +51,41 @@ ADUMP_HIDDEN void adump_compare_simd_set(bool is_enabled);
 /* Python's '{:.6f}'.format(). */
 ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
 
+/* ---- statistics dumps (compare_stats.c) ---- */
+
+/* One statistic of a stats CSV cell: its text as written, and its value. */
+struct adump_compare_stat {
+	const char *text;
+	double value;                   /* NaN when absent */
+	bool is_present;                /* a number was written (not NA, empty or missing) */
+};
+
+struct adump_compare_stats_tensor {
+	struct adump_reader_tensor t;   /* kind, dtype, format, shape, size; index */
+	struct adump_compare_stat stat[4];      /* max, min, mean, l2norm */
+};
+
+/* A statistics dump read whole: @header lists its tensors as a dump header would. */
+struct adump_compare_stats {
+	char *text;
+	struct adump_compare_stats_tensor *tensors;     /* inputs by index, then outputs */
+	struct adump_reader_tensor *reader_tensors;
+	uint32_t count;
+	struct adump_reader_header header;
+};
+
+/* Columns after the head in statistics mode: msprobe's summary columns up to Result. */
+#define ADUMP_COMPARE_STATS_COLUMNS 17
+
+/* Read the stats CSV at @path. Return: 0; -ADUMP_ERR_CORRUPT, -errno or -ENOMEM with the
+ * message in @msg. Free with adump_compare_stats_free() either way. */
+ADUMP_HIDDEN int adump_compare_stats_load(const char *path, struct adump_compare_stats *out,
+					  char *msg, size_t cap);
+ADUMP_HIDDEN void adump_compare_stats_free(struct adump_compare_stats *s);
+/* The ADUMP_COMPARE_STATS_COLUMNS cells of one tensor pair (diffs, relative errors, both
+ * sides' statistics, Result) and the signed diffs (NaN where absent). Return: Warning. */
+ADUMP_HIDDEN bool adump_compare_stats_cells(const struct adump_compare_stat my[4],
+					    const struct adump_compare_stat golden[4],
+					    char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4]);
+
 #endif

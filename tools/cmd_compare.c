@@ -36,7 +36,11 @@ static void usage(FILE *f)
 		"fusion rule). Each side is a directory of dump files (.lz4 too), a packed capture or\n"
 		"one dump file; two .npy files are compared as msaccucmp's file_compare does\n"
 		"(file_result_<ts>.txt; without -alg, all but KL and StandardDeviation). Files are matched by the op name in their names; of several dumps of\n"
-		"one op the latest (timestamp) is compared. Writes DIR/result_<YYYYmmddHHMMSS>.csv.\n\n"
+		"one op the latest (timestamp) is compared. Writes DIR/result_<YYYYmmddHHMMSS>.csv.\n"
+		"Statistics dumps (content=stats, <dump name>.csv) on both sides are compared as\n"
+		"msprobe's summary mode: Max/Min/Mean/L2norm diff, their relative errors, both sides'\n"
+		"statistics and Result (Warning) after the head columns; -alg, -advisor and --msprobe\n"
+		"do not apply. An op with statistics on one side only gets a CompareFailReason.\n\n"
 		"  -m PATH          my output (the run under test; NPUDump)\n"
 		"  -g PATH          ground truth (GroundTruth)\n"
 		"  -out DIR         where results go (default: the current directory)\n"
@@ -132,6 +136,38 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Statistics dumps on both sides: msprobe's summary-mode columns instead of the algorithms. */
+static bool is_stats_mode(const struct adump_compare *c)
+{
+	const char *name = adump_compare_column(c, 10);
+
+	return name && !strcmp(name, "Max diff");
+}
+
+/* Statistics mode: how many rows msprobe would flag Warning, and the first of them. */
+static void stats_summary_print(const struct adump_compare *c)
+{
+	uint32_t cols = adump_compare_column_count(c);
+	uint64_t warnings = 0;
+	const struct adump_compare_row *first = NULL;
+
+	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
+		const struct adump_compare_row *row = adump_compare_row(c, r);
+
+		if (strcmp(row->cells[cols - 2], "Warning"))
+			continue;
+		if (!warnings++)
+			first = row;
+	}
+	fprintf(stderr, "  statistics dumps (msprobe summary mode): %llu tensors with Result "
+		"Warning (a statistic differs by more than half)\n", (unsigned long long)warnings);
+	if (first)
+		fprintf(stderr, "  first: Index %llu %s, tensor %s: Max diff %s  Min diff %s  "
+			"Mean diff %s  L2norm diff %s\n", (unsigned long long)first->index,
+			first->op_name, first->tensor_id, first->cells[10], first->cells[11],
+			first->cells[12], first->cells[13]);
+}
+
 /* A screenful: counts, speed, the first divergent tensor and the five lowest cosines. */
 static void summary_print(const struct adump_compare *c, const struct adump_compare_summary *s,
 			  double seconds, const char *csv)
@@ -152,7 +188,9 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 		seconds, seconds > 0 ? (double)(s->bytes[0] > s->bytes[1] ? s->bytes[0] : s->bytes[1]) /
 						 seconds / 1e9
 				     : 0.0);
-	if (s->first_divergent_row >= 0) {
+	if (is_stats_mode(c)) {
+		stats_summary_print(c);
+	} else if (s->first_divergent_row >= 0) {
 		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_divergent_row);
 
 		fprintf(stderr,
@@ -611,7 +649,10 @@ int cmd_compare(int argc, char **argv)
 		fprintf(stderr, "  advisor: ");
 		adump_compare_write_advice(c, stderr);
 	}
-	if (is_plot && sum.matched_count) {
+	if (is_plot && is_stats_mode(c)) {
+		fprintf(stderr, "adump compare: --plot: statistics dumps have no "
+			"CosineSimilarity to plot\n");
+	} else if (is_plot && sum.matched_count) {
 		if (plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
 			fprintf(stderr, "adump compare: --plot: %s\n", msg);
 		else if (!is_quiet)

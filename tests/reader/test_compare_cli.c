@@ -188,6 +188,55 @@ START_TEST(test_npy_pair)
 }
 END_TEST
 
+/* Two statistics dumps (content=stats) directories: msprobe's summary columns in the result,
+ * the Warning count on stderr, a one-sided op exits 2. */
+START_TEST(test_stats_pair)
+{
+	static const char head[] = "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,"
+				   "Max Value,Min Value,Avg Value,l2norm\n";
+	char my[PATH_MAX], golden[PATH_MAX], path[PATH_MAX + 64];
+	char *text;
+	FILE *f;
+
+	dir = t_tmpdir("compare-cli");
+	snprintf(my, sizeof(my), "%s/my", dir);
+	snprintf(golden, sizeof(golden), "%s/golden", dir);
+	mkdir(my, 0755);
+	mkdir(golden, 0755);
+	snprintf(path, sizeof(path), "%s/Add.a.1.2.100.csv", my);
+	f = fopen(path, "w");
+	fprintf(f, "%sInput,0,24,DT_FLOAT,ND,2x3,6,5,-1,0.5,3\n", head);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/Add.a.1.2.100.csv", golden);
+	f = fopen(path, "w");
+	fprintf(f, "%sInput,0,24,DT_FLOAT,ND,2x3,6,2,-1,0.5,3\n", head);
+	fclose(f);
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s", my, golden, dir), 0);
+	text = slurp_prefix(dir, "result_");
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,"
+			     "Address,TensorIndex,Shape,Max diff,Min diff,Mean diff,L2norm diff,"
+			     "MaxRelativeErr,MinRelativeErr,MeanRelativeErr,NormRelativeErr,NPU max,"
+			     "NPU min,NPU mean,NPU l2norm,Bench max,Bench min,Bench mean,"
+			     "Bench l2norm,Result,CompareFailReason\r\n") == text, "%s", text);
+	ck_assert_msg(strstr(text, "\r\n0,Add,a,float32,NaN,a,float32,NaN,a:input:0,\"[2,3]\","
+			     "3.0,0,0,0,150.0%,0%,0%,0%,5,-1,0.5,3,2,-1,0.5,3,Warning,"
+			     "Need double check api accuracy.\r\n"), "%s", text);
+	free(text);
+	text = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(text, "1 tensors with Result Warning"), "%s", text);
+	free(text);
+	/* An op in my output only. */
+	snprintf(path, sizeof(path), "%s/Add.b.1.2.100.csv", my);
+	f = fopen(path, "w");
+	fprintf(f, "%sInput,0,24,DT_FLOAT,ND,2x3,6,4,-1,0.5,3\n", head);
+	fclose(f);
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s --quiet", my, golden, dir), 2);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("compare_cli");
@@ -197,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_bench_pair);
 	tcase_add_test(tc, test_npy_pair);
+	tcase_add_test(tc, test_stats_pair);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* adump compare of statistics dumps (content=stats, "<dump name>.csv"): the CSV read into a
+ * header the tensor checks understand, and msprobe's summary-mode cells (compare.md B.4). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader/compare_int.h"
+
+#define STATS_FILE_MAX ((long)64 << 20)
+
+/* Index of a name in a table printed by a *_name() function; -1 when none prints it. */
+static int32_t name_lookup(const char *(*name)(int32_t), const char *text)
+{
+	for (int32_t i = 0; i < 1024; i++) {
+		const char *n = name(i);
+
+		if (n && !strcmp(n, text))
+			return i;
+	}
+	return -1;
+}
+
+/* Split one line at commas in place (the stats CSV never quotes). */
+static uint32_t fields_split(char *line, char **field, uint32_t cap)
+{
+	uint32_t n = 0;
+
+	for (char *p = line;; p++) {
+		if (n < cap)
+			field[n] = p;
+		n++;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		*p = '\0';
+	}
+	return n;
+}
+
+static bool shape_parse(const char *text, struct adump_tensor *t)
+{
+	const char *p = text;
+
+	t->dim_count = 0;
+	if (!strcmp(text, "-"))
+		return true;
+	while (*p) {
+		char *end;
+
+		if (t->dim_count == ADUMP_MAX_DIMS || *p < '0' || *p > '9')
+			return false;
+		t->dims[t->dim_count++] = strtoull(p, &end, 10);
+		p = end;
+		if (*p == 'x')
+			p++;
+		else if (*p)
+			return false;
+	}
+	return true;
+}
+
+static void stat_parse(const char *text, struct adump_compare_stat *st)
+{
+	char *end;
+
+	st->text = text;
+	st->is_present = false;
+	st->value = NAN;
+	if (!text || !text[0] || !strcmp(text, "NA"))
+		return;
+	st->value = strtod(text, &end);
+	st->is_present = *end == '\0';
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+	const struct adump_compare_stats_tensor *x = a, *y = b;
+
+	if (x->t.info.kind != y->t.info.kind)
+		return x->t.info.kind < y->t.info.kind ? -1 : 1;
+	return x->t.index < y->t.index ? -1 : x->t.index > y->t.index;
+}
+
+int adump_compare_stats_load(const char *path, struct adump_compare_stats *out, char *msg,
+			     size_t cap)
+{
+	static const char *const want[] = { "Input/Output", "Index", "Data Size", "Data Type",
+					    "Format", "Shape", "Max Value", "Min Value",
+					    "Avg Value", "l2norm" };
+	enum { IO, INDEX, SIZE, DTYPE, FORMAT, SHAPE, STAT0, COLS = STAT0 + 4 };
+	int col[COLS];
+	char *field[64], *line, *next;
+	uint32_t n, lines = 0;
+	FILE *f = fopen(path, "rb");
+	long len;
+
+	memset(out, 0, sizeof(*out));
+	if (!f) {
+		snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || len > STATS_FILE_MAX ||
+	    fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		snprintf(msg, cap, "%s: not a statistics file of at most %ld bytes", path,
+			 STATS_FILE_MAX);
+		return -ADUMP_ERR_CORRUPT;
+	}
+	out->text = malloc((size_t)len + 1);
+	if (!out->text || fread(out->text, 1, (size_t)len, f) != (size_t)len) {
+		fclose(f);
+		snprintf(msg, cap, "cannot read %s", path);
+		return out->text ? -EIO : -ENOMEM;
+	}
+	fclose(f);
+	out->text[len] = '\0';
+	for (const char *p = out->text; *p; p++)
+		lines += *p == '\n';
+	out->tensors = calloc(lines + 1, sizeof(*out->tensors));
+	out->header.tensors = NULL;
+	if (!out->tensors)
+		return -ENOMEM;
+	line = out->text;
+	next = strchr(line, '\n');
+	if (next)
+		*next++ = '\0';
+	line[strcspn(line, "\r")] = '\0';
+	n = fields_split(line, field, 64);
+	for (int c = 0; c < COLS; c++) {
+		col[c] = -1;
+		for (uint32_t i = 0; i < n && i < 64; i++)
+			if (!strcmp(field[i], want[c]))
+				col[c] = (int)i;
+		if (c < STAT0 && col[c] < 0) {
+			snprintf(msg, cap, "%s: no \"%s\" column: not a statistics dump", path, want[c]);
+			return -ADUMP_ERR_CORRUPT;
+		}
+	}
+	for (uint32_t row = 1; next && *next; row++) {
+		struct adump_compare_stats_tensor *st = &out->tensors[out->count];
+		struct adump_tensor *t = &st->t.info;
+		char *end;
+
+		line = next;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line[strcspn(line, "\r")] = '\0';
+		if (!line[0])
+			continue;
+		n = fields_split(line, field, 64);
+		for (int c = 0; c < STAT0; c++)
+			if ((uint32_t)col[c] >= n) {
+				snprintf(msg, cap, "%s: line %u has %u cells", path, row + 1, n);
+				return -ADUMP_ERR_CORRUPT;
+			}
+		if (!strcmp(field[col[IO]], "Input"))
+			t->kind = ADUMP_TENSOR_INPUT;
+		else if (!strcmp(field[col[IO]], "Output"))
+			t->kind = ADUMP_TENSOR_OUTPUT;
+		else {
+			snprintf(msg, cap, "%s: line %u: Input/Output is \"%s\"", path, row + 1,
+				 field[col[IO]]);
+			return -ADUMP_ERR_CORRUPT;
+		}
+		st->t.index = (uint32_t)strtoul(field[col[INDEX]], &end, 10);
+		if (*end || !field[col[INDEX]][0] || !shape_parse(field[col[SHAPE]], t)) {
+			snprintf(msg, cap, "%s: line %u: bad Index or Shape", path, row + 1);
+			return -ADUMP_ERR_CORRUPT;
+		}
+		t->bytes = strtoull(field[col[SIZE]], NULL, 10);
+		t->dtype = name_lookup(adump_dtype_name, field[col[DTYPE]]);
+		t->format = name_lookup(adump_format_name, field[col[FORMAT]]);
+		for (int k = 0; k < 4; k++)
+			stat_parse(col[STAT0 + k] >= 0 && (uint32_t)col[STAT0 + k] < n ?
+				   field[col[STAT0 + k]] : NULL, &st->stat[k]);
+		out->count++;
+	}
+	qsort(out->tensors, out->count, sizeof(*out->tensors), cmp_tensor);
+	/* The header the tensor checks read: tensors by kind, each kind by index. */
+	out->reader_tensors = calloc(out->count + 1, sizeof(*out->reader_tensors));
+	if (!out->reader_tensors)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < out->count; i++) {
+		out->reader_tensors[i] = out->tensors[i].t;
+		out->header.kind_count[out->tensors[i].t.info.kind]++;
+	}
+	out->header.tensors = out->reader_tensors;
+	out->header.tensor_count = out->count;
+	return 0;
+}
+
+void adump_compare_stats_free(struct adump_compare_stats *s)
+{
+	free(s->text);
+	free(s->tensors);
+	free(s->reader_tensors);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Python's str(float): the shortest text that reads back the same, ".0" on whole numbers. */
+static void fmt_repr(char *buf, size_t cap, double v)
+{
+	if (isnan(v)) {
+		snprintf(buf, cap, "Nan");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(buf, cap, v > 0 ? "inf" : "-inf");
+		return;
+	}
+	int digits = 1, exp;
+
+	/* The fewest significant digits that read back as @v, then repr's layout: positional
+	 * for exponents -4 to 15, else d.ddde+XX. */
+	for (; digits < 17; digits++) {
+		snprintf(buf, cap, "%.*e", digits - 1, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	snprintf(buf, cap, "%.*e", digits - 1, v);
+	exp = atoi(strchr(buf, 'e') + 1);
+	if (exp < -4 || exp >= 16)
+		return;
+	snprintf(buf, cap, "%.*f", digits - 1 - exp > 0 ? digits - 1 - exp : 0, v);
+	if (!strchr(buf, '.'))
+		strncat(buf, ".0", cap - strlen(buf) - 1);
+}
+
+bool adump_compare_stats_cells(const struct adump_compare_stat my[4],
+			       const struct adump_compare_stat golden[4],
+			       char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4])
+{
+	bool is_warning = false;
+
+	for (int k = 0; k < 4; k++) {
+		char *d = cells[k], *rel = cells[4 + k];
+		double n = my[k].value, b = golden[k].value, r;
+
+		snprintf(cells[8 + k], ADUMP_COMPARE_CELL_BYTES, "%s",
+			 my[k].is_present ? my[k].text : "N/A");
+		snprintf(cells[12 + k], ADUMP_COMPARE_CELL_BYTES, "%s",
+			 golden[k].is_present ? golden[k].text : "N/A");
+		diff[k] = NAN;
+		if (!my[k].is_present || !golden[k].is_present) {
+			snprintf(d, ADUMP_COMPARE_CELL_BYTES, "N/A");
+			snprintf(rel, ADUMP_COMPARE_CELL_BYTES, "N/A");
+			continue;
+		}
+		if (n == b) {
+			diff[k] = 0;
+			snprintf(d, ADUMP_COMPARE_CELL_BYTES, "0");
+			snprintf(rel, ADUMP_COMPARE_CELL_BYTES, "0%%");
+			continue;
+		}
+		diff[k] = n - b;
+		fmt_repr(d, ADUMP_COMPARE_CELL_BYTES, diff[k]);
+		r = b == 0 ? INFINITY : fabs(diff[k] / b * 100.0);
+		fmt_repr(rel, ADUMP_COMPARE_CELL_BYTES, r);
+		if (isfinite(r))
+			strncat(rel, "%", ADUMP_COMPARE_CELL_BYTES - strlen(rel) - 1);
+		if (fabs(diff[k]) / (fmax(fabs(n), fabs(b)) + 1e-10) > 0.5)
+			is_warning = true;
+	}
+	snprintf(cells[16], ADUMP_COMPARE_CELL_BYTES, "%s", is_warning ? "Warning" : "");
+	return is_warning;
+}
