@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "proto/proto.h"
 #include "ring/ring.h"
 
 /* Where the payload is read from: the tensors' bytes, back to back. */
