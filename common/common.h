@@ -72,6 +72,12 @@ static inline uint64_t adump_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The shape of @dst: @dim_count dims, and the origin shape @orig_dims, or the same as the
+ * shape when @orig_dim_count is 0. Counts must be <= ADUMP_MAX_DIMS and dims >= 0. */
+ADUMP_HIDDEN void adump_tensor_set_shape(struct adump_tensor *dst, uint32_t dim_count,
+					 const int64_t *dims, uint32_t orig_dim_count,
+					 const int64_t *orig_dims);
+
 /* The next stream id, 1, 2, ...: device and host streams draw from this one process-wide
  * counter, so no two streams of a session share an id (file names carry it). Any thread. */
 ADUMP_HIDDEN uint32_t adump_stream_id_next(void);

@@ -2,6 +2,7 @@
 /* Tables for data types and formats, validation of op descriptors, and stream ids. */
 #include <stdatomic.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "common/common.h"
 
@@ -97,6 +98,22 @@ int adump_op_check(const struct adump_op *op)
 		}
 	}
 	return 0;
+}
+
+void adump_tensor_set_shape(struct adump_tensor *dst, uint32_t dim_count, const int64_t *dims,
+			    uint32_t orig_dim_count, const int64_t *orig_dims)
+{
+	dst->dim_count = dim_count;
+	for (uint32_t i = 0; i < dim_count; i++)
+		dst->dims[i] = (uint64_t)dims[i];
+	if (orig_dim_count == 0) {
+		dst->orig_dim_count = dim_count;
+		memcpy(dst->orig_dims, dst->dims, sizeof(dst->dims));
+	} else {
+		dst->orig_dim_count = orig_dim_count;
+		for (uint32_t i = 0; i < orig_dim_count; i++)
+			dst->orig_dims[i] = (uint64_t)orig_dims[i];
+	}
 }
 
 uint32_t adump_stream_id_next(void)

@@ -255,17 +255,7 @@ static int tensor_take(const struct adump_host_tensor *src, enum adump_tensor_ki
 	dst->kind = kind;
 	dst->dtype = src->dtype;
 	dst->format = src->format;
-	dst->dim_count = src->dim_count;
-	for (uint32_t i = 0; i < src->dim_count; i++)
-		dst->dims[i] = (uint64_t)src->dims[i];
-	if (src->orig_dim_count == 0) {
-		dst->orig_dim_count = src->dim_count;
-		memcpy(dst->orig_dims, dst->dims, sizeof(dst->dims));
-	} else {
-		dst->orig_dim_count = src->orig_dim_count;
-		for (uint32_t i = 0; i < src->orig_dim_count; i++)
-			dst->orig_dims[i] = (uint64_t)src->orig_dims[i];
-	}
+	adump_tensor_set_shape(dst, src->dim_count, src->dims, src->orig_dim_count, src->orig_dims);
 	dst->address = (uint64_t)(uintptr_t)src->data;
 	dst->bytes = src->bytes;
 	dst->arg_index = index;
