@@ -31,7 +31,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _adump
-from ._capture import Session
+from ._capture import Session, _torch_arg
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -79,18 +79,11 @@ def _rank():
 
 
 def _host(t):
-    """(dump argument, tensor kept for the version check) of a tensor, or None when its
-    dtype is not one adump stores."""
+    """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
+    one adump stores."""
     if t.dtype not in _DTYPES or t.is_sparse or t.is_quantized:
         return None
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if not t.is_contiguous():
-        t = t.contiguous()
-    if t.dtype == torch.bfloat16:
-        return (t.view(torch.int16).numpy(), _adump.DT_BF16, tuple(t.shape))
-    return t.numpy()
+    return _torch_arg(t)
 
 
 class _Backward:
