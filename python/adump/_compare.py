@@ -111,7 +111,7 @@ def _flat(a):
 def compare_arrays(my, golden):
     """The ten msaccucmp metrics of two arrays (numpy, or torch tensors on any device), as
     one row of ``adump.compare`` has them: a dict of algorithm name -> the cell string
-    ("1.000000", "NaN", "mean;std" pairs for StandardDeviation ...), plus
+    ("1.000000", "NaN", "(mean;std),(mean;std)" for StandardDeviation ...), plus
     "CompareFailReason" ("" when none). Element counts must match (else every cell is "NaN"
     and the reason says why); my's shape decides msaccucmp's scalar rule.
     Raises TypeError for an unsupported dtype, adump.UnsupportedError for a non-numeric one.
