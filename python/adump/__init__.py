@@ -16,6 +16,12 @@ Capture::
         st.sync()
         s.stats()
 
+Comparing (msaccucmp's compare; rows as dicts of the result CSV's cells)::
+
+    rows = adump.compare("my_dump", "golden_dump", out="result")   # + result_<ts>.csv
+    rows[0]["CosineSimilarity"], rows.columns, rows.summary["first_divergent_row"]
+    adump.compare_arrays(a, b)["MaxRelativeError"]
+
 PyTorch models: ``adump.torch.capture`` (imported on demand: ``import adump.torch``).
 """
 from ._adump import (Error, ConfigError, CorruptError, ShutdownError, WriteError,
@@ -23,11 +29,12 @@ from ._adump import (Error, ConfigError, CorruptError, ShutdownError, WriteError
                      CallbackError, IncompleteError, ClosedError, ThreadError, strerror)
 from ._read import Dump, TensorInfo, VerifyReport, open, walk, verify
 from ._capture import Session, Stream, DTYPES
+from ._compare import CompareResult, compare, compare_arrays
 
 __all__ = [
     "Error", "ConfigError", "CorruptError", "ShutdownError", "WriteError", "DroppedError",
     "NotFoundError", "StateError", "UnsupportedError", "TooBigError", "CallbackError",
     "IncompleteError", "ClosedError", "ThreadError", "strerror",
     "Dump", "TensorInfo", "VerifyReport", "open", "walk", "verify",
-    "Session", "Stream", "DTYPES",
+    "Session", "Stream", "DTYPES", "CompareResult", "compare", "compare_arrays",
 ]
