@@ -399,34 +399,14 @@ int adump_host_dump_op(struct adump_host_stream *hs, const struct adump_host_op 
 	return ret;
 }
 
-int adump_host_dump(struct adump_host_stream *hs, const char *op_type, const char *op_name,
-		    const struct adump_host_tensor *inputs, uint32_t input_count,
-		    const struct adump_host_tensor *outputs, uint32_t output_count)
+/* The op of the short forms: no zero copy unless @release_fn. */
+static struct adump_host_op op_of(const char *op_type, const char *op_name,
+				  const struct adump_host_tensor *inputs, uint32_t input_count,
+				  const struct adump_host_tensor *outputs, uint32_t output_count,
+				  adump_host_release_fn release_fn, void *user)
 {
 	struct adump_host_op op = ADUMP_HOST_OP_INIT;
 
-	op.op_type = op_type;
-	op.op_name = op_name;
-	op.inputs = inputs;
-	op.input_count = input_count;
-	op.outputs = outputs;
-	op.output_count = output_count;
-	return adump_host_dump_op(hs, &op, NULL);
-}
-
-int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *op_type, const char *op_name,
-			   const struct adump_host_tensor *inputs, uint32_t input_count,
-			   const struct adump_host_tensor *outputs, uint32_t output_count,
-			   adump_host_release_fn release_fn, void *user)
-{
-	struct adump_host_op op = ADUMP_HOST_OP_INIT;
-
-	if (!release_fn) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "dump without copy: release_fn is NULL");
-		if (hs)
-			atomic_fetch_add_explicit(&hs->refused, 1, memory_order_relaxed);
-		return -EINVAL;
-	}
 	op.op_type = op_type;
 	op.op_name = op_name;
 	op.inputs = inputs;
@@ -435,6 +415,33 @@ int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *op_type, co
 	op.output_count = output_count;
 	op.release_fn = release_fn;
 	op.user = user;
+	return op;
+}
+
+int adump_host_dump(struct adump_host_stream *hs, const char *op_type, const char *op_name,
+		    const struct adump_host_tensor *inputs, uint32_t input_count,
+		    const struct adump_host_tensor *outputs, uint32_t output_count)
+{
+	struct adump_host_op op = op_of(op_type, op_name, inputs, input_count, outputs,
+					output_count, NULL, NULL);
+
+	return adump_host_dump_op(hs, &op, NULL);
+}
+
+int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *op_type, const char *op_name,
+			   const struct adump_host_tensor *inputs, uint32_t input_count,
+			   const struct adump_host_tensor *outputs, uint32_t output_count,
+			   adump_host_release_fn release_fn, void *user)
+{
+	struct adump_host_op op = op_of(op_type, op_name, inputs, input_count, outputs,
+					output_count, release_fn, user);
+
+	if (!release_fn) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "dump without copy: release_fn is NULL");
+		if (hs)
+			atomic_fetch_add_explicit(&hs->refused, 1, memory_order_relaxed);
+		return -EINVAL;
+	}
 	return adump_host_dump_op(hs, &op, NULL);
 }
 
