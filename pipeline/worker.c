@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 #include "proto/proto.h"
 
@@ -190,6 +191,7 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 	}
 	if (fs->cctx)
 		adump_lz4_release(w, fs);
+	adump_loss_file_end(s, fs);
 	if (fs->is_failed)
 		atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 	else
@@ -324,6 +326,8 @@ static struct file_state *file_open(struct adump_worker *w, struct adump_op_rec 
 		return fs;
 	}
 	fs->payload_base = fs->header_len;
+	if (adump_guard_file_admit(s, fs) < 0)
+		return fs;
 	if (s->cfg.sink == ADUMP_SINK_CALLBACK) {
 		deliver(s, fs->path, 0, fs->header, fs->header_len, op->payload_bytes == 0);
 		return fs;
@@ -506,6 +510,7 @@ static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "out of memory for a file's state");
 			if (is_last) {
+				adump_loss_file(s, op, NULL, -ENOMEM);
 				op->status = -ENOMEM;
 				adump_op_rec_destroy(op);
 			}

@@ -65,6 +65,7 @@ struct bench_opts {
 	unsigned workers;
 	uint64_t chunk;
 	uint64_t pool;
+	uint64_t min_free, max_quota;           /* disk guard: adump_config's */
 	enum sink_kind sink;
 	enum adump_on_full on_full;
 	enum adump_writer_kind writer;
@@ -157,6 +158,9 @@ static void usage(FILE *f)
 		"  --workers W        capture workers (default: one per core, at most N)\n"
 		"  --chunk SIZE       DMA chunk and staging buffer size (default 2M)\n"
 		"  --pool SIZE        staging pool, all streams together (default 256M)\n"
+		"  --min-free SIZE    disk guard: files start only while this much stays free\n"
+		"                     (default max(1G, 5%% of the filesystem); 0: no guard)\n"
+		"  --max-bytes SIZE   quota: the capture's files stay within SIZE (default none)\n"
 		"  --on-full P        block (default) or drop: producer policy when its buffers are\n"
 		"                     all in flight\n"
 		"  --producer P       device (default): the NPU streams' DMA engines dump each Add;\n"
@@ -276,6 +280,7 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		{ "describe", no_argument, NULL, 'd' },
 		{ "producer", required_argument, NULL, 'R' }, { "verify", no_argument, NULL, 'V' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
+		{ "min-free", required_argument, NULL, 'f' }, { "max-bytes", required_argument, NULL, 'q' },
 		{ 0 },
 	};
 	const char *io = getenv("ADUMP_IO");
@@ -309,6 +314,8 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 		case 'c':
 		case 'p':
 		case 'T':
+		case 'f':
+		case 'q':
 			if (tool_parse_size(optarg, &v) < 0)
 				return bad("bad size (e.g. 512, 4K, 2M, 1G)", optarg);
 			if (c == 'm')
@@ -319,6 +326,10 @@ static int parse_opts(int argc, char **argv, struct bench_opts *o)
 				o->chunk = v;
 			else if (c == 'p')
 				o->pool = v;
+			else if (c == 'f')
+				o->min_free = v ? v : ADUMP_GUARD_OFF;
+			else if (c == 'q')
+				o->max_quota = v;
 			else
 				o->w.total_bytes = v;
 			break;
@@ -1034,6 +1045,10 @@ static void print_human(const struct bench_opts *o, const struct adump_bench_pla
 	       (unsigned long long)r->st.producer_wait_count, (double)r->st.producer_wait_ns / 1e6,
 	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us,
 	       (unsigned long long)r->st.drops);
+	for (int i = 0; r->st.drops && i < ADUMP_LOSS_CAUSE_COUNT; i++)
+		printf("%s%s %llu%s", i ? ", " : "  losses     tensors lost: ",
+		       adump_loss_cause_name(i), (unsigned long long)r->st.losses[i],
+		       i + 1 < ADUMP_LOSS_CAUSE_COUNT ? "" : "\n");
 	printf("  kernels    %llu waits for a dump to read their output first, %.3f ms; "
 	       "%llu for DMA queue room, %.3f ms\n",
 	       (unsigned long long)r->dev.fence_waits, (double)r->dev.fence_wait_ns / 1e6,
@@ -1153,6 +1168,10 @@ static void print_json(const struct bench_opts *o, const struct adump_bench_plan
 	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us,
 	       (unsigned long long)r->dev.fence_waits, (double)r->dev.fence_wait_ns / 1e6,
 	       (unsigned long long)r->dev.queue_waits, (double)r->dev.queue_wait_ns / 1e6, r->error);
+	for (int i = 0; i < ADUMP_LOSS_CAUSE_COUNT; i++)
+		printf("%s\"%s\":%llu", i ? "," : ",\"losses\":{", adump_loss_cause_name(i),
+		       (unsigned long long)r->st.losses[i]);
+	printf("}");
 	if (o->is_compare) {
 		bool is_first = true;
 
@@ -1375,6 +1394,8 @@ int cmd_bench(int argc, char **argv)
 	cfg.worker_count = o.workers;
 	cfg.chunk_bytes = o.chunk;
 	cfg.pool_bytes = o.pool;
+	cfg.min_free_bytes = o.min_free;
+	cfg.max_bytes = o.max_quota;
 	cfg.stream_max = plan.w.stream_count;
 	cfg.on_full = o.on_full;
 	cfg.writer = o.writer;
