@@ -306,6 +306,20 @@ void adump_loss_file_end(struct adump_session *s, struct file_state *fs)
 		adump_loss_file(s, fs->op, fs->path, fs->error);
 }
 
+void adump_loss_stream_detached(struct adump_loss *l, const struct adump_stream_stats *st)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	struct loss_stream *ls = stream_of(l, st->stream_id);
+	for (unsigned c = 0; c < ADUMP_LOSS_CAUSE_COUNT; c++) {
+		l->counts[c] += st->losses[c];
+		if (ls)
+			ls->counts[c] += st->losses[c];
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 static uint64_t sum(const uint64_t *counts)
 {
 	uint64_t total = 0;
@@ -321,15 +335,20 @@ void adump_loss_stats(struct adump_loss *l, struct adump_stats *out)
 		return;
 	pthread_mutex_lock(&l->lock);
 	memcpy(out->losses, l->counts, sizeof(out->losses));
-	out->drops = sum(out->losses);
 	for (unsigned i = 0; i < out->stream_count; i++) {
 		struct adump_stream_stats *st = &out->streams[i];
+		struct loss_stream *ls = NULL;
 
-		memset(st->losses, 0, sizeof(st->losses));
-		for (unsigned j = 0; j < STREAM_TABLE; j++)
+		for (unsigned j = 0; j < STREAM_TABLE && !ls; j++)
 			if (l->streams[j].is_used && l->streams[j].stream_id == st->stream_id)
-				memcpy(st->losses, l->streams[j].counts, sizeof(st->losses));
+				ls = &l->streams[j];
+		/* What the channel counted itself (op records not built) plus the workers'. */
+		for (unsigned c = 0; c < ADUMP_LOSS_CAUSE_COUNT; c++) {
+			out->losses[c] += st->losses[c];
+			st->losses[c] += ls ? ls->counts[c] : 0;
+		}
 		st->drops = sum(st->losses);
 	}
+	out->drops = sum(out->losses);
 	pthread_mutex_unlock(&l->lock);
 }

@@ -37,6 +37,10 @@ void adump_loss_file(struct adump_session *s, const struct adump_op_rec *op, con
  * its losses are recorded. */
 void adump_loss_file_end(struct adump_session *s, struct file_state *fs);
 
+/* A channel goes (detach): what it counted itself (@st, from adump_chan_stats()) joins the
+ * book's counts. */
+void adump_loss_stream_detached(struct adump_loss *l, const struct adump_stream_stats *st);
+
 /* The loss counters into a stats snapshot: out->losses[], out->drops, and each filled
  * out->streams[i].losses[] and .drops. */
 void adump_loss_stats(struct adump_loss *l, struct adump_stats *out);

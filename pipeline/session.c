@@ -412,6 +412,7 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 	}
 	adump_chan_stats(slot->chan, &st);
 	atomic_fetch_add_explicit(&s->detached_drops, st.drops, memory_order_relaxed);
+	adump_loss_stream_detached(s->loss, &st);
 	atomic_fetch_add_explicit(&s->detached_wait_count, st.producer_wait_count, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->detached_wait_ns, st.producer_wait_ns, memory_order_relaxed);
 	adump_chan_destroy(slot->chan);

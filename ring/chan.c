@@ -48,6 +48,7 @@ struct adump_chan {
 	/* Producer side. */
 	alignas(64) _Atomic uint64_t committed;
 	_Atomic uint64_t drops;
+	_Atomic uint64_t nomem_tensors;         /* op records not built: their tensors lost */
 	_Atomic uint64_t wait_count;
 	_Atomic uint64_t wait_ns;
 	_Atomic uint32_t high_water;
@@ -242,6 +243,11 @@ void adump_chan_count_drop_sp(struct adump_chan *c)
 	atomic_store_explicit(&c->has_dropped, 1, memory_order_relaxed);
 }
 
+void adump_chan_count_nomem_sp(struct adump_chan *c, uint32_t tensor_count)
+{
+	atomic_fetch_add_explicit(&c->nomem_tensors, tensor_count, memory_order_relaxed);
+}
+
 void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec)
 {
 	struct adump_doorbell *db;
@@ -424,6 +430,7 @@ void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out
 	out->stream_id = c->stream_id;
 	out->records = atomic_load_explicit(&c->committed, memory_order_relaxed);
 	out->drops = atomic_load_explicit(&c->drops, memory_order_relaxed);
+	out->losses[ADUMP_LOSS_NOMEM] = atomic_load_explicit(&c->nomem_tensors, memory_order_relaxed);
 	out->ring_high_water = atomic_load_explicit(&c->high_water, memory_order_relaxed);
 	out->producer_wait_count = atomic_load_explicit(&c->wait_count, memory_order_relaxed);
 	out->producer_wait_ns = atomic_load_explicit(&c->wait_ns, memory_order_relaxed);

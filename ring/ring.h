@@ -102,6 +102,9 @@ void adump_chan_flush_sp(struct adump_chan *c);
  * (the rest of a file that already lost a chunk). Producer thread only.
  */
 void adump_chan_count_drop_sp(struct adump_chan *c);
+/* The producer could not build a dump's op record (out of memory): its @tensor_count tensors
+ * are lost before reaching the worker; counted as stats losses[ADUMP_LOSS_NOMEM]. */
+void adump_chan_count_nomem_sp(struct adump_chan *c, uint32_t tensor_count);
 
 /**
  * adump_chan_wait_idle() - wait until every record committed so far has been released.

@@ -212,6 +212,37 @@ START_TEST(test_write_error)
 }
 END_TEST
 
+/* The producer cannot build a dump's op record: the dump never reaches a worker, so it has
+ * no line in the log (nothing is left to name it with), but its tensors are counted, per
+ * session and per stream, also once the stream has gone. */
+START_TEST(test_nomem_op_record)
+{
+	struct adump_config cfg = base_cfg(NULL);
+	struct adump_stats st;
+	struct rig r;
+
+	rig_start(&r, &cfg, FLOATS);
+	adump_testpoint_arm("device.dma", -ENOMEM, 1, 0);
+	ck_assert_int_eq(rig_launch(&r, "no_record"), 0);
+	adump_dev_stream_sync(r.stream);
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(rig_launch(&r, "recorded"), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(r.stream), 0);
+	adump_stats_get(r.s, &st);
+	ck_assert_uint_eq(st.files_completed, 1);
+	ck_assert_uint_eq(st.losses[ADUMP_LOSS_NOMEM], 3);
+	ck_assert_uint_eq(st.drops, 3);
+	ck_assert_uint_eq(st.streams[0].losses[ADUMP_LOSS_NOMEM], 3);
+	ck_assert_uint_eq(st.streams[0].drops, 3);
+	ck_assert_int_eq(adump_session_detach(r.s, r.stream), 0);
+	adump_stats_get(r.s, &st);
+	ck_assert_uint_eq(st.losses[ADUMP_LOSS_NOMEM], 3);
+	ck_assert_uint_eq(st.drops, 3);
+	ck_assert_int_eq(adump_session_attach(r.s, r.stream), 0);
+	rig_stop(&r);
+}
+END_TEST
+
 /* Two 4 KiB buffers for ops of 3 x 400 KB under the drop policy: the producer outruns the
  * worker. Per failed file, the tensor whose chunk found no buffer is no_buffer, the others
  * after_loss. */
@@ -313,6 +344,7 @@ int main(void)
 	tcase_add_test(tc, test_enospc_injected);
 	tcase_add_test(tc, test_nomem);
 	tcase_add_test(tc, test_write_error);
+	tcase_add_test(tc, test_nomem_op_record);
 	tcase_add_test(tc, test_drop_policy);
 	tcase_add_test(tc, test_quota);
 	tcase_add_test(tc, test_min_free_floor);
