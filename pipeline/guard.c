@@ -118,19 +118,15 @@ static bool fits(struct adump_guard *g, uint64_t bytes, const char **why)
 	return true;
 }
 
-int adump_guard_file_admit(struct adump_session *s, struct file_state *fs)
+int adump_guard_bytes_admit(struct adump_session *s, uint64_t bytes)
 {
 	struct adump_guard *g = s->guard;
-	/* LZ4 frames can exceed their content a little: blocks stored whole, and the frame. */
-	uint64_t bytes = fs->header_len + fs->op->payload_bytes;
 	const char *why = NULL;
 	bool is_ok;
 	int ret;
 
 	if (!g)
 		return 0;
-	if (s->cfg.compress == ADUMP_COMPRESS_LZ4)
-		bytes += bytes / 256 + 64;
 	pthread_mutex_lock(&g->lock);
 	ret = refresh(g, adump_now_ns());
 	if (ret < 0)
@@ -140,7 +136,6 @@ int adump_guard_file_admit(struct adump_session *s, struct file_state *fs)
 	if (is_ok) {
 		g->in_flight_bytes += bytes;
 		g->started_bytes += bytes;
-		fs->guard_bytes = bytes;
 		/* The episode ends once there is room again, not with each file that finds
 		 * just enough of it as others end: one line per episode. */
 		if (g->is_skipping && (!g->has_floor ||
@@ -163,8 +158,33 @@ int adump_guard_file_admit(struct adump_session *s, struct file_state *fs)
 		g->skipped_count++;
 	}
 	pthread_mutex_unlock(&g->lock);
-	if (is_ok)
+	return is_ok ? 0 : -ADUMP_ERR_DISK_GUARD;
+}
+
+void adump_guard_bytes_done(struct adump_session *s, uint64_t bytes)
+{
+	struct adump_guard *g = s->guard;
+
+	if (!g || !bytes)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->in_flight_bytes -= bytes;
+	/* Until the next refresh, its bytes are on the disk but not in the cached figure. */
+	g->finished_bytes += bytes;
+	pthread_mutex_unlock(&g->lock);
+}
+
+int adump_guard_file_admit(struct adump_session *s, struct file_state *fs)
+{
+	uint64_t bytes = fs->header_len + fs->op->payload_bytes;
+
+	/* LZ4 frames can exceed their content a little: blocks stored whole, and the frame. */
+	if (s->cfg.compress == ADUMP_COMPRESS_LZ4)
+		bytes += bytes / 256 + 64;
+	if (adump_guard_bytes_admit(s, bytes) == 0) {
+		fs->guard_bytes = s->guard ? bytes : 0;
 		return 0;
+	}
 	/* adump_file_fail() without its log line: the episode has one of its own. */
 	fs->is_failed = true;
 	fs->error = -ADUMP_ERR_DISK_GUARD;
@@ -174,14 +194,6 @@ int adump_guard_file_admit(struct adump_session *s, struct file_state *fs)
 
 void adump_guard_file_done(struct adump_session *s, struct file_state *fs)
 {
-	struct adump_guard *g = s->guard;
-
-	if (!g || !fs->guard_bytes)
-		return;
-	pthread_mutex_lock(&g->lock);
-	g->in_flight_bytes -= fs->guard_bytes;
-	/* Until the next refresh, its bytes are on the disk but not in the cached figure. */
-	g->finished_bytes += fs->guard_bytes;
-	pthread_mutex_unlock(&g->lock);
+	adump_guard_bytes_done(s, fs->guard_bytes);
 	fs->guard_bytes = 0;
 }

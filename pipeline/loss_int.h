@@ -61,5 +61,9 @@ void adump_guard_destroy(struct adump_guard *g);
 int adump_guard_file_admit(struct adump_session *s, struct file_state *fs);
 /* The file @fs ended (whatever became of it): its reserve goes back. */
 void adump_guard_file_done(struct adump_session *s, struct file_state *fs);
+/* The same by bytes (packed batches of small files): 0 if @bytes may be written, reserved
+ * until adump_guard_bytes_done(); -ADUMP_ERR_DISK_GUARD if not (nothing else is done). */
+int adump_guard_bytes_admit(struct adump_session *s, uint64_t bytes);
+void adump_guard_bytes_done(struct adump_session *s, uint64_t bytes);
 
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 #include "proto/proto.h"
 
@@ -357,6 +358,7 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 	} else {
 		atomic_fetch_add_explicit(&s->files_completed, b->file_count, memory_order_relaxed);
 	}
+	adump_guard_bytes_done(s, b->len);
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
 	for (uint32_t i = 0; i < b->run_count; i++)
 		adump_chan_retire_sc(b->runs[i].chan, b->runs[i].record_count);
@@ -425,6 +427,9 @@ int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, str
 		adump_packed_batch_submit(w);
 	}
 
+	/* Refused by the disk guard: the ordinary path skips it and records the loss. */
+	if (adump_guard_bytes_admit(s, total) < 0)
+		return 0;
 	/* The file is in the batch: the staging buffer can go back before anything is written. */
 	unsigned char *file = b->mem + b->len;
 	uint64_t base = b->base + b->len;

@@ -257,13 +257,13 @@ static void empty_dir(const char *path)
 
 /* With the guard on: no write ever meets ENOSPC; what would not fit is skipped, counted and
  * logged as disk_guard, never opened; once space is freed, the same session captures again. */
-static void fill_with_guard(enum adump_writer_kind writer)
+static void fill_with_guard(enum adump_writer_kind writer, enum adump_layout layout)
 {
 	struct t_load load = { .stream_count = STREAMS, .op_count = OPS, .max_bytes = MAX_BYTES,
 			       .seed = t_seed() };
 	struct t_load again = { .stream_count = STREAMS, .op_count = 4, .max_bytes = 64u << 10,
 				.seed = 7 };
-	struct adump_session *s = make_session("guarded", writer, ADUMP_LAYOUT_FILES, 4u << 20);
+	struct adump_session *s = make_session("guarded", writer, layout, 4u << 20);
 	struct timespec pause = { .tv_nsec = 150000000 };       /* past the statvfs cache */
 	struct adump_stats st;
 	char run[4400], dev_dir[4500];
@@ -282,14 +282,19 @@ static void fill_with_guard(enum adump_writer_kind writer)
 	ck_assert_uint_eq(st.drops, st.losses[ADUMP_LOSS_DISK_GUARD]);
 	snprintf(run, sizeof(run), "%s/guarded", mnt);
 	scan(run);
-	ck_assert_uint_eq(seen.whole, st.files_completed);
 	ck_assert_uint_eq(seen.failed, 0);                      /* skipped files were never opened */
 	check_loss_log(run, &st);
-	fprintf(stderr, "test_enospc: guard on, writer %d: %llu of %llu files whole, %llu skipped "
-		"(%llu tensors disk_guard), no ENOSPC\n", writer,
+	fprintf(stderr, "test_enospc: guard on, writer %d layout %d: %llu of %llu files whole, "
+		"%llu skipped (%llu tensors disk_guard), no ENOSPC\n", writer, layout,
 		(unsigned long long)st.files_completed, (unsigned long long)load.launched,
 		(unsigned long long)st.files_failed,
 		(unsigned long long)st.losses[ADUMP_LOSS_DISK_GUARD]);
+	if (layout == ADUMP_LAYOUT_PACKED) {
+		ck_assert_uint_eq(packed_entries_whole(run), st.files_completed);
+		ck_assert_int_eq(adump_session_destroy(s), -ADUMP_ERR_DISK_GUARD);
+		return;
+	}
+	ck_assert_uint_eq(seen.whole, st.files_completed);
 
 	/* Space returns: the session captures again. */
 	uint64_t completed = st.files_completed;
@@ -308,13 +313,19 @@ static void fill_with_guard(enum adump_writer_kind writer)
 
 START_TEST(test_guard_files_uring)
 {
-	fill_with_guard(ADUMP_WRITER_AUTO);
+	fill_with_guard(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_FILES);
+}
+END_TEST
+
+START_TEST(test_guard_packed)
+{
+	fill_with_guard(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_PACKED);
 }
 END_TEST
 
 START_TEST(test_guard_files_pwrite)
 {
-	fill_with_guard(ADUMP_WRITER_PWRITE);
+	fill_with_guard(ADUMP_WRITER_PWRITE, ADUMP_LAYOUT_FILES);
 }
 END_TEST
 
@@ -382,6 +393,7 @@ int main(void)
 	tcase_add_test(tc, test_full_disk_packed);
 	tcase_add_test(tc, test_guard_files_uring);
 	tcase_add_test(tc, test_guard_files_pwrite);
+	tcase_add_test(tc, test_guard_packed);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
