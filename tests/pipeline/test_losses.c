@@ -278,6 +278,62 @@ START_TEST(test_drop_policy)
 }
 END_TEST
 
+/* A slow disk: every write completes 50 ms late. 64 KiB chunks, two buffers; ops of
+ * 3 x 40,000 bytes, two chunks each, launched back to back. */
+static void slow_disk(enum adump_on_full on_full, struct rig *r, struct adump_stats *st)
+{
+	struct adump_config cfg = base_cfg(NULL);
+
+	cfg.on_full = on_full;
+	cfg.chunk_bytes = 64u << 10;
+	cfg.pool_bytes = 128u << 10;
+	rig_start(r, &cfg, FLOATS);
+	adump_testpoint_arm("uring.slow", 1, 1, 1);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(rig_launch(r, "slow"), 0);
+	adump_dev_stream_sync(r->stream);
+	adump_testpoint_disarm_all();
+	adump_session_flush(r->s);
+	adump_stats_get(r->s, st);
+	ck_assert_uint_eq(st->files_completed + st->files_failed, 6);
+}
+
+/* The block policy waits: nothing lost, never more in flight than the pool's two buffers. */
+START_TEST(test_slow_disk_block)
+{
+	struct adump_stats st;
+	struct rig r;
+
+	slow_disk(ADUMP_ON_FULL_BLOCK, &r, &st);
+	ck_assert_uint_eq(st.files_completed, 6);
+	ck_assert_uint_eq(st.drops, 0);
+	ck_assert_uint_gt(st.producer_wait_count, 0);
+	ck_assert_uint_le(st.streams[0].ring_high_water, 2);
+	ck_assert_uint_eq(check_log(&r, &st), 0);
+	ck_assert_int_eq(adump_session_error(r.s), 0);
+	rig_stop(&r);
+}
+END_TEST
+
+/* The drop policy loses files, and records every tensor of them. */
+START_TEST(test_slow_disk_drop)
+{
+	struct adump_stats st;
+	struct rig r;
+
+	slow_disk(ADUMP_ON_FULL_DROP, &r, &st);
+	ck_assert_uint_gt(st.files_failed, 0);
+	ck_assert_uint_eq(st.drops, 3 * st.files_failed);
+	ck_assert_uint_ge(st.losses[ADUMP_LOSS_NO_BUFFER], st.files_failed);
+	ck_assert_uint_eq(check_log(&r, &st), st.drops);
+	fprintf(stderr, "test_losses: slow disk, drop policy: %llu of 6 files lost, %llu "
+		"no_buffer, %llu after_loss lines\n", (unsigned long long)st.files_failed,
+		(unsigned long long)st.losses[ADUMP_LOSS_NO_BUFFER],
+		(unsigned long long)st.losses[ADUMP_LOSS_AFTER_LOSS]);
+	rig_stop(&r);
+}
+END_TEST
+
 /* The quota: files start while their bytes fit in max_bytes; the others are skipped whole,
  * never opened, and counted as disk_guard. */
 START_TEST(test_quota)
@@ -346,6 +402,8 @@ int main(void)
 	tcase_add_test(tc, test_write_error);
 	tcase_add_test(tc, test_nomem_op_record);
 	tcase_add_test(tc, test_drop_policy);
+	tcase_add_test(tc, test_slow_disk_block);
+	tcase_add_test(tc, test_slow_disk_drop);
 	tcase_add_test(tc, test_quota);
 	tcase_add_test(tc, test_min_free_floor);
 	suite_add_tcase(s, tc);
