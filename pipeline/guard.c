@@ -36,6 +36,7 @@ struct adump_guard {
 	uint64_t in_flight_bytes;               /* admitted files not ended yet */
 	uint64_t started_bytes;                 /* every admitted file: the quota's count */
 	bool is_skipping;                       /* an episode is under way */
+	bool is_quota_episode;                  /* ... and the quota started it */
 	uint64_t skipped_count;                 /* files skipped in this episode */
 };
 
@@ -138,9 +139,9 @@ int adump_guard_bytes_admit(struct adump_session *s, uint64_t bytes)
 		g->started_bytes += bytes;
 		/* The episode ends once there is room again, not with each file that finds
 		 * just enough of it as others end: one line per episode. */
-		if (g->is_skipping && (!g->has_floor ||
-				       g->free_bytes - (g->in_flight_bytes + g->finished_bytes) >=
-					       g->floor_bytes + g->floor_bytes / 2)) {
+		if (g->is_skipping && !g->is_quota_episode &&
+		    g->free_bytes - (g->in_flight_bytes + g->finished_bytes) >=
+			    g->floor_bytes + g->floor_bytes / 2) {
 			adump_log(ADUMP_LOG_WARN, MODULE, "capture resumed under %s: %llu files skipped",
 				  g->dir, (unsigned long long)g->skipped_count);
 			g->is_skipping = false;
@@ -153,6 +154,8 @@ int adump_guard_bytes_admit(struct adump_session *s, uint64_t bytes)
 				  g->dir, why, (unsigned long long)(g->free_bytes >> 20),
 				  (unsigned long long)(g->floor_bytes >> 20));
 			g->is_skipping = true;
+			/* A quota does not come back: its episode lasts to the end. */
+			g->is_quota_episode = !g->has_floor || strstr(why, "quota") != NULL;
 			g->skipped_count = 0;
 		}
 		g->skipped_count++;
