@@ -34,6 +34,7 @@
 #define BATCH_SMALL_BYTES (BATCH_BYTES / 4)     /* largest file a batch takes */
 #define BATCH_LINE_BYTES (64u << 10)
 #define BATCH_RUN_MAX 1024
+#define BATCH_FILE_MAX 1024             /* op records a batch holds until it is written */
 
 static int segment_open(struct adump_worker *w)
 {
@@ -55,6 +56,7 @@ static void batch_destroy(struct packed_batch *b)
 	free(b->mem);
 	free(b->lines);
 	free(b->runs);
+	free(b->ops);
 	free(b);
 }
 
@@ -195,7 +197,8 @@ static struct packed_batch *batch_create(void)
 	b->mem = malloc(BATCH_BYTES);
 	b->lines = malloc(BATCH_LINE_BYTES);
 	b->runs = malloc(BATCH_RUN_MAX * sizeof(*b->runs));
-	if (!b->mem || !b->lines || !b->runs) {
+	b->ops = malloc(BATCH_FILE_MAX * sizeof(*b->ops));
+	if (!b->mem || !b->lines || !b->runs || !b->ops) {
 		batch_destroy(b);
 		return NULL;
 	}
@@ -359,6 +362,12 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 		atomic_fetch_add_explicit(&s->files_completed, b->file_count, memory_order_relaxed);
 	}
 	adump_guard_bytes_done(s, b->len);
+	for (uint32_t i = 0; i < b->file_count; i++) {
+		if (ret < 0)
+			adump_loss_file(s, b->ops[i], NULL, ret);
+		b->ops[i]->status = ret;
+		adump_op_rec_destroy(b->ops[i]);
+	}
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
 	for (uint32_t i = 0; i < b->run_count; i++)
 		adump_chan_retire_sc(b->runs[i].chan, b->runs[i].record_count);
@@ -418,7 +427,7 @@ int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, str
 				continue;
 			}
 			if (b->lines_len + rel_len + ADUMP_PACKED_LINE_FIXED_BYTES <= BATCH_LINE_BYTES &&
-			    b->run_count < BATCH_RUN_MAX)
+			    b->run_count < BATCH_RUN_MAX && b->file_count < BATCH_FILE_MAX)
 				break;
 		}
 		/* The batch is full: out it goes, and the file tries a fresh one once. */
@@ -445,6 +454,7 @@ int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, str
 	else
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
 	adump_chan_recycle_sc(chan, rec);
-	adump_op_rec_destroy(op);
+	/* Kept until the batch is written: a failed write records its losses by name. */
+	b->ops[b->file_count - 1] = op;
 	return 1;
 }

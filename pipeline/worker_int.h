@@ -36,6 +36,7 @@ struct packed_batch {
 	size_t lines_len;
 	struct batch_run *runs;
 	uint32_t run_count;
+	struct adump_op_rec **ops;              /* the files' records, until the write is done */
 	unsigned char *mem;
 };
 

@@ -191,8 +191,7 @@ static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layou
 	/* The losses by cause: ENOSPC, with the rest of a failed file after_loss at most. */
 	ck_assert_uint_gt(st.losses[ADUMP_LOSS_ENOSPC], 0);
 	ck_assert_uint_eq(st.losses[ADUMP_LOSS_DISK_GUARD] + st.losses[ADUMP_LOSS_NO_BUFFER], 0);
-	if (layout == ADUMP_LAYOUT_FILES)
-		ck_assert_uint_eq(st.drops, 3 * st.files_failed);
+	ck_assert_uint_eq(st.drops, 3 * st.files_failed);
 	ck_assert_int_eq(adump_session_destroy(s), -ENOSPC);
 
 	snprintf(run, sizeof(run), "%s/full", mnt);
