@@ -205,9 +205,11 @@ static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layou
 		ck_assert_uint_le(seen.failed, st.files_failed);
 	}
 	fprintf(stderr, "test_enospc: writer %d layout %d: %llu of %llu files whole, %llu failed "
-		"(%zu .failed on disk), first error %s\n", writer, layout,
-		(unsigned long long)st.files_completed, (unsigned long long)load.launched,
-		(unsigned long long)st.files_failed, seen.failed, adump_strerror(st.first_error));
+		"(%zu .failed on disk), first error %s; tensors lost: %llu enospc, %llu other\n",
+		writer, layout, (unsigned long long)st.files_completed,
+		(unsigned long long)load.launched, (unsigned long long)st.files_failed, seen.failed,
+		adump_strerror(st.first_error), (unsigned long long)st.losses[ADUMP_LOSS_ENOSPC],
+		(unsigned long long)(st.drops - st.losses[ADUMP_LOSS_ENOSPC]));
 }
 
 /* Space freed: a new session on the same dump directory writes whole files again. */
