@@ -22,6 +22,10 @@ struct adump_compare_acc {
 	double mean[2], m2[2];
 	uint64_t below1, below5;
 	bool has_msprobe;               /* count msprobe's relative-error shares (set after init) */
+	/* Both sides are the same bytes of the same dtype (set by the caller after the first
+	 * pass): KL is then exactly 0 (p == q everywhere, and the sums of p and q are equal),
+	 * which is what the second pass would find, so it is skipped. */
+	bool is_identical;
 };
 
 ADUMP_HIDDEN uint32_t adump_compare_elem_bytes(int32_t dtype);

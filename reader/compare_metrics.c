@@ -844,6 +844,8 @@ void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
 	} else {
 		if (!adump_compare_kl_needed(a)) {
 			v = NAN;
+		} else if (a->is_identical) {
+			v = 0.0;
 		} else {
 			double sa = ksum_get(&a->kl_sa), sb = ksum_get(&a->kl_sb);
 
