@@ -17,6 +17,8 @@
 /* reader/compare_int.h: the portable kernels instead of the AVX2 ones; the conversion. */
 void adump_compare_simd_set(bool is_enabled);
 void adump_compare_to_float(int32_t dtype, const void *raw, size_t n, float *out);
+/* ... and the AVX2 KL kernel where the AVX-512 one would run. */
+void adump_compare_avx512_set(bool is_enabled);
 
 /* ---- an independent reference: msaccucmp's formulas, literally, in float64 ----------------- */
 
@@ -1158,11 +1160,23 @@ static void scalar_teardown(void)
 	adump_compare_simd_set(true);
 }
 
+/* ... and on AVX2 where the processor has AVX-512 (the same as metrics elsewhere). */
+static void avx2_setup(void)
+{
+	adump_compare_avx512_set(false);
+}
+
+static void avx2_teardown(void)
+{
+	adump_compare_avx512_set(true);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("compare");
 	TCase *tc = tcase_create("metrics");
 	TCase *ts = tcase_create("metrics_scalar");
+	TCase *ta = tcase_create("metrics_avx2");
 	TCase *td = tcase_create("dirs");
 
 	tcase_set_timeout(tc, 60);
@@ -1178,6 +1192,12 @@ int main(void)
 	tcase_add_test(ts, test_metrics_edges);
 	tcase_add_test(ts, test_metrics_dtypes);
 	suite_add_tcase(s, ts);
+	tcase_set_timeout(ta, 60);
+	tcase_add_checked_fixture(ta, avx2_setup, avx2_teardown);
+	tcase_add_test(ta, test_metrics_random);
+	tcase_add_test(ta, test_metrics_dtypes);
+	tcase_add_test(ta, test_kl_identical_skip);
+	suite_add_tcase(s, ta);
 	tcase_add_test(td, test_identical_dirs);
 	tcase_add_test(td, test_kl_identical_skip);
 	tcase_add_test(td, test_matching);
