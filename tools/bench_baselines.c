@@ -2,7 +2,7 @@
 /* `adump bench --compare`: the baselines, run in the same invocation on the same ops and
  * bytes as the capture. disk-limit brackets it (a pass before, one after on its exact bytes);
  * the others run after it: nodump, naive, create-limit, ring-limit with the channel hand-off
- * beside it. The measurements themselves are bench/'s. */
+ * beside it, and fio buffered and O_DIRECT. The measurements themselves are bench/'s. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -262,6 +262,30 @@ static void ring_limit(struct bench *b)
 	adump_bench_ring_limit(records, slots, true, &ph->ring_read);
 }
 
+/* fio on the capture's filesystem and byte count, buffered then O_DIRECT, each from a
+ * synced start and timed until synced, as the capture is. */
+static void fio(struct bench *b)
+{
+	char dir[BENCH_PATH_CAP + 16];
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/fio", b->base_dir);
+	ret = tool_bench_make_dir(dir);
+	for (int base = BENCH_BASE_FIO_BUFFERED; base <= BENCH_BASE_FIO_DIRECT; base++) {
+		struct bench_phase *ph = &b->ph[base];
+
+		ph->has_run = true;
+		if (ret < 0) {
+			ph->t.error = ret;
+			continue;
+		}
+		tool_bench_sync_before(b);
+		adump_bench_fio(dir, b->r.bytes, base == BENCH_BASE_FIO_DIRECT, b->o.is_sync, &ph->t);
+	}
+	if (ret == 0)
+		rmdir(dir);
+}
+
 void tool_bench_baselines_after(struct bench *b)
 {
 	const struct bench_phase *ph = b->ph;
@@ -277,6 +301,8 @@ void tool_bench_baselines_after(struct bench *b)
 		create_limit(b);
 	if (has(b, BENCH_BASE_RING))
 		ring_limit(b);
+	if (b->o.baselines & BENCH_BASE_FIO)
+		fio(b);
 	if (ph[BENCH_BASE_NODUMP].has_run && ph[BENCH_BASE_NODUMP].t.error == 0 &&
 	    ph[BENCH_BASE_NODUMP].t.seconds > 0) {
 		double base = ph[BENCH_BASE_NODUMP].t.seconds;

@@ -4,7 +4,7 @@
  *   bench_opts.c      the options and their checks, the usage text
  *   bench_run.c       device memory, the producer threads, the timed capture
  *   bench_baselines.c the baselines run around it (disk-limit, naive, create-limit,
- *                     ring-limit and the channel hand-off, nodump)
+ *                     ring-limit and the channel hand-off, nodump, fio)
  *   bench_report.c    the human report and the JSON object, one table of fields for both
  * The workloads and the in-process baselines themselves live in bench/ (bench/bench.h). */
 #ifndef ADUMP_TOOL_BENCH_INT_H
@@ -36,9 +36,12 @@ enum bench_base {
 	BENCH_BASE_CREATE,
 	BENCH_BASE_RING,
 	BENCH_BASE_NODUMP,
+	BENCH_BASE_FIO_BUFFERED,                /* both fio runs are --baselines fio */
+	BENCH_BASE_FIO_DIRECT,
 	BENCH_BASE_COUNT,
 };
 #define BENCH_BIT(b) (1u << (b))
+#define BENCH_BASE_FIO (BENCH_BIT(BENCH_BASE_FIO_BUFFERED) | BENCH_BIT(BENCH_BASE_FIO_DIRECT))
 /* Names in the human report and in the JSON "baselines" object. */
 extern const char *const tool_bench_base_names[BENCH_BASE_COUNT];
 extern const char *const tool_bench_base_keys[BENCH_BASE_COUNT];
@@ -57,6 +60,7 @@ struct bench_opts {
 	double compute_gbps;                    /* per stream; < 0: auto */
 	bool is_compare;
 	unsigned baselines;                     /* BENCH_BIT()s */
+	bool is_fio_skipped;                    /* --compare without --baselines, fio not found */
 	bool is_sync;
 	bool is_warmup;                         /* one untimed pass of the kernels first */
 	bool json;
@@ -147,6 +151,8 @@ struct bench {
 /* Parse argv into @o, defaults applied and combinations checked; prints the reason.
  * Return: 0, or -1 for a usage error (exit 2). --help prints the usage and exits. */
 int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o);
+/* Whether an executable @name is on PATH. */
+bool tool_bench_has_program(const char *name);
 
 /* ---- bench_run.c ---- */
 

@@ -79,14 +79,22 @@ static void usage(FILE *f)
 		"                     the same records also go through the pipeline's own channel\n"
 		"                     (ring/ring.h: reserve, commit, pop, release, a worker's doorbell\n"
 		"                     sleep; a stream's buffer count, on-full block) and no other work:\n"
-		"                     the 'chan hand-off' row, also given as a fraction of ring-limit\n"
+		"                     the 'chan hand-off' row, also given as a fraction of ring-limit.\n"
+		"                     When fio is installed, also fio-buffered and fio-direct: fio on\n"
+		"                     the dump filesystem with the capture's byte count (1 MiB io_uring\n"
+		"                     writes at depth 16, end_fsync; buffered, then O_DIRECT), timed\n"
+		"                     until synced as the capture is; the faster is the 'ceiling' the\n"
+		"                     capture is held against (disk-limit is the in-process figure)\n"
 		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,ring,\n"
-		"                     nodump (implies --compare)\n"
+		"                     nodump,fio, or all (implies --compare; fio named but not\n"
+		"                     installed is a usage error)\n"
 		"  --json             end with one JSON object: bytes, files, tensors, seconds, gbps,\n"
 		"                     files_per_s, tensors_per_s, cpu_seconds, peak_rss_bytes,\n"
 		"                     producer_wait_*_us, enqueue_p99_us, failed, ...; with --compare\n"
 		"                     also 'baselines' (each with seconds and 'ratio' = its time / the\n"
-		"                     capture's, i.e. the capture's speed relative to it) and 'overhead';\n"
+		"                     capture's, i.e. the capture's speed relative to it), 'overhead',\n"
+		"                     'ceiling' (the faster fio run: baseline, gbps, cpu_seconds_per_gb,\n"
+		"                     ratio; null without fio) and fio_skipped;\n"
 		"                     ring_limit also has chan_records, chan_buffers, chan_seconds,\n"
 		"                     chan_cpu_seconds, chan_records_per_s, chan_error and chan_ratio\n"
 		"                     (the channel hand-off's records/s over the bare ring pair's),\n"
@@ -108,9 +116,33 @@ static void usage(FILE *f)
 #define CREATE BENCH_BIT(BENCH_BASE_CREATE)
 #define RING BENCH_BIT(BENCH_BASE_RING)
 #define NODUMP BENCH_BIT(BENCH_BASE_NODUMP)
+/* "all": every in-process baseline, and fio when it is installed. */
 #define ALL (NAIVE | DISK | DISK_DIRECT | CREATE | RING | NODUMP)
 
-static int parse_baselines(const char *s, unsigned *out)
+bool tool_bench_has_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[BENCH_PATH_CAP];
+
+	if (!path || !*path)
+		return false;
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		/* An empty PATH entry is the current directory. */
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", name) <
+			    (int)sizeof(buf) &&
+		    access(buf, X_OK) == 0)
+			return true;
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return false;
+}
+
+/* @is_fio_asked: fio was named (not only implied by "all"). */
+static int parse_baselines(const char *s, unsigned *out, bool *is_fio_asked)
 {
 	static const struct {
 		const char *name;
@@ -118,7 +150,7 @@ static int parse_baselines(const char *s, unsigned *out)
 	} names[] = {
 		{ "naive", NAIVE }, { "disk", DISK }, { "disk-direct", DISK_DIRECT },
 		{ "create", CREATE }, { "ring", RING }, { "nodump", NODUMP },
-		{ "all", ALL },
+		{ "fio", BENCH_BASE_FIO }, { "all", ALL },
 	};
 	char *copy = strdup(s), *save = NULL, *tok;
 	unsigned bits = 0;
@@ -136,6 +168,10 @@ static int parse_baselines(const char *s, unsigned *out)
 			return -1;
 		}
 		bits |= names[i].bit;
+		if (names[i].bit == BENCH_BASE_FIO)
+			*is_fio_asked = true;
+		else if (names[i].bit == ALL)
+			bits |= BENCH_BASE_FIO;
 	}
 	free(copy);
 	*out = bits;
@@ -182,6 +218,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 	};
 	const char *io = getenv("ADUMP_IO");
 	bool is_pwrite_forced = io && !strcmp(io, "pwrite");
+	bool is_fio_asked = false;
 	uint64_t v;
 	char *end;
 	int c;
@@ -296,9 +333,9 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 			o->is_compare = true;
 			break;
 		case 'B':
-			if (parse_baselines(optarg, &o->baselines) < 0)
-				return bad("--baselines takes naive,disk,disk-direct,create,ring,nodump, not",
-					   optarg);
+			if (parse_baselines(optarg, &o->baselines, &is_fio_asked) < 0)
+				return bad("--baselines takes naive,disk,disk-direct,create,ring,nodump,fio "
+					   "or all, not", optarg);
 			o->is_compare = true;
 			break;
 		case 'n':
@@ -372,6 +409,19 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 			o->baselines &= ~(NAIVE | NODUMP);
 		if (o->io == ADUMP_IO_DIRECT)
 			o->baselines |= DISK_DIRECT;
+		o->baselines |= BENCH_BASE_FIO;
+	}
+	if (o->baselines & BENCH_BASE_FIO && !tool_bench_has_program("fio")) {
+		if (is_fio_asked) {
+			fprintf(stderr, "adump bench: --baselines fio: fio is not installed (no fio "
+					"in PATH; Debian package fio)\n");
+			return -1;
+		}
+		/* --compare and "all" run without it, and say so. */
+		o->baselines &= ~BENCH_BASE_FIO;
+		o->is_fio_skipped = true;
+		fprintf(stderr, "adump bench: fio is not installed (no fio in PATH): the fio "
+				"baselines are skipped\n");
 	}
 	if (o->compute_gbps < 0)
 		o->baselines |= DISK;

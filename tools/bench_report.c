@@ -11,9 +11,11 @@
 
 const char *const tool_bench_base_names[BENCH_BASE_COUNT] = {
 	"naive", "disk-limit", "disk-limit-direct", "create-limit", "ring-limit", "nodump",
+	"fio-buffered", "fio-direct",
 };
 const char *const tool_bench_base_keys[BENCH_BASE_COUNT] = {
 	"naive", "disk_limit", "disk_limit_direct", "create_limit", "ring_limit", "nodump",
+	"fio_buffered", "fio_direct",
 };
 
 enum field_kind { FIELD_U64, FIELD_DOUBLE, FIELD_INT, FIELD_STRING, FIELD_BOOL, FIELD_NULL };
@@ -101,7 +103,8 @@ static double per_gb(double seconds, uint64_t bytes)
 
 static bool is_per_byte(enum bench_base base)
 {
-	return base == BENCH_BASE_DISK || base == BENCH_BASE_DISK_DIRECT;
+	return base == BENCH_BASE_DISK || base == BENCH_BASE_DISK_DIRECT ||
+	       base == BENCH_BASE_FIO_BUFFERED || base == BENCH_BASE_FIO_DIRECT;
 }
 
 /* Baselines that write one file per op, and so have per-file rates. */
@@ -111,7 +114,7 @@ static bool is_per_file(enum bench_base base)
 }
 
 /* How many times faster the capture went than baseline @base: its time over the capture's,
- * per byte for the disk baselines (which may have written a slightly different
+ * per byte for the disk baselines and fio (which may have written a slightly different
  * amount), per record for ring-limit, per file or op otherwise (the same number in both). */
 static double ratio_to(enum bench_base base, const struct adump_bench_timing *t,
 		       const struct bench_result *r)
@@ -222,6 +225,26 @@ static void human_row(const char *name, const struct row *row)
 	printf("\n");
 }
 
+/* The ceiling: the faster of the fio runs that succeeded (NULL: none ran or none
+ * succeeded), and the capture's speed relative to it. */
+static const struct bench_phase *ceiling(const struct bench *b, enum bench_base *which)
+{
+	const struct bench_phase *best = NULL;
+
+	for (int base = BENCH_BASE_FIO_BUFFERED; base <= BENCH_BASE_FIO_DIRECT; base++) {
+		const struct bench_phase *ph = &b->ph[base];
+
+		if (!ph->has_run || ph->t.error < 0 || ph->t.seconds <= 0)
+			continue;
+		if (!best || tool_bench_per_s(gb(ph->t.bytes), ph->t.seconds) >
+				     tool_bench_per_s(gb(best->t.bytes), best->t.seconds)) {
+			best = ph;
+			*which = base;
+		}
+	}
+	return best;
+}
+
 /* ---- the human report ---- */
 
 static void human_summary(const struct bench *b)
@@ -309,7 +332,8 @@ static void human_compare(const struct bench *b)
 {
 	const struct bench_result *r = &b->r;
 	const struct bench_phase *ph = b->ph, *ring = &ph[BENCH_BASE_RING];
-	const struct bench_phase *nodump = &ph[BENCH_BASE_NODUMP];
+	const struct bench_phase *nodump = &ph[BENCH_BASE_NODUMP], *top;
+	enum bench_base top_base = BENCH_BASE_FIO_BUFFERED;
 	struct row row;
 
 	printf("\n  %-18s", "run");
@@ -339,6 +363,14 @@ static void human_compare(const struct bench *b)
 		row.has_bytes = row.has_files = false;
 		human_row("chan hand-off", &row);
 	}
+	top = ceiling(b, &top_base);
+	if (top)
+		printf("  ceiling    %s, the faster fio run: %.3f GB/s, %.2f CPU s per GB; adump "
+		       "%.2f x it\n", tool_bench_base_names[top_base],
+		       tool_bench_per_s(gb(top->t.bytes), top->t.seconds),
+		       per_gb(top->t.cpu_seconds, top->t.bytes), ratio_to(top_base, &top->t, r));
+	else if (b->o.is_fio_skipped)
+		printf("  ceiling    fio skipped: not installed (Debian package fio)\n");
 	if (nodump->has_run && nodump->t.error == 0 && nodump->t.seconds > 0) {
 		const struct bench_phase *naive = &ph[BENCH_BASE_NAIVE];
 
@@ -453,9 +485,10 @@ static void json_ring(const struct bench_phase *ring, struct fields *fs)
 
 static void json_compare(const struct bench *b)
 {
-	const struct bench_phase *ph = b->ph, *nodump = &ph[BENCH_BASE_NODUMP];
+	const struct bench_phase *ph = b->ph, *nodump = &ph[BENCH_BASE_NODUMP], *top;
 	const struct bench_phase *naive = &ph[BENCH_BASE_NAIVE];
 	const struct bench_result *r = &b->r;
+	enum bench_base top_base = BENCH_BASE_FIO_BUFFERED;
 	bool is_nodump = nodump->has_run && nodump->t.error == 0 && nodump->t.seconds > 0;
 	bool is_first = true;
 	struct fields fs = { .count = 0 };
@@ -490,6 +523,22 @@ static void json_compare(const struct bench *b)
 	is_first = true;
 	json_fields(&fs, &is_first);
 	printf("}");
+	/* The ceiling: the faster fio run, and the capture's speed relative to it. */
+	top = ceiling(b, &top_base);
+	fs.count = 0;
+	if (top) {
+		add(&fs, F_STR("baseline", tool_bench_base_keys[top_base]));
+		add(&fs, F_DBL("gbps", 6, tool_bench_per_s(gb(top->t.bytes), top->t.seconds)));
+		add(&fs, F_DBL("cpu_seconds_per_gb", 4, per_gb(top->t.cpu_seconds, top->t.bytes)));
+		add(&fs, F_DBL("ratio", 4, ratio_to(top_base, &top->t, r)));
+		printf(",\"ceiling\":{");
+		is_first = true;
+		json_fields(&fs, &is_first);
+		printf("}");
+	} else {
+		printf(",\"ceiling\":null");
+	}
+	printf(",\"fio_skipped\":%s", b->o.is_fio_skipped ? "true" : "false");
 }
 
 void tool_bench_report(const struct bench *b)

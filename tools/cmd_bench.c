@@ -2,8 +2,8 @@
 /* `adump bench`: runs a workload of Add operators on N streams of the simulated NPU, dumps
  * every op through a capture session, and reports how fast and at what cost; with --compare
  * it also runs, in the same invocation and on the same bytes, the baselines of bench/ (naive
- * dumper, disk-limit, create-limit, ring-limit with the channel hand-off beside it, no dump)
- * and reports the ratios. This file is the order of the phases; the jobs are in
+ * dumper, disk-limit, create-limit, ring-limit with the channel hand-off beside it, no dump,
+ * fio) and reports the ratios. This file is the order of the phases; the jobs are in
  * bench_opts.c, bench_run.c, bench_baselines.c and bench_report.c (tools/bench_int.h). */
 #include <errno.h>
 #include <stdio.h>
