@@ -145,18 +145,25 @@ static double chan_ratio(const struct bench_phase *ring, const struct adump_benc
 
 /* ---- the runs' table: the capture and each baseline, one row each ---- */
 
+/* What a column's figure means something only for: runs that wrote bytes, or one file per op. */
+enum column_needs { NEEDS_NOTHING, NEEDS_BYTES, NEEDS_FILES };
+
 /* A column of the human table: the field it shows, its width and decimals there. */
 struct column {
 	const char *head;
 	const char *key;
 	int width;
 	int decimals;
+	enum column_needs needs;
 };
 
 static const struct column columns[] = {
-	{ "seconds", "seconds", 9, 3 },     { "GB/s", "gbps", 9, 3 },
-	{ "files/s", "files_per_s", 10, 0 }, { "tensors/s", "tensors_per_s", 11, 0 },
-	{ "CPU s", "cpu_seconds", 8, 2 },   { "adump speed x", "ratio", 14, 2 },
+	{ "seconds", "seconds", 9, 3, NEEDS_NOTHING },
+	{ "GB/s", "gbps", 9, 3, NEEDS_BYTES },
+	{ "files/s", "files_per_s", 10, 0, NEEDS_FILES },
+	{ "tensors/s", "tensors_per_s", 11, 0, NEEDS_FILES },
+	{ "CPU s", "cpu_seconds", 8, 2, NEEDS_NOTHING },
+	{ "adump speed x", "ratio", 14, 2, NEEDS_NOTHING },
 };
 #define COLUMN_COUNT (sizeof(columns) / sizeof(columns[0]))
 
@@ -213,9 +220,8 @@ static void human_row(const char *name, const struct row *row)
 	printf("  %-18s", name);
 	for (size_t c = 0; c < COLUMN_COUNT; c++) {
 		const struct field *f = row_field(row, columns[c].key);
-		bool is_shown = f && (strcmp(f->key, "gbps") || row->has_bytes) &&
-				((strcmp(f->key, "files_per_s") && strcmp(f->key, "tensors_per_s")) ||
-				 row->has_files);
+		bool is_shown = f && (columns[c].needs != NEEDS_BYTES || row->has_bytes) &&
+				(columns[c].needs != NEEDS_FILES || row->has_files);
 
 		if (is_shown)
 			printf(" %*.*f", columns[c].width, columns[c].decimals, f->d);
