@@ -84,7 +84,8 @@ static void usage(FILE *f)
 		"                     the dump filesystem with the capture's byte count (1 MiB io_uring\n"
 		"                     writes at depth 16, end_fsync; buffered, then O_DIRECT), timed\n"
 		"                     until synced as the capture is; the faster is the 'ceiling' the\n"
-		"                     capture is held against (disk-limit is the in-process figure)\n"
+		"                     capture is held against (disk-limit is the in-process figure;\n"
+		"                     fio-direct is left out where the filesystem refuses O_DIRECT)\n"
 		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,ring,\n"
 		"                     nodump,fio, or all (implies --compare; fio named but not\n"
 		"                     installed is a usage error)\n"
@@ -130,7 +131,7 @@ bool tool_bench_has_program(const char *name)
 		size_t len = strcspn(path, ":");
 
 		/* An empty PATH entry is the current directory. */
-		if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? path : ".", name) <
+		if (snprintf(buf, sizeof(buf), "%.*s/%s", len ? (int)len : 1, len ? path : ".", name) <
 			    (int)sizeof(buf) &&
 		    access(buf, X_OK) == 0)
 			return true;

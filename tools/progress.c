@@ -49,13 +49,15 @@ static void draw(struct tool_progress *p, uint64_t now)
 	for (unsigned i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < filled ? '#' : ' ';
 	bar[BAR_WIDTH] = '\0';
-	fprintf(stderr, "\r\033[K%s [%s] %llu/%llu", p->label, bar, (unsigned long long)p->done,
+	fprintf(stderr, "\r%s [%s] %llu/%llu", p->label, bar, (unsigned long long)p->done,
 		(unsigned long long)p->total);
 	if (p->bytes_total)
 		fprintf(stderr, ", %.2f of %.2f GB, %.2f GB/s", (double)p->bytes / 1e9,
 			(double)p->bytes_total / 1e9, elapsed > 0 ? (double)p->bytes / elapsed / 1e9 : 0.0);
 	if (p->is_timed)
 		fprintf(stderr, ", %.1f s", elapsed);
+	/* Whatever a longer line drawn before left beyond this one. */
+	fprintf(stderr, "\033[K");
 	fflush(stderr);
 	p->is_drawn = true;
 }
