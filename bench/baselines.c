@@ -21,9 +21,9 @@
 
 #include "bench/bench.h"
 #include "common/common.h"
-#include "common/tsan.h"
 #include "pipeline/defaults.h"
 #include "ring/ring.h"
+#include "ring/spsc.h"
 
 #define DIRECT_ALIGN 4096u
 
@@ -272,12 +272,10 @@ struct ring_pair {
 /* A record of the reading pair: a cache line of its own, like struct adump_rec. */
 #define RING_RECORD_WORDS 8
 
-/* ck_ring publishes through accesses ThreadSanitizer cannot pair (volatile loads, and a
- * memcpy the runtime intercepts), as ring/ explains for its own rings: the two loops that
- * use it are uninstrumented and their accesses ignored (common/tsan.h). Thread start and
- * join order everything else. */
+/* The pair uses the rings as the channel does, through ring/spsc.h, whose push and pop carry
+ * the ThreadSanitizer annotations ck_ring needs. */
 
-ADUMP_NO_TSAN static void *ring_consumer(void *arg)
+static void *ring_consumer(void *arg)
 {
 	struct ring_pair *rp = arg;
 	uint64_t got = 0;
@@ -286,9 +284,8 @@ ADUMP_NO_TSAN static void *ring_consumer(void *arg)
 
 	while (!atomic_load_explicit(&rp->is_started, memory_order_acquire))
 		sched_yield();
-	ADUMP_TSAN_IGNORE_BEGIN();
 	while (got < rp->records) {
-		if (!ck_ring_dequeue_spsc(&rp->filled, rp->filled_slots, &rec)) {
+		if (!adump_spsc_pop(&rp->filled, rp->filled_slots, &rec)) {
 			/* On a loaded 2-core machine the peer may not be running: let it. */
 			if (++misses > 256) {
 				misses = 0;
@@ -300,23 +297,21 @@ ADUMP_NO_TSAN static void *ring_consumer(void *arg)
 		if (rp->is_reading && *(uint64_t *)rec != got && !rp->error)
 			rp->error = -EIO;
 		/* The free ring has room for every record: this cannot fail. */
-		ck_ring_enqueue_spsc(&rp->free_ring, rp->free_slots, rec);
+		adump_spsc_push(&rp->free_ring, rp->free_slots, rec, NULL);
 		got++;
 	}
-	ADUMP_TSAN_IGNORE_END();
 	return NULL;
 }
 
-ADUMP_NO_TSAN static void ring_produce(struct ring_pair *rp, uint64_t records)
+static void ring_produce(struct ring_pair *rp, uint64_t records)
 {
 	unsigned misses = 0;
 
 	atomic_store_explicit(&rp->is_started, 1, memory_order_release);
-	ADUMP_TSAN_IGNORE_BEGIN();
 	for (uint64_t i = 0; i < records;) {
 		void *rec;
 
-		if (!ck_ring_dequeue_spsc(&rp->free_ring, rp->free_slots, &rec)) {
+		if (!adump_spsc_pop(&rp->free_ring, rp->free_slots, &rec)) {
 			if (++misses > 256) {
 				misses = 0;
 				sched_yield();
@@ -325,10 +320,9 @@ ADUMP_NO_TSAN static void ring_produce(struct ring_pair *rp, uint64_t records)
 		}
 		misses = 0;
 		*(uint64_t *)rec = i;
-		ck_ring_enqueue_spsc(&rp->filled, rp->filled_slots, rec);
+		adump_spsc_push(&rp->filled, rp->filled_slots, rec, NULL);
 		i++;
 	}
-	ADUMP_TSAN_IGNORE_END();
 }
 
 int adump_bench_ring_limit(uint64_t records, unsigned slots, bool is_reading,
@@ -359,7 +353,7 @@ int adump_bench_ring_limit(uint64_t records, unsigned slots, bool is_reading,
 	ck_ring_init(&rp.filled, size);
 	ck_ring_init(&rp.free_ring, size);
 	for (unsigned i = 0; i < slots; i++)
-		ck_ring_enqueue_spsc(&rp.free_ring, rp.free_slots, &recs[(size_t)i * stride]);
+		adump_spsc_push(&rp.free_ring, rp.free_slots, &recs[(size_t)i * stride], NULL);
 	ret = -pthread_create(&th, NULL, ring_consumer, &rp);
 	if (ret < 0)
 		goto out;

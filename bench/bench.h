@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench/: what `adump bench` measures with — the workload profiles (which ops, which tensor
  * shapes and dtypes, which bytes) and the baselines a capture is compared against in the same
- * run (naive dumper, disk-limit, create-limit, ring-limit and the channel hand-off beside it).
+ * run (naive dumper, disk-limit, create-limit, ring-limit and the channel hand-off beside it,
+ * and fio, the external ceiling).
  * Linked into the adump tool only. */
 #ifndef ADUMP_BENCH_H
 #define ADUMP_BENCH_H
@@ -114,6 +115,18 @@ double adump_bench_cpu_seconds(void);
  */
 int adump_bench_disk_limit(const char *dir, uint64_t bytes, size_t chunk, unsigned depth,
 			   bool is_direct, bool sync, struct adump_bench_timing *out);
+
+/**
+ * adump_bench_fio() - run fio (bench/fio.c) on @dir: @bytes (rounded up to whole blocks) to one
+ * new file, sequential 1 MiB io_uring writes at depth 16 (smaller blocks for less than 1 MiB),
+ * buffered or @is_direct (O_DIRECT), ending with fio's end_fsync and, when @sync, a syncfs as
+ * a capture ends. out->seconds is fio's write time (first write to end_fsync) plus that
+ * syncfs; out->cpu_seconds all of fio's processes' CPU time. fio removes its file; its report
+ * is removed too. Return: 0 or negative (also in out->error): -ENOENT if fio is not installed,
+ * -EIO if it failed or its report could not be read.
+ */
+int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
+		    struct adump_bench_timing *out);
 
 /**
  * adump_bench_create_limit() - create + write + close @count files in @dir, one thread,

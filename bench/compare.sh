@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # `adump compare` at disk speed: two captures of the same bench workload (same seed), the
-# second perturbed at known places (the output of the op at 40% of the op order and of every
-# 10th op after it: the upper half of each output has its sign bit flipped), compared
+# second perturbed everywhere (every element's lowest bit) and at known places (the output of
+# the op at 40% of the op order and of every 10th op after it: the upper half of each output
+# has its sign bit flipped), compared
 #   - from the page cache and from a cold cache (drop_caches; needs root, else skipped),
 #   - against `cat` of both trees to /dev/null in the same sitting (the read limit),
 #   - against msaccucmp when MSACCUCMP="python3 /path/msaccucmp.py" is given,
 # runs alternated. Checks that the first divergent op is the first perturbed one. Prints one
-# line per run; deletes the dumps at the end.
+# line per run; deletes the dumps at the end (KEEP=1 keeps them).
 #
 #   bench/compare.sh [-a ADUMP] [-d SCRATCH_DIR] [-s SIZE (default 2200M)] [-n ROUNDS (2)]
 #                    [-p PLOT_DIR (keep the --plot pictures there)]
@@ -31,7 +32,7 @@ while getopts "a:d:s:n:p:" opt; do
 done
 [[ -x $adump ]] || { echo "compare.sh: $adump is not built" >&2; exit 1; }
 mkdir -p "$scratch"
-trap 'rm -rf "$scratch"' EXIT
+trap '[[ -n ${KEEP:-} ]] || rm -rf "$scratch"' EXIT
 
 workload=(--streams 2 --min-size 1M --max-size 64M --total "$size" --seed 11)
 "$adump" bench "${workload[@]}" --out "$scratch/golden" >/dev/null
@@ -39,8 +40,10 @@ workload=(--streams 2 --min-size 1M --max-size 64M --total "$size" --seed 11)
 golden=$(ls -d "$scratch"/golden/*/0)
 my=$(ls -d "$scratch"/my/*/0)
 
-# Perturb: ops in my side's timestamp order (msaccucmp's op order); flip the sign bit of the
-# upper half of the output's elements. The output is the file's last third (self, other, out
+# Perturb: ops in my side's timestamp order (msaccucmp's op order); every element of every
+# tensor gets its lowest bit flipped (as an NPU run differs from its reference everywhere, so
+# no op is the same bytes on both sides); then flip the sign bit of the upper half of the
+# output's elements. The output is the file's last third (self, other, out
 # have one shape). Element width from the name-independent header via adump inspect --json.
 first=$(/usr/bin/python3 - "$my" "$adump" <<'EOF'
 import json, os, struct, subprocess, sys
@@ -48,17 +51,25 @@ import numpy as np
 d, adump = sys.argv[1], sys.argv[2]
 files = sorted(os.listdir(d), key=lambda f: (int(f.rsplit('.', 1)[1]), f))
 start = int(len(files) * 0.4)
-for k, f in enumerate(files[start:]):
-    if k % 10:
-        continue
+for k, f in enumerate(files):
     p = os.path.join(d, f)
     info = json.loads(subprocess.check_output([adump, 'inspect', '--json', '--no-stats', p]))
     dt = json.dumps(info)
     width = 2 if 'float16' in dt else 4
-    sign = 0x8000 if width == 2 else 0x80000000
+    words = np.uint16 if width == 2 else np.uint32
     size = os.path.getsize(p)
     with open(p, 'r+b') as fh:
         hlen = struct.unpack('<Q', fh.read(8))[0]
+        # Every element's lowest bit flipped: no tensor is the same bytes on both sides.
+        fh.seek(8 + hlen)
+        body = np.fromfile(fh, dtype=words, count=(size - 8 - hlen) // width)
+        fh.seek(8 + hlen)
+        fh.write((body ^ 1).tobytes())
+    k -= start
+    if k < 0 or k % 10:
+        continue
+    sign = 0x8000 if width == 2 else 0x80000000
+    with open(p, 'r+b') as fh:
         third = (size - 8 - hlen) // 3
         off = 8 + hlen + 2 * third + third // 2 // width * width
         fh.seek(off)

@@ -6,9 +6,85 @@
 # in the same runs.
 #
 #   bench/plot.sh [bench/matrix.jsonl] [bench/scaling.svg]
+#
+# The fio mode draws, from bench JSON lines (one `adump bench --json` object a line, as
+# run_matrix.sh -f writes them, or the last lines of any runs with --baselines fio or
+# --compare), the capture's GB/s next to fio buffered's and fio O_DIRECT's for each profile
+# and stream count: one panel per profile, bars per stream count, the best of the runs of a
+# cell. It writes OUT.svg and OUT.png. TITLE (environment; gnuplot enhanced text, so no ~ _ ^)
+# is added to the plot's title.
+#
+#   bench/plot.sh fio [bench/fio.jsonl] [bench/fio]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+
+if [[ ${1:-} == fio ]]; then
+	in=${2:-$here/fio.jsonl}
+	base=${3:-$here/fio}
+	base=${base%.svg}
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	# One data file per profile: streams, capture, fio buffered, fio direct (GB/s, "nan" if
+	# absent), best of the runs of that profile and stream count.
+	profiles=$(/usr/bin/python3 - "$in" "$tmp" <<'EOF'
+import json, sys
+nan = float("nan")
+cells = {}
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    b = r.get("baselines", {})
+    def gbps(k):
+        v = b.get(k)
+        return v["gbps"] if v and v.get("error") == 0 else nan
+    new = (r["gbps"], gbps("fio_buffered"), gbps("fio_direct"))
+    old = cells.setdefault(r["profile"], {}).get(r["streams"], (nan, nan, nan))
+    cells[r["profile"]][r["streams"]] = tuple(
+        n if o != o or n > o else o for n, o in zip(new, old))
+for p, by_s in cells.items():
+    with open(f"{sys.argv[2]}/{p}.dat", "w") as f:
+        for s in sorted(by_s):
+            f.write(f"{s} " + " ".join(f"{v:.4f}" for v in by_s[s]) + "\n")
+print(" ".join(p for p in ("range", "transformer", "huge", "tiny") if p in cells))
+EOF
+)
+	[[ -n $profiles ]] || { echo "plot: no bench JSON lines in $in" >&2; exit 1; }
+	count=$(wc -w <<<"$profiles")
+	for term in svg png; do
+		if [[ $term == svg ]]; then
+			setterm="set terminal svg size $((420 * count + 80)),500 dynamic enhanced font \"sans,11\""
+		else
+			setterm="set terminal pngcairo size $((420 * count + 80)),500 enhanced font \"sans,10\""
+		fi
+		gnuplot <<EOF
+$setterm
+set output "$base.$term"
+set multiplot layout 1,$count title "adump bench: the capture next to fio (the disk's ceiling) in the same runs, best per cell${TITLE:+\\n$TITLE}"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set key below font ",9"
+set grid ytics
+set yrange [0:*]
+set xlabel "streams"
+set ylabel "GB/s (until synced)"
+set datafile missing "nan"
+do for [p in "$profiles"] {
+  set title p
+  plot "$tmp/".p.".dat" using 2:xtic(1) title "adump capture" lc rgb "#1f77b4", \
+       "" using 3 title "fio buffered io\\\\_uring" lc rgb "#aaaaaa", \
+       "" using 4 title "fio O\\\\_DIRECT" lc rgb "#555555"
+}
+unset multiplot
+EOF
+		echo "plot: $base.$term"
+	done
+	exit 0
+fi
 in=${1:-$here/matrix.jsonl}
 svg=${2:-$here/scaling.svg}
 tmp=$(mktemp -d)

@@ -6,7 +6,11 @@
 # Appends one JSON object per run, with the command that produced it, to OUT.jsonl.
 # Sizes are cut with --total so the whole matrix takes a few minutes on a 2-core machine.
 #
+# -f adds fio (the disk's ceiling: fio buffered and O_DIRECT on the capture's bytes) to every
+# run's baselines, for `bench/plot.sh fio`; -w sets the worker counts, -T every profile's size.
+#
 #   bench/run_matrix.sh [-a ADUMP] [-d SCRATCH_DIR] [-o bench/matrix.jsonl] [-p "transformer tiny huge"]
+#                       [-s "1 2 4 8 16"] [-w "1 2"] [-T SIZE] [-f]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,21 +21,29 @@ profiles="transformer tiny huge"
 streams_list="1 2 4 8 16"
 workers_list="1 2"
 
-while getopts "a:d:o:p:s:" opt; do
+size=""
+extra=""
+while getopts "a:d:o:p:s:w:T:f" opt; do
 	case $opt in
 	a) adump=$OPTARG ;;
 	d) scratch=$OPTARG ;;
 	o) out=$OPTARG ;;
 	p) profiles=$OPTARG ;;
 	s) streams_list=$OPTARG ;;
-	*) echo "usage: $0 [-a ADUMP] [-d SCRATCH_DIR] [-o OUT.jsonl] [-p PROFILES] [-s STREAMS]" >&2; exit 2 ;;
+	w) workers_list=$OPTARG ;;
+	T) size=$OPTARG ;;
+	f) extra=,fio ;;
+	*) echo "usage: $0 [-a ADUMP] [-d SCRATCH_DIR] [-o OUT.jsonl] [-p PROFILES] [-s STREAMS] [-w WORKERS] [-T SIZE] [-f]" >&2; exit 2 ;;
 	esac
 done
 [[ -x $adump ]] || { echo "run_matrix: $adump is not built (cmake --build build-bench)" >&2; exit 1; }
 
 # Per profile: the bytes to capture and the baselines that bound it.
 declare -A total=([transformer]=768M [tiny]=8M [huge]=1536M)
-declare -A baselines=([transformer]=disk [tiny]=create,ring [huge]=disk)
+declare -A baselines=([transformer]=disk$extra [tiny]=create,ring$extra [huge]=disk$extra)
+if [[ -n $size ]]; then
+	for p in "${!total[@]}"; do total[$p]=$size; done
+fi
 
 mkdir -p "$scratch"
 : >"$out"

@@ -3,7 +3,7 @@
  * structures (asm/volatile accesses and memcpy TSan cannot pair): the ck calls run with
  * tracking ignored and each hand-off carries an explicit release/acquire on the pointer.
  * ADUMP_NO_TSAN leaves a whole function uninstrumented. All no-ops without TSan. Used by
- * ring/spsc.h, common/freelist.c and bench/baselines.c. */
+ * ring/spsc.h (and through it bench/baselines.c) and common/freelist.c. */
 #ifndef ADUMP_TSAN_H
 #define ADUMP_TSAN_H
 

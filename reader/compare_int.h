@@ -22,6 +22,10 @@ struct adump_compare_acc {
 	double mean[2], m2[2];
 	uint64_t below1, below5;
 	bool has_msprobe;               /* count msprobe's relative-error shares (set after init) */
+	/* Both sides are the same bytes of the same dtype (set by the caller after the first
+	 * pass): KL is then exactly 0 (p == q everywhere, and the sums of p and q are equal),
+	 * which is what the second pass would find, so it is skipped. */
+	bool is_identical;
 };
 
 ADUMP_HIDDEN uint32_t adump_compare_elem_bytes(int32_t dtype);
@@ -48,6 +52,8 @@ ADUMP_HIDDEN bool adump_compare_is_scalar(const uint64_t *dims, uint32_t dim_cou
 ADUMP_HIDDEN void adump_compare_msg_add(char *msg, size_t cap, const char *text);
 /* Tests: run the portable kernels even where AVX2 is there (any thread; affects all). */
 ADUMP_HIDDEN void adump_compare_simd_set(bool is_enabled);
+/* Tests: the AVX2 KL kernel even where AVX-512 is there (the other kernels are AVX2 only). */
+ADUMP_HIDDEN void adump_compare_avx512_set(bool is_enabled);
 /* Python's '{:.6f}'.format(). */
 ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
 

@@ -12,6 +12,12 @@
 
 #include "reader/compare_int.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+static bool has_avx2(void);
+
 static const char *const alg_names[ADUMP_COMPARE_ALG_COUNT] = {
 	"CosineSimilarity",          "MaxAbsoluteError",  "AccumulatedRelativeError",
 	"RelativeEuclideanDistance", "KullbackLeiblerDivergence", "StandardDeviation",
@@ -97,8 +103,44 @@ static void half_table_fill(void)
 		half_table[h] = adump_half_to_float((uint16_t)h);
 }
 
+#if defined(__x86_64__)
+/* float16 and int32 eight at a time; return how many were converted (the rest is left to the
+ * portable loops). vcvtph2ps is exact, as the table is; vcvtdq2ps rounds to nearest, as the
+ * C conversion does. */
+__attribute__((target("avx2,f16c"))) static size_t half_run_f16c(const void *raw, size_t n, float *out)
+{
+	const unsigned char *p = raw;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 2 * i))));
+	return i;
+}
+
+__attribute__((target("avx2"))) static size_t int32_run_avx2(const void *raw, size_t n, float *out)
+{
+	const unsigned char *p = raw;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(out + i, _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(p + 4 * i))));
+	return i;
+}
+#endif
+
 void adump_compare_to_float(int32_t dtype, const void *raw, size_t n, float *out)
 {
+#if defined(__x86_64__)
+	if ((dtype == ADUMP_DT_FLOAT16 || dtype == ADUMP_DT_INT32) && has_avx2()) {
+		size_t done = dtype == ADUMP_DT_FLOAT16 ? half_run_f16c(raw, n, out)
+							: int32_run_avx2(raw, n, out);
+		size_t eb = dtype == ADUMP_DT_FLOAT16 ? 2 : 4;
+
+		raw = (const unsigned char *)raw + done * eb;
+		out += done;
+		n -= done;
+	}
+#endif
 	switch (dtype) {
 	case ADUMP_DT_FLOAT:
 		memcpy(out, raw, n * sizeof(float));
@@ -281,8 +323,6 @@ static void msprobe_run(struct adump_compare_acc *a, const float *x, const float
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-
 /* The same kernel, eight floats a step: float32 element-wise steps as above, the float64 sums
  * kept in 4-wide vectors (each half of the eight into the same accumulators). maxps returns
  * its second operand when either is NaN, so the running maxima skip NaNs, which are counted. */
@@ -386,63 +426,69 @@ __attribute__((target("avx2"))) static double m2_run_avx2(const float *v, size_t
 	return t[0] + t[1] + t[2] + t[3];
 }
 
-/* ln(v) for positive normal doubles: v = m 2^e with m in [sqrt(1/2), sqrt(2)), then
- * ln m = 2 atanh(s), s = (m - 1)/(m + 1), |s| < 0.172, by its series to s^17: relative error
- * below 1e-13, far under what six printed decimals of a sum need. */
-__attribute__((target("avx2"))) static __m256d log_avx2(__m256d v)
+/* ln(v) for positive normal doubles, without a division (the divide unit was what KL waited
+ * on): v = 2^e m with m in [1, 2), c = m rounded to a multiple of 1/128 (1 <= c <= 2, so
+ * ln 1 is exactly 0), u = m (1/c) - 1 by one FMA, |u| <= 2^-8; then
+ * ln v = e ln 2 - ln(1/c) + ln(1 + u), ln(1 + u) by its series to u^6 (truncation below
+ * 2^-56 / 7 = 2e-18). 1/c and ln(1/c) come from a table filled once with libm's log. */
+#define LOG_TABLE_STEPS 128
+static double log_inv_c[LOG_TABLE_STEPS + 1], log_ln_inv_c[LOG_TABLE_STEPS + 1];
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+
+static void log_table_fill(void)
 {
-	const __m256i mant_mask = _mm256_set1_epi64x(0x000fffffffffffffLL);
-	const __m256i one_bits = _mm256_set1_epi64x(0x3ff0000000000000LL);
-	__m256i bits = _mm256_castpd_si256(v);
-	__m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(1023));
-	__m256d m = _mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(bits, mant_mask), one_bits));
-	__m256d big = _mm256_cmp_pd(m, _mm256_set1_pd(1.4142135623730951), _CMP_GT_OQ);
-	double ed[4];
-	int64_t ei[4];
-
-	m = _mm256_blendv_pd(m, _mm256_mul_pd(m, _mm256_set1_pd(0.5)), big);
-	e = _mm256_sub_epi64(e, _mm256_castpd_si256(big));      /* all ones = -1 */
-	_mm256_storeu_si256((__m256i *)ei, e);
-	for (int k = 0; k < 4; k++)
-		ed[k] = (double)ei[k];
-	__m256d s = _mm256_div_pd(_mm256_sub_pd(m, _mm256_set1_pd(1)), _mm256_add_pd(m, _mm256_set1_pd(1)));
-	__m256d s2 = _mm256_mul_pd(s, s);
-	__m256d p = _mm256_set1_pd(1.0 / 17);
-
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 15));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 13));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 11));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 9));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 7));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 5));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0 / 3));
-	p = _mm256_add_pd(_mm256_mul_pd(p, s2), _mm256_set1_pd(1.0));
-	return _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_mul_pd(s, p)),
-			     _mm256_mul_pd(_mm256_loadu_pd(ed), _mm256_set1_pd(0.69314718055994530942)));
+	for (int k = 0; k <= LOG_TABLE_STEPS; k++) {
+		log_inv_c[k] = 1.0 / (1.0 + (double)k / LOG_TABLE_STEPS);
+		log_ln_inv_c[k] = log(log_inv_c[k]);
+	}
 }
 
-__attribute__((target("avx2"))) static void kl_run_avx2(const float *x, const float *y, size_t n,
-							const double mm[4], double out[3])
+__attribute__((target("avx2,fma"))) static inline __m256d log_avx2(__m256d v)
+{
+	const __m256i mant_mask = _mm256_set1_epi64x(0x000fffffffffffffLL);
+	const __m256i bias_bits = _mm256_set1_epi64x(0x4330000000000000LL);     /* 2^52 */
+	__m256i bits = _mm256_castpd_si256(v), mant = _mm256_and_si256(bits, mant_mask);
+	/* The nearest multiple of 1/128: the mantissa's top 7 bits, rounded (0..128). */
+	__m256i k = _mm256_srli_epi64(_mm256_add_epi64(mant, _mm256_set1_epi64x(1LL << 44)), 45);
+	__m256d m = _mm256_castsi256_pd(_mm256_or_si256(mant, _mm256_set1_epi64x(0x3ff0000000000000LL)));
+	/* The biased exponent as a double: its bits under 2^52's, minus 2^52 + 1023. */
+	__m256d e = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(bits, 52),
+								       bias_bits)),
+				  _mm256_set1_pd(4503599627370496.0 + 1023.0));
+	__m256d u = _mm256_fmsub_pd(m, _mm256_i64gather_pd(log_inv_c, k, 8), _mm256_set1_pd(1.0));
+	__m256d p = _mm256_set1_pd(-1.0 / 6);
+
+	p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 5));
+	p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(-1.0 / 4));
+	p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0 / 3));
+	p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(-1.0 / 2));
+	p = _mm256_fmadd_pd(p, u, _mm256_set1_pd(1.0));
+	return _mm256_add_pd(_mm256_fmsub_pd(e, _mm256_set1_pd(0.69314718055994530942),
+					     _mm256_i64gather_pd(log_ln_inv_c, k, 8)),
+			     _mm256_mul_pd(p, u));
+}
+
+/* Normalisation by multiplying with 1/range (a range of 0 leaves the value as it is: min 0,
+ * factor 1); one division per four elements is left, p / q. */
+__attribute__((target("avx2,fma"))) static void kl_run_avx2(const float *x, const float *y, size_t n,
+							    const double mm[4], double out[3])
 {
 	const __m256d eps = _mm256_set1_pd(1.1920929e-07);
-	__m256d minx = _mm256_set1_pd(mm[0]), miny = _mm256_set1_pd(mm[2]);
-	__m256d rx = _mm256_set1_pd(mm[1] - mm[0]), ry = _mm256_set1_pd(mm[3] - mm[2]);
+	double rx = mm[1] - mm[0], ry = mm[3] - mm[2];
+	__m256d minx = _mm256_set1_pd(rx != 0 ? mm[0] : 0), miny = _mm256_set1_pd(ry != 0 ? mm[2] : 0);
+	__m256d fx = _mm256_set1_pd(rx != 0 ? 1 / rx : 1), fy = _mm256_set1_pd(ry != 0 ? 1 / ry : 1);
 	__m256d sa = _mm256_setzero_pd(), sb = sa, t = sa;
-	bool is_rx = mm[1] - mm[0] != 0, is_ry = mm[3] - mm[2] != 0;
 	double o[4];
 
+	pthread_once(&log_once, log_table_fill);
 	for (size_t i = 0; i < n; i += 4) {
 		__m256d p = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), q = _mm256_cvtps_pd(_mm_loadu_ps(y + i));
 
-		if (is_rx)
-			p = _mm256_div_pd(_mm256_sub_pd(p, minx), rx);
-		if (is_ry)
-			q = _mm256_div_pd(_mm256_sub_pd(q, miny), ry);
-		p = _mm256_max_pd(p, eps);
-		q = _mm256_max_pd(q, eps);
+		p = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(p, minx), fx), eps);
+		q = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(q, miny), fy), eps);
 		sa = _mm256_add_pd(sa, p);
 		sb = _mm256_add_pd(sb, q);
-		t = _mm256_add_pd(t, _mm256_mul_pd(p, log_avx2(_mm256_div_pd(p, q))));
+		t = _mm256_fmadd_pd(p, log_avx2(_mm256_div_pd(p, q)), t);
 	}
 	_mm256_storeu_pd(o, sa);
 	out[0] += o[0] + o[1] + o[2] + o[3];
@@ -451,20 +497,112 @@ __attribute__((target("avx2"))) static void kl_run_avx2(const float *x, const fl
 	_mm256_storeu_pd(o, t);
 	out[2] += o[0] + o[1] + o[2] + o[3];
 }
+
+/* The same on AVX-512, eight doubles a step, with no memory lookups: m in [0.75, 1.5) from
+ * getmant/getexp (halved, exponent + 1, when m >= 1.5), c = the nearest multiple of 1/16
+ * (c = 1 exactly near 1), 1/c and ln(1/c) picked from two registers by vpermt2pd, |u| below
+ * 1/24, ln(1 + u) by its series to u^11 (truncation below 3e-18). */
+static double log16_inv_c[16] __attribute__((aligned(64))), log16_ln_inv_c[16] __attribute__((aligned(64)));
+static pthread_once_t log16_once = PTHREAD_ONCE_INIT;
+
+static void log16_table_fill(void)
+{
+	for (int k = 0; k < 16; k++) {
+		log16_inv_c[k] = 1.0 / (0.75 + k / 16.0);
+		log16_ln_inv_c[k] = log(log16_inv_c[k]);
+	}
+}
+
+__attribute__((target("avx512f,avx512dq"))) static inline __m512d log_avx512(__m512d v,
+									  const __m512d tab[4])
+{
+	__m512d m = _mm512_getmant_pd(v, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+	__m512d e = _mm512_getexp_pd(v);
+	__mmask8 big = _mm512_cmp_pd_mask(m, _mm512_set1_pd(1.5), _CMP_GE_OQ);
+
+	m = _mm512_mask_mul_pd(m, big, m, _mm512_set1_pd(0.5));
+	e = _mm512_mask_add_pd(e, big, e, _mm512_set1_pd(1.0));
+	/* round(16 m - 12) in the low bits of 2^52 + it: the table index 0..12. */
+	__m512i k = _mm512_castpd_si512(_mm512_fmadd_pd(m, _mm512_set1_pd(16.0),
+							_mm512_set1_pd(4503599627370496.0 - 12.0)));
+	__m512d u = _mm512_fmsub_pd(m, _mm512_permutex2var_pd(tab[0], k, tab[1]), _mm512_set1_pd(1.0));
+	/* -(1 - u/2 + u^2/3 - ... - u^10/11), so that ln(1 + u) = -p u. */
+	__m512d p = _mm512_set1_pd(-1.0 / 11);
+
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 10));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(-1.0 / 9));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 8));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(-1.0 / 7));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 6));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(-1.0 / 5));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 4));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(-1.0 / 3));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(1.0 / 2));
+	p = _mm512_fmadd_pd(p, u, _mm512_set1_pd(-1.0));
+	return _mm512_fnmadd_pd(p, u, _mm512_fmsub_pd(e, _mm512_set1_pd(0.69314718055994530942),
+						      _mm512_permutex2var_pd(tab[2], k, tab[3])));
+}
+
+__attribute__((target("avx512f,avx512dq"))) static void kl_run_avx512(const float *x, const float *y,
+								       size_t n, const double mm[4],
+								       double out[3])
+{
+	const __m512d eps = _mm512_set1_pd(1.1920929e-07);
+	double rx = mm[1] - mm[0], ry = mm[3] - mm[2];
+	__m512d minx = _mm512_set1_pd(rx != 0 ? mm[0] : 0), miny = _mm512_set1_pd(ry != 0 ? mm[2] : 0);
+	__m512d fx = _mm512_set1_pd(rx != 0 ? 1 / rx : 1), fy = _mm512_set1_pd(ry != 0 ? 1 / ry : 1);
+	__m512d sa = _mm512_setzero_pd(), sb = sa, t = sa, tab[4];
+
+	pthread_once(&log16_once, log16_table_fill);
+	tab[0] = _mm512_load_pd(log16_inv_c);
+	tab[1] = _mm512_load_pd(log16_inv_c + 8);
+	tab[2] = _mm512_load_pd(log16_ln_inv_c);
+	tab[3] = _mm512_load_pd(log16_ln_inv_c + 8);
+	for (size_t i = 0; i < n; i += 8) {
+		__m512d p = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), q = _mm512_cvtps_pd(_mm256_loadu_ps(y + i));
+
+		p = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(p, minx), fx), eps);
+		q = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(q, miny), fy), eps);
+		sa = _mm512_add_pd(sa, p);
+		sb = _mm512_add_pd(sb, q);
+		t = _mm512_fmadd_pd(p, log_avx512(_mm512_div_pd(p, q), tab), t);
+	}
+	out[0] += _mm512_reduce_add_pd(sa);
+	out[1] += _mm512_reduce_add_pd(sb);
+	out[2] += _mm512_reduce_add_pd(t);
+}
 #endif
 
-static _Atomic bool is_simd_off;
+static _Atomic bool is_simd_off, is_avx512_off;
 
 void adump_compare_simd_set(bool is_enabled)
 {
 	atomic_store_explicit(&is_simd_off, !is_enabled, memory_order_relaxed);
 }
 
+void adump_compare_avx512_set(bool is_enabled)
+{
+	atomic_store_explicit(&is_avx512_off, !is_enabled, memory_order_relaxed);
+}
+
+static bool has_avx512(void)
+{
+#if defined(__x86_64__)
+	return !atomic_load_explicit(&is_simd_off, memory_order_relaxed) &&
+	       !atomic_load_explicit(&is_avx512_off, memory_order_relaxed) &&
+	       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+	return false;
+#endif
+}
+
+/* AVX2 with FMA and F16C, which every AVX2 processor has. */
 static bool has_avx2(void)
 {
 #if defined(__x86_64__)
 	return !atomic_load_explicit(&is_simd_off, memory_order_relaxed) &&
-	       __builtin_cpu_supports("avx2");
+	       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+	       __builtin_cpu_supports("f16c");
 #else
 	return false;
 #endif
@@ -649,7 +787,9 @@ void adump_compare_acc_kl(struct adump_compare_acc *a, const float *x, const flo
 	double out[3] = { 0, 0, 0 };
 
 #if defined(__x86_64__)
-	if (has_avx2())
+	if (has_avx512())
+		kl_run_avx512(x, y, body, mm, out);
+	else if (has_avx2())
 		kl_run_avx2(x, y, body, mm, out);
 	else
 #endif
@@ -796,6 +936,8 @@ void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
 	} else {
 		if (!adump_compare_kl_needed(a)) {
 			v = NAN;
+		} else if (a->is_identical) {
+			v = 0.0;
 		} else {
 			double sa = ksum_get(&a->kl_sa), sb = ksum_get(&a->kl_sb);
 

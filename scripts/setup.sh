@@ -10,7 +10,7 @@ packages=(
 	check libjson-c-dev libisal-dev
 	clang libclang-rt-14-dev
 	python3 python3-dev python3-numpy python3-torch
-	gnuplot-nox
+	gnuplot-nox fio
 )
 
 missing=()

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Progress bar and dump-file walk shared by `adump convert`, `inspect` and `verify`. */
+/* The progress bar every `adump` command draws, and the dump-file walk of convert, inspect and
+ * verify. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -25,36 +26,62 @@ static uint64_t now_ns(void)
 
 void tool_progress_start(struct tool_progress *p, const char *label, uint64_t total, bool quiet)
 {
-	*p = (struct tool_progress){ .label = label, .total = total };
+	*p = (struct tool_progress){ .label = label, .total = total, .start_ns = now_ns() };
 	p->is_enabled = !quiet && total >= TOOL_PROGRESS_MIN_FILES && tool_is_tty();
 }
 
-static void draw(struct tool_progress *p)
+void tool_progress_start_timed(struct tool_progress *p, const char *label, uint64_t total,
+			       uint64_t bytes_total, bool quiet)
+{
+	*p = (struct tool_progress){ .label = label, .total = total, .bytes_total = bytes_total,
+				     .is_timed = true, .start_ns = now_ns() };
+	p->is_enabled = !quiet && tool_is_tty();
+}
+
+static void draw(struct tool_progress *p, uint64_t now)
 {
 	unsigned filled = p->total ? (unsigned)(p->done * BAR_WIDTH / p->total) : BAR_WIDTH;
+	double elapsed = (double)(now - p->start_ns) / 1e9;
 	char bar[BAR_WIDTH + 1];
 
+	if (filled > BAR_WIDTH)
+		filled = BAR_WIDTH;
 	for (unsigned i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < filled ? '#' : ' ';
 	bar[BAR_WIDTH] = '\0';
 	fprintf(stderr, "\r%s [%s] %llu/%llu", p->label, bar, (unsigned long long)p->done,
 		(unsigned long long)p->total);
+	if (p->bytes_total)
+		fprintf(stderr, ", %.2f of %.2f GB, %.2f GB/s", (double)p->bytes / 1e9,
+			(double)p->bytes_total / 1e9, elapsed > 0 ? (double)p->bytes / elapsed / 1e9 : 0.0);
+	if (p->is_timed)
+		fprintf(stderr, ", %.1f s", elapsed);
+	/* Whatever a longer line drawn before left beyond this one. */
+	fprintf(stderr, "\033[K");
 	fflush(stderr);
 	p->is_drawn = true;
 }
 
-void tool_progress_step(struct tool_progress *p)
+void tool_progress_set(struct tool_progress *p, uint64_t done, uint64_t bytes)
 {
 	uint64_t now;
 
-	p->done++;
+	p->done = done;
+	p->bytes = bytes;
 	if (!p->is_enabled)
 		return;
 	now = now_ns();
+	if (p->is_timed && now - p->start_ns < TOOL_PROGRESS_DELAY_NS)
+		return;
 	if (p->done == p->total || now - p->last_draw_ns >= REDRAW_NS) {
 		p->last_draw_ns = now;
-		draw(p);
+		draw(p, now);
 	}
+}
+
+void tool_progress_step(struct tool_progress *p)
+{
+	tool_progress_set(p, p->done + 1, p->bytes);
 }
 
 void tool_progress_clear(struct tool_progress *p)

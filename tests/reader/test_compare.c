@@ -14,8 +14,11 @@
 
 #define EPS64 2.220446049250313e-16
 
-/* reader/compare_int.h: the portable kernels instead of the AVX2 ones. */
+/* reader/compare_int.h: the portable kernels instead of the AVX2 ones; the conversion. */
 void adump_compare_simd_set(bool is_enabled);
+void adump_compare_to_float(int32_t dtype, const void *raw, size_t n, float *out);
+/* ... and the AVX2 KL kernel where the AVX-512 one would run. */
+void adump_compare_avx512_set(bool is_enabled);
 
 /* ---- an independent reference: msaccucmp's formulas, literally, in float64 ----------------- */
 
@@ -396,6 +399,49 @@ START_TEST(test_metrics_dtypes)
 }
 END_TEST
 
+/* The vector conversions (F16C, AVX2) give the portable loops' values: every float16 bit
+ * pattern (NaNs only as NaNs), int32 values past float32's 24-bit mantissa (rounding). */
+START_TEST(test_to_float_simd)
+{
+	const size_t n = 65536 + 5;     /* a tail the vector loop leaves to the portable one */
+	uint16_t *h = malloc(n * sizeof(*h));
+	int32_t *v = malloc(n * sizeof(*v));
+	float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+	uint64_t rng = t_seed() + 7;
+
+	ck_assert(h && v && a && b);
+	for (size_t i = 0; i < n; i++) {
+		h[i] = (uint16_t)i;
+		v[i] = (int32_t)(uint32_t)t_rand(&rng);
+	}
+	v[0] = INT32_MIN;
+	v[1] = INT32_MAX;
+	v[2] = 16777217;                /* 2^24 + 1: a tie, to even */
+	v[3] = -16777219;
+	for (int k = 0; k < 2; k++) {
+		int32_t dtype = k ? ADUMP_DT_INT32 : ADUMP_DT_FLOAT16;
+		const void *raw = k ? (const void *)v : (const void *)h;
+
+		adump_compare_simd_set(false);
+		adump_compare_to_float(dtype, raw, n, a);
+		adump_compare_simd_set(true);
+		adump_compare_to_float(dtype, raw, n, b);
+		for (size_t i = 0; i < n; i++) {
+			if (isnan(a[i])) {
+				ck_assert_msg(isnan(b[i]), "dtype %d element %zu: not NaN", dtype, i);
+				continue;
+			}
+			ck_assert_msg(!memcmp(&a[i], &b[i], sizeof(float)),
+				      "dtype %d element %zu: %a against %a", dtype, i, b[i], a[i]);
+		}
+	}
+	free(h);
+	free(v);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(test_alg_parse)
 {
 	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
@@ -590,6 +636,46 @@ START_TEST(test_identical_dirs)
 	free(a);
 	free(b);
 	free(o);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* KullbackLeiblerDivergence skips its second pass only when both sides are the same bytes:
+ * a tensor that differs in the last element of its last chunk gets the KL of
+ * adump_compare_buffers() (which always makes both passes), a same-bytes one 0. */
+START_TEST(test_kl_identical_skip)
+{
+	uint64_t rng = t_seed() + 9, dims[2] = { 37, 41 };
+	const size_t n = 37 * 41;
+	float *a = randf(n, &rng, 4), *o = randf(n, &rng, 4), *p = malloc(n * sizeof(float));
+	const float *in[1] = { a }, *out_my[1] = { p }, *out_golden[1] = { o };
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	char cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES], msg[1024];
+	struct adump_compare_metrics m;
+	struct adump_compare *c;
+
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, o, n * sizeof(float));
+	p[n - 1] = 40;                  /* a new maximum: every element's normalised value moves */
+	ck_assert_int_eq(adump_compare_buffers(ADUMP_DT_FLOAT, p, n, ADUMP_DT_FLOAT, o, n, dims, 2,
+					       &m, cells, msg, sizeof(msg)),
+			 0);
+	ck_assert_str_ne(cells[ADUMP_COMPARE_KL], "0.000000");
+	dir = t_tmpdir("compare");
+	dump_write("my", "op_0", 1764590000000000ull, 1, in, dims, 1, out_my, dims, 2);
+	dump_write("golden", "op_0", 1764590000000005ull, 1, in, dims, 1, out_golden, dims, 2);
+	cfg.chunk_elements = 100;       /* the difference is in the 16th chunk */
+	c = run_compare(&cfg);
+	ck_assert_uint_eq(adump_compare_row_count(c), 2);
+	ck_assert_str_eq(cell(c, find_row(c, "op_0:input:0"), "KullbackLeiblerDivergence"),
+			 "0.000000");
+	ck_assert_str_eq(cell(c, find_row(c, "op_0:output:0"), "KullbackLeiblerDivergence"),
+			 cells[ADUMP_COMPARE_KL]);
+	adump_compare_close(c);
+	free(a);
+	free(o);
+	free(p);
 	t_rmtree(dir);
 	free(dir);
 }
@@ -1074,11 +1160,23 @@ static void scalar_teardown(void)
 	adump_compare_simd_set(true);
 }
 
+/* ... and on AVX2 where the processor has AVX-512 (the same as metrics elsewhere). */
+static void avx2_setup(void)
+{
+	adump_compare_avx512_set(false);
+}
+
+static void avx2_teardown(void)
+{
+	adump_compare_avx512_set(true);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("compare");
 	TCase *tc = tcase_create("metrics");
 	TCase *ts = tcase_create("metrics_scalar");
+	TCase *ta = tcase_create("metrics_avx2");
 	TCase *td = tcase_create("dirs");
 
 	tcase_set_timeout(tc, 60);
@@ -1087,13 +1185,21 @@ int main(void)
 	tcase_add_test(tc, test_metrics_edges);
 	tcase_add_test(tc, test_metrics_dtypes);
 	tcase_add_test(tc, test_alg_parse);
+	tcase_add_test(tc, test_to_float_simd);
 	tcase_set_timeout(ts, 60);
 	tcase_add_checked_fixture(ts, scalar_setup, scalar_teardown);
 	tcase_add_test(ts, test_metrics_random);
 	tcase_add_test(ts, test_metrics_edges);
 	tcase_add_test(ts, test_metrics_dtypes);
 	suite_add_tcase(s, ts);
+	tcase_set_timeout(ta, 60);
+	tcase_add_checked_fixture(ta, avx2_setup, avx2_teardown);
+	tcase_add_test(ta, test_metrics_random);
+	tcase_add_test(ta, test_metrics_dtypes);
+	tcase_add_test(ta, test_kl_identical_skip);
+	suite_add_tcase(s, ta);
 	tcase_add_test(td, test_identical_dirs);
+	tcase_add_test(td, test_kl_identical_skip);
 	tcase_add_test(td, test_matching);
 	tcase_add_test(td, test_open_errors);
 	tcase_add_test(td, test_stats_values);

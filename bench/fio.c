@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fio as the disk's ceiling: the tool the field uses to state what a disk can do, run on the
+ * dump directory's filesystem with the capture's byte count, buffered io_uring or O_DIRECT,
+ * its JSON report read with json-c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+
+extern char **environ;
+
+#define FIO_BLOCK_BYTES (1u << 20)
+#define FIO_DEPTH "16"
+#define FIO_ALIGN 4096u
+
+static double tv_seconds(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+/* fio's report for its one job: bytes written, the job's write time in ms (from the first
+ * write to the end_fsync's return) and its error. Return: 0 or -EIO if unreadable. */
+static int read_report(const char *path, uint64_t *bytes, double *seconds, int *error)
+{
+	json_object *root = json_object_from_file(path), *jobs, *job, *write, *v;
+	int ret = -EIO;
+
+	if (!root)
+		return -EIO;
+	if (!json_object_object_get_ex(root, "jobs", &jobs) ||
+	    json_object_array_length(jobs) != 1)
+		goto out;
+	job = json_object_array_get_idx(jobs, 0);
+	if (!json_object_object_get_ex(job, "write", &write))
+		goto out;
+	if (!json_object_object_get_ex(write, "io_bytes", &v))
+		goto out;
+	*bytes = (uint64_t)json_object_get_int64(v);
+	if (!json_object_object_get_ex(write, "runtime", &v))
+		goto out;
+	*seconds = (double)json_object_get_int64(v) / 1e3;
+	*error = json_object_object_get_ex(job, "error", &v) ? json_object_get_int(v) : 0;
+	ret = 0;
+out:
+	json_object_put(root);
+	return ret;
+}
+
+int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
+		    struct adump_bench_timing *out)
+{
+	const char *kind = is_direct ? "direct" : "buffered";
+	uint64_t block = FIO_BLOCK_BYTES, size;
+	char a_dir[4200], a_file[64], a_bs[64], a_size[64], a_out[4400], report[4300];
+	char *argv[] = { "fio", "--name=adump", a_dir, a_file, "--rw=write", a_bs, a_size,
+			 "--ioengine=io_uring", "--iodepth=" FIO_DEPTH, "--end_fsync=1",
+			 is_direct ? "--direct=1" : "--direct=0", "--unlink=1",
+			 "--output-format=json", a_out, NULL };
+	posix_spawn_file_actions_t fa;
+	struct rusage ru;
+	double t0, fio_seconds = 0;
+	int status, fio_error = 0, ret;
+	pid_t pid;
+
+	memset(out, 0, sizeof(*out));
+	/* fio wants at least one block; O_DIRECT wants whole 4 KiB blocks. */
+	if (bytes < block)
+		block = (bytes + FIO_ALIGN - 1) / FIO_ALIGN * FIO_ALIGN;
+	if (!block)
+		block = FIO_ALIGN;
+	size = (bytes + block - 1) / block * block;
+	snprintf(a_dir, sizeof(a_dir), "--directory=%s", dir);
+	snprintf(a_file, sizeof(a_file), "--filename=adump-fio.%s", kind);
+	snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)block);
+	snprintf(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)size);
+	snprintf(report, sizeof(report), "%s/adump-fio.%s.json", dir, kind);
+	snprintf(a_out, sizeof(a_out), "--output=%s", report);
+
+	/* fio's own output goes to the report file; stdin is not its to read. */
+	ret = posix_spawn_file_actions_init(&fa);
+	if (ret)
+		return out->error = -ret;
+	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	ret = posix_spawnp(&pid, "fio", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (ret)
+		return out->error = -ret;
+	while (wait4(pid, &status, 0, &ru) < 0) {
+		if (errno != EINTR) {
+			out->error = -errno;
+			goto cleanup;
+		}
+	}
+	/* fio's processes, its I/O workers included: the whole cost of its run. */
+	out->cpu_seconds = tv_seconds(&ru.ru_utime) + tv_seconds(&ru.ru_stime);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "adump bench: fio (%s) failed (exit status %d)\n", kind,
+			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		out->error = -EIO;
+		goto cleanup;
+	}
+	ret = read_report(report, &out->bytes, &fio_seconds, &fio_error);
+	if (ret < 0 || fio_error) {
+		fprintf(stderr, "adump bench: fio (%s): %s\n", kind,
+			ret < 0 ? "unreadable JSON report" : strerror(fio_error));
+		out->error = ret < 0 ? ret : -fio_error;
+		goto cleanup;
+	}
+	out->files = 1;
+	/* As a capture is timed: until its data is on the disk. fio's write time already ends
+	 * with its end_fsync; the syncfs after it adds what else it left dirty. */
+	out->seconds_unsynced = fio_seconds;
+	t0 = adump_bench_now();
+	if (sync) {
+		ret = adump_bench_syncfs(dir);
+		if (ret < 0)
+			out->error = ret;
+	}
+	out->seconds = fio_seconds + (adump_bench_now() - t0);
+cleanup:
+	unlink(report);
+	/* --unlink=1 removes the data file; a run that failed early may have left it. */
+	snprintf(report, sizeof(report), "%s/adump-fio.%s", dir, kind);
+	unlink(report);
+	return out->error;
+}
