@@ -10,7 +10,8 @@ static void callback_begin(struct adump_worker *w, struct file_state *fs, bool i
 
 	(void)is_whole;
 	if (adump_file_header(s, fs) == 0)
-		adump_deliver(s, fs->path, 0, fs->header, fs->header_len, fs->op->payload_bytes == 0);
+		adump_deliver(s, fs->path, 0, fs->header, fs->header_len,
+			      fs->op->payload_bytes == 0);
 }
 
 static void callback_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,

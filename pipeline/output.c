@@ -160,7 +160,8 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 	memset(fs, 0, sizeof(*fs));
 	fs->op = op;
 	fs->fd = -1;
-	snprintf(fs->path, cap, "%s/%u/%s", s->dir, op->op.device_id, name_len > 0 ? name : "unnamed");
+	snprintf(fs->path, cap, "%s/%u/%s", s->dir, op->op.device_id,
+		 name_len > 0 ? name : "unnamed");
 	if (name_len < 0)
 		adump_file_fail(s, fs, name_len, "naming");
 	else

@@ -168,7 +168,6 @@ static unsigned drain_rings(struct adump_worker *w)
 	return handled;
 }
 
-
 static bool spin_for_work(struct adump_worker *w)
 {
 	uint64_t deadline = adump_now_ns() + ADUMP_WORKER_SPIN_NS;
@@ -213,7 +212,8 @@ static void *worker_main(void *arg)
 		if (handled)
 			continue;
 		if (atomic_load_explicit(&w->should_stop, memory_order_acquire) &&
-		    adump_writer_in_flight(w->writer) == 0 && !output_holds(w) && adump_worker_is_drained(w))
+		    adump_writer_in_flight(w->writer) == 0 && !output_holds(w) &&
+		    adump_worker_is_drained(w))
 			break;
 		/* Poll a little before sleeping: a busy producer posts again within microseconds,
 		 * and a doorbell costs it a system call and us a wake-up. */
@@ -224,7 +224,8 @@ static void *worker_main(void *arg)
 			w->session->out->idle(w);
 		/* Dekker with adump_doorbell_ring(): announce the sleep, then look once more. */
 		atomic_store_explicit(&w->doorbell.is_sleeping, 1, memory_order_seq_cst);
-		if (adump_worker_is_drained(w) && !atomic_load_explicit(&w->should_stop, memory_order_seq_cst))
+		if (adump_worker_is_drained(w) &&
+		    !atomic_load_explicit(&w->should_stop, memory_order_seq_cst))
 			reap(w, true, &doorbell);
 		atomic_store_explicit(&w->doorbell.is_sleeping, 0, memory_order_relaxed);
 	}
