@@ -47,15 +47,15 @@ struct file_state {
 /*
  * struct adump_output_ops - one output kind: what becomes of a session's records.
  *
- * The session picks the table once (adump_output_select()); every op runs on the worker
- * thread that owns the file or the per-worker state, never concurrently with itself. No op
+ * The session picks the table once (adump_output_select()). Every op but @worker_init and
+ * @worker_fini runs on the thread of the worker that owns the file and w->out_state. No op
  * waits for completions or calls into the worker's loop: an op that cannot proceed says so
  * by its return value and the worker reaps completions and calls it again. Every write an op
  * queues goes through adump_submit_write(). NULL ops are skipped.
  *
- * @worker_init: a worker starts (before its thread). Sets up w->out_state. Return 0 or
- *      -errno: the worker does not start. @worker_fini undoes it at worker stop, after the
- *      last completion; also after a failed @worker_init.
+ * @worker_init: a worker starts (under the session lock, before its thread). Sets up
+ *      w->out_state. Return 0 or -errno: the worker does not start. @worker_fini undoes
+ *      it at worker stop, after the thread has joined; also after a failed @worker_init.
  * @record_prepare: every record, first, before it is counted. Makes what the record needs
  *      available without waiting, or consumes it whole. Return 0: the ordinary path follows
  *      (@file_begin for a file's first record, then @record); 1: consumed (the op retires
