@@ -15,18 +15,18 @@
 #include "ring/ring.h"
 
 struct adump_session;
+struct adump_output_ops;
 struct file_state;
-struct worker_ext;
 
-/* One write in flight: a record's chunk (one per staging buffer, indexed like the pool) or a
- * file's header (embedded in the file's state, rec == NULL). */
+/* One write in flight: a record's chunk (one per staging buffer, indexed like the pool), a
+ * file's header (embedded in the file's state, rec == NULL), or an output module's own write
+ * or sync (file == NULL). */
 struct adump_chunk_write {
 	struct adump_wreq req;
 	struct file_state *file;
 	struct adump_chan *chan;
 	struct adump_rec *rec;                  /* the staging buffer to release, or NULL */
-	void *out_buf;                          /* a worker output buffer to recycle, or NULL */
-	void *batch;                            /* a packed batch (file == NULL), or NULL */
+	void *priv;                             /* the output module's (its buffer, its batch) */
 };
 
 struct adump_worker {
@@ -45,7 +45,7 @@ struct adump_worker {
 	_Atomic uint64_t detach_seq;
 	_Atomic uint64_t detach_ack;
 	_Atomic bool should_stop;
-	struct worker_ext *ext;                 /* worker.c's private extras */
+	void *out_state;                        /* the output module's (its worker_init op) */
 };
 
 struct stream_slot {
@@ -60,6 +60,7 @@ struct stream_slot {
 
 struct adump_session {
 	struct adump_config cfg;
+	const struct adump_output_ops *out;     /* chosen from cfg at create (worker_int.h) */
 	char *dump_path;                        /* absolute */
 	char *dir;                              /* <dump_path>/<time_dir> */
 	size_t chunk_bytes;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "pipeline/pipeline_int.h"
+#include "pipeline/worker_int.h"
 
 #define MODULE "session"
 
@@ -187,6 +187,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	if (!s)
 		return -ENOMEM;
 	s->cfg = *cfg;
+	s->out = adump_output_select(cfg);
 	s->cfg.dump_path = NULL;
 	s->cfg.time_dir = NULL;
 	pthread_mutex_init(&s->lock, NULL);
