@@ -200,7 +200,7 @@ static void file_finish(struct adump_worker *w, struct file_state *fs)
 	adump_op_rec_destroy(fs->op);
 	/* Last: a sync waiting for this record then sees the file counted and in place. */
 	if (fs->held_rec)
-		adump_chan_release_sc(fs->held_chan, fs->held_rec);
+		adump_consumer_release_sc(fs->held_chan, fs->held_rec);
 	free(fs->header);
 	free(fs);
 }
@@ -405,7 +405,7 @@ static void record_done(struct adump_worker *w, struct adump_chan *chan, struct 
 	}
 	if (fs->is_last_seen && fs->pending == 0)
 		file_finish(w, fs);
-	adump_chan_release_sc(chan, rec);
+	adump_consumer_release_sc(chan, rec);
 }
 
 static inline const void *rec_data(const struct adump_rec *rec)
@@ -432,7 +432,7 @@ static void submit_direct(struct adump_worker *w, struct adump_chan *chan, struc
 	uint64_t head = fs->header_len / align * align;
 	uint64_t file_offset = fs->payload_base + rec->offset;
 	uint64_t len = rec->buf_offset + rec->len;
-	/* A zero-copy record is never the first chunk and starts aligned (adump_chan_post_sp()). */
+	/* A zero-copy record is never the first chunk and starts aligned (adump_port_post_sp()). */
 	const char *data = rec->ext ? rec->ext : rec->buf;
 
 	if (rec->offset == 0) {
@@ -511,7 +511,7 @@ static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			}
 			else
 				atomic_store_explicit(&op->is_failed, 2, memory_order_relaxed);
-			adump_chan_release_sc(chan, rec);
+			adump_consumer_release_sc(chan, rec);
 			return true;
 		}
 		op->priv = fs;
@@ -645,7 +645,7 @@ static unsigned drain_rings(struct adump_worker *w)
 		if (!c)
 			continue;
 		/* One fence and wake-up check for the batch's released buffers, not one each. */
-		adump_chan_defer_sc(c);
+		adump_consumer_defer_sc(c);
 		for (unsigned n = 0; n < DRAIN_BATCH; n++) {
 			struct adump_rec *rec = adump_chan_pop_sc(c);
 
@@ -660,7 +660,7 @@ static unsigned drain_rings(struct adump_worker *w)
 			}
 			handled++;
 		}
-		adump_chan_flush_sc(c);
+		adump_consumer_flush_sc(c);
 	}
 	return handled;
 }
