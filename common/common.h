@@ -127,6 +127,60 @@ static inline float adump_bf16_to_float(uint16_t b)
 	return v.f;
 }
 
+/* ---- Tensor statistics (common/tstats.c) ----
+ *
+ * One tensor's running statistics, the one algorithm behind both the capture's statistics
+ * files (pipeline/stats.c, CANN's device rules) and the reader's per-tensor statistics
+ * (reader/stats.c, finite values only): each reads what its rules need from the same state.
+ * Whole elements are fed in order, little-endian, in feeds of any size; sums use Neumaier
+ * compensation per element, so no result depends on how the elements were split. */
+enum adump_tstats_kind {
+	ADUMP_TSTATS_NONE = 0,                  /* no statistics for this dtype */
+	ADUMP_TSTATS_F16, ADUMP_TSTATS_BF16, ADUMP_TSTATS_F32, ADUMP_TSTATS_F64,
+	ADUMP_TSTATS_SINT, ADUMP_TSTATS_UINT, ADUMP_TSTATS_BOOL,
+};
+
+struct adump_tstats {
+	enum adump_tstats_kind kind;
+	uint32_t elem_bytes;
+	uint64_t count;                         /* elements fed */
+	uint64_t nan_count;                     /* floating types only */
+	uint64_t pos_inf_count;
+	uint64_t neg_inf_count;
+	double first;                           /* floating types: the first element */
+	double max, min;                        /* floating types: over finite elements */
+	int64_t smax, smin;                     /* signed integers: exact */
+	uint64_t umax, umin;                    /* unsigned integers and bool: exact */
+	double sum, compensation;               /* finite elements, compensated */
+	double sum_squares;                     /* every element */
+	/* From the first non-finite element on, the sum of every element as well. */
+	bool has_nonfinite;
+	double all_sum, all_compensation;
+};
+
+/* The kind of statistics @dtype (ADUMP_DT_*) has, and its element size through @elem_bytes
+ * (NULL ok). ADUMP_TSTATS_NONE: none. */
+ADUMP_HIDDEN enum adump_tstats_kind adump_tstats_kind_of(int32_t dtype, uint32_t *elem_bytes);
+/* Start @s for elements of @dtype. */
+ADUMP_HIDDEN void adump_tstats_init(struct adump_tstats *s, int32_t dtype);
+/* Add @count whole elements at @p (unaligned ok). */
+ADUMP_HIDDEN void adump_tstats_add(struct adump_tstats *s, const void *p, size_t count);
+static inline uint64_t adump_tstats_finite_count(const struct adump_tstats *s)
+{
+	return s->count - s->nan_count - s->pos_inf_count - s->neg_inf_count;
+}
+/* Mean of the finite elements; 0 without any. */
+ADUMP_HIDDEN double adump_tstats_finite_mean(const struct adump_tstats *s);
+/* CANN's rules (floating types): max and min start at the first element and take later ones
+ * that compare greater/less, so a NaN never replaces a number and a first NaN stays; the
+ * mean covers every element, except that infinities of one sign only make it that infinity.
+ * With no element: 0. */
+ADUMP_HIDDEN double adump_tstats_cann_max(const struct adump_tstats *s);
+ADUMP_HIDDEN double adump_tstats_cann_min(const struct adump_tstats *s);
+ADUMP_HIDDEN double adump_tstats_cann_mean(const struct adump_tstats *s);
+/* The L2 norm of every element. */
+ADUMP_HIDDEN double adump_tstats_l2norm(const struct adump_tstats *s);
+
 /* ---- Op records and the free list they come from (common/op_rec.c, common/freelist.c) ---- */
 
 /* A free list of objects up to obj_bytes that one owner (a thread, or whoever holds a lock)
