@@ -99,7 +99,7 @@ static void direct_record(struct adump_worker *w, struct adump_chan *chan, struc
 	uint64_t head = fs->header_len / align * align;
 	uint64_t file_offset = fs->payload_base + rec->offset;
 	uint64_t len = rec->buf_offset + rec->len;
-	/* A zero-copy record is never the first chunk and starts aligned (adump_chan_post_sp()). */
+	/* A zero-copy record is never the first chunk and starts aligned (adump_port_post_sp()). */
 	const char *data = rec->ext ? rec->ext : rec->buf;
 
 	if (rec->offset == 0) {

@@ -422,7 +422,7 @@ static void batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 	}
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
 	for (uint32_t i = 0; i < b->run_count; i++)
-		adump_chan_retire_sc(b->runs[i].chan, b->runs[i].record_count);
+		adump_consumer_retire_sc(b->runs[i].chan, b->runs[i].record_count);
 	b->next_free = p->free_batches;
 	p->free_batches = b;
 }
@@ -506,7 +506,7 @@ static int take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 		b->runs[b->run_count - 1].record_count++;
 	else
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
-	adump_chan_recycle_sc(chan, rec);
+	adump_consumer_recycle_sc(chan, rec);
 	adump_op_rec_destroy(op);
 	return 1;
 }

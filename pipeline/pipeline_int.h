@@ -10,6 +10,7 @@
 #include "adump/adump.h"
 #include "adump/device.h"
 #include "iouring/writer.h"
+#include "pipeline/consumer.h"
 #include "pipeline/defaults.h"
 #include "pipeline/producer.h"
 #include "ring/ring.h"
@@ -51,7 +52,7 @@ struct adump_worker {
 struct stream_slot {
 	void *producer;                         /* a device stream, a host stream */
 	const struct adump_producer_ops *ops;
-	struct adump_chan *chan;
+	struct adump_port *port;                /* owns the channel */
 	unsigned worker;
 	bool is_used;
 	bool is_detaching;                      /* detach waits outside the session lock */
