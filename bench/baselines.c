@@ -21,7 +21,9 @@
 
 #include "bench/bench.h"
 #include "common/common.h"
+#include "pipeline/consumer.h"
 #include "pipeline/defaults.h"
+#include "producer/producer.h"
 #include "ring/ring.h"
 #include "ring/spsc.h"
 
@@ -383,6 +385,7 @@ out:
 #define HANDOFF_DRAIN_BATCH 64u
 
 struct handoff {
+	struct adump_port *port;
 	struct adump_chan *chan;
 	struct adump_doorbell db;
 	uint64_t records;
@@ -435,7 +438,7 @@ static void *handoff_consumer(void *arg)
 		unsigned n = 0;
 
 		/* As a worker drains a ring: up to a batch, its wake-ups deferred to the end. */
-		adump_chan_defer_sc(h->chan);
+		adump_consumer_defer_sc(h->chan);
 		for (; n < HANDOFF_DRAIN_BATCH && got < h->records; n++) {
 			struct adump_rec *rec = adump_chan_pop_sc(h->chan);
 
@@ -445,10 +448,10 @@ static void *handoff_consumer(void *arg)
 			 * also checks that the channel kept the order. */
 			if (rec->offset != got && !h->error)
 				h->error = -EIO;
-			adump_chan_release_sc(h->chan, rec);
+			adump_consumer_release_sc(h->chan, rec);
 			got++;
 		}
-		adump_chan_flush_sc(h->chan);
+		adump_consumer_flush_sc(h->chan);
 		if (!n && !handoff_spin(h))
 			handoff_sleep(h);
 	}
@@ -460,10 +463,10 @@ static void handoff_produce(struct handoff *h)
 	atomic_store_explicit(&h->is_started, 1, memory_order_release);
 	/* As a stream's executor posts its small dumps: one doorbell per burst (the channel
 	 * still rings every ADUMP_DOORBELL_BATCH commits and before it waits). */
-	adump_chan_defer_sp(h->chan);
+	adump_port_defer_sp(h->port);
 	for (uint64_t i = 0; i < h->records; i++) {
 		/* ON_FULL_BLOCK: never NULL, it waits for the consumer as a stream does. */
-		struct adump_rec *rec = adump_chan_reserve_sp(h->chan, false);
+		struct adump_rec *rec = adump_port_reserve_sp(h->port, false);
 
 		/* What a producer sets for a file with no payload: one record, FIRST|LAST. */
 		rec->op = NULL;
@@ -471,17 +474,19 @@ static void handoff_produce(struct handoff *h)
 		rec->len = 0;
 		rec->flags = ADUMP_REC_FIRST | ADUMP_REC_LAST;
 		rec->buf_offset = 0;
-		adump_chan_commit_sp(h->chan, rec);
+		adump_port_commit_sp(h->port, rec);
 	}
-	adump_chan_flush_sp(h->chan);
+	adump_port_flush_sp(h->port);
 }
 
 int adump_bench_chan_handoff(uint64_t records, unsigned buffers, struct adump_bench_timing *out)
 {
 	struct handoff h = { .records = records };
-	struct adump_chan_cfg cfg = {
-		.buffer_count = buffers < 2 ? 2 : buffers,
-		.buffer_bytes = HANDOFF_BUFFER_BYTES,
+	struct adump_port_cfg cfg = {
+		.chan = {
+			.buffer_count = buffers < 2 ? 2 : buffers,
+			.buffer_bytes = HANDOFF_BUFFER_BYTES,
+		},
 		.on_full = ADUMP_ON_FULL_BLOCK,
 	};
 	void *mem;
@@ -490,17 +495,18 @@ int adump_bench_chan_handoff(uint64_t records, unsigned buffers, struct adump_be
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	mem = calloc(cfg.buffer_count, HANDOFF_BUFFER_BYTES);
+	mem = calloc(cfg.chan.buffer_count, HANDOFF_BUFFER_BYTES);
 	if (!mem)
 		return out->error = -ENOMEM;
-	cfg.buffer_mem = mem;
+	cfg.chan.buffer_mem = mem;
 	ret = adump_doorbell_init(&h.db);
 	if (ret < 0)
 		goto out_mem;
-	ret = adump_chan_create(&cfg, &h.chan);
+	ret = adump_port_create(&cfg, &h.port);
 	if (ret < 0)
 		goto out_doorbell;
-	adump_chan_set_doorbell(h.chan, &h.db);
+	h.chan = adump_port_chan(h.port);
+	adump_port_set_doorbell(h.port, &h.db);
 	ret = -pthread_create(&th, NULL, handoff_consumer, &h);
 	if (ret < 0)
 		goto out_chan;
@@ -512,7 +518,7 @@ int adump_bench_chan_handoff(uint64_t records, unsigned buffers, struct adump_be
 	if (ret == 0)
 		out->records = records;
 out_chan:
-	adump_chan_destroy(h.chan);
+	adump_port_destroy(h.port);
 out_doorbell:
 	adump_doorbell_fini(&h.db);
 out_mem:

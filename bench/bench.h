@@ -150,8 +150,8 @@ int adump_bench_ring_limit(uint64_t records, unsigned slots, bool is_reading,
 
 /**
  * adump_bench_chan_handoff() - move @records records through the pipeline's own channel
- * (struct adump_chan of ring/ring.h) with @buffers buffers and ADUMP_ON_FULL_BLOCK, as a
- * stream's channel is in a capture: one producer thread reserves, fills in the record's
+ * (struct adump_chan of ring/ring.h, through a producer's port and the consumer's wake-ups)
+ * with @buffers buffers and ADUMP_ON_FULL_BLOCK, as a stream's channel is in a capture: one producer thread reserves, fills in the record's
  * fields and commits; one consumer thread pops and releases, and when the channel is empty
  * polls and then sleeps on a real doorbell's eventfd the way a worker does. Nothing else
  * happens per record (no copy, no header, no write), so records per second here against

@@ -130,6 +130,60 @@ static inline float adump_bf16_to_float(uint16_t b)
 	return v.f;
 }
 
+/* ---- Tensor statistics (common/tstats.c) ----
+ *
+ * One tensor's running statistics, the one algorithm behind both the capture's statistics
+ * files (pipeline/stats.c, CANN's device rules) and the reader's per-tensor statistics
+ * (reader/stats.c, finite values only): each reads what its rules need from the same state.
+ * Whole elements are fed in order, little-endian, in feeds of any size; sums use Neumaier
+ * compensation per element, so no result depends on how the elements were split. */
+enum adump_tstats_kind {
+	ADUMP_TSTATS_NONE = 0,                  /* no statistics for this dtype */
+	ADUMP_TSTATS_F16, ADUMP_TSTATS_BF16, ADUMP_TSTATS_F32, ADUMP_TSTATS_F64,
+	ADUMP_TSTATS_SINT, ADUMP_TSTATS_UINT, ADUMP_TSTATS_BOOL,
+};
+
+struct adump_tstats {
+	enum adump_tstats_kind kind;
+	uint32_t elem_bytes;
+	uint64_t count;                         /* elements fed */
+	uint64_t nan_count;                     /* floating types only */
+	uint64_t pos_inf_count;
+	uint64_t neg_inf_count;
+	double first;                           /* floating types: the first element */
+	double max, min;                        /* floating types: over finite elements */
+	int64_t smax, smin;                     /* signed integers: exact */
+	uint64_t umax, umin;                    /* unsigned integers and bool: exact */
+	double sum, compensation;               /* finite elements, compensated */
+	double sum_squares;                     /* every element */
+	/* From the first non-finite element on, the sum of every element as well. */
+	bool has_nonfinite;
+	double all_sum, all_compensation;
+};
+
+/* The kind of statistics @dtype (ADUMP_DT_*) has, and its element size through @elem_bytes
+ * (NULL ok). ADUMP_TSTATS_NONE: none. */
+ADUMP_HIDDEN enum adump_tstats_kind adump_tstats_kind_of(int32_t dtype, uint32_t *elem_bytes);
+/* Start @s for elements of @dtype. */
+ADUMP_HIDDEN void adump_tstats_init(struct adump_tstats *s, int32_t dtype);
+/* Add @count whole elements at @p (unaligned ok). */
+ADUMP_HIDDEN void adump_tstats_add(struct adump_tstats *s, const void *p, size_t count);
+static inline uint64_t adump_tstats_finite_count(const struct adump_tstats *s)
+{
+	return s->count - s->nan_count - s->pos_inf_count - s->neg_inf_count;
+}
+/* Mean of the finite elements; 0 without any. */
+ADUMP_HIDDEN double adump_tstats_finite_mean(const struct adump_tstats *s);
+/* CANN's rules (floating types): max and min start at the first element and take later ones
+ * that compare greater/less, so a NaN never replaces a number and a first NaN stays; the
+ * mean covers every element, except that infinities of one sign only make it that infinity.
+ * With no element: 0. */
+ADUMP_HIDDEN double adump_tstats_cann_max(const struct adump_tstats *s);
+ADUMP_HIDDEN double adump_tstats_cann_min(const struct adump_tstats *s);
+ADUMP_HIDDEN double adump_tstats_cann_mean(const struct adump_tstats *s);
+/* The L2 norm of every element. */
+ADUMP_HIDDEN double adump_tstats_l2norm(const struct adump_tstats *s);
+
 /* ---- Op records and the free list they come from (common/op_rec.c, common/freelist.c) ---- */
 
 /* A free list of objects up to obj_bytes that one owner (a thread, or whoever holds a lock)
@@ -209,30 +263,39 @@ ADUMP_HIDDEN int adump_op_rec_check(struct adump_op_rec *rec);
 
 /* ---- Sleeping and waking (common/wake.c) ----
  *
- * Every sleep and wake-up of the capture path follows this one protocol:
+ * Every sleep and wake-up of the capture path follows this one protocol, and every one of
+ * them goes through the functions below: the ring (ring/) never sleeps, wakes or counts;
+ * it only exposes the flags and wait points named here. Each pairing is a Dekker: the
+ * sleeper announces its sleep with a seq_cst store (or add), then looks once more; the
+ * waker publishes its work, issues a seq_cst fence (adump_wake_fence()), then reads the
+ * announcement. Either the sleeper's last look sees the work, or the waker sees the sleeper.
+ * Every sleep is bounded (a futex wait by ADUMP_WAIT_SLICE_NS, a worker's by its writer's
+ * wait), so a lost wake-up costs a time slice, never a hang.
  *
- * Worker (consumer) sleeps, producers wake it. A worker that found all its channels empty
- * stores doorbell.is_sleeping = 1 (seq_cst), looks at its channels once more and only then
- * waits on doorbell.event_fd (through its writer, so completions wake it too; the wait is
- * bounded, so a lost wake-up costs a time slice, never a hang). A producer publishes a record
- * (the ring's release), then adump_doorbell_ring(): a seq_cst fence, then it loads
- * is_sleeping and, if set, clears it and writes the eventfd. The two seq_cst operations pair
- * (Dekker): either the worker's second look sees the record, or the producer sees it asleep.
- * adump_chan_defer_sp() lets a producer ring once per burst instead of per record.
+ * 1. The worker (consumer) sleeps, producers wake it. A worker that found all its channels
+ *    empty stores doorbell.is_sleeping = 1 (seq_cst), looks at its channels once more and
+ *    only then waits on doorbell.event_fd (through its writer, so completions wake it too:
+ *    pipeline/worker.c). A producer commits a record (the ring's release), then
+ *    adump_doorbell_ring(): the fence, then if is_sleeping it clears it and writes the
+ *    eventfd. A deferring producer (adump_port_defer_sp()) rings once per burst instead.
  *
- * Producer sleeps, the worker wakes it. A producer with no free buffer (on-full block) spins
- * briefly, then stores producer_sleeping = 1 (seq_cst), takes one more look at the free ring
- * and waits on the futex word free_seq (value read before the store). The worker gives
- * buffers back (the free ring's release), issues a seq_cst fence (once per drained batch
- * with adump_chan_defer_sc()/adump_chan_flush_sc()), then reads producer_sleeping: if set
- * and enough buffers are free, it clears it, bumps free_seq and wakes all. The fence pairs
- * with the producer's seq_cst store (Dekker again).
+ * 2. A producer sleeps, the worker wakes it. A producer with no free buffer (on-full block)
+ *    waits in adump_waitpoint_wait() on its channel's producer wait point
+ *    (adump_chan_producer_wait(), one sleeper: producer/port.c): it spins briefly, then
+ *    stores sleeper_count = 1 (seq_cst), takes one more look at the free ring and sleeps on
+ *    the futex word seq (read before the store). The worker gives buffers back (the free
+ *    ring's release), issues the fence (once per drained batch: adump_consumer_defer_sc()
+ *    and adump_consumer_flush_sc(), pipeline/consumer.c), then if the producer is announced
+ *    and a batch of buffers is free (adump_chan_has_free_batch_sc()) adump_waitpoint_wake()
+ *    clears the announcement, bumps seq and wakes it: one system call per sleep.
  *
- * Idle waiters (stream sync, detach) sleep, the worker wakes them. adump_chan_wait_idle()
- * counts itself in idle_waiters, re-checks released == committed (seq_cst) and waits on
- * idle_seq; the worker publishes released (release), and after the same fence, if
- * idle_waiters is set, bumps idle_seq and wakes all. Futex waits are bounded too
- * (ring/chan.c WAIT_SLICE_NS), so a lost wake-up costs a time slice, never a hang. */
+ * 3. Idle waiters (stream sync, flush, detach) sleep, the worker wakes them. They wait in
+ *    adump_waitpoint_wait() on the channel's idle wait point (any number of sleepers, each
+ *    adding itself to sleeper_count) until adump_chan_is_idle() (released == committed,
+ *    seq_cst loads). The worker publishes released (release), and after the same fence as
+ *    in 2, if sleeper_count is set, bumps seq and wakes them all. */
+
+#define ADUMP_WAIT_SLICE_NS 10000000u   /* a sleeper looks again every 10 ms */
 
 /* Consumer wake-up: a worker sleeps on its doorbell when all of its channels are empty. */
 struct adump_doorbell {
@@ -242,12 +305,44 @@ struct adump_doorbell {
 
 ADUMP_HIDDEN int adump_doorbell_init(struct adump_doorbell *db);
 ADUMP_HIDDEN void adump_doorbell_fini(struct adump_doorbell *db);
-/* Any thread: wakes the worker if it sleeps. */
+/* Any thread: wakes the worker if it sleeps (protocol 1). */
 ADUMP_HIDDEN void adump_doorbell_ring(struct adump_doorbell *db);
 /* Any thread: makes the worker's next wait (or the current one) return, asleep or not. */
 ADUMP_HIDDEN void adump_doorbell_wake(struct adump_doorbell *db);
-/* Sleep while *word == expected, at most timeout_ns (spurious returns are fine). */
-ADUMP_HIDDEN void adump_futex_wait(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
-ADUMP_HIDDEN void adump_futex_wake_all(_Atomic uint32_t *word);
+
+/* Where threads sleep until another thread makes their condition true (protocols 2, 3). */
+struct adump_waitpoint {
+	_Atomic uint32_t seq;                   /* futex word: bumped by each wake-up */
+	_Atomic uint32_t sleeper_count;         /* announced sleepers; with one sleeper, 0 or 1 */
+	bool is_single;                         /* one sleeper: the waker clears its announcement */
+};
+
+static inline void adump_waitpoint_init(struct adump_waitpoint *wp, bool is_single)
+{
+	atomic_init(&wp->seq, 0);
+	atomic_init(&wp->sleeper_count, 0);
+	wp->is_single = is_single;
+}
+
+/**
+ * adump_waitpoint_wait() - return once @is_ready(@arg) is true: tries it @spin_count times
+ * with a pause in between, then announces the sleep, tries once more and sleeps on @wp,
+ * trying again after each wake-up or time slice. @is_ready may have an effect (take a
+ * buffer); it is called until it returns true and never after.
+ */
+ADUMP_HIDDEN void adump_waitpoint_wait(struct adump_waitpoint *wp, unsigned spin_count,
+				       bool (*is_ready)(void *arg), void *arg);
+
+/* Waker, after adump_wake_fence(): whether anyone announced a sleep on @wp. */
+static inline bool adump_waitpoint_is_waited(struct adump_waitpoint *wp)
+{
+	return atomic_load_explicit(&wp->sleeper_count, memory_order_relaxed) != 0;
+}
+
+/* Waker, after adump_wake_fence(): wakes whoever sleeps on @wp (none: nothing). */
+ADUMP_HIDDEN void adump_waitpoint_wake(struct adump_waitpoint *wp);
+
+/* The waker's seq_cst fence, between publishing its work and reading the announcements. */
+ADUMP_HIDDEN void adump_wake_fence(void);
 
 #endif

@@ -59,7 +59,7 @@ struct adump_dev_task {
 	int32_t dtype;
 	uint32_t task_id;
 	double alpha;
-	struct adump_chan *chan;                /* bound channel at launch; NULL: no dump */
+	struct adump_port *chan;                /* bound channel at launch; NULL: no dump */
 	struct adump_dev_dump_req *dump;        /* NULL unless dumped and bound */
 	uint32_t dump_mask;                     /* ADUMP_DUMP_*: what the dump reads */
 };
@@ -99,7 +99,7 @@ ADUMP_HIDDEN bool adump_dev_dma_is_inline(const struct adump_dev_dma *e,
  * adump_dev_dma_copy() - dump @task's tensors through @task->chan now, on the calling thread
  * (the channel's producer at that moment). @device_id and @stream_id go into the op.
  * Return: 0; -ENOMEM or -ADUMP_ERR_CONFIG when the op record could not be built (nothing
- * posted). Drops are not errors here: the channel reports them to adump_chan_wait_idle().
+ * posted). Drops are not errors here: the channel reports them to adump_port_wait_idle().
  */
 ADUMP_HIDDEN int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id,
 				    uint32_t stream_id);

@@ -8,7 +8,7 @@
  * every dump holds the bytes its op left behind. Small dumps are copied by the executor
  * itself while the engine is idle: the channel has one producer at a time, the executor or
  * the engine, handed over through the queue. The chunking and the drop policy are the
- * channel's producer side (adump_chan_post_sp()), shared with host streams. */
+ * channel's producer side (adump_port_post_sp()), shared with host streams. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 
 #include "device/device_int.h"
 #include "proto/proto.h"
-#include "ring/ring.h"
+#include "producer/producer.h"
 
 #define DMA_MAX_TENSORS 3
 /* Dumped ops the engine may lag behind the kernels before the executor waits for it. */
@@ -71,7 +71,7 @@ static uint64_t dump_bytes(const struct adump_dev_task *task)
 int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, uint32_t stream_id)
 {
 	const struct adump_dev_dump_req *req = task->dump;
-	struct adump_chan *chan = task->chan;
+	struct adump_port *chan = task->chan;
 	struct adump_tensor tensors[DMA_MAX_TENSORS];
 	const void *data[DMA_MAX_TENSORS];
 	struct adump_op_rec *op_rec;
@@ -103,17 +103,17 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 	};
 	ret = ADUMP_TESTPOINT("device.dma");
 	if (ret == 0)
-		ret = adump_op_rec_create(&op, adump_chan_op_freelist(chan), &op_rec);
+		ret = adump_op_rec_create(&op, adump_port_op_freelist(chan), &op_rec);
 	if (ret < 0) {
 		adump_log_once(ADUMP_LOG_ERROR, "device", "dump of %s skipped: %s", req->op_name,
 			       adump_strerror(ret));
 		if (ret == -ENOMEM)
-			adump_chan_count_nomem_sp(chan, tensor_count);
+			adump_port_count_nomem_sp(chan, tensor_count);
 		return ret;
 	}
 
-	/* Drops are not errors here: the channel reports them to adump_chan_wait_idle(). */
-	adump_chan_post_sp(chan, op_rec, data, false);
+	/* Drops are not errors here: the channel reports them to adump_port_wait_idle(). */
+	adump_port_post_sp(chan, op_rec, data, false);
 	return 0;
 }
 

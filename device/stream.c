@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "device/device_int.h"
-#include "ring/ring.h"
+#include "producer/producer.h"
 
 /* Queued tasks per stream before launch blocks, like a hardware submission queue. */
 #define STREAM_QUEUE_SLOTS 1024u
@@ -45,13 +45,13 @@ struct adump_dev_stream {
 	/* Started by the executor at the first dump and set under the lock; the executor
 	 * reads it without (it is the only writer), others under the lock. */
 	struct adump_dev_dma *dma;
-	struct adump_chan *deferred_chan;       /* executor only: owes a doorbell (flush_doorbell()) */
+	struct adump_port *deferred_chan;       /* executor only: owes a doorbell (flush_doorbell()) */
 	/* Dump requests, taken under the lock at launch, given back by the executor or the DMA
 	 * engine once copied. */
 	struct adump_freelist reqs;
 	/* Written by bind (stream idle), read at launch and sync: release/acquire so that a
 	 * channel set up before bind is fully visible to the launching thread. */
-	_Atomic(struct adump_chan *) chan;
+	_Atomic(struct adump_port *) chan;
 };
 
 void adump_dev_dump_req_free(struct adump_dev_dump_req *req)
@@ -80,7 +80,7 @@ static int dma_start(struct adump_dev_stream *s)
 static void flush_doorbell(struct adump_dev_stream *s)
 {
 	if (s->deferred_chan)
-		adump_chan_flush_sp(s->deferred_chan);
+		adump_port_flush_sp(s->deferred_chan);
 	s->deferred_chan = NULL;
 }
 
@@ -104,7 +104,7 @@ static int run_task(struct adump_dev_stream *s, const struct adump_dev_task *tas
 		dump_stall_point(s);
 		if (adump_dev_dma_is_inline(s->dma, task)) {
 			/* Small dumps come in bursts: one doorbell for the burst (see flush_doorbell()). */
-			adump_chan_defer_sp(task->chan);
+			adump_port_defer_sp(task->chan);
 			s->deferred_chan = task->chan;
 			ret = adump_dev_dma_copy(task, (uint32_t)s->dev->id, s->id);
 		} else {
@@ -214,7 +214,7 @@ err_free:
 int adump_dev_stream_sync(struct adump_dev_stream *s)
 {
 	struct adump_dev_dma *dma;
-	struct adump_chan *chan;
+	struct adump_port *chan;
 	uint64_t target;
 	int ret, dma_ret, idle_ret;
 
@@ -239,7 +239,7 @@ int adump_dev_stream_sync(struct adump_dev_stream *s)
 	chan = atomic_load_explicit(&s->chan, memory_order_acquire);   /* pairs with bind */
 	if (chan) {
 		/* The tasks have posted their records; wait until the worker has them all. */
-		idle_ret = adump_chan_wait_idle(chan);
+		idle_ret = adump_port_wait_idle(chan);
 		if (ret == 0)
 			ret = idle_ret;
 	}
@@ -297,12 +297,12 @@ void adump_dev_stream_stats(struct adump_dev_stream *s, struct adump_dev_stream_
 	out->kernels_end_ns = kernels_end_ns;
 }
 
-void adump_dev_stream_bind(struct adump_dev_stream *s, struct adump_chan *chan)
+void adump_dev_stream_bind(struct adump_dev_stream *s, struct adump_port *chan)
 {
 	atomic_store_explicit(&s->chan, chan, memory_order_release);   /* pairs with launch, sync */
 }
 
-struct adump_chan *adump_dev_stream_chan(const struct adump_dev_stream *s)
+struct adump_port *adump_dev_stream_port(const struct adump_dev_stream *s)
 {
 	return atomic_load_explicit(&s->chan, memory_order_acquire);   /* pairs with bind */
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Host streams: a producer beside the device's DMA engines. The owning thread describes an
  * op's tensors and posts them into the stream's channel through the same producer code as a
- * DMA engine (adump_chan_post_sp()): copied into staging buffers, or referenced in zero copy
+ * DMA engine (adump_port_post_sp()): copied into staging buffers, or referenced in zero copy
  * with a release hook the worker calls once the file is done. The stream gets its channel
  * from the session like a device stream (adump_session_attach_producer()). */
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "adump/host.h"
 #include "common/common.h"
 #include "pipeline/producer.h"
-#include "ring/ring.h"
+#include "producer/producer.h"
 
 #define MODULE "host"
 #define DEVICE_ID_MAX 63u
@@ -25,7 +25,7 @@ struct adump_host_stream {
 	uint32_t device_id;
 	uint32_t next_task_id;                  /* owner only */
 	/* Set by the session on attach and detach (bind()); read by the owner and by stats. */
-	_Atomic(struct adump_chan *) chan;
+	_Atomic(struct adump_port *) chan;
 	/* The owner's scratch for one op: the tensors as the header describes them and their
 	 * data pointers; grown, never shrunk. */
 	struct adump_tensor *tensors;
@@ -83,14 +83,14 @@ static int host_quiesce(void *producer)
 	return 0;
 }
 
-static void host_bind(void *producer, struct adump_chan *chan)
+static void host_bind(void *producer, struct adump_port *chan)
 {
 	struct adump_host_stream *hs = producer;
-	struct adump_chan *old = atomic_load_explicit(&hs->chan, memory_order_relaxed);
+	struct adump_port *old = atomic_load_explicit(&hs->chan, memory_order_relaxed);
 
 	if (!chan && old) {
 		pthread_mutex_lock(&hs->final_lock);
-		adump_chan_stats(old, &hs->final_chan);
+		adump_port_stats(old, &hs->final_chan);
 		pthread_mutex_unlock(&hs->final_lock);
 	}
 	/* Pairs with the acquire loads of the owner: the channel is set up. */
@@ -143,14 +143,14 @@ int adump_host_stream_open(struct adump_session *s, const struct adump_host_stre
 
 int adump_host_stream_close(struct adump_host_stream *hs)
 {
-	struct adump_chan *chan;
+	struct adump_port *chan;
 	int ret = 0;
 
 	if (!hs)
 		return 0;
 	chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
 	if (chan) {
-		ret = adump_chan_wait_idle(chan);
+		ret = adump_port_wait_idle(chan);
 		adump_session_detach_producer(hs->session, hs);
 	}
 	pthread_mutex_destroy(&hs->final_lock);
@@ -325,7 +325,7 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 
 static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, uint32_t *task_id)
 {
-	struct adump_chan *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	struct adump_port *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
 	struct adump_op_rec *rec;
 	uint64_t start = adump_now_ns();
 	int count = op_take(hs, op);
@@ -345,12 +345,12 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	if (op->release_fn) {
 		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
 				      .check_fn = op->check_fn, .user = op->user };
-		int ret = adump_op_rec_create_hooked(&desc, adump_chan_op_freelist(chan), &zc_hooks,
+		int ret = adump_op_rec_create_hooked(&desc, adump_port_op_freelist(chan), &zc_hooks,
 						     &zc, sizeof(zc), &rec);
 		if (ret < 0)
 			return ret;
 	} else {
-		int ret = adump_op_rec_create(&desc, adump_chan_op_freelist(chan), &rec);
+		int ret = adump_op_rec_create(&desc, adump_port_op_freelist(chan), &rec);
 
 		if (ret < 0)
 			return ret;
@@ -364,7 +364,7 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	/* Each commit rings the worker's doorbell (a system call only while it sleeps), not
 	 * once at the end of the op: the worker starts on a large dump's first chunk while the
 	 * later ones are copied. */
-	adump_chan_post_sp(chan, rec, hs->data, op->release_fn != NULL);
+	adump_port_post_sp(chan, rec, hs->data, op->release_fn != NULL);
 	atomic_fetch_add_explicit(&hs->dumps, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->copy_ns, adump_now_ns() - start, memory_order_relaxed);
 	if (task_id)
@@ -454,14 +454,14 @@ int adump_host_stream_sync(struct adump_host_stream *hs)
 	ret = owner_check(hs, "sync");
 	if (ret < 0)
 		return ret;
-	return adump_chan_wait_idle(atomic_load_explicit(&hs->chan, memory_order_acquire));
+	return adump_port_wait_idle(atomic_load_explicit(&hs->chan, memory_order_acquire));
 }
 
 void adump_host_stream_stats(const struct adump_host_stream *chs,
 			     struct adump_host_stream_stats *out)
 {
 	struct adump_host_stream *hs = (struct adump_host_stream *)chs;
-	struct adump_chan *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	struct adump_port *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
 
 	memset(out, 0, sizeof(*out));
 	out->stream_id = hs->stream_id;
@@ -475,7 +475,7 @@ void adump_host_stream_stats(const struct adump_host_stream *chs,
 	out->released = atomic_load_explicit(&hs->released, memory_order_relaxed);
 	out->release_failures = atomic_load_explicit(&hs->release_failures, memory_order_relaxed);
 	if (chan) {
-		adump_chan_stats(chan, &out->chan);
+		adump_port_stats(chan, &out->chan);
 	} else {
 		pthread_mutex_lock(&hs->final_lock);
 		out->chan = hs->final_chan;

@@ -33,11 +33,11 @@ void adump_loss_destroy(struct adump_loss *l);
 void adump_loss_file(struct adump_session *s, const struct adump_op_rec *op, const char *path,
 		     int err);
 
-/* A file ends (worker, file_finish()): its disk guard reserve goes back and, if it failed,
+/* A file ends (worker, adump_file_finish()): its disk guard reserve goes back and, if it failed,
  * its losses are recorded. */
 void adump_loss_file_end(struct adump_session *s, struct file_state *fs);
 
-/* A channel goes (detach): what it counted itself (@st, from adump_chan_stats()) joins the
+/* A channel goes (detach): what it counted itself (@st, from adump_port_stats()) joins the
  * book's counts. */
 void adump_loss_stream_detached(struct adump_loss *l, const struct adump_stream_stats *st);
 

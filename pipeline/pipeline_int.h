@@ -10,25 +10,26 @@
 #include "adump/adump.h"
 #include "adump/device.h"
 #include "iouring/writer.h"
+#include "pipeline/consumer.h"
 #include "pipeline/defaults.h"
 #include "pipeline/producer.h"
 #include "ring/ring.h"
 
 struct adump_session;
+struct adump_output_ops;
 struct file_state;
-struct worker_ext;
 struct adump_loss;
 struct adump_guard;
 
-/* One write in flight: a record's chunk (one per staging buffer, indexed like the pool) or a
- * file's header (embedded in the file's state, rec == NULL). */
+/* One write in flight: a record's chunk (one per staging buffer, indexed like the pool), a
+ * file's header (embedded in the file's state, rec == NULL), or an output module's own write
+ * or sync (file == NULL). */
 struct adump_chunk_write {
 	struct adump_wreq req;
 	struct file_state *file;
 	struct adump_chan *chan;
 	struct adump_rec *rec;                  /* the staging buffer to release, or NULL */
-	void *out_buf;                          /* a worker output buffer to recycle, or NULL */
-	void *batch;                            /* a packed batch (file == NULL), or NULL */
+	void *priv;                             /* the output module's (its buffer, its batch) */
 };
 
 struct adump_worker {
@@ -47,13 +48,13 @@ struct adump_worker {
 	_Atomic uint64_t detach_seq;
 	_Atomic uint64_t detach_ack;
 	_Atomic bool should_stop;
-	struct worker_ext *ext;                 /* worker.c's private extras */
+	void *out_state;                        /* the output module's (its worker_init op) */
 };
 
 struct stream_slot {
 	void *producer;                         /* a device stream, a host stream */
 	const struct adump_producer_ops *ops;
-	struct adump_chan *chan;
+	struct adump_port *port;                /* owns the channel */
 	unsigned worker;
 	bool is_used;
 	bool is_detaching;                      /* detach waits outside the session lock */
@@ -62,6 +63,7 @@ struct stream_slot {
 
 struct adump_session {
 	struct adump_config cfg;
+	const struct adump_output_ops *out;     /* chosen from cfg at create (worker_int.h) */
 	char *dump_path;                        /* absolute */
 	char *dir;                              /* <dump_path>/<time_dir> */
 	size_t chunk_bytes;

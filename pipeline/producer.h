@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The session's side of a producer: any producer, a device stream or a host stream (host/),
- * attaches to a session through this one interface and gets a channel (ring/) of its own,
- * over its share of the staging pool, consumed by one worker. The producer then posts into
- * the channel; the session only ever calls back to quiesce it and to hand or take the
- * channel. */
+ * attaches to a session through this one interface and gets a port (producer/) of its own,
+ * whose channel (ring/) runs over its share of the staging pool and is consumed by one
+ * worker. The producer then posts through the port; the session only ever calls back to
+ * quiesce it and to hand or take the port. */
 #ifndef ADUMP_PIPELINE_PRODUCER_H
 #define ADUMP_PIPELINE_PRODUCER_H
 
@@ -11,17 +11,17 @@
 
 #include "adump/adump.h"
 #include "common/common.h"
-#include "ring/ring.h"
+#include "producer/producer.h"
 
 struct adump_producer_ops {
 	/* Detach: wait until the producer posts nothing more into its channel. */
 	int (*quiesce)(void *producer);
-	/* Hand the producer its channel, or NULL to take it away (the producer is quiet). */
-	void (*bind)(void *producer, struct adump_chan *chan);
+	/* Hand the producer its port, or NULL to take it away (the producer is quiet). */
+	void (*bind)(void *producer, struct adump_port *port);
 };
 
 /*
- * adump_session_attach_producer() - give @producer a channel: as adump_session_attach(),
+ * adump_session_attach_producer() - give @producer a port: as adump_session_attach(),
  * for any producer. @stream_id names its files (adump_stream_id_next()); @ops is borrowed
  * until detach. Return: 0, -ADUMP_ERR_STATE if attached already, -ADUMP_ERR_TOO_BIG when
  * stream_max streams are attached, -ENOMEM. Any thread.

@@ -12,7 +12,7 @@
 
 #include "common/common.h"
 #include "pipeline/loss_int.h"
-#include "pipeline/pipeline_int.h"
+#include "pipeline/worker_int.h"
 
 #define MODULE "session"
 
@@ -188,6 +188,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	if (!s)
 		return -ENOMEM;
 	s->cfg = *cfg;
+	s->out = adump_output_select(cfg);
 	s->cfg.dump_path = NULL;
 	s->cfg.time_dir = NULL;
 	pthread_mutex_init(&s->lock, NULL);
@@ -313,9 +314,9 @@ static int dev_quiesce(void *producer)
 	return adump_dev_stream_sync(producer);
 }
 
-static void dev_bind(void *producer, struct adump_chan *chan)
+static void dev_bind(void *producer, struct adump_port *port)
 {
-	adump_dev_stream_bind(producer, chan);
+	adump_dev_stream_bind(producer, port);
 }
 
 static const struct adump_producer_ops dev_ops = { .quiesce = dev_quiesce, .bind = dev_bind };
@@ -324,7 +325,7 @@ int adump_session_attach(struct adump_session *s, struct adump_dev_stream *strea
 {
 	if (!s || !stream)
 		return -EINVAL;
-	if (adump_dev_stream_chan(stream))
+	if (adump_dev_stream_port(stream))
 		return -ADUMP_ERR_STATE;
 	return adump_session_attach_producer(s, stream, adump_dev_stream_id(stream), &dev_ops);
 }
@@ -332,7 +333,8 @@ int adump_session_attach(struct adump_session *s, struct adump_dev_stream *strea
 int adump_session_attach_producer(struct adump_session *s, void *producer, uint32_t stream_id,
 				  const struct adump_producer_ops *ops)
 {
-	struct adump_chan_cfg ccfg;
+	struct adump_port_cfg pcfg;
+	struct adump_port *port;
 	struct adump_chan *chan;
 	unsigned slot = ADUMP_STREAM_MAX_LIMIT, worker = 0;
 	int ret;
@@ -354,25 +356,26 @@ int adump_session_attach_producer(struct adump_session *s, void *producer, uint3
 		ret = -ADUMP_ERR_TOO_BIG;
 		goto out;
 	}
-	ccfg = (struct adump_chan_cfg){
+	pcfg = (struct adump_port_cfg){ .on_full = s->cfg.on_full };
+	pcfg.chan = (struct adump_chan_cfg){
 		.stream_id = stream_id,
 		.buffer_count = s->buffers_per_stream,
 		.buffer_bytes = s->chunk_bytes,
 		.buffer_mem = (char *)s->pool + (size_t)slot * s->buffers_per_stream * s->chunk_bytes,
 		.first_index = slot * s->buffers_per_stream,
-		.on_full = s->cfg.on_full,
 		.align = s->cfg.io == ADUMP_IO_DIRECT ? ADUMP_DIRECT_ALIGN : 0,
 	};
-	ret = adump_chan_create(&ccfg, &chan);
+	ret = adump_port_create(&pcfg, &port);
 	if (ret < 0)
 		goto out;
 	ret = pick_worker(s, &worker);
 	if (ret < 0) {
-		adump_chan_destroy(chan);
+		adump_port_destroy(port);
 		goto out;
 	}
+	chan = adump_port_chan(port);
 	struct adump_worker *w = &s->workers[worker];
-	adump_chan_set_doorbell(chan, &w->doorbell);
+	adump_port_set_doorbell(port, &w->doorbell);
 	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++) {
 		if (!atomic_load_explicit(&w->chans[i], memory_order_relaxed)) {
 			/* Pairs with the worker's acquire load: the channel is initialised. */
@@ -381,11 +384,11 @@ int adump_session_attach_producer(struct adump_session *s, void *producer, uint3
 		}
 	}
 	w->chan_count++;
-	share_touch(s, &s->slots[slot], ccfg.buffer_mem);
-	s->slots[slot] = (struct stream_slot){ .producer = producer, .ops = ops, .chan = chan,
+	share_touch(s, &s->slots[slot], pcfg.chan.buffer_mem);
+	s->slots[slot] = (struct stream_slot){ .producer = producer, .ops = ops, .port = port,
 					       .worker = worker, .is_used = true,
 					       .is_share_touched = true };
-	ops->bind(producer, chan);
+	ops->bind(producer, port);
 out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -399,7 +402,7 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 	struct adump_stream_stats st;
 
 	for (unsigned i = 0; i < ADUMP_STREAM_MAX_LIMIT; i++)
-		if (atomic_load_explicit(&w->chans[i], memory_order_relaxed) == slot->chan)
+		if (atomic_load_explicit(&w->chans[i], memory_order_relaxed) == adump_port_chan(slot->port))
 			atomic_store_explicit(&w->chans[i], NULL, memory_order_relaxed);
 	w->chan_count--;
 	/* The worker reads its channel pointers afresh each loop. Once it has acknowledged
@@ -410,12 +413,12 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 		adump_doorbell_wake(&w->doorbell);
 		usleep(50);
 	}
-	adump_chan_stats(slot->chan, &st);
+	adump_port_stats(slot->port, &st);
 	atomic_fetch_add_explicit(&s->detached_drops, st.drops, memory_order_relaxed);
 	adump_loss_stream_detached(s->loss, &st);
 	atomic_fetch_add_explicit(&s->detached_wait_count, st.producer_wait_count, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->detached_wait_ns, st.producer_wait_ns, memory_order_relaxed);
-	adump_chan_destroy(slot->chan);
+	adump_port_destroy(slot->port);
 	*slot = (struct stream_slot){ .is_share_touched = slot->is_share_touched };
 }
 
@@ -445,7 +448,7 @@ int adump_session_detach_producer(struct adump_session *s, void *producer)
 	 * meanwhile. Nothing the stream launched may still be copying into the channel. */
 	slot->ops->quiesce(producer);
 	slot->ops->bind(producer, NULL);
-	adump_chan_wait_idle(slot->chan);
+	adump_port_wait_idle(slot->port);
 
 	pthread_mutex_lock(&s->lock);
 	slot_release(s, slot);
@@ -455,7 +458,7 @@ int adump_session_detach_producer(struct adump_session *s, void *producer)
 
 int adump_session_flush(struct adump_session *s)
 {
-	struct adump_chan *chans[ADUMP_STREAM_MAX_LIMIT];
+	struct adump_port *ports[ADUMP_STREAM_MAX_LIMIT];
 	unsigned count = 0;
 
 	if (!s)
@@ -463,11 +466,11 @@ int adump_session_flush(struct adump_session *s)
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < s->cfg.stream_max; i++)
 		if (s->slots[i].is_used)
-			chans[count++] = s->slots[i].chan;
+			ports[count++] = s->slots[i].port;
 	pthread_mutex_unlock(&s->lock);
 	/* Outside the lock, like detach; the contract keeps detach of these streams away. */
 	for (unsigned i = 0; i < count; i++)
-		adump_chan_wait_idle(chans[i]);
+		adump_port_wait_idle(ports[i]);
 	return adump_session_error(s);
 }
 
@@ -531,8 +534,8 @@ void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
 		if (!s->slots[i].is_used)
 			continue;
 		st = &out->streams[out->stream_count++];
-		adump_chan_stats(s->slots[i].chan, st);
-		adump_chan_hist_add(s->slots[i].chan, out->producer_wait_hist, out->enqueue_hist,
+		adump_port_stats(s->slots[i].port, st);
+		adump_port_hist_add(s->slots[i].port, out->producer_wait_hist, out->enqueue_hist,
 				    &out->producer_wait_max_ns);
 		out->drops += st->drops;
 		out->producer_wait_count += st->producer_wait_count;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pipeline/ private: per-file state and the output variants a worker drives (plain files,
- * LZ4 frames, packed segments, statistics), shared by worker.c, lz4out.c and packed.c. */
+/* pipeline/ private: the output stage. A session writes through one output module (struct
+ * adump_output_ops), chosen when it is created; the worker drains records and hands them to
+ * it, and output.c keeps what every module shares: a file's state from its first record to
+ * its completion, naming, opening, failing and publishing files. */
 #ifndef ADUMP_WORKER_INT_H
 #define ADUMP_WORKER_INT_H
 
@@ -8,73 +10,6 @@
 
 #include "pipeline/pipeline_int.h"
 #include "pipeline/stats.h"
-
-/* A buffer for bytes the worker produced itself (compressed data), written once. */
-struct out_buf {
-	struct adump_chunk_write write;         /* first: the completion finds the buffer */
-	struct out_buf *next_free;
-	size_t cap;
-	unsigned char mem[];
-};
-
-/* Records of one channel a batch retires once it is written. */
-struct batch_run {
-	struct adump_chan *chan;
-	uint32_t record_count;
-};
-
-/* Packed: small files copied whole (header and payload) into a worker buffer, so their
- * staging buffers go back at once, and written to the segment with one write. Their index
- * lines go out after that write has completed. */
-struct packed_batch {
-	struct adump_chunk_write write;         /* first: the completion finds the batch */
-	struct packed_batch *next_free;
-	uint64_t base;                          /* mem[0]'s offset in its segment */
-	size_t len;                             /* bytes of files in mem */
-	uint32_t file_count;
-	char *lines;                            /* the files' index lines, in file order */
-	size_t lines_len;
-	struct batch_run *runs;
-	uint32_t run_count;
-	struct adump_op_rec **ops;              /* the files' records, until the write is done */
-	unsigned char *mem;
-};
-
-struct packed_state {
-	int index_fd;
-	int seg_fd;                             /* the segment being filled */
-	uint32_t seg_number;
-	uint64_t seg_offset;                    /* next free byte of it */
-	int *old_fds;                           /* full segments, closed at worker stop */
-	uint32_t old_count;
-	char *index_buf;                        /* lines of completed files, not yet written */
-	size_t index_len;
-	struct packed_batch *batch;             /* being filled, or NULL */
-	struct packed_batch *free_batches;
-	unsigned batch_count;                   /* allocated */
-	/* Written by completed batches, writeback not started yet (packed_writeback()). */
-	int wb_fd;
-	uint64_t wb_from;
-	uint64_t wb_to;
-	/* Background data syncs (packed_sync()): bytes written since the last one started. */
-	uint64_t sync_owed;
-	bool is_sync_in_flight;
-	bool is_sync_unsupported;               /* the pwrite writer: no background syncs */
-	struct adump_chunk_write sync_write;
-};
-
-/* Worker-private extras, created with the worker. */
-struct worker_ext {
-	LZ4F_cctx **free_cctx;                  /* LZ4: contexts not in use */
-	unsigned free_cctx_count;
-	unsigned cctx_cap;
-	struct out_buf *free_out;               /* LZ4: output buffers not in flight */
-	unsigned free_out_count;
-	unsigned out_count;                     /* allocated */
-	size_t out_cap;                         /* bytes per output buffer */
-	struct packed_state packed;
-	bool takes_small;                       /* packed files: small ones go into batches */
-};
 
 /* Per dump file, from its first record to its completion. */
 struct file_state {
@@ -102,7 +37,7 @@ struct file_state {
 	struct adump_rec *held_rec;
 	void *header;
 	size_t header_len;
-	/* Direct I/O: the last partial block, written buffered at the end (write_tail()). */
+	/* Direct I/O: the last partial block, written buffered at the end (out_file.c). */
 	uint64_t tail_offset;
 	uint32_t tail_len;
 	unsigned char *tail;                    /* ADUMP_DIRECT_ALIGN bytes, after the header's */
@@ -110,47 +45,111 @@ struct file_state {
 	char path[];                            /* final path, without the compression suffix */
 };
 
-/* worker.c */
+/*
+ * struct adump_output_ops - one output kind: what becomes of a session's records.
+ *
+ * The session picks the table once (adump_output_select()). Every op but @worker_init and
+ * @worker_fini runs on the thread of the worker that owns the file and w->out_state. No op
+ * waits for completions or calls into the worker's loop: an op that cannot proceed says so
+ * by its return value and the worker reaps completions and calls it again. Every write an op
+ * queues goes through adump_submit_write(). NULL ops are skipped.
+ *
+ * @worker_init: a worker starts (under the session lock, before its thread). Sets up
+ *      w->out_state. Return 0 or -errno: the worker does not start. @worker_fini undoes
+ *      it at worker stop, after the thread has joined; also after a failed @worker_init.
+ * @record_prepare: every record, first, before it is counted. Makes what the record needs
+ *      available without waiting, or consumes it whole. Return 0: the ordinary path follows
+ *      (@file_begin for a file's first record, then @record); 1: consumed (the op retires
+ *      the record); -EBUSY: nothing taken, call again once completions came back.
+ * @file_begin: a file's first record, once output.c has its state and path (the header not
+ *      built: adump_file_header() does it). @is_whole: this record holds the whole payload
+ *      and fits a staging buffer. Failure goes through adump_file_fail(); the file's later
+ *      records then only retire.
+ * @record: a record of a file that has not failed. The op writes, feeds or delivers it
+ *      and ends with adump_record_done() now, or once the write completes.
+ * @write_done: a file write queued by this module completed (the worker has counted it and
+ *      failed the file on error); before the record or file is done with it.
+ * @file_end: everything of the file has completed (adump_file_finish()): publish it, index
+ *      it, or fail it; release per-file resources. Called for failed files too.
+ * @completion: a write or sync of the module's own (cw->file == NULL) completed.
+ * @has_held: the module holds back records for more work (an open batch): the worker then
+ *      neither sleeps nor stops, and calls @submit_held once the rings are empty.
+ * @idle: the worker is about to sleep: write what was deferred (index lines).
+ */
+struct adump_output_ops {
+	const char *name;
+	int (*worker_init)(struct adump_worker *w);
+	void (*worker_fini)(struct adump_worker *w);
+	int (*record_prepare)(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec);
+	void (*file_begin)(struct adump_worker *w, struct file_state *fs, bool is_whole);
+	void (*record)(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+		       struct file_state *fs);
+	void (*write_done)(struct adump_worker *w, struct adump_chunk_write *cw);
+	void (*file_end)(struct adump_worker *w, struct file_state *fs);
+	void (*completion)(struct adump_worker *w, struct adump_chunk_write *cw);
+	bool (*has_held)(const struct adump_worker *w);
+	void (*submit_held)(struct adump_worker *w);
+	void (*idle)(struct adump_worker *w);
+};
+
+/* The output modules: out_file.c (buffered and O_DIRECT), out_lz4.c, out_packed.c,
+ * out_callback.c, out_stats.c (to files or to the callback). */
+extern const struct adump_output_ops adump_out_file;
+extern const struct adump_output_ops adump_out_lz4;
+extern const struct adump_output_ops adump_out_packed;
+extern const struct adump_output_ops adump_out_callback;
+extern const struct adump_output_ops adump_out_stats_file;
+extern const struct adump_output_ops adump_out_stats_callback;
+
+/* output.c: the table for a checked config (adump_config_check() allows no other mix). */
+const struct adump_output_ops *adump_output_select(const struct adump_config *cfg);
+
+/* output.c: the file's state for its first record (op->priv is set by the caller), its path
+ * built and s->out->file_begin() called. Return: NULL only without memory. */
+struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *op, bool is_whole);
+/* A record is done (written, delivered or skipped): finish its file if nothing of it is
+ * outstanding any more, then give the buffer back. */
+void adump_record_done(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+		       struct file_state *fs);
+/* Everything of the file has completed: s->out->file_end(), count it, free its state. */
+void adump_file_finish(struct adump_worker *w, struct file_state *fs);
+/* The one funnel for a failed file: marks it, records the session's error, logs once. */
 void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what);
+/* Build (or take over from the producer) the file's DumpData header. Return 0 or -errno
+ * (the file has failed). */
+int adump_file_header(struct adump_session *s, struct file_state *fs);
+/* The one place a dump file is created, at fs->path + @suffix, O_DIRECT if fs->is_direct
+ * (buffered where the filesystem refuses it). Return 0 or -errno (the file has failed). */
+int adump_file_create(struct adump_session *s, struct file_state *fs, const char *suffix);
+/* Close fs->fd and publish it as fs->path + @suffix, or as .failed if the file failed. */
+void adump_file_publish(struct adump_session *s, struct file_state *fs, const char *suffix);
+/* <dir>/<device_id> exists. Return 0 or -errno. */
+int adump_device_dir_ensure(struct adump_session *s, uint32_t device_id);
+/* @base followed by @suffix into @dst. Return: 0, or -ENAMETOOLONG. */
+int adump_path_with(char *dst, size_t cap, const char *base, const char *suffix);
+/* Hand one chunk to the session's callback (counted in bytes; errors counted, logged once). */
+void adump_deliver(struct adump_session *s, const char *name, uint64_t offset, const void *data,
+		   size_t len, bool is_last);
+/* Queue the file's header on its own, at fs->base. */
+void adump_file_header_submit(struct adump_worker *w, struct file_state *fs);
+/* Queue @rec's data at fs->base + its place in the file; the record is done on completion
+ * (or now, if the write failed at once). */
+void adump_record_submit(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+			 struct file_state *fs);
+
+/* The registered buffer a write of @rec's data may use: none for the producer's memory. */
+static inline int adump_rec_buf_index(const struct adump_rec *rec)
+{
+	return rec->ext ? -1 : (int)rec->index;
+}
+
+/* worker.c */
 /* The one way a write is queued: counted in writes_in_flight (and in its file's pending).
  * Return: true if in flight; false if it failed at once (req.res holds the error; a file's
  * write also counts a write error and fails the file). */
 bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw);
-
-/* lz4out.c: each file one LZ4 frame, compressed on the worker as its chunks pass. */
-int adump_lz4_worker_init(struct adump_worker *w, size_t chunk_bytes);
-void adump_lz4_worker_fini(struct adump_worker *w);
-/* Make @count output buffers available for the next record without waiting.
- * Return: 0, or -EBUSY when they are all in flight: the worker reaps completions and
- * tries again. (The output modules never wait in the worker's place.) */
-int adump_lz4_reserve(struct adump_worker *w, unsigned count);
-void adump_lz4_begin(struct adump_worker *w, struct file_state *fs);
-void adump_lz4_data(struct adump_worker *w, struct file_state *fs, const void *data, size_t len,
-		    bool is_last);
-void adump_lz4_release(struct adump_worker *w, struct file_state *fs);
-void adump_out_buf_put(struct adump_worker *w, struct out_buf *ob);
-
-/* packed.c: per-worker segments and index. */
-int adump_packed_worker_init(struct adump_worker *w);
-void adump_packed_worker_fini(struct adump_worker *w);
-/* Reserve the file's bytes in the current segment (rolling it when full). */
-int adump_packed_place(struct adump_worker *w, struct file_state *fs);
-/* Queue the file's index entry; called once all its writes completed. Entries go out in
- * batches (adump_packed_flush()), always after the data they describe. */
-int adump_packed_index(struct adump_worker *w, struct file_state *fs);
-/* Write the queued index lines; the worker calls it before it sleeps and when it stops. */
-int adump_packed_flush(struct adump_worker *w);
-/* A whole small file in one record: copy it into the open batch, give the staging buffer
- * back at once and retire the record once the batch is written. Return: 0 if the record
- * does not qualify (the caller takes the ordinary path); 1 if it was consumed; -EBUSY if
- * every batch is in flight (nothing of the record taken: the worker reaps and retries). */
-int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan,
-			    struct adump_rec *rec);
-/* Queue the open batch's write, if there is one. */
-void adump_packed_batch_submit(struct adump_worker *w);
-/* The batch's write completed with @res (bytes or -errno). */
-void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res);
-/* The background fdatasync() of a segment completed with @res (0 or -errno). */
-void adump_packed_sync_done(struct adump_worker *w, int res);
+/* Every ring of the worker is empty (a snapshot; for an output deciding whether to wait
+ * for more work). */
+bool adump_worker_is_drained(struct adump_worker *w);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The packed layout's index line, written by pipeline/packed.c and read by reader/ (the
+/* The packed layout's index line, written by pipeline/out_packed.c and read by reader/ (the
  * packed list and adump_unpack()), and the CRC32C both sides compute over a file's bytes:
  *
  *     <device_id>/<file name>\t<segment file>\t<offset>\t<length>\t<crc32c hex>\n

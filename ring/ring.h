@@ -3,8 +3,9 @@
  * (consumer). A channel owns a set of staging buffers, each paired with one record; records
  * travel producer -> worker through one ck_ring SPSC ring and come back worker -> producer
  * through a second one, so the hot path takes no lock and allocates nothing. Only the
- * hand-off lives here: sleeping and waking (and the protocol), the op record and the
- * histograms are common/'s. */
+ * hand-off lives here: no system call, no counter beyond the two that define "idle". The
+ * producer's end (drop policy, blocking, counters, chunking) is producer/'s, the consumer's
+ * wake-ups pipeline/consumer.c's, and sleeping and waking with its protocol common/'s. */
 #ifndef ADUMP_RING_H
 #define ADUMP_RING_H
 
@@ -15,7 +16,7 @@
 #include <stdint.h>
 
 #include "adump/adump.h"
-/* The op record, the free list it comes from and the doorbell: common/common.h. */
+/* The op record and the wait points: common/common.h. */
 #include "common/common.h"
 
 enum {
@@ -57,7 +58,6 @@ struct adump_chan_cfg {
 	size_t buffer_bytes;
 	void *buffer_mem;                       /* borrowed: buffer_count * buffer_bytes */
 	uint32_t first_index;                   /* index of buffer_mem's first buffer in the pool */
-	enum adump_on_full on_full;
 	uint32_t align;                         /* 0, or the file alignment chunks are cut at */
 };
 
@@ -66,122 +66,78 @@ struct adump_chan_cfg {
  * Return: 0, -ADUMP_ERR_CONFIG, -ENOMEM.
  */
 int adump_chan_create(const struct adump_chan_cfg *cfg, struct adump_chan **out);
-/* Only once idle (adump_chan_wait_idle()) and with no producer or consumer left. NULL ok. */
+/* Only once idle (adump_chan_is_idle()) and with no producer or consumer left. NULL ok. */
 void adump_chan_destroy(struct adump_chan *c);
 
-/**
- * adump_chan_reserve_sp() - take a free record and its buffer.
- * Producer thread only. With ADUMP_ON_FULL_BLOCK waits (a short spin, then sleeps on a
- * futex) until the worker gives a buffer back; never returns NULL. With ADUMP_ON_FULL_DROP
- * returns NULL at once when none is free, and counts the drop. @must_wait forces waiting
- * whatever the policy (the final record of a file must always reach the worker).
- */
-struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c, bool must_wait);
+/* ---- Producer (one thread at a time) ---- */
+
+/* A free record and its buffer, or NULL when the worker holds them all. */
+struct adump_rec *adump_chan_reserve_sp(struct adump_chan *c);
 
 /**
- * adump_chan_commit_sp() - publish a reserved record to the worker and ring its doorbell.
- * Producer thread only.
+ * adump_chan_commit_sp() - publish a reserved record to the consumer (the ring's release).
+ * Return: the records waiting in the ring with this one (for the high-water mark).
  */
-void adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec);
+uint32_t adump_chan_commit_sp(struct adump_chan *c, struct adump_rec *rec);
 
-/* Most commits a deferring producer makes before it rings anyway. */
-#define ADUMP_DOORBELL_BATCH 128u
+/* ---- Consumer (one thread) ---- */
 
-/**
- * adump_chan_defer_sp() - let the following commits skip the doorbell: a producer about to
- * post many small records in a burst rings once at its end (adump_chan_flush_sp()), or every
- * ADUMP_DOORBELL_BATCH commits, or before it waits for a buffer, instead of a system call per
- * record whenever the worker sleeps. Producer thread only.
- */
-void adump_chan_defer_sp(struct adump_chan *c);
-/* Ends the deferral and rings the doorbell if a commit is owed. Producer thread only. */
-void adump_chan_flush_sp(struct adump_chan *c);
-
-/**
- * adump_chan_count_drop_sp() - count a chunk the producer skipped without trying to reserve
- * (the rest of a file that already lost a chunk). Producer thread only.
- */
-void adump_chan_count_drop_sp(struct adump_chan *c);
-/* The producer could not build a dump's op record (out of memory): its @tensor_count tensors
- * are lost before reaching the worker; counted as stats losses[ADUMP_LOSS_NOMEM]. */
-void adump_chan_count_nomem_sp(struct adump_chan *c, uint32_t tensor_count);
-
-/**
- * adump_chan_wait_idle() - wait until every record committed so far has been released.
- * Any thread except the consumer. Return: 0, or -ADUMP_ERR_DROPPED if the channel dropped
- * a chunk since the last call (the drop flag is cleared).
- */
-int adump_chan_wait_idle(struct adump_chan *c);
-
-/* Consumer thread only: the next committed record, or NULL when empty. */
+/* The next committed record, or NULL when empty. */
 struct adump_rec *adump_chan_pop_sc(struct adump_chan *c);
 
-/* Consumer thread only: whether nothing is waiting (a worker's last look before it sleeps). */
+/* Whether nothing is waiting (a worker's last look before it sleeps). */
 bool adump_chan_is_empty_sc(struct adump_chan *c);
 
-/* Consumer thread only: the record's buffer is free again (its write has completed), and the
- * record is done for adump_chan_wait_idle(). Same as recycle then retire of one record. */
+/* The record's buffer is free again (its write has completed), and the record is done for
+ * adump_chan_is_idle(). Same as recycle then retire of one record. */
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
-
-/**
- * adump_chan_defer_sc() - let the following releases and recycles skip the full fence and
- * the wake-ups of a sleeping producer or idle waiter, until adump_chan_flush_sc(), which does
- * them once: a worker brackets its drain of a ring with the two, one fence per batch
- * instead of one per record. Consumer thread only; flush before sleeping or blocking.
- */
-void adump_chan_defer_sc(struct adump_chan *c);
-void adump_chan_flush_sc(struct adump_chan *c);
 
 /**
  * adump_chan_recycle_sc() - give the record's buffer back before the record is done.
  * For a consumer that copied the data out (a worker's batch buffer): the producer may reuse
  * @rec at once, so the consumer must not touch it afterwards. The record still counts as
- * outstanding for adump_chan_wait_idle() until adump_chan_retire_sc() covers it.
- * Consumer thread only.
+ * outstanding for adump_chan_is_idle() until adump_chan_retire_sc() covers it.
  */
 void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec);
 
-/**
- * adump_chan_retire_sc() - mark @record_count recycled records done (their data written).
- * Consumer thread only; never more records than were recycled and not yet retired.
- */
+/* Mark @record_count recycled records done (their data written); never more records than
+ * were recycled and not yet retired. */
 void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count);
 
+/* Whether at least a wake-up's worth of buffers is free (see adump_chan_producer_wait()). */
+bool adump_chan_has_free_batch_sc(struct adump_chan *c);
+
+/* The wake-ups a consumer owes for records it gave back while deferring them
+ * (pipeline/consumer.c): consumer-only bookkeeping the channel keeps for it. */
+struct adump_chan_owed {
+	bool is_deferred;
+	uint32_t release_count;
+};
+
+struct adump_chan_owed *adump_chan_owed_sc(struct adump_chan *c);
+
+/* ---- Any thread ---- */
+
 /**
- * adump_chan_post_sp() - post one dump file: cut its payload, the bytes of @op_rec's tensors
- * back to back, read from @data[i] for tensor i, into chunks as the channel requires (cut at
- * aligned file offsets with an alignment, see struct adump_rec); for each, reserve a
- * record, copy the bytes into its buffer, commit. A file with no payload posts one empty
- * record.
- * @op_rec: from adump_op_rec_create*(); the consumer owns it from here on, even on a drop.
- * @data:   one pointer per tensor of the op (NULL for an empty one); borrowed for the call,
- *          or with @is_ref until the hooks' release.
- * @is_ref: zero copy (@op_rec must have hooks): records reference @data instead of copying,
- *          one tensor per record, except where an alignment requires staging (the first
- *          chunk, and chunks that span tensors or start at an unaligned address).
- * Under ADUMP_ON_FULL_DROP a chunk that finds no free buffer is lost, the rest of its file is
- * skipped and only its final record is still posted (waiting for a buffer), so that the
- * consumer closes the file as failed; the drops are counted and reported to
- * adump_chan_wait_idle(). Producer thread only. Return: the number of chunks dropped.
+ * adump_chan_is_idle() - whether every record committed so far has been released (seq_cst
+ * loads: an idle waiter's re-check after it announced its sleep). The caller orders the
+ * commits it waits for before the call.
  */
-uint64_t adump_chan_post_sp(struct adump_chan *c, struct adump_op_rec *op_rec,
-			    const void *const *data, bool is_ref);
+bool adump_chan_is_idle(struct adump_chan *c);
 
-/* Set before the first commit; the channel rings it after each commit. */
-void adump_chan_set_doorbell(struct adump_chan *c, struct adump_doorbell *db);
+/* Where the channel's producer sleeps for a free buffer and idle waiters for the idle
+ * state: the consumer wakes them after giving records back (common/common.h, "Sleeping and
+ * waking"). The channel itself never sleeps or wakes anyone. */
+struct adump_waitpoint *adump_chan_producer_wait(struct adump_chan *c);
+struct adump_waitpoint *adump_chan_idle_wait(struct adump_chan *c);
 
-/* The free list the channel's producer makes op records from (adump_op_rec_create()); every
- * record must be destroyed before the channel is. */
-struct adump_freelist *adump_chan_op_freelist(struct adump_chan *c);
+/* Records committed so far (relaxed: for counters). */
+uint64_t adump_chan_committed(const struct adump_chan *c);
+
 uint32_t adump_chan_stream_id(const struct adump_chan *c);
 uint32_t adump_chan_buffer_count(const struct adump_chan *c);
 /* 0, or the alignment the producer must cut chunks at (see struct adump_rec). */
 uint32_t adump_chan_align(const struct adump_chan *c);
 size_t adump_chan_buffer_bytes(const struct adump_chan *c);
-/* Counters for adump_stats_get(); any thread, relaxed. */
-void adump_chan_stats(const struct adump_chan *c, struct adump_stream_stats *out);
-/* Adds the channel's latency histograms into @wait_hist / @enqueue_hist and raises *wait_max. */
-void adump_chan_hist_add(const struct adump_chan *c, uint64_t *wait_hist, uint64_t *enqueue_hist,
-			 uint64_t *wait_max);
 
 #endif

@@ -20,7 +20,7 @@ extern "C" {
 
 struct adump_dev;
 struct adump_dev_stream;
-struct adump_chan;                       /* ring/: a stream's dump channel */
+struct adump_port;                       /* producer/: a stream's end of its dump channel */
 
 enum adump_copy_kind {
 	ADUMP_COPY_HOST_TO_HOST = 0,
@@ -169,14 +169,14 @@ ADUMP_API int adump_dev_launch_add(struct adump_dev_stream *stream,
 				   const struct adump_dev_dump *dump);
 
 /**
- * adump_dev_stream_bind() - give the stream's DMA engine a dump channel (ring/), or NULL to
- * take it away. Called by the pipeline on attach and detach; the stream must be idle
- * (synchronized) while the channel changes.
+ * adump_dev_stream_bind() - give the stream's DMA engine the port of a dump channel
+ * (producer/), or NULL to take it away. Called by the pipeline on attach and detach; the
+ * stream must be idle (synchronized) while the port changes.
  */
-ADUMP_API void adump_dev_stream_bind(struct adump_dev_stream *stream, struct adump_chan *chan);
+ADUMP_API void adump_dev_stream_bind(struct adump_dev_stream *stream, struct adump_port *port);
 
-/** adump_dev_stream_chan() - the channel bound to the stream, or NULL. */
-ADUMP_API struct adump_chan *adump_dev_stream_chan(const struct adump_dev_stream *stream);
+/** adump_dev_stream_port() - the channel bound to the stream, or NULL. */
+ADUMP_API struct adump_port *adump_dev_stream_port(const struct adump_dev_stream *stream);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 
 #include "common/common.h"
 #include "dev_helpers.h"
+#include "pipeline/consumer.h"
+#include "producer/producer.h"
 #include "ring/ring.h"
 
 #define CHUNK_BYTES 4096u
@@ -84,7 +86,7 @@ static void handle(struct consumer *c, struct adump_rec *rec)
 
 	if (c->file_count == MAX_FILES) {
 		consumer_fail(c, "too many files");
-		adump_chan_release_sc(c->chan, rec);
+		adump_consumer_release_sc(c->chan, rec);
 		return;
 	}
 	if (rec->flags & ADUMP_REC_FIRST) {
@@ -122,7 +124,7 @@ static void handle(struct consumer *c, struct adump_rec *rec)
 		c->current = NULL;
 		c->file_count++;
 	}
-	adump_chan_release_sc(c->chan, rec);
+	adump_consumer_release_sc(c->chan, rec);
 }
 
 static void *consumer_main(void *arg)
@@ -159,7 +161,7 @@ static void *consumer_main(void *arg)
 struct fixture {
 	struct adump_dev *dev;
 	struct adump_dev_stream *stream;
-	struct adump_chan *chan;
+	struct adump_port *port;
 	unsigned char *buffer_mem;
 	uint32_t buffer_count;
 	struct consumer consumer;
@@ -168,7 +170,7 @@ struct fixture {
 static void fixture_start(struct fixture *fx, uint32_t buffer_count, enum adump_on_full on_full,
 			  unsigned delay_us)
 {
-	struct adump_chan_cfg cfg;
+	struct adump_port_cfg cfg;
 
 	memset(fx, 0, sizeof(*fx));
 	ck_assert_int_eq(adump_dev_open(0, &fx->dev), 0);
@@ -176,22 +178,24 @@ static void fixture_start(struct fixture *fx, uint32_t buffer_count, enum adump_
 	fx->buffer_count = buffer_count;
 	fx->buffer_mem = malloc(buffer_count * CHUNK_BYTES + CANARY_BYTES);
 	memset(fx->buffer_mem + buffer_count * CHUNK_BYTES, 0xa5, CANARY_BYTES);
-	cfg = (struct adump_chan_cfg){
-		.stream_id = adump_dev_stream_id(fx->stream),
-		.buffer_count = buffer_count,
-		.buffer_bytes = CHUNK_BYTES,
-		.buffer_mem = fx->buffer_mem,
+	cfg = (struct adump_port_cfg){
+		.chan = {
+			.stream_id = adump_dev_stream_id(fx->stream),
+			.buffer_count = buffer_count,
+			.buffer_bytes = CHUNK_BYTES,
+			.buffer_mem = fx->buffer_mem,
+		},
 		.on_full = on_full,
 	};
-	ck_assert_int_eq(adump_chan_create(&cfg, &fx->chan), 0);
+	ck_assert_int_eq(adump_port_create(&cfg, &fx->port), 0);
 	ck_assert_int_eq(adump_doorbell_init(&fx->consumer.doorbell), 0);
-	adump_chan_set_doorbell(fx->chan, &fx->consumer.doorbell);
-	fx->consumer.chan = fx->chan;
+	adump_port_set_doorbell(fx->port, &fx->consumer.doorbell);
+	fx->consumer.chan = adump_port_chan(fx->port);
 	fx->consumer.delay_us = delay_us;
 	ck_assert_int_eq(pthread_create(&fx->consumer.thread, NULL, consumer_main, &fx->consumer),
 			 0);
-	adump_dev_stream_bind(fx->stream, fx->chan);
-	ck_assert_ptr_eq(adump_dev_stream_chan(fx->stream), fx->chan);
+	adump_dev_stream_bind(fx->stream, fx->port);
+	ck_assert_ptr_eq(adump_dev_stream_port(fx->stream), fx->port);
 }
 
 /* Stops the consumer (after a sync, so the channel is idle) and checks the canary. */
@@ -209,7 +213,7 @@ static void fixture_finish(struct fixture *fx)
 {
 	adump_dev_stream_bind(fx->stream, NULL);
 	ck_assert_int_eq(adump_dev_stream_destroy(fx->stream), 0);
-	adump_chan_destroy(fx->chan);
+	adump_port_destroy(fx->port);
 	adump_doorbell_fini(&fx->consumer.doorbell);
 	free(fx->buffer_mem);
 	for (unsigned i = 0; i < fx->consumer.file_count; i++)
@@ -405,7 +409,7 @@ START_TEST(test_dma_chunks_reassemble)
 		check_file(&fx, f, &launches[i], wall_before, wall_after);
 		expect_records += f->record_count;
 	}
-	adump_chan_stats(fx.chan, &stats);
+	adump_port_stats(fx.port, &stats);
 	ck_assert_uint_eq(stats.drops, 0);
 	ck_assert_uint_eq(stats.records, expect_records);
 	ck_assert_uint_gt(stats.producer_wait_count, 0);
@@ -428,13 +432,13 @@ START_TEST(test_dma_unbound_stream_posts_nothing)
 	launch_submit(&fx, &l, 0);
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
 	/* Bound again: the next launch is dumped, with the next task id. */
-	adump_dev_stream_bind(fx.stream, fx.chan);
+	adump_dev_stream_bind(fx.stream, fx.port);
 	launch_submit(&fx, &l, 1);
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
 	fixture_stop_consumer(&fx);
 	ck_assert_uint_eq(fx.consumer.file_count, 1);
 	ck_assert_uint_eq(fx.consumer.files[0].op.task_id, 1);
-	adump_chan_stats(fx.chan, &stats);
+	adump_port_stats(fx.port, &stats);
 	ck_assert_uint_eq(stats.records, 15);   /* 60000 B in 4 KiB chunks */
 	launch_free(&fx, &l);
 	fixture_finish(&fx);
@@ -468,7 +472,7 @@ START_TEST(test_dma_drop_policy)
 	ck_assert(f->has_gap);
 	ck_assert_uint_lt(f->record_count, chunks);
 	ck_assert_uint_ge(f->record_count, 1);  /* at least the LAST, checked by the consumer */
-	adump_chan_stats(fx.chan, &stats);
+	adump_port_stats(fx.port, &stats);
 	/* Every chunk was either posted or counted as dropped. */
 	ck_assert_uint_eq(stats.drops + f->record_count, chunks);
 	ck_assert_uint_eq(stats.records, f->record_count + 1);

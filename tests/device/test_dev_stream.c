@@ -28,7 +28,7 @@ START_TEST(test_stream_ids)
 	for (int i = 0; i < 4; i++) {
 		ck_assert_int_eq(adump_dev_stream_create(dev, &s[i]), 0);
 		ck_assert_ptr_eq(adump_dev_stream_dev(s[i]), dev);
-		ck_assert_ptr_null(adump_dev_stream_chan(s[i]));
+		ck_assert_ptr_null(adump_dev_stream_port(s[i]));
 		ck_assert_uint_ge(adump_dev_stream_id(s[i]), 1);
 		for (int j = 0; j < i; j++)
 			ck_assert_uint_ne(adump_dev_stream_id(s[i]), adump_dev_stream_id(s[j]));

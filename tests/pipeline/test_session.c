@@ -96,7 +96,7 @@ START_TEST(test_attach_rules)
 	ck_assert_int_eq(adump_session_attach(s, b), 0);
 	/* destroy detaches what is still attached. */
 	ck_assert_int_eq(adump_session_destroy(s), 0);
-	ck_assert_ptr_null(adump_dev_stream_chan(b));
+	ck_assert_ptr_null(adump_dev_stream_port(b));
 	ck_assert_int_eq(adump_session_destroy(other), 0);
 	adump_dev_stream_destroy(a);
 	adump_dev_stream_destroy(b);

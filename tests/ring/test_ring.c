@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ring/: order, wrap-around, full and empty, drop accounting, and a two-thread stress of
+/* ring/ and the ends of a channel (producer/ port, pipeline/ consumer): order, wrap-around,
+ * full and empty, drop accounting, and a two-thread stress of
  * millions of records through a channel, checking order and content end to end. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,23 +8,38 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "pipeline/consumer.h"
+#include "producer/producer.h"
 #include "ring/ring.h"
 #include "ring/spsc.h"
 
 #define BUF_BYTES 64
 
-static struct adump_chan *make_chan(uint32_t count, enum adump_on_full on_full, void **mem)
+/* A bare channel: the hand-off alone. */
+static struct adump_chan *make_chan(uint32_t count, void **mem)
 {
-	struct adump_chan_cfg cfg = {
-		.stream_id = 7, .buffer_count = count, .buffer_bytes = BUF_BYTES,
-		.on_full = on_full,
-	};
+	struct adump_chan_cfg cfg = { .stream_id = 7, .buffer_count = count, .buffer_bytes = BUF_BYTES };
 	struct adump_chan *c = NULL;
 
 	*mem = calloc(count, BUF_BYTES);
 	cfg.buffer_mem = *mem;
 	ck_assert_int_eq(adump_chan_create(&cfg, &c), 0);
 	return c;
+}
+
+/* A channel with its producer's port (policy, counters, sleeping) over it. */
+static struct adump_port *make_port(uint32_t count, enum adump_on_full on_full, void **mem)
+{
+	struct adump_port_cfg cfg = {
+		.chan = { .stream_id = 7, .buffer_count = count, .buffer_bytes = BUF_BYTES },
+		.on_full = on_full,
+	};
+	struct adump_port *p = NULL;
+
+	*mem = calloc(count, BUF_BYTES);
+	cfg.chan.buffer_mem = *mem;
+	ck_assert_int_eq(adump_port_create(&cfg, &p), 0);
+	return p;
 }
 
 START_TEST(test_config_rejected)
@@ -44,7 +60,7 @@ END_TEST
 START_TEST(test_order_and_wrap)
 {
 	void *mem;
-	struct adump_chan *c = make_chan(4, ADUMP_ON_FULL_DROP, &mem);
+	struct adump_chan *c = make_chan(4, &mem);
 
 	ck_assert_ptr_null(adump_chan_pop_sc(c));
 	/* 1000 rounds through 4 buffers wraps both rings many times. */
@@ -52,7 +68,7 @@ START_TEST(test_order_and_wrap)
 		struct adump_rec *r[3];
 
 		for (int i = 0; i < 3; i++) {
-			r[i] = adump_chan_reserve_sp(c, false);
+			r[i] = adump_chan_reserve_sp(c);
 			ck_assert_ptr_nonnull(r[i]);
 			r[i]->offset = round * 3 + (uint64_t)i;
 			memset(r[i]->buf, (int)(round + (uint64_t)i), BUF_BYTES);
@@ -69,7 +85,12 @@ START_TEST(test_order_and_wrap)
 		}
 		ck_assert_ptr_null(adump_chan_pop_sc(c));
 	}
-	ck_assert_int_eq(adump_chan_wait_idle(c), 0);
+	/* The bare ring has no policy: with every buffer out, reserve says so. */
+	for (int i = 0; i < 4; i++)
+		ck_assert_ptr_nonnull(adump_chan_reserve_sp(c));
+	ck_assert_ptr_null(adump_chan_reserve_sp(c));
+	ck_assert(adump_chan_is_idle(c));
+	ck_assert_uint_eq(adump_chan_committed(c), 3000);
 	adump_chan_destroy(c);
 	free(mem);
 }
@@ -78,39 +99,39 @@ END_TEST
 START_TEST(test_full_drops_are_counted)
 {
 	void *mem;
-	struct adump_chan *c = make_chan(4, ADUMP_ON_FULL_DROP, &mem);
+	struct adump_port *c = make_port(4, ADUMP_ON_FULL_DROP, &mem);
 	struct adump_rec *held[4];
 	struct adump_stream_stats st;
 
 	for (int i = 0; i < 4; i++) {
-		held[i] = adump_chan_reserve_sp(c, false);
+		held[i] = adump_port_reserve_sp(c, false);
 		ck_assert_ptr_nonnull(held[i]);
 		/* Each record owns a distinct buffer. */
 		for (int j = 0; j < i; j++)
 			ck_assert_ptr_ne(held[i]->buf, held[j]->buf);
 	}
-	ck_assert_ptr_null(adump_chan_reserve_sp(c, false));
-	ck_assert_ptr_null(adump_chan_reserve_sp(c, false));
-	adump_chan_stats(c, &st);
+	ck_assert_ptr_null(adump_port_reserve_sp(c, false));
+	ck_assert_ptr_null(adump_port_reserve_sp(c, false));
+	adump_port_stats(c, &st);
 	ck_assert_uint_eq(st.drops, 2);
 	ck_assert_uint_eq(st.stream_id, 7);
 	for (int i = 0; i < 4; i++)
-		adump_chan_commit_sp(c, held[i]);
-	adump_chan_stats(c, &st);
+		adump_port_commit_sp(c, held[i]);
+	adump_port_stats(c, &st);
 	ck_assert_uint_eq(st.records, 4);
 	ck_assert_uint_eq(st.ring_high_water, 4);
 	for (int i = 0; i < 4; i++)
-		adump_chan_release_sc(c, adump_chan_pop_sc(c));
+		adump_consumer_release_sc(adump_port_chan(c), adump_chan_pop_sc(adump_port_chan(c)));
 	/* The drop is reported once by the next idle wait, then cleared. */
-	ck_assert_int_eq(adump_chan_wait_idle(c), -ADUMP_ERR_DROPPED);
-	ck_assert_int_eq(adump_chan_wait_idle(c), 0);
-	adump_chan_destroy(c);
+	ck_assert_int_eq(adump_port_wait_idle(c), -ADUMP_ERR_DROPPED);
+	ck_assert_int_eq(adump_port_wait_idle(c), 0);
+	adump_port_destroy(c);
 	free(mem);
 }
 END_TEST
 
 struct stress {
-	struct adump_chan *c;
+	struct adump_port *c;
 	uint64_t count;
 	uint64_t seed;
 	uint64_t bad;
@@ -122,14 +143,14 @@ static void *stress_producer(void *arg)
 	struct stress *s = arg;
 
 	for (uint64_t i = 0; i < s->count; i++) {
-		struct adump_rec *r = adump_chan_reserve_sp(s->c, false);
+		struct adump_rec *r = adump_port_reserve_sp(s->c, false);
 
 		r->offset = i;
 		r->len = (uint32_t)(i % BUF_BYTES) + 1;
 		/* Canary pattern derived from the sequence number fills the whole buffer. */
 		memset(r->buf, (int)(i * 131 + s->seed), BUF_BYTES);
 		r->flags = (i + 1 == s->count) ? ADUMP_REC_LAST : 0;
-		adump_chan_commit_sp(s->c, r);
+		adump_port_commit_sp(s->c, r);
 	}
 	return NULL;
 }
@@ -140,7 +161,7 @@ static void *stress_consumer(void *arg)
 	uint64_t next = 0;
 
 	while (next < s->count) {
-		struct adump_rec *r = adump_chan_pop_sc(s->c);
+		struct adump_rec *r = adump_chan_pop_sc(adump_port_chan(s->c));
 
 		if (!r)
 			continue;
@@ -152,7 +173,7 @@ static void *stress_consumer(void *arg)
 		if (s->slow_consumer && next % 4096 == 0)
 			usleep(50);
 		next++;
-		adump_chan_release_sc(s->c, r);
+		adump_consumer_release_sc(adump_port_chan(s->c), r);
 	}
 	return NULL;
 }
@@ -164,18 +185,18 @@ static void run_stress(uint64_t count, uint32_t buffers, int slow)
 	pthread_t p, q;
 	struct adump_stream_stats st;
 
-	s.c = make_chan(buffers, ADUMP_ON_FULL_BLOCK, &mem);
+	s.c = make_port(buffers, ADUMP_ON_FULL_BLOCK, &mem);
 	pthread_create(&q, NULL, stress_consumer, &s);
 	pthread_create(&p, NULL, stress_producer, &s);
 	pthread_join(p, NULL);
-	ck_assert_int_eq(adump_chan_wait_idle(s.c), 0);
+	ck_assert_int_eq(adump_port_wait_idle(s.c), 0);
 	pthread_join(q, NULL);
 	ck_assert_uint_eq(s.bad, 0);
-	adump_chan_stats(s.c, &st);
+	adump_port_stats(s.c, &st);
 	ck_assert_uint_eq(st.records, count);
 	ck_assert_uint_eq(st.drops, 0);
 	ck_assert_uint_le(st.ring_high_water, buffers);
-	adump_chan_destroy(s.c);
+	adump_port_destroy(s.c);
 	free(mem);
 }
 
@@ -196,18 +217,18 @@ START_TEST(test_blocking_producer_sleeps_and_wakes)
 	struct stress s = { .count = 200000, .seed = t_seed(), .slow_consumer = 1 };
 	pthread_t p, q;
 
-	s.c = make_chan(2, ADUMP_ON_FULL_BLOCK, &mem);
+	s.c = make_port(2, ADUMP_ON_FULL_BLOCK, &mem);
 	pthread_create(&q, NULL, stress_consumer, &s);
 	pthread_create(&p, NULL, stress_producer, &s);
 	pthread_join(p, NULL);
 	pthread_join(q, NULL);
 	ck_assert_uint_eq(s.bad, 0);
-	adump_chan_stats(s.c, &st);
+	adump_port_stats(s.c, &st);
 	/* Two buffers and a slow consumer: the producer must have waited, and lost nothing. */
 	ck_assert_uint_gt(st.producer_wait_count, 0);
 	ck_assert_uint_eq(st.drops, 0);
 	ck_assert_uint_eq(st.records, s.count);
-	adump_chan_destroy(s.c);
+	adump_port_destroy(s.c);
 	free(mem);
 }
 END_TEST
@@ -217,31 +238,31 @@ END_TEST
 START_TEST(test_recycle_then_retire)
 {
 	void *mem;
-	struct adump_chan *c = make_chan(2, ADUMP_ON_FULL_DROP, &mem);
-	struct adump_rec *a = adump_chan_reserve_sp(c, false);
-	struct adump_rec *b = adump_chan_reserve_sp(c, false);
+	struct adump_port *c = make_port(2, ADUMP_ON_FULL_DROP, &mem);
+	struct adump_rec *a = adump_port_reserve_sp(c, false);
+	struct adump_rec *b = adump_port_reserve_sp(c, false);
 
 	ck_assert_ptr_nonnull(a);
 	ck_assert_ptr_nonnull(b);
-	adump_chan_commit_sp(c, a);
-	adump_chan_commit_sp(c, b);
-	ck_assert_ptr_eq(adump_chan_pop_sc(c), a);
-	ck_assert_ptr_eq(adump_chan_pop_sc(c), b);
-	adump_chan_recycle_sc(c, a);
-	adump_chan_recycle_sc(c, b);
+	adump_port_commit_sp(c, a);
+	adump_port_commit_sp(c, b);
+	ck_assert_ptr_eq(adump_chan_pop_sc(adump_port_chan(c)), a);
+	ck_assert_ptr_eq(adump_chan_pop_sc(adump_port_chan(c)), b);
+	adump_consumer_recycle_sc(adump_port_chan(c), a);
+	adump_consumer_recycle_sc(adump_port_chan(c), b);
 	/* Both buffers are free again although nothing is retired. */
-	a = adump_chan_reserve_sp(c, false);
+	a = adump_port_reserve_sp(c, false);
 	ck_assert_ptr_nonnull(a);
-	ck_assert_ptr_nonnull(adump_chan_reserve_sp(c, false));
-	adump_chan_commit_sp(c, a);
+	ck_assert_ptr_nonnull(adump_port_reserve_sp(c, false));
+	adump_port_commit_sp(c, a);
 	struct adump_stream_stats st;
-	adump_chan_stats(c, &st);
+	adump_port_stats(c, &st);
 	ck_assert_uint_eq(st.drops, 0);
-	ck_assert_ptr_eq(adump_chan_pop_sc(c), a);
-	adump_chan_release_sc(c, a);
-	adump_chan_retire_sc(c, 2);
-	ck_assert_int_eq(adump_chan_wait_idle(c), 0);
-	adump_chan_destroy(c);
+	ck_assert_ptr_eq(adump_chan_pop_sc(adump_port_chan(c)), a);
+	adump_consumer_release_sc(adump_port_chan(c), a);
+	adump_consumer_retire_sc(adump_port_chan(c), 2);
+	ck_assert_int_eq(adump_port_wait_idle(c), 0);
+	adump_port_destroy(c);
 	free(mem);
 }
 END_TEST

@@ -36,9 +36,60 @@
 #define BATCH_RUN_MAX 1024
 #define BATCH_FILE_MAX 1024             /* op records a batch holds until it is written */
 
+/* Records of one channel a batch retires once it is written. */
+struct batch_run {
+	struct adump_chan *chan;
+	uint32_t record_count;
+};
+
+/* Small files copied whole (header and payload) into a worker buffer, so their staging
+ * buffers go back at once, and written to the segment with one write. Their index lines go
+ * out after that write has completed. */
+struct packed_batch {
+	struct adump_chunk_write write;         /* first: the completion finds the batch */
+	struct packed_batch *next_free;
+	uint64_t base;                          /* mem[0]'s offset in its segment */
+	size_t len;                             /* bytes of files in mem */
+	uint32_t file_count;
+	char *lines;                            /* the files' index lines, in file order */
+	size_t lines_len;
+	struct batch_run *runs;
+	uint32_t run_count;
+	struct adump_op_rec **ops;              /* the files' records, until the write is done */
+	unsigned char *mem;
+};
+
+/* Per worker (w->out_state). */
+struct packed_state {
+	int index_fd;
+	int seg_fd;                             /* the segment being filled */
+	uint32_t seg_number;
+	uint64_t seg_offset;                    /* next free byte of it */
+	int *old_fds;                           /* full segments, closed at worker stop */
+	uint32_t old_count;
+	char *index_buf;                        /* lines of completed files, not yet written */
+	size_t index_len;
+	struct packed_batch *batch;             /* being filled, or NULL */
+	struct packed_batch *free_batches;
+	unsigned batch_count;                   /* allocated */
+	/* Written by completed batches, writeback not started yet (packed_writeback()). */
+	int wb_fd;
+	uint64_t wb_from;
+	uint64_t wb_to;
+	/* Background data syncs (packed_sync()): bytes written since the last one started. */
+	uint64_t sync_owed;
+	bool is_sync_in_flight;
+	bool is_sync_unsupported;               /* the pwrite writer: no background syncs */
+	struct adump_chunk_write sync_write;
+};
+
+static int index_flush(struct adump_worker *w);
+static void batch_submit(struct adump_worker *w);
+static void batch_done(struct adump_worker *w, struct packed_batch *b, int res);
+
 static int segment_open(struct adump_worker *w)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	char path[4200];
 	int fd;
 
@@ -60,13 +111,16 @@ static void batch_destroy(struct packed_batch *b)
 	free(b);
 }
 
-int adump_packed_worker_init(struct adump_worker *w)
+static int packed_worker_init(struct adump_worker *w)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = calloc(1, sizeof(*p));
 	char path[4200];
 	int ret;
 
-	p->wb_fd = -1;
+	if (!p)
+		return -ENOMEM;
+	w->out_state = p;
+	p->index_fd = p->seg_fd = p->wb_fd = -1;
 	snprintf(path, sizeof(path), "%s/packed", w->session->dir);
 	ret = adump_mkdir_p(path, 0750);
 	if (ret < 0)
@@ -81,11 +135,13 @@ int adump_packed_worker_init(struct adump_worker *w)
 	return segment_open(w);
 }
 
-void adump_packed_worker_fini(struct adump_worker *w)
+static void packed_worker_fini(struct adump_worker *w)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 
-	if (p->index_fd >= 0 && adump_packed_flush(w) < 0)
+	if (!p)
+		return;
+	if (p->index_fd >= 0 && index_flush(w) < 0)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "worker %u: index lines lost at stop", w->index);
 	free(p->index_buf);
 	p->index_buf = NULL;
@@ -105,13 +161,14 @@ void adump_packed_worker_fini(struct adump_worker *w)
 		close(p->seg_fd);
 	if (p->index_fd >= 0)
 		close(p->index_fd);
-	p->seg_fd = p->index_fd = -1;
+	free(p);
+	w->out_state = NULL;
 }
 
 /* Close the current segment for new files and open the next one. */
 static int segment_roll(struct adump_worker *w)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	/* Writes may still be in flight on the full segment: keep it open until the worker
 	 * stops. */
 	int *fds = realloc(p->old_fds, (p->old_count + 1) * sizeof(*fds));
@@ -125,9 +182,10 @@ static int segment_roll(struct adump_worker *w)
 	return segment_open(w);
 }
 
-int adump_packed_place(struct adump_worker *w, struct file_state *fs)
+/* Reserve the file's bytes in the current segment (rolling it when full). */
+static int place(struct adump_worker *w, struct file_state *fs)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	uint64_t limit = w->session->cfg.segment_bytes ? w->session->cfg.segment_bytes
 						       : DEFAULT_SEGMENT_BYTES;
 	uint64_t total = fs->header_len + fs->op->payload_bytes;
@@ -135,7 +193,7 @@ int adump_packed_place(struct adump_worker *w, struct file_state *fs)
 
 	/* The open batch covers the segment up to seg_offset: it goes out before anything
 	 * else is placed, so that its bytes stay one contiguous stretch. */
-	adump_packed_batch_submit(w);
+	batch_submit(w);
 	if (p->seg_offset && p->seg_offset + total > limit) {
 		ret = segment_roll(w);
 		if (ret < 0)
@@ -150,9 +208,10 @@ int adump_packed_place(struct adump_worker *w, struct file_state *fs)
 	return 0;
 }
 
-int adump_packed_flush(struct adump_worker *w)
+/* Write the queued index lines. */
+static int index_flush(struct adump_worker *w)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	int ret = adump_write_all(p->index_fd, p->index_buf, p->index_len);
 
 	if (ret < 0) {
@@ -163,9 +222,11 @@ int adump_packed_flush(struct adump_worker *w)
 	return ret;
 }
 
-int adump_packed_index(struct adump_worker *w, struct file_state *fs)
+/* Queue the file's index entry; called once all its writes completed. Entries go out in
+ * batches (index_flush()), always after the data they describe. */
+static int index_add(struct adump_worker *w, struct file_state *fs)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	const char *rel = fs->path + strlen(w->session->dir) + 1;
 	char line[4400];
 	int n, ret = ADUMP_TESTPOINT("packed.index");
@@ -179,7 +240,7 @@ int adump_packed_index(struct adump_worker *w, struct file_state *fs)
 	n = (int)adump_packed_line_put(line, rel, rel_len, w->index, fs->seg_number, fs->base,
 			  fs->header_len + fs->op->payload_bytes, fs->crc);
 	if (p->index_len + (size_t)n > INDEX_BATCH_BYTES) {
-		ret = adump_packed_flush(w);
+		ret = index_flush(w);
 		if (ret < 0)
 			return ret;
 	}
@@ -209,7 +270,7 @@ static struct packed_batch *batch_create(void)
  * batch is in flight (their completions put them back). */
 static struct packed_batch *batch_get(struct adump_worker *w, bool *is_busy)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	struct packed_batch *b = p->batch;
 
 	*is_busy = false;
@@ -239,9 +300,10 @@ static struct packed_batch *batch_get(struct adump_worker *w, bool *is_busy)
 	return b;
 }
 
-void adump_packed_batch_submit(struct adump_worker *w)
+/* Queue the open batch's write, if there is one. */
+static void batch_submit(struct adump_worker *w)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	struct packed_batch *b = p->batch;
 
 	if (!b)
@@ -250,10 +312,10 @@ void adump_packed_batch_submit(struct adump_worker *w)
 	b->write = (struct adump_chunk_write){
 		.req = { .fd = b->write.req.fd, .buf_index = -1, .buf = b->mem, .len = b->len,
 			 .offset = b->base },
-		.batch = b,
+		.priv = b,
 	};
 	if (!adump_submit_write(w, &b->write))
-		adump_packed_batch_done(w, b, b->write.req.res);
+		batch_done(w, b, b->write.req.res);
 }
 
 /* Starts the writeback of the pending written range, if any. */
@@ -271,7 +333,7 @@ static void writeback_start(struct packed_state *p)
  * lets the disk flush while the workers are still packing. */
 static void packed_sync(struct adump_worker *w, int fd, uint64_t len)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	size_t step = w->session->cfg.sync_bytes ? w->session->cfg.sync_bytes
 						  : ADUMP_DEFAULT_SYNC_BYTES;
 	int ret;
@@ -292,9 +354,10 @@ static void packed_sync(struct adump_worker *w, int fd, uint64_t len)
 	p->is_sync_in_flight = true;
 }
 
-void adump_packed_sync_done(struct adump_worker *w, int res)
+/* The background fdatasync() of a segment completed with @res (0 or -errno). */
+static void sync_done(struct adump_worker *w, int res)
 {
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 
 	p->is_sync_in_flight = false;
 	if (res < 0) {
@@ -326,10 +389,11 @@ static void packed_writeback(struct packed_state *p, int fd, uint64_t from, uint
 		writeback_start(p);
 }
 
-void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res)
+/* The batch's write completed with @res (bytes or -errno). */
+static void batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 {
 	struct adump_session *s = w->session;
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	int ret = res < 0 ? res : 0;
 
 	if (ret == 0) {
@@ -339,11 +403,11 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 		/* The data is written: now its lines, and they go out before the records are
 		 * retired, so a stream sync that returns finds its files indexed. */
 		if (p->index_len + b->lines_len > INDEX_BATCH_BYTES)
-			ret = adump_packed_flush(w);
+			ret = index_flush(w);
 		if (ret == 0) {
 			memcpy(p->index_buf + p->index_len, b->lines, b->lines_len);
 			p->index_len += b->lines_len;
-			ret = adump_packed_flush(w);
+			ret = index_flush(w);
 		}
 		if (ret < 0)
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "indexing a batch: %s",
@@ -370,15 +434,19 @@ void adump_packed_batch_done(struct adump_worker *w, struct packed_batch *b, int
 	}
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
 	for (uint32_t i = 0; i < b->run_count; i++)
-		adump_chan_retire_sc(b->runs[i].chan, b->runs[i].record_count);
+		adump_consumer_retire_sc(b->runs[i].chan, b->runs[i].record_count);
 	b->next_free = p->free_batches;
 	p->free_batches = b;
 }
 
-int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
+/* A whole small file in one record: copy it into the open batch, give the staging buffer
+ * back at once and retire the record once the batch is written. Return: 0 if the record
+ * does not qualify (the ordinary path follows); 1 if it was consumed; -EBUSY if every batch
+ * is in flight (nothing of the record taken: the worker reaps and retries). */
+static int take_small(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
 	struct adump_session *s = w->session;
-	struct packed_state *p = &w->ext->packed;
+	struct packed_state *p = w->out_state;
 	struct adump_op_rec *op = rec->op;
 	uint64_t limit = s->cfg.segment_bytes ? s->cfg.segment_bytes : DEFAULT_SEGMENT_BYTES;
 	uint64_t payload_bytes = op->payload_bytes;
@@ -421,7 +489,7 @@ int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, str
 			if (p->seg_offset && p->seg_offset + total > limit) {
 				/* A file never spans two segments: the batch goes out, a new
 				 * segment starts and a new batch with it. */
-				adump_packed_batch_submit(w);
+				batch_submit(w);
 				if (segment_roll(w) < 0)
 					return 0;
 				continue;
@@ -433,7 +501,7 @@ int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, str
 		/* The batch is full: out it goes, and the file tries a fresh one once. */
 		if (attempt > 1 || !b->file_count)
 			return 0;
-		adump_packed_batch_submit(w);
+		batch_submit(w);
 	}
 
 	/* Refused by the disk guard: the ordinary path skips it and records the loss. */
@@ -453,8 +521,90 @@ int adump_packed_take_small(struct adump_worker *w, struct adump_chan *chan, str
 		b->runs[b->run_count - 1].record_count++;
 	else
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
-	adump_chan_recycle_sc(chan, rec);
+	adump_consumer_recycle_sc(chan, rec);
 	/* Kept until the batch is written: a failed write records its losses by name. */
 	b->ops[b->file_count - 1] = op;
 	return 1;
 }
+
+static void packed_file_begin(struct adump_worker *w, struct file_state *fs, bool is_whole)
+{
+	struct adump_session *s = w->session;
+	int ret;
+
+	(void)is_whole;
+	if (adump_file_header(s, fs) < 0)
+		return;
+	ret = place(w, fs);
+	if (ret < 0) {
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		adump_file_fail(s, fs, ret, "placing in a segment");
+		return;
+	}
+	fs->crc = adump_crc32c(0, fs->header, fs->header_len);
+	adump_file_header_submit(w, fs);
+}
+
+static void packed_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+			  struct file_state *fs)
+{
+	if (rec->len == 0) {
+		adump_record_done(w, chan, rec, fs);
+		return;
+	}
+	fs->crc = adump_crc32c(fs->crc, adump_rec_data(rec), rec->len);
+	adump_record_submit(w, chan, rec, fs);
+}
+
+static void packed_file_end(struct adump_worker *w, struct file_state *fs)
+{
+	int ret;
+
+	if (fs->is_failed)
+		return;
+	ret = index_add(w, fs);
+	/* Batched while more work waits; at the end of a burst the line goes out now, before
+	 * the sync that waits for this file can return. */
+	if (ret == 0 && adump_worker_is_drained(w))
+		ret = index_flush(w);
+	if (ret < 0)
+		adump_file_fail(w->session, fs, ret, "indexing");
+}
+
+static void packed_completion(struct adump_worker *w, struct adump_chunk_write *cw)
+{
+	if (cw->req.is_datasync)
+		sync_done(w, cw->req.res);
+	else
+		batch_done(w, cw->priv, cw->req.res);
+}
+
+static bool packed_has_held(const struct adump_worker *w)
+{
+	const struct packed_state *p = w->out_state;
+
+	return p->batch != NULL;
+}
+
+/* Index lines of finished files go out before the worker idles. */
+static void packed_idle(struct adump_worker *w)
+{
+	struct packed_state *p = w->out_state;
+
+	if (p->index_len)
+		index_flush(w);
+}
+
+const struct adump_output_ops adump_out_packed = {
+	.name = "packed",
+	.worker_init = packed_worker_init,
+	.worker_fini = packed_worker_fini,
+	.record_prepare = take_small,
+	.file_begin = packed_file_begin,
+	.record = packed_record,
+	.file_end = packed_file_end,
+	.completion = packed_completion,
+	.has_held = packed_has_held,
+	.submit_held = batch_submit,
+	.idle = packed_idle,
+};

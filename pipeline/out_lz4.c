@@ -16,6 +16,25 @@
  * against the memory bound (pool + 64 MiB): with 2 MiB chunks, 8 per worker is 16 MiB. */
 #define OUT_BUF_MAX 8
 
+/* A buffer for bytes the worker produced itself (compressed data), written once. */
+struct out_buf {
+	struct adump_chunk_write write;         /* first: the completion finds the buffer */
+	struct out_buf *next_free;
+	size_t cap;
+	unsigned char mem[];
+};
+
+/* Per worker (w->out_state). */
+struct lz4_worker {
+	LZ4F_cctx **free_cctx;                  /* contexts not in use */
+	unsigned free_cctx_count;
+	unsigned cctx_cap;
+	struct out_buf *free_out;               /* output buffers not in flight */
+	unsigned free_out_count;
+	unsigned out_count;                     /* allocated */
+	size_t out_cap;                         /* bytes per output buffer */
+};
+
 static LZ4F_preferences_t frame_prefs(uint64_t content_size)
 {
 	LZ4F_preferences_t p;
@@ -31,22 +50,27 @@ static LZ4F_preferences_t frame_prefs(uint64_t content_size)
 	return p;
 }
 
-int adump_lz4_worker_init(struct adump_worker *w, size_t chunk_bytes)
+static int lz4_worker_init(struct adump_worker *w)
 {
 	LZ4F_preferences_t p = frame_prefs(0);
-	struct worker_ext *x = w->ext;
+	struct lz4_worker *x = calloc(1, sizeof(*x));
 
+	if (!x)
+		return -ENOMEM;
+	w->out_state = x;
 	/* One buffer must hold a whole compressed chunk, or a frame's header or end mark. */
-	x->out_cap = LZ4F_compressBound(chunk_bytes, &p) + LZ4F_HEADER_SIZE_MAX + 64;
+	x->out_cap = LZ4F_compressBound(w->session->chunk_bytes, &p) + LZ4F_HEADER_SIZE_MAX + 64;
 	x->cctx_cap = 16;
 	x->free_cctx = calloc(x->cctx_cap, sizeof(*x->free_cctx));
 	return x->free_cctx ? 0 : -ENOMEM;
 }
 
-void adump_lz4_worker_fini(struct adump_worker *w)
+static void lz4_worker_fini(struct adump_worker *w)
 {
-	struct worker_ext *x = w->ext;
+	struct lz4_worker *x = w->out_state;
 
+	if (!x)
+		return;
 	for (unsigned i = 0; i < x->free_cctx_count; i++)
 		LZ4F_freeCompressionContext(x->free_cctx[i]);
 	free(x->free_cctx);
@@ -57,17 +81,21 @@ void adump_lz4_worker_fini(struct adump_worker *w)
 		free(x->free_out);
 		x->free_out = next;
 	}
+	free(x);
+	w->out_state = NULL;
 }
 
-void adump_out_buf_put(struct adump_worker *w, struct out_buf *ob)
+static void out_buf_put(struct adump_worker *w, struct out_buf *ob)
 {
-	ob->next_free = w->ext->free_out;
-	w->ext->free_out = ob;
-	w->ext->free_out_count++;
+	struct lz4_worker *x = w->out_state;
+
+	ob->next_free = x->free_out;
+	x->free_out = ob;
+	x->free_out_count++;
 }
 
 /* A new output buffer while fewer than OUT_BUF_MAX exist, or NULL. */
-static struct out_buf *out_buf_new(struct worker_ext *x)
+static struct out_buf *out_buf_new(struct lz4_worker *x)
 {
 	struct out_buf *ob;
 
@@ -81,9 +109,11 @@ static struct out_buf *out_buf_new(struct worker_ext *x)
 	return ob;
 }
 
-int adump_lz4_reserve(struct adump_worker *w, unsigned count)
+/* Make @count output buffers available for the next record without waiting.
+ * Return: 0, or -EBUSY when they are all in flight. */
+static int reserve(struct adump_worker *w, unsigned count)
 {
-	struct worker_ext *x = w->ext;
+	struct lz4_worker *x = w->out_state;
 
 	while (x->free_out_count < count) {
 		struct out_buf *ob = out_buf_new(x);
@@ -92,16 +122,16 @@ int adump_lz4_reserve(struct adump_worker *w, unsigned count)
 			/* All made, or no memory: the ones in flight come back (retry), or, with
 			 * none at all, the file fails in out_buf_get(). */
 			return x->out_count > x->free_out_count ? -EBUSY : 0;
-		adump_out_buf_put(w, ob);
+		out_buf_put(w, ob);
 	}
 	return 0;
 }
 
-/* An output buffer: a free one (adump_lz4_reserve() made them available), else a new one.
+/* An output buffer: a free one (reserve() made them available), else a new one.
  * Never waits. */
 static struct out_buf *out_buf_get(struct adump_worker *w)
 {
-	struct worker_ext *x = w->ext;
+	struct lz4_worker *x = w->out_state;
 	struct out_buf *ob = x->free_out;
 
 	if (!ob)
@@ -115,17 +145,17 @@ static struct out_buf *out_buf_get(struct adump_worker *w)
 static void write_out(struct adump_worker *w, struct file_state *fs, struct out_buf *ob, size_t len)
 {
 	if (len == 0) {
-		adump_out_buf_put(w, ob);
+		out_buf_put(w, ob);
 		return;
 	}
 	ob->write = (struct adump_chunk_write){
 		.req = { .fd = fs->fd, .buf_index = -1, .buf = ob->mem, .len = len,
 			 .offset = fs->out_offset },
-		.file = fs, .out_buf = ob,
+		.file = fs, .priv = ob,
 	};
 	fs->out_offset += len;
 	if (!adump_submit_write(w, &ob->write))
-		adump_out_buf_put(w, ob);
+		out_buf_put(w, ob);
 }
 
 static void compress_into(struct adump_worker *w, struct file_state *fs, const void *data,
@@ -145,16 +175,16 @@ static void compress_into(struct adump_worker *w, struct file_state *fs, const v
 		   : LZ4F_compressUpdate(fs->cctx, ob->mem, ob->cap, data, len, NULL);
 	if (LZ4F_isError(n)) {
 		adump_log_once(ADUMP_LOG_ERROR, MODULE, "compression failed: %s", LZ4F_getErrorName(n));
-		adump_out_buf_put(w, ob);
+		out_buf_put(w, ob);
 		adump_file_fail(w->session, fs, -ADUMP_ERR_CORRUPT, "compressing");
 		return;
 	}
 	write_out(w, fs, ob, n);
 }
 
-void adump_lz4_begin(struct adump_worker *w, struct file_state *fs)
+static void lz4_begin(struct adump_worker *w, struct file_state *fs)
 {
-	struct worker_ext *x = w->ext;
+	struct lz4_worker *x = w->out_state;
 	LZ4F_preferences_t p = frame_prefs(fs->header_len + fs->op->payload_bytes);
 	struct out_buf *ob;
 	size_t n;
@@ -176,7 +206,7 @@ void adump_lz4_begin(struct adump_worker *w, struct file_state *fs)
 	}
 	n = LZ4F_compressBegin(fs->cctx, ob->mem, ob->cap, &p);
 	if (LZ4F_isError(n)) {
-		adump_out_buf_put(w, ob);
+		out_buf_put(w, ob);
 		adump_file_fail(w->session, fs, -ADUMP_ERR_CORRUPT, "starting the frame of");
 		return;
 	}
@@ -186,22 +216,71 @@ void adump_lz4_begin(struct adump_worker *w, struct file_state *fs)
 		compress_into(w, fs, NULL, 0, true);
 }
 
-void adump_lz4_data(struct adump_worker *w, struct file_state *fs, const void *data, size_t len,
-		    bool is_last)
+/* The LZ4 output buffers the record needs: the frame's start and the header with the
+ * first record, one for the data, one for the frame's end with the last. */
+static unsigned buffers_needed(const struct adump_rec *rec, const struct file_state *fs)
 {
-	if (len)
-		compress_into(w, fs, data, len, false);
-	if (is_last && fs->op->payload_bytes != 0)
-		compress_into(w, fs, NULL, 0, true);
+	const struct adump_op_rec *op = rec->op;
+	bool is_last = (rec->flags & ADUMP_REC_LAST) != 0;
+	unsigned n = 0;
+
+	if (!fs)
+		n += 2 + (op->payload_bytes == 0);
+	return n + (rec->len != 0) + (is_last && op->payload_bytes != 0);
 }
 
-void adump_lz4_release(struct adump_worker *w, struct file_state *fs)
+static int lz4_prepare(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
-	struct worker_ext *x = w->ext;
+	(void)chan;
+	return reserve(w, buffers_needed(rec, rec->op->priv)) == -EBUSY ? -EBUSY : 0;
+}
 
+static void lz4_file_begin(struct adump_worker *w, struct file_state *fs, bool is_whole)
+{
+	(void)is_whole;
+	if (adump_file_header(w->session, fs) == 0 && adump_file_create(w->session, fs, ".lz4") == 0)
+		lz4_begin(w, fs);
+}
+
+/* Compressed into worker buffers: the staging buffer is free again at once. */
+static void lz4_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+		       struct file_state *fs)
+{
+	if (rec->len)
+		compress_into(w, fs, adump_rec_data(rec), rec->len, false);
+	if ((rec->flags & ADUMP_REC_LAST) && fs->op->payload_bytes != 0)
+		compress_into(w, fs, NULL, 0, true);
+	adump_record_done(w, chan, rec, fs);
+}
+
+static void lz4_write_done(struct adump_worker *w, struct adump_chunk_write *cw)
+{
+	if (cw->priv)
+		out_buf_put(w, cw->priv);
+}
+
+static void lz4_file_end(struct adump_worker *w, struct file_state *fs)
+{
+	struct lz4_worker *x = w->out_state;
+
+	if (fs->fd >= 0)
+		adump_file_publish(w->session, fs, ".lz4");
+	if (!fs->cctx)
+		return;
 	if (x->free_cctx_count < x->cctx_cap)
 		x->free_cctx[x->free_cctx_count++] = fs->cctx;
 	else
 		LZ4F_freeCompressionContext(fs->cctx);
 	fs->cctx = NULL;
 }
+
+const struct adump_output_ops adump_out_lz4 = {
+	.name = "lz4",
+	.worker_init = lz4_worker_init,
+	.worker_fini = lz4_worker_fini,
+	.record_prepare = lz4_prepare,
+	.file_begin = lz4_file_begin,
+	.record = lz4_record,
+	.write_done = lz4_write_done,
+	.file_end = lz4_file_end,
+};

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "ring/ring.h"
+#include "producer/producer.h"
 
 /* Where the payload is read from: the tensors' bytes, back to back. */
 struct payload_cursor {
@@ -69,7 +69,7 @@ static uint64_t next_len(const struct payload_cursor *c, uint64_t offset, uint64
 	return len;
 }
 
-uint64_t adump_chan_post_sp(struct adump_chan *chan, struct adump_op_rec *op_rec,
+uint64_t adump_port_post_sp(struct adump_port *port, struct adump_op_rec *op_rec,
 			    const void *const *data, bool is_ref)
 {
 	struct payload_cursor cursor = {
@@ -78,6 +78,7 @@ uint64_t adump_chan_post_sp(struct adump_chan *chan, struct adump_op_rec *op_rec
 		.count = op_rec->op.tensor_count,
 	};
 	uint64_t total = op_rec->payload_bytes, chunk_bytes, first_bytes, skew = 0, offset = 0;
+	struct adump_chan *chan = adump_port_chan(port);
 	uint64_t drop_count = 0;
 	uint32_t align;
 	bool is_failed = false, is_posted = false, is_ref_cut;
@@ -102,14 +103,14 @@ uint64_t adump_chan_post_sp(struct adump_chan *chan, struct adump_op_rec *op_rec
 
 		if (is_failed && !is_last) {
 			/* The file is lost already; keep the buffers for files that can complete. */
-			adump_chan_count_drop_sp(chan);
+			adump_port_count_drop_sp(port);
 			drop_count++;
 			cursor_take(&cursor, NULL, len);
 			offset += len;
 			continue;
 		}
 		/* The last record must reach the worker whatever the policy: it closes the file. */
-		rec = adump_chan_reserve_sp(chan, is_last);
+		rec = adump_port_reserve_sp(port, is_last);
 		if (!rec) {
 			is_failed = true;
 			drop_count++;
@@ -136,7 +137,7 @@ uint64_t adump_chan_post_sp(struct adump_chan *chan, struct adump_op_rec *op_rec
 		is_posted = true;
 		offset += len;
 		/* After the LAST commit the worker may free op_rec at any time: no access below. */
-		adump_chan_commit_sp(chan, rec);
+		adump_port_commit_sp(port, rec);
 	} while (offset < total);
 	return drop_count;
 }

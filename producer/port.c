@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A producer's port into its channel: the on-full policy, the doorbell, the per-stream
+ * counters and latency histograms, over the bare hand-off of ring/. Sleeping and waking go
+ * through common/wake.c (protocols 1 and 2 of common/common.h). */
+#include <errno.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "producer/producer.h"
+
+/* Pauses before a producer that found no free buffer sleeps: ~5 µs. Short on purpose: with
+ * more capture threads than cores, a spinning producer takes the CPU from the worker that
+ * would free its buffer (tiny profile: 2000 pauses cost ~10 % of the throughput). */
+#define SPIN_ITERATIONS 100
+/* Op records up to this size are reused (an Add's three tensors, one attribute and its
+ * names take about 1 KiB); larger ones are allocated each time. */
+#define OP_REC_POOLED_BYTES 2048u
+
+struct adump_port {
+	/* Read-mostly. */
+	struct adump_chan *chan;
+	enum adump_on_full on_full;
+	uint32_t stream_id;
+	struct adump_doorbell *_Atomic doorbell;
+	/* The producer's op records, given back by the worker as it finishes each file. */
+	struct adump_freelist op_recs;
+
+	/* Producer only. */
+	alignas(64) uint32_t sample_rng;        /* picks the enqueue samples */
+	bool is_sampled;                        /* time this enqueue */
+	uint64_t reserve_ns;                    /* its reserve's duration */
+	bool is_doorbell_deferred;              /* see adump_port_defer_sp() */
+	uint32_t doorbell_owed;                 /* commits not rung for yet */
+
+	/* Written by the producer, read by any thread (relaxed). */
+	_Atomic uint64_t drops;
+	_Atomic uint64_t nomem_tensors;         /* op records not built: their tensors lost */
+	_Atomic uint64_t wait_count;
+	_Atomic uint64_t wait_ns;
+	_Atomic uint32_t high_water;
+	_Atomic uint32_t has_dropped;           /* since the last adump_port_wait_idle() */
+	_Atomic uint64_t wait_max_ns;
+	_Atomic uint64_t wait_hist[ADUMP_HIST_BUCKETS];
+	_Atomic uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
+};
+
+int adump_port_create(const struct adump_port_cfg *cfg, struct adump_port **out)
+{
+	struct adump_port *p;
+	int ret;
+
+	if (!cfg)
+		return -ADUMP_ERR_CONFIG;
+	p = aligned_alloc(64, (sizeof(*p) + 63) & ~(size_t)63);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	ret = adump_chan_create(&cfg->chan, &p->chan);
+	if (ret < 0) {
+		free(p);
+		return ret;
+	}
+	adump_freelist_init(&p->op_recs, OP_REC_POOLED_BYTES);
+	p->on_full = cfg->on_full;
+	p->stream_id = cfg->chan.stream_id;
+	p->sample_rng = 0x9e3779b9u ^ (cfg->chan.stream_id << 1);       /* odd: never zero */
+	*out = p;
+	return 0;
+}
+
+void adump_port_destroy(struct adump_port *p)
+{
+	if (!p)
+		return;
+	adump_freelist_fini(&p->op_recs);
+	adump_chan_destroy(p->chan);
+	free(p);
+}
+
+struct adump_chan *adump_port_chan(struct adump_port *p)
+{
+	return p->chan;
+}
+
+void adump_port_set_doorbell(struct adump_port *p, struct adump_doorbell *db)
+{
+	atomic_store_explicit(&p->doorbell, db, memory_order_release);
+}
+
+static void ring_owed(struct adump_port *p)
+{
+	struct adump_doorbell *db = atomic_load_explicit(&p->doorbell, memory_order_acquire);
+
+	if (p->doorbell_owed && db)
+		adump_doorbell_ring(db);
+	p->doorbell_owed = 0;
+}
+
+void adump_port_defer_sp(struct adump_port *p)
+{
+	p->is_doorbell_deferred = true;
+}
+
+void adump_port_flush_sp(struct adump_port *p)
+{
+	p->is_doorbell_deferred = false;
+	ring_owed(p);
+}
+
+struct take_free_arg {
+	struct adump_chan *chan;
+	struct adump_rec *rec;
+};
+
+static bool take_free(void *arg)
+{
+	struct take_free_arg *a = arg;
+
+	a->rec = adump_chan_reserve_sp(a->chan);
+	return a->rec != NULL;
+}
+
+struct adump_rec *adump_port_reserve_sp(struct adump_port *p, bool must_wait)
+{
+	struct take_free_arg a = { .chan = p->chan };
+	struct adump_rec *rec;
+	uint64_t start, waited;
+
+	/* Sample the enqueue latency of one record in ADUMP_ENQUEUE_SAMPLE (timing every one
+	 * would cost more than the hand-off itself): the reserve here plus the commit, not the
+	 * producer's copy in between. Picked at random (xorshift32), so that the samples do not
+	 * keep step with anything periodic, such as a deferred doorbell. */
+	p->sample_rng ^= p->sample_rng << 13;
+	p->sample_rng ^= p->sample_rng >> 17;
+	p->sample_rng ^= p->sample_rng << 5;
+	if (p->sample_rng % ADUMP_ENQUEUE_SAMPLE == 0) {
+		start = adump_now_ns();
+		rec = adump_chan_reserve_sp(p->chan);
+		if (rec) {
+			p->reserve_ns = adump_now_ns() - start;
+			p->is_sampled = true;
+			return rec;
+		}
+	} else {
+		rec = adump_chan_reserve_sp(p->chan);
+		if (rec)
+			return rec;
+	}
+	/* The worker may be asleep on records we have not rung for: it frees the buffers. */
+	ring_owed(p);
+	if (p->on_full == ADUMP_ON_FULL_DROP && !must_wait) {
+		adump_port_count_drop_sp(p);
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&p->wait_count, 1, memory_order_relaxed);
+	start = adump_now_ns();
+	/* Protocol 2 of common/common.h: the worker wakes us once a batch is free. */
+	adump_waitpoint_wait(adump_chan_producer_wait(p->chan), SPIN_ITERATIONS, take_free, &a);
+	waited = adump_now_ns() - start;
+	atomic_fetch_add_explicit(&p->wait_ns, waited, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->wait_hist[adump_hist_bucket(waited)], 1, memory_order_relaxed);
+	if (waited > atomic_load_explicit(&p->wait_max_ns, memory_order_relaxed))
+		atomic_store_explicit(&p->wait_max_ns, waited, memory_order_relaxed);
+	return a.rec;
+}
+
+void adump_port_count_drop_sp(struct adump_port *p)
+{
+	if (atomic_fetch_add_explicit(&p->drops, 1, memory_order_relaxed) == 0)
+		adump_log(ADUMP_LOG_WARN, "producer",
+			  "stream %u: staging pool full, dropping dump data (counted in stats)",
+			  p->stream_id);
+	atomic_store_explicit(&p->has_dropped, 1, memory_order_relaxed);
+}
+
+void adump_port_count_nomem_sp(struct adump_port *p, uint32_t tensor_count)
+{
+	atomic_fetch_add_explicit(&p->nomem_tensors, tensor_count, memory_order_relaxed);
+}
+
+void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec)
+{
+	struct adump_doorbell *db;
+	uint64_t start = p->is_sampled ? adump_now_ns() : 0;
+	uint32_t depth = adump_chan_commit_sp(p->chan, rec);
+
+	if (depth > atomic_load_explicit(&p->high_water, memory_order_relaxed))
+		atomic_store_explicit(&p->high_water, depth, memory_order_relaxed);
+	/* Protocol 1 of common/common.h. A deferring producer rings later, once for many
+	 * (adump_port_flush_sp()). */
+	if (!p->is_doorbell_deferred || ++p->doorbell_owed >= ADUMP_DOORBELL_BATCH) {
+		p->doorbell_owed = 0;
+		db = atomic_load_explicit(&p->doorbell, memory_order_acquire);
+		if (db)
+			adump_doorbell_ring(db);
+	}
+	if (p->is_sampled) {
+		uint64_t took = p->reserve_ns + (adump_now_ns() - start);
+
+		atomic_fetch_add_explicit(&p->enqueue_hist[adump_hist_bucket(took)], 1, memory_order_relaxed);
+		p->is_sampled = false;
+	}
+}
+
+static bool chan_is_idle(void *chan)
+{
+	return adump_chan_is_idle(chan);
+}
+
+int adump_port_wait_idle(struct adump_port *p)
+{
+	/* Protocol 3 of common/common.h. */
+	adump_waitpoint_wait(adump_chan_idle_wait(p->chan), 0, chan_is_idle, p->chan);
+	if (atomic_exchange_explicit(&p->has_dropped, 0, memory_order_relaxed))
+		return -ADUMP_ERR_DROPPED;
+	return 0;
+}
+
+struct adump_freelist *adump_port_op_freelist(struct adump_port *p)
+{
+	return &p->op_recs;
+}
+
+uint32_t adump_port_stream_id(const struct adump_port *p)
+{
+	return p->stream_id;
+}
+
+void adump_port_stats(const struct adump_port *p, struct adump_stream_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->stream_id = p->stream_id;
+	out->records = adump_chan_committed(p->chan);
+	out->drops = atomic_load_explicit(&p->drops, memory_order_relaxed);
+	out->losses[ADUMP_LOSS_NOMEM] = atomic_load_explicit(&p->nomem_tensors, memory_order_relaxed);
+	out->ring_high_water = atomic_load_explicit(&p->high_water, memory_order_relaxed);
+	out->producer_wait_count = atomic_load_explicit(&p->wait_count, memory_order_relaxed);
+	out->producer_wait_ns = atomic_load_explicit(&p->wait_ns, memory_order_relaxed);
+}
+
+void adump_port_hist_add(const struct adump_port *p, uint64_t *wait_hist, uint64_t *enqueue_hist,
+			 uint64_t *wait_max)
+{
+	uint64_t max = atomic_load_explicit(&p->wait_max_ns, memory_order_relaxed);
+
+	for (unsigned i = 0; i < ADUMP_HIST_BUCKETS; i++) {
+		wait_hist[i] += atomic_load_explicit(&p->wait_hist[i], memory_order_relaxed);
+		enqueue_hist[i] += atomic_load_explicit(&p->enqueue_hist[i], memory_order_relaxed);
+	}
+	if (max > *wait_max)
+		*wait_max = max;
+}
