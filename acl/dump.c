@@ -172,6 +172,28 @@ static enum adump_writer_kind writer_from_env(void)
 	return ADUMP_WRITER_AUTO;
 }
 
+/* The disk guard of the CANN path: ADUMP_MIN_FREE (a size; 0 turns the floor off) and
+ * ADUMP_MAX_BYTES (a quota per dump session). Unset or invalid: the library's defaults. */
+static void guard_from_env(struct adump_config *cfg)
+{
+	static const char *const names[] = { "ADUMP_MIN_FREE", "ADUMP_MAX_BYTES" };
+	uint64_t *fields[] = { &cfg->min_free_bytes, &cfg->max_bytes };
+
+	for (int i = 0; i < 2; i++) {
+		const char *v = getenv(names[i]);
+		uint64_t n;
+
+		if (!v || !*v)
+			continue;
+		if (adump_size_parse(v, &n) < 0) {
+			adump_log_once(ADUMP_LOG_WARN, MOD, "%s=%s is not a size (512, 4K, 2M, 1G); "
+				       "ignored", names[i], v);
+			continue;
+		}
+		*fields[i] = i == 0 && n == 0 ? ADUMP_GUARD_OFF : n;
+	}
+}
+
 /* <YYYYMMDDhhmmss>, local time of the moment a config is applied (reference §2.5.2; CANN's
  * code stamps it per config call, its doc says "time of writing": UNVERIFIED, we follow
  * the code). */
@@ -202,6 +224,7 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 	cfg.dump_path = c->dump_path;
 	cfg.time_dir = st->time_dir;
 	cfg.writer = writer_from_env();
+	guard_from_env(&cfg);
 	cfg.sink = atomic_load_explicit(&st->callback, memory_order_relaxed) ? ADUMP_SINK_CALLBACK
 									     : ADUMP_SINK_FILE;
 	cfg.chunk_fn = adump_acl_chunk_to_callback;

@@ -36,6 +36,9 @@ ADUMP_HIDDEN void adump_log(enum adump_log_level level, const char *module, cons
 		}                                                                \
 	} while (0)
 
+/* "512", "4K", "2M", "1G" (optionally "iB"/"B"), powers of 1024. Return: 0 or -EINVAL. */
+ADUMP_HIDDEN int adump_size_parse(const char *s, uint64_t *out);
+
 /* Testpoints: ADUMP_TESTPOINT("uring.write") is 0, or the negative errno a test armed with
  * adump_testpoint_arm(). Compiled to 0 without ADUMP_ENABLE_TESTPOINTS. */
 #ifdef ADUMP_ENABLE_TESTPOINTS
@@ -219,6 +222,10 @@ struct adump_op_rec {
 	struct adump_op op;
 	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
 	_Atomic uint32_t is_failed;             /* set by the producer on a drop */
+	/* The payload range of the producer's first dropped chunk (loss_len 0: none), for the
+	 * consumer's loss accounting; written before the LAST record is committed. */
+	uint64_t loss_offset;
+	uint64_t loss_len;
 	void *priv;                             /* consumer's per-file state */
 	/* The packed header (8-byte length + DumpData, malloc'd) when the producer needed it
 	 * (direct I/O: its length places the chunks), or NULL. The consumer may take it

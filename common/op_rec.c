@@ -55,6 +55,8 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->op = *op;
 	rec->payload_bytes = 0;
 	atomic_init(&rec->is_failed, 0);
+	rec->loss_offset = 0;
+	rec->loss_len = 0;
 	rec->priv = NULL;
 	rec->header = NULL;
 	rec->header_len = 0;

@@ -107,6 +107,8 @@ int adump_dev_dma_copy(const struct adump_dev_task *task, uint32_t device_id, ui
 	if (ret < 0) {
 		adump_log_once(ADUMP_LOG_ERROR, "device", "dump of %s skipped: %s", req->op_name,
 			       adump_strerror(ret));
+		if (ret == -ENOMEM)
+			adump_port_count_nomem_sp(chan, tensor_count);
 		return ret;
 	}
 

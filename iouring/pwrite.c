@@ -25,6 +25,8 @@ static int pw_write(struct adump_writer *w, struct adump_wreq *req)
 	if (req->is_datasync)
 		return -EOPNOTSUPP;
 	injected = ADUMP_TESTPOINT("uring.write");
+	if (ADUMP_TESTPOINT("uring.slow"))
+		usleep(50000);                  /* a slow disk, for tests */
 
 	while (req->done < req->len && injected == 0) {
 		size_t want = req->len - req->done;

@@ -6,6 +6,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "iouring/writer_int.h"
@@ -99,6 +100,10 @@ static bool complete_one(struct uring_writer *uw, struct adump_wreq *req, int re
 {
 	int injected = req->is_datasync ? ADUMP_TESTPOINT("uring.datasync") :
 					  ADUMP_TESTPOINT("uring.write");
+
+	/* Tests make the disk slow: every completion 50 ms late. */
+	if (ADUMP_TESTPOINT("uring.slow"))
+		usleep(50000);
 
 	if (injected)
 		res = injected;

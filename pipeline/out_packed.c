@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 #include "proto/proto.h"
 
@@ -33,6 +34,7 @@
 #define BATCH_SMALL_BYTES (BATCH_BYTES / 4)     /* largest file a batch takes */
 #define BATCH_LINE_BYTES (64u << 10)
 #define BATCH_RUN_MAX 1024
+#define BATCH_FILE_MAX 1024             /* op records a batch holds until it is written */
 
 /* Records of one channel a batch retires once it is written. */
 struct batch_run {
@@ -53,6 +55,7 @@ struct packed_batch {
 	size_t lines_len;
 	struct batch_run *runs;
 	uint32_t run_count;
+	struct adump_op_rec **ops;              /* the files' records, until the write is done */
 	unsigned char *mem;
 };
 
@@ -104,6 +107,7 @@ static void batch_destroy(struct packed_batch *b)
 	free(b->mem);
 	free(b->lines);
 	free(b->runs);
+	free(b->ops);
 	free(b);
 }
 
@@ -254,7 +258,8 @@ static struct packed_batch *batch_create(void)
 	b->mem = malloc(BATCH_BYTES);
 	b->lines = malloc(BATCH_LINE_BYTES);
 	b->runs = malloc(BATCH_RUN_MAX * sizeof(*b->runs));
-	if (!b->mem || !b->lines || !b->runs) {
+	b->ops = malloc(BATCH_FILE_MAX * sizeof(*b->ops));
+	if (!b->mem || !b->lines || !b->runs || !b->ops) {
 		batch_destroy(b);
 		return NULL;
 	}
@@ -420,6 +425,13 @@ static void batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 	} else {
 		atomic_fetch_add_explicit(&s->files_completed, b->file_count, memory_order_relaxed);
 	}
+	adump_guard_bytes_done(s, b->len);
+	for (uint32_t i = 0; i < b->file_count; i++) {
+		if (ret < 0)
+			adump_loss_file(s, b->ops[i], NULL, ret);
+		b->ops[i]->status = ret;
+		adump_op_rec_destroy(b->ops[i]);
+	}
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
 	for (uint32_t i = 0; i < b->run_count; i++)
 		adump_consumer_retire_sc(b->runs[i].chan, b->runs[i].record_count);
@@ -483,7 +495,7 @@ static int take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 				continue;
 			}
 			if (b->lines_len + rel_len + ADUMP_PACKED_LINE_FIXED_BYTES <= BATCH_LINE_BYTES &&
-			    b->run_count < BATCH_RUN_MAX)
+			    b->run_count < BATCH_RUN_MAX && b->file_count < BATCH_FILE_MAX)
 				break;
 		}
 		/* The batch is full: out it goes, and the file tries a fresh one once. */
@@ -492,6 +504,9 @@ static int take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 		batch_submit(w);
 	}
 
+	/* Refused by the disk guard: the ordinary path skips it and records the loss. */
+	if (adump_guard_bytes_admit(s, total) < 0)
+		return 0;
 	/* The file is in the batch: the staging buffer can go back before anything is written. */
 	unsigned char *file = b->mem + b->len;
 	uint64_t base = b->base + b->len;
@@ -507,7 +522,8 @@ static int take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 	else
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
 	adump_consumer_recycle_sc(chan, rec);
-	adump_op_rec_destroy(op);
+	/* Kept until the batch is written: a failed write records its losses by name. */
+	b->ops[b->file_count - 1] = op;
 	return 1;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 #include "proto/proto.h"
 
@@ -99,7 +100,8 @@ int adump_file_header(struct adump_session *s, struct file_state *fs)
 		return ret;
 	}
 	fs->payload_base = fs->header_len;
-	return 0;
+	/* Its size is known now: the disk guard says whether it may start. */
+	return adump_guard_file_admit(s, fs);
 }
 
 int adump_file_create(struct adump_session *s, struct file_state *fs, const char *suffix)
@@ -183,6 +185,7 @@ void adump_file_finish(struct adump_worker *w, struct file_state *fs)
 	}
 	if (s->out->file_end)
 		s->out->file_end(w, fs);
+	adump_loss_file_end(s, fs);
 	if (fs->is_failed)
 		atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 	else

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 
 #define MODULE "session"
@@ -246,11 +247,17 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		s->pool_iov[i].iov_len = s->chunk_bytes;
 	}
 	ret = decide_backend(s);
+	if (ret == 0)
+		ret = adump_loss_create(cfg->sink == ADUMP_SINK_FILE ? s->dir : NULL, &s->loss);
+	if (ret == 0)
+		ret = adump_guard_create(&s->cfg, s->dir, &s->guard);
 	if (ret < 0)
 		goto err;
 	*out = s;
 	return 0;
 err:
+	adump_guard_destroy(s->guard);
+	adump_loss_destroy(s->loss);
 	free(s->pool_iov);
 	free(s->writes);
 	if (s->pool)
@@ -408,6 +415,7 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 	}
 	adump_port_stats(slot->port, &st);
 	atomic_fetch_add_explicit(&s->detached_drops, st.drops, memory_order_relaxed);
+	adump_loss_stream_detached(s->loss, &st);
 	atomic_fetch_add_explicit(&s->detached_wait_count, st.producer_wait_count, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->detached_wait_ns, st.producer_wait_ns, memory_order_relaxed);
 	adump_port_destroy(slot->port);
@@ -478,6 +486,8 @@ int adump_session_destroy(struct adump_session *s)
 	for (unsigned i = 0; i < s->worker_count; i++)
 		adump_worker_stop(&s->workers[i]);
 	ret = adump_session_error(s);
+	adump_guard_destroy(s->guard);
+	adump_loss_destroy(s->loss);
 	munmap(s->pool, s->pool_bytes);
 	free(s->pool_iov);
 	free(s->writes);
@@ -531,5 +541,6 @@ void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
 		out->producer_wait_count += st->producer_wait_count;
 		out->producer_wait_ns += st->producer_wait_ns;
 	}
+	adump_loss_stats(s->loss, out);
 	pthread_mutex_unlock(&s->lock);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 
 #define MODULE "worker"
@@ -70,6 +71,7 @@ static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "out of memory for a file's state");
 			if (rec->flags & ADUMP_REC_LAST) {
+				adump_loss_file(s, op, NULL, -ENOMEM);
 				op->status = -ENOMEM;
 				adump_op_rec_destroy(op);
 			} else {

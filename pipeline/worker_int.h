@@ -22,6 +22,7 @@ struct file_state {
 	bool is_direct;                         /* aligned writes, O_DIRECT where supported */
 	bool is_whole;                          /* header not written yet: it goes with the payload */
 	int error;                              /* why the file failed (adump_file_fail()) */
+	uint64_t guard_bytes;                   /* reserved by the disk guard (guard.c) */
 	uint32_t pending;                       /* writes submitted, not yet completed */
 	uint64_t payload_base;                  /* 8 + header length */
 	uint64_t base;                          /* packed: the file's first byte in its segment */

@@ -36,6 +36,7 @@ struct adump_port {
 
 	/* Written by the producer, read by any thread (relaxed). */
 	_Atomic uint64_t drops;
+	_Atomic uint64_t nomem_tensors;         /* op records not built: their tensors lost */
 	_Atomic uint64_t wait_count;
 	_Atomic uint64_t wait_ns;
 	_Atomic uint32_t high_water;
@@ -174,6 +175,11 @@ void adump_port_count_drop_sp(struct adump_port *p)
 	atomic_store_explicit(&p->has_dropped, 1, memory_order_relaxed);
 }
 
+void adump_port_count_nomem_sp(struct adump_port *p, uint32_t tensor_count)
+{
+	atomic_fetch_add_explicit(&p->nomem_tensors, tensor_count, memory_order_relaxed);
+}
+
 void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec)
 {
 	struct adump_doorbell *db;
@@ -228,6 +234,7 @@ void adump_port_stats(const struct adump_port *p, struct adump_stream_stats *out
 	out->stream_id = p->stream_id;
 	out->records = adump_chan_committed(p->chan);
 	out->drops = atomic_load_explicit(&p->drops, memory_order_relaxed);
+	out->losses[ADUMP_LOSS_NOMEM] = atomic_load_explicit(&p->nomem_tensors, memory_order_relaxed);
 	out->ring_high_water = atomic_load_explicit(&p->high_water, memory_order_relaxed);
 	out->producer_wait_count = atomic_load_explicit(&p->wait_count, memory_order_relaxed);
 	out->producer_wait_ns = atomic_load_explicit(&p->wait_ns, memory_order_relaxed);

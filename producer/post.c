@@ -114,6 +114,8 @@ uint64_t adump_port_post_sp(struct adump_port *port, struct adump_op_rec *op_rec
 		if (!rec) {
 			is_failed = true;
 			drop_count++;
+			op_rec->loss_offset = offset;
+			op_rec->loss_len = len;
 			/* Published to the worker by the release in the commit of the LAST record. */
 			atomic_store_explicit(&op_rec->is_failed, 1, memory_order_relaxed);
 			cursor_take(&cursor, NULL, len);

@@ -68,6 +68,9 @@ void adump_port_flush_sp(struct adump_port *p);
  * (the rest of a file that already lost a chunk). Producer thread only.
  */
 void adump_port_count_drop_sp(struct adump_port *p);
+/* The producer could not build a dump's op record (out of memory): its @tensor_count tensors
+ * are lost before reaching the worker; counted as stats losses[ADUMP_LOSS_NOMEM]. */
+void adump_port_count_nomem_sp(struct adump_port *p, uint32_t tensor_count);
 
 /**
  * adump_port_wait_idle() - wait until every record committed so far has been released.

@@ -52,6 +52,7 @@ struct bench_opts {
 	unsigned workers;
 	uint64_t chunk;
 	uint64_t pool;
+	uint64_t min_free, max_quota;           /* disk guard: adump_config's */
 	enum bench_sink sink;
 	enum adump_on_full on_full;
 	enum adump_writer_kind writer;

@@ -51,6 +51,9 @@ static void usage(FILE *f)
 		"  --workers W        capture workers (default: one per core, at most N)\n"
 		"  --chunk SIZE       DMA chunk and staging buffer size (default 2M)\n"
 		"  --pool SIZE        staging pool, all streams together (default 256M)\n"
+		"  --min-free SIZE    disk guard: files start only while this much stays free\n"
+		"                     (default max(1G, 5%% of the filesystem); 0: no guard)\n"
+		"  --max-bytes SIZE   quota: the capture's files stay within SIZE (default none)\n"
 		"  --on-full P        block (default) or drop: producer policy when its buffers are\n"
 		"                     all in flight\n"
 		"  --producer P       device (default): the NPU streams' DMA engines dump each Add;\n"
@@ -214,6 +217,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "compare", no_argument, NULL, 'x' }, { "baselines", required_argument, NULL, 'B' },
 		{ "no-sync", no_argument, NULL, 'n' }, { "no-warmup", no_argument, NULL, 'u' },
 		{ "describe", no_argument, NULL, 'd' },
+		{ "min-free", required_argument, NULL, 'f' }, { "max-bytes", required_argument, NULL, 'q' },
 		{ "producer", required_argument, NULL, 'R' }, { "verify", no_argument, NULL, 'V' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -250,6 +254,8 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		case 'c':
 		case 'p':
 		case 'T':
+		case 'f':
+		case 'q':
 			if (tool_parse_size(optarg, &v) < 0)
 				return bad("bad size (e.g. 512, 4K, 2M, 1G)", optarg);
 			if (c == 'm')
@@ -260,6 +266,10 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 				o->chunk = v;
 			else if (c == 'p')
 				o->pool = v;
+			else if (c == 'f')
+				o->min_free = v ? v : ADUMP_GUARD_OFF;
+			else if (c == 'q')
+				o->max_quota = v;
 			else
 				o->w.total_bytes = v;
 			break;

@@ -313,6 +313,10 @@ static void human_summary(const struct bench *b)
 	       (unsigned long long)r->st.producer_wait_count, (double)r->st.producer_wait_ns / 1e6,
 	       r->wait_p50_us, r->wait_p99_us, r->wait_max_us, r->enqueue_p99_us,
 	       (unsigned long long)r->st.drops);
+	for (int i = 0; r->st.drops && i < ADUMP_LOSS_CAUSE_COUNT; i++)
+		printf("%s%s %llu%s", i ? ", " : "  losses     tensors lost: ",
+		       adump_loss_cause_name(i), (unsigned long long)r->st.losses[i],
+		       i + 1 < ADUMP_LOSS_CAUSE_COUNT ? "" : "\n");
 	printf("  kernels    %llu waits for a dump to read their output first, %.3f ms; "
 	       "%llu for DMA queue room, %.3f ms\n",
 	       (unsigned long long)r->dev.fence_waits, (double)r->dev.fence_wait_ns / 1e6,
@@ -560,6 +564,13 @@ void tool_bench_report(const struct bench *b)
 	json_capture(b, &fs);
 	printf("{");
 	json_fields(&fs, &is_first);
+	fs.count = 0;
+	for (int i = 0; i < ADUMP_LOSS_CAUSE_COUNT; i++)
+		add(&fs, F_U64(adump_loss_cause_name(i), b->r.st.losses[i]));
+	printf(",\"losses\":{");
+	is_first = true;
+	json_fields(&fs, &is_first);
+	printf("}");
 	if (b->o.is_compare)
 		json_compare(b);
 	printf("}\n");

@@ -340,6 +340,8 @@ static int session_start(struct bench *b)
 	cfg.worker_count = o->workers;
 	cfg.chunk_bytes = o->chunk;
 	cfg.pool_bytes = o->pool;
+	cfg.min_free_bytes = o->min_free;
+	cfg.max_bytes = o->max_quota;
 	cfg.stream_max = b->plan.w.stream_count;
 	cfg.on_full = o->on_full;
 	cfg.writer = o->writer;

@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		"reported as a warning, not a problem. Any other bad index line is a problem.\n"
 		"Segment bytes after the last entry any index names (written, never indexed) are\n"
 		"what a capture cut short leaves too: a warning.\n"
+		"A capture's loss log (" ADUMP_LOSS_LOG_NAME ": one line per tensor lost, with its\n"
+		"cause) is listed line by line as LOST; any loss is a problem.\n"
 		"Prints one line per problem and a summary; exits 1 on any problem, 2 on bad usage.\n\n"
 		"  --clean   remove the leftovers of a capture cut short (a crash, a kill): .part\n"
 		"            files, an index's cut-short last line, unindexed segment tails. Each is\n"
@@ -57,6 +59,7 @@ enum verdict {
 	VERDICT_LEFTOVER,
 	VERDICT_SEGMENT_TAIL,
 	VERDICT_REMOVED,
+	VERDICT_LOST,
 	VERDICT_COUNT
 };
 
@@ -154,6 +157,7 @@ static enum verdict verify_entry(struct adump_reader *r, struct adump_reader_pac
 
 static const char *const verdict_names[VERDICT_COUNT] = {
 	"ok", "bad", "part", "failed", "skipped", "index_leftover", "segment_leftover", "removed",
+	"lost",
 };
 
 /* One problem (or warning), as a JSON entry or a line of text. */
@@ -161,7 +165,8 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 		   enum verdict v, const char *file, const char *msg)
 {
 	static const char *const labels[VERDICT_COUNT] = { "OK",   "BAD",  "PART",   "FAILED",
-							   "SKIP", "WARN", "WARN",   "REMOVED" };
+							   "SKIP", "WARN", "WARN",   "REMOVED",
+							   "LOST" };
 
 	if (is_json) {
 		json_object *p = json_object_new_object();
@@ -174,6 +179,41 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 		tool_progress_clear(progress);
 		printf("%-6s %s\n", labels[v], msg);
 	}
+}
+
+/* A capture's loss log: each line reported as a loss (or as a bad line). Return: false if
+ * @path is not a loss log. */
+static bool list_losses(const char *path, bool is_json, json_object *problems,
+			struct tool_progress *progress, uint64_t *counts)
+{
+	const char *base = strrchr(path, '/');
+	const struct adump_reader_loss *e;
+	struct adump_reader_losses *l = NULL;
+	char msg[1400];
+	int ret;
+
+	if (strcmp(base ? base + 1 : path, ADUMP_LOSS_LOG_NAME))
+		return false;
+	ret = adump_reader_losses_open(path, &l);
+	while (ret >= 0 && (ret = adump_reader_losses_next(l, &e)) > 0) {
+		enum verdict v = e->is_valid ? VERDICT_LOST : VERDICT_BAD;
+
+		if (e->is_valid)
+			snprintf(msg, sizeof(msg), "%s: %s %lld of %s (%s), %llu bytes: %s at %s",
+				 e->file, e->kind, (long long)e->index, e->op_name, e->op_type,
+				 (unsigned long long)e->bytes, e->cause_name, e->time);
+		else
+			snprintf(msg, sizeof(msg), "%s line %u: %s", path, e->line, e->message);
+		counts[v]++;
+		report(is_json, problems, progress, v, path, msg);
+	}
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "%s: %s", path, adump_strerror(ret));
+		counts[VERDICT_BAD]++;
+		report(is_json, problems, progress, VERDICT_BAD, path, msg);
+	}
+	adump_reader_losses_close(l);
+	return true;
 }
 
 /* Segment files of packed captures, by inode, and the end of the last entry any index line
@@ -379,6 +419,10 @@ int cmd_verify(int argc, char **argv)
 
 		if (kind == ADUMP_PACKED_FILE_SEGMENT)
 			continue;
+		if (list_losses(files.paths[i], is_json, problems, &progress, counts)) {
+			tool_progress_step(&progress);
+			continue;
+		}
 		if (kind == ADUMP_PACKED_FILE_INDEX) {
 			ret = adump_reader_packed_open(files.paths[i], &p);
 			if (ret < 0) {
@@ -470,7 +514,8 @@ int cmd_verify(int argc, char **argv)
 	}
 	tool_progress_end(&progress);
 
-	uint64_t problem_count = counts[VERDICT_BAD] + counts[VERDICT_PART] + counts[VERDICT_FAILED];
+	uint64_t problem_count = counts[VERDICT_BAD] + counts[VERDICT_PART] +
+				 counts[VERDICT_FAILED] + counts[VERDICT_LOST];
 	bool is_empty = counts[VERDICT_OK] + problem_count == 0;
 
 	if (is_json) {
@@ -505,6 +550,9 @@ int cmd_verify(int argc, char **argv)
 		if (counts[VERDICT_REMOVED])
 			printf(", %llu leftover(s) removed",
 			       (unsigned long long)counts[VERDICT_REMOVED]);
+		if (counts[VERDICT_LOST])
+			printf(", %llu tensor(s) lost (" ADUMP_LOSS_LOG_NAME ")",
+			       (unsigned long long)counts[VERDICT_LOST]);
 		printf("%s\n", is_empty ? " (no dump files found)" : problem_count ? "" : ": passed");
 	}
 	rc = problem_count || is_empty ? 1 : 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "adump/adump.h"
+#include "common/common.h"
 #include "tools/tool.h"
 
 struct command {
@@ -39,44 +40,7 @@ static void usage(FILE *f)
 
 int tool_parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (toupper((unsigned char)*end)) {
-	case '\0':
-		break;
-	case 'K':
-		shift = 10;
-		break;
-	case 'M':
-		shift = 20;
-		break;
-	case 'G':
-		shift = 30;
-		break;
-	default:
-		return -1;
-	}
-	if (*end) {
-		end++;
-		if (toupper((unsigned char)*end) == 'I')
-			end++;
-		if (toupper((unsigned char)*end) == 'B')
-			end++;
-		if (*end)
-			return -1;
-	}
-	if (shift && v > (~0ULL >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return adump_size_parse(s, out) < 0 ? -1 : 0;
 }
 
 int tool_parse_u64(const char *s, uint64_t *out)

@@ -117,7 +117,17 @@ struct adump_config {
 	 * fdatasync() of it (io_uring, in the background), so that the disk flushes its cache
 	 * while the capture runs and not all of it at the end; 0: 32 MiB; SIZE_MAX: never. */
 	size_t sync_bytes;
+	/* Disk guard (file sink): a file starts only if the free space of the dump directory's
+	 * filesystem, less the bytes files in flight still have to write, less its own size,
+	 * stays at or above this floor; otherwise it is skipped and counted as a loss of cause
+	 * ADUMP_LOSS_DISK_GUARD. 0: the larger of 1 GiB and 5 % of the filesystem;
+	 * ADUMP_GUARD_OFF: no floor. */
+	uint64_t min_free_bytes;
+	/* Quota: the bytes of all files the session starts stay within this; 0: no quota. */
+	uint64_t max_bytes;
 };
+
+#define ADUMP_GUARD_OFF UINT64_MAX
 
 #define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config) }
 
@@ -141,10 +151,37 @@ ADUMP_API uint64_t adump_hist_bucket_end(unsigned i);
  */
 ADUMP_API uint64_t adump_hist_percentile(const uint64_t *hist, double q);
 
+/* Why a tensor was lost: the stats count lost tensors by cause, and each loss leaves a line
+ * in <dump dir>/ADUMP_LOSS_LOG_NAME (see adump_reader_losses_open()). A failed file loses
+ * all its tensors: the ones where the failure struck take its cause, the producer's others
+ * (before or after a dropped chunk) ADUMP_LOSS_AFTER_LOSS. */
+#define ADUMP_LOSS_CAUSE_LIST(X)                                                         \
+	X(ADUMP_LOSS_NO_BUFFER, "no_buffer")    /* no staging buffer (ADUMP_ON_FULL_DROP) */ \
+	X(ADUMP_LOSS_AFTER_LOSS, "after_loss")  /* the rest of a file after an earlier loss */ \
+	X(ADUMP_LOSS_NOMEM, "nomem")            /* out of memory */                           \
+	X(ADUMP_LOSS_ENOSPC, "enospc")          /* write failed: no space (or quota) */       \
+	X(ADUMP_LOSS_EIO, "eio")                /* write failed: I/O error */                 \
+	X(ADUMP_LOSS_WRITE_ERROR, "write_error") /* any other failure of the file */          \
+	X(ADUMP_LOSS_DISK_GUARD, "disk_guard")  /* skipped by the disk guard or the quota */
+#define ADUMP_LOSS_ENUM(name, str) name,
+enum adump_loss_cause { ADUMP_LOSS_CAUSE_LIST(ADUMP_LOSS_ENUM) ADUMP_LOSS_CAUSE_COUNT };
+#undef ADUMP_LOSS_ENUM
+#define ADUMP_LOSS_LOG_NAME "adump-losses.jsonl"
+
+/**
+ * adump_loss_cause_name() - the name of a cause as the loss log spells it ("no_buffer" ...).
+ * Return: a static string; "unknown" out of range.
+ * adump_loss_cause_parse() - the cause of a name. Return: the cause, or -1.
+ */
+ADUMP_API const char *adump_loss_cause_name(enum adump_loss_cause cause);
+ADUMP_API int adump_loss_cause_parse(const char *name);
+
 struct adump_stream_stats {
 	uint32_t stream_id;
 	uint64_t records;               /* chunks posted by the producer */
-	uint64_t drops;                 /* chunks dropped by ADUMP_ON_FULL_DROP */
+	uint64_t drops;                 /* session stats: tensors lost, Σ losses[]; a bare
+					 * channel's: chunks dropped by ADUMP_ON_FULL_DROP */
+	uint64_t losses[ADUMP_LOSS_CAUSE_COUNT];        /* tensors lost, by cause */
 	uint32_t ring_high_water;       /* most records waiting in the ring at once */
 	uint64_t producer_wait_count;   /* times the producer found no free buffer */
 	uint64_t producer_wait_ns;      /* time it spent waiting */
@@ -157,7 +194,8 @@ struct adump_stats {
 	uint64_t files_failed;
 	uint64_t write_errors;
 	uint64_t callback_errors;
-	uint64_t drops;
+	uint64_t drops;                 /* tensors lost, all causes: Σ losses[] */
+	uint64_t losses[ADUMP_LOSS_CAUSE_COUNT];        /* tensors lost, by cause */
 	uint64_t writes_in_flight;      /* at the moment of the call */
 	uint64_t producer_wait_count;
 	uint64_t producer_wait_ns;

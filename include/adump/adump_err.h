@@ -27,7 +27,8 @@ extern "C" {
 	X(ADUMP_ERR_TOO_BIG, 4104, "size out of range")                           \
 	X(ADUMP_ERR_CALLBACK, 4105, "the dump callback returned an error")        \
 	X(ADUMP_ERR_INCOMPLETE, 4106, "data incomplete")                          \
-	X(ADUMP_ERR_WRONG_THREAD, 4107, "called from a thread that does not own the stream")
+	X(ADUMP_ERR_WRONG_THREAD, 4107, "called from a thread that does not own the stream") \
+	X(ADUMP_ERR_DISK_GUARD, 4108, "skipped: the disk guard keeps free space (or the quota)")
 
 #define ADUMP_ERR_ENUM(name, val, str) name = (val),
 enum adump_err { ADUMP_ERR_LIST(ADUMP_ERR_ENUM) };

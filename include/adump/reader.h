@@ -456,6 +456,44 @@ ADUMP_API uint64_t adump_asm_buffered_bytes(struct adump_asm *a);
  */
 ADUMP_API const char *adump_asm_error(struct adump_asm *a, char *buf, size_t cap);
 
+/* ---- The loss log: one line per tensor a capture lost (adump.h, ADUMP_LOSS_LOG_NAME) ------ */
+
+struct adump_reader_loss {
+	unsigned line;                  /* 1-based line of the log */
+	bool is_valid;                  /* false: a malformed line; message says why */
+	const char *message;
+	const char *file;               /* the dump file, relative to the capture directory */
+	uint32_t stream_id;
+	const char *op_type;
+	const char *op_name;
+	const char *kind;               /* "input", "output", "buffer", "workspace", "none" */
+	int64_t index;                  /* among the op's tensors of that kind; -1: none */
+	uint64_t bytes;
+	int cause;                      /* enum adump_loss_cause, or -1 for an unknown name */
+	const char *cause_name;
+	const char *time;               /* UTC, ISO 8601 */
+};
+
+struct adump_reader_losses;
+
+/**
+ * adump_reader_losses_open() - read a capture's loss log.
+ * @path: the log itself, or the capture directory (<dump_path>/<time_dir>) holding it.
+ * Return: 0; -ENOENT when there is no log (nothing was lost); -errno; -ENOMEM.
+ */
+ADUMP_API int adump_reader_losses_open(const char *path, struct adump_reader_losses **out);
+
+/**
+ * adump_reader_losses_next() - the next line. *out stays valid until the next call or close.
+ * A line a crash cut short (the last, without its newline) is returned as not valid too.
+ * Return: 1, 0 at the end, or -errno from reading.
+ */
+ADUMP_API int adump_reader_losses_next(struct adump_reader_losses *l,
+				       const struct adump_reader_loss **out);
+
+/** adump_reader_losses_close() - NULL does nothing. */
+ADUMP_API void adump_reader_losses_close(struct adump_reader_losses *l);
+
 #ifdef __cplusplus
 }
 #endif

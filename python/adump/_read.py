@@ -6,6 +6,7 @@ file (or segment): nothing is copied. Tensors of .lz4 files are decoded into mem
 bfloat16 tensors come back as float32 (as msaccucmp converts them) unless bf16="raw", which
 gives their bits as uint16."""
 import builtins
+import json
 import os
 from collections import namedtuple
 
@@ -16,7 +17,8 @@ from . import _adump
 INPUT, OUTPUT, BUFFER, WORKSPACE = 0, 1, 2, 3
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _PACKED_ENTRY = 0
-_NOT_DUMPS = (".csv", ".part", ".failed", ".npy", ".json", ".txt", ".log")
+_NOT_DUMPS = (".csv", ".part", ".failed", ".npy", ".json", ".jsonl", ".txt", ".log")
+LOSS_LOG = "adump-losses.jsonl"
 
 TensorInfo = namedtuple("TensorInfo", "kind index dtype format sub_format shape orig_shape "
                         "address bytes offset")
@@ -276,6 +278,16 @@ def verify(top):
             rep.problems.append(("failed", path, "failed dump (write error or dropped data)"))
         elif path.endswith(".csv"):
             continue
+        elif os.path.basename(path) == LOSS_LOG:
+            # One line per tensor the capture lost, each a problem (as `adump verify` does).
+            with builtins.open(path, "rb") as f:
+                for number, line in enumerate(f, 1):
+                    try:
+                        e = json.loads(line)
+                        rep.problems.append(("lost", path, "%s: %s %s of %s: %s" % (
+                            e["file"], e["kind"], e["index"], e["op_name"], e["cause"])))
+                    except (ValueError, KeyError, TypeError):
+                        rep.problems.append(("bad", path, "line %d: not a loss record" % number))
         else:
             rep.files += 1
             try:

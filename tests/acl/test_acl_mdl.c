@@ -289,6 +289,42 @@ START_TEST(test_io_env)
 }
 END_TEST
 
+/* ADUMP_MAX_BYTES (and ADUMP_MIN_FREE) reach the session of the CANN path: a 1-byte quota
+ * skips the dump, counted as disk_guard and written to the loss log; a value that is not a
+ * size is reported and ignored. */
+START_TEST(test_guard_env)
+{
+	char *cfg = config("guard", "");
+	aclrtStream s;
+	struct t_acl_add a;
+	struct adump_stats stats;
+
+	setenv("ADUMP_MAX_BYTES", "1", 1);
+	setenv("ADUMP_MIN_FREE", "lots", 1);
+	s = t_acl_start(NULL);
+	t_acl_add_setup(&a);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
+	ck_assert(t_acl_log_has("ADUMP_MIN_FREE=lots is not a size"));
+	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
+	aclrtSynchronizeStream(s);
+	pthread_mutex_lock(&adump_acl_state()->lock);
+	adump_session_flush(adump_acl_state()->session);
+	adump_stats_get(adump_acl_state()->session, &stats);
+	pthread_mutex_unlock(&adump_acl_state()->lock);
+	ck_assert_uint_eq(stats.files_completed, 0);
+	ck_assert_uint_gt(stats.losses[ADUMP_LOSS_DISK_GUARD], 0);
+	ck_assert_uint_eq(stats.drops, stats.losses[ADUMP_LOSS_DISK_GUARD]);
+	aclmdlFinalizeDump();
+	ck_assert_uint_eq(dumps_in("guard"), 1);        /* the loss log, no dump */
+	unsetenv("ADUMP_MAX_BYTES");
+	unsetenv("ADUMP_MIN_FREE");
+	t_acl_add_teardown(&a);
+	t_acl_stop(s);
+	free(cfg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_mdl");
@@ -304,6 +340,7 @@ int main(void)
 	tcase_add_test(tc, test_mode_and_step);
 	tcase_add_test(tc, test_stats_csv);
 	tcase_add_test(tc, test_io_env);
+	tcase_add_test(tc, test_guard_env);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

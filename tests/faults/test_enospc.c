@@ -2,10 +2,14 @@
 /* A real full disk: a 32 MiB tmpfs, mounted in a private mount namespace, filled by a
  * 4-stream capture of about 100 MiB with no disk guard (file sink with each writer, and the
  * packed sink). Every file under a dump's name is whole; every other one is .failed or
- * absent; every launched op is accounted for as completed or failed; the flush and the
- * stats give ENOSPC; no call waits without end (the test's timeout); and once space is
- * freed, a new session on the same dump directory captures whole files again.
+ * absent; every launched op is accounted for as completed or failed; the flush, the stats
+ * and the loss log give ENOSPC; no call waits without end (the test's timeout); and once
+ * space is freed, a new session on the same dump directory captures whole files again.
+ * With the disk guard on (a 4 MiB floor), the same capture never meets ENOSPC: the files
+ * that would not fit are skipped whole, counted and logged as disk_guard, and capture
+ * resumes within the session once space is freed.
  * Needs CAP_SYS_ADMIN (unshare, mount): skipped with 77 without it. */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <sched.h>
@@ -15,6 +19,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -70,7 +75,7 @@ static int look(const char *path, const struct stat *st, int flag, struct FTW *f
 
 	(void)st;
 	(void)ftw;
-	if (flag != FTW_F || strstr(path, "/packed/"))
+	if (flag != FTW_F || strstr(path, "/packed/") || strstr(path, ADUMP_LOSS_LOG_NAME))
 		return 0;
 	if (strstr(path, ".failed")) {
 		seen.failed++;
@@ -92,6 +97,27 @@ static void scan(const char *path)
 	ck_assert_int_eq(nftw(path, look, 16, FTW_PHYS), 0);
 	ck_assert_msg(!seen.broken[0], "a complete-looking file is not whole: %s", seen.broken);
 	ck_assert_uint_eq(seen.part, 0);
+}
+
+/* The loss log of @run agrees with the stats, cause by cause, line by line. */
+static void check_loss_log(const char *run, const struct adump_stats *st)
+{
+	uint64_t by_cause[ADUMP_LOSS_CAUSE_COUNT] = { 0 };
+	const struct adump_reader_loss *e;
+	struct adump_reader_losses *l;
+	int ret;
+
+	ck_assert_int_eq(adump_reader_losses_open(run, &l), 0);
+	while ((ret = adump_reader_losses_next(l, &e)) > 0) {
+		ck_assert_msg(e->is_valid, "line %u: %s", e->line, e->message);
+		by_cause[e->cause]++;
+	}
+	ck_assert_int_eq(ret, 0);
+	adump_reader_losses_close(l);
+	for (int i = 0; i < ADUMP_LOSS_CAUSE_COUNT; i++)
+		ck_assert_msg(by_cause[i] == st->losses[i], "%s: %llu lines, %llu counted",
+			      adump_loss_cause_name(i), (unsigned long long)by_cause[i],
+			      (unsigned long long)st->losses[i]);
 }
 
 /* Packed: every indexed entry opens whole (CRC32C checked); returns how many. */
@@ -123,7 +149,7 @@ static uint64_t packed_entries_whole(const char *run)
 }
 
 static struct adump_session *make_session(const char *time_dir, enum adump_writer_kind writer,
-					  enum adump_layout layout)
+					  enum adump_layout layout, uint64_t min_free)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	struct adump_session *s = NULL;
@@ -134,6 +160,7 @@ static struct adump_session *make_session(const char *time_dir, enum adump_write
 	cfg.layout = layout;
 	cfg.pool_bytes = 32u << 20;
 	cfg.stream_max = STREAMS;
+	cfg.min_free_bytes = min_free;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
 	return s;
 }
@@ -142,7 +169,7 @@ static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layou
 {
 	struct t_load load = { .stream_count = STREAMS, .op_count = OPS, .max_bytes = MAX_BYTES,
 			       .seed = t_seed() };
-	struct adump_session *s = make_session("full", writer, layout);
+	struct adump_session *s = make_session("full", writer, layout, ADUMP_GUARD_OFF);
 	struct adump_stats st;
 	char run[4400];
 	int ret;
@@ -161,9 +188,14 @@ static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layou
 	ck_assert_uint_gt(st.write_errors, 0);
 	/* Nothing lost without a record: each op is a complete or a failed file. */
 	ck_assert_uint_eq(st.files_completed + st.files_failed, load.launched);
+	/* The losses by cause: ENOSPC, with the rest of a failed file after_loss at most. */
+	ck_assert_uint_gt(st.losses[ADUMP_LOSS_ENOSPC], 0);
+	ck_assert_uint_eq(st.losses[ADUMP_LOSS_DISK_GUARD] + st.losses[ADUMP_LOSS_NO_BUFFER], 0);
+	ck_assert_uint_eq(st.drops, 3 * st.files_failed);
 	ck_assert_int_eq(adump_session_destroy(s), -ENOSPC);
 
 	snprintf(run, sizeof(run), "%s/full", mnt);
+	check_loss_log(run, &st);
 	scan(run);
 	if (layout == ADUMP_LAYOUT_PACKED) {
 		ck_assert_uint_eq(seen.whole + seen.failed + seen.other, 0);
@@ -173,9 +205,11 @@ static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layou
 		ck_assert_uint_le(seen.failed, st.files_failed);
 	}
 	fprintf(stderr, "test_enospc: writer %d layout %d: %llu of %llu files whole, %llu failed "
-		"(%zu .failed on disk), first error %s\n", writer, layout,
-		(unsigned long long)st.files_completed, (unsigned long long)load.launched,
-		(unsigned long long)st.files_failed, seen.failed, adump_strerror(st.first_error));
+		"(%zu .failed on disk), first error %s; tensors lost: %llu enospc, %llu other\n",
+		writer, layout, (unsigned long long)st.files_completed,
+		(unsigned long long)load.launched, (unsigned long long)st.files_failed, seen.failed,
+		adump_strerror(st.first_error), (unsigned long long)st.losses[ADUMP_LOSS_ENOSPC],
+		(unsigned long long)(st.drops - st.losses[ADUMP_LOSS_ENOSPC]));
 }
 
 /* Space freed: a new session on the same dump directory writes whole files again. */
@@ -189,7 +223,7 @@ static void after_space_is_freed(enum adump_writer_kind writer, enum adump_layou
 
 	snprintf(path, sizeof(path), "%s/full", mnt);
 	ck_assert_int_eq(t_rmtree(path), 0);
-	s = make_session("again", writer, layout);
+	s = make_session("again", writer, layout, ADUMP_GUARD_OFF);
 	ck_assert_int_eq(t_load_run(s, &load), 0);
 	ck_assert_int_eq(adump_session_flush(s), 0);
 	adump_stats_get(s, &st);
@@ -204,6 +238,97 @@ static void after_space_is_freed(enum adump_writer_kind writer, enum adump_layou
 		ck_assert_uint_eq(seen.whole, load.launched);
 	ck_assert_uint_eq(seen.failed, 0);
 }
+
+/* Removes the files in @path (the directory itself stays: the session made it). */
+static void empty_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char file[4600];
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_REG)
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+		ck_assert_int_eq(unlink(file), 0);
+	}
+	closedir(d);
+}
+
+/* With the guard on: no write ever meets ENOSPC; what would not fit is skipped, counted and
+ * logged as disk_guard, never opened; once space is freed, the same session captures again. */
+static void fill_with_guard(enum adump_writer_kind writer, enum adump_layout layout)
+{
+	struct t_load load = { .stream_count = STREAMS, .op_count = OPS, .max_bytes = MAX_BYTES,
+			       .seed = t_seed() };
+	struct t_load again = { .stream_count = STREAMS, .op_count = 4, .max_bytes = 64u << 10,
+				.seed = 7 };
+	struct adump_session *s = make_session("guarded", writer, layout, 4u << 20);
+	struct timespec pause = { .tv_nsec = 150000000 };       /* past the statvfs cache */
+	struct adump_stats st;
+	char run[4400], dev_dir[4500];
+	int ret;
+
+	ck_assert_int_eq(t_load_run(s, &load), 0);
+	ret = adump_session_flush(s);
+	adump_stats_get(s, &st);
+	ck_assert_msg(ret == -ADUMP_ERR_DISK_GUARD, "flush: %s", adump_strerror(ret));
+	ck_assert_uint_eq(st.write_errors, 0);
+	ck_assert_uint_gt(st.files_completed, 0);
+	ck_assert_uint_gt(st.files_failed, 0);
+	ck_assert_uint_eq(st.files_completed + st.files_failed, load.launched);
+	ck_assert_uint_eq(st.losses[ADUMP_LOSS_ENOSPC], 0);
+	ck_assert_uint_eq(st.losses[ADUMP_LOSS_DISK_GUARD], 3 * st.files_failed);
+	ck_assert_uint_eq(st.drops, st.losses[ADUMP_LOSS_DISK_GUARD]);
+	snprintf(run, sizeof(run), "%s/guarded", mnt);
+	scan(run);
+	ck_assert_uint_eq(seen.failed, 0);                      /* skipped files were never opened */
+	check_loss_log(run, &st);
+	fprintf(stderr, "test_enospc: guard on, writer %d layout %d: %llu of %llu files whole, "
+		"%llu skipped (%llu tensors disk_guard), no ENOSPC\n", writer, layout,
+		(unsigned long long)st.files_completed, (unsigned long long)load.launched,
+		(unsigned long long)st.files_failed,
+		(unsigned long long)st.losses[ADUMP_LOSS_DISK_GUARD]);
+	if (layout == ADUMP_LAYOUT_PACKED) {
+		ck_assert_uint_eq(packed_entries_whole(run), st.files_completed);
+		ck_assert_int_eq(adump_session_destroy(s), -ADUMP_ERR_DISK_GUARD);
+		return;
+	}
+	ck_assert_uint_eq(seen.whole, st.files_completed);
+
+	/* Space returns: the session captures again. */
+	uint64_t completed = st.files_completed;
+	snprintf(dev_dir, sizeof(dev_dir), "%s/0", run);
+	empty_dir(dev_dir);
+	nanosleep(&pause, NULL);
+	ck_assert_int_eq(t_load_run(s, &again), 0);
+	adump_session_flush(s);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, completed + again.launched);
+	ck_assert_uint_eq(st.write_errors, 0);
+	ck_assert_int_eq(adump_session_destroy(s), -ADUMP_ERR_DISK_GUARD);
+	scan(run);
+	ck_assert_uint_eq(seen.whole, again.launched);
+}
+
+START_TEST(test_guard_files_uring)
+{
+	fill_with_guard(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_FILES);
+}
+END_TEST
+
+START_TEST(test_guard_packed)
+{
+	fill_with_guard(ADUMP_WRITER_AUTO, ADUMP_LAYOUT_PACKED);
+}
+END_TEST
+
+START_TEST(test_guard_files_pwrite)
+{
+	fill_with_guard(ADUMP_WRITER_PWRITE, ADUMP_LAYOUT_FILES);
+}
+END_TEST
 
 START_TEST(test_full_disk_files_uring)
 {
@@ -267,6 +392,9 @@ int main(void)
 	tcase_add_test(tc, test_full_disk_files_uring);
 	tcase_add_test(tc, test_full_disk_files_pwrite);
 	tcase_add_test(tc, test_full_disk_packed);
+	tcase_add_test(tc, test_guard_files_uring);
+	tcase_add_test(tc, test_guard_files_pwrite);
+	tcase_add_test(tc, test_guard_packed);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
