@@ -208,4 +208,55 @@ int adump_bench_verify_chunk(const struct adump_chunk *chunk, void *user);
 void adump_bench_verify_result(struct adump_bench_verify *v, uint64_t *files_ok,
 			       uint64_t *files_bad, uint64_t *bytes, char *first_error, size_t cap);
 
+/* ---- the soak (bench/soak.c): tests/faults/test_soak.c and `adump bench --verify-crc` ---- */
+
+/* Host RSS now (statm's resident), in bytes; 0 if unreadable. */
+uint64_t adump_bench_rss(void);
+
+#define ADUMP_BENCH_SOAK_RSS_MAX 1024
+
+struct adump_bench_soak_opts {
+	unsigned stream_count;
+	uint64_t total;                         /* tensor bytes to launch (at least) */
+	uint64_t max_bytes;                     /* the first op's tensors (stream 0) */
+	uint64_t drawn_max;                     /* log-uniform draws in [4, drawn_max] */
+	uint64_t seed;
+	uint64_t rss_step;                      /* an RSS sample each time launches cross one */
+	bool is_step_ops;                       /* rss_step counts ops, not tensor bytes */
+};
+
+/* What one run's verification found. */
+struct adump_bench_soak_result {
+	uint64_t ops, tensors;                  /* planned; tensors found */
+	uint64_t verified_bytes;                /* tensor bytes whose CRC32C matched */
+	uint64_t lost, duplicated, corrupt;
+	char first_lost[64], first_corrupt[256];
+	uint64_t rss[ADUMP_BENCH_SOAK_RSS_MAX]; /* one per step crossed, then the end's */
+	unsigned rss_count;
+	double rss_max_ratio;                   /* largest later sample / the first */
+	bool rss_flat;                          /* every later sample within 5 % of the first */
+};
+
+struct adump_bench_soak;
+
+/**
+ * adump_bench_soak_create() - plan the ops and take their launch CRCs, open the simulated
+ * device and fill its memory. Return: 0, -EINVAL for bad options, -ENOMEM, device errors.
+ */
+int adump_bench_soak_create(const struct adump_bench_soak_opts *o, struct adump_bench_soak **out);
+void adump_bench_soak_destroy(struct adump_bench_soak *k);
+uint64_t adump_bench_soak_ops(const struct adump_bench_soak *k);
+uint64_t adump_bench_soak_bytes(const struct adump_bench_soak *k);
+/* The RSS step, once the ops are known (at least 1). */
+void adump_bench_soak_set_step(struct adump_bench_soak *k, uint64_t step);
+/* Launch every op on its stream (one thread each) dumping into @s; RSS sampled. Return: 0
+ * or the first error. For the callback sink, @s's chunk_fn is adump_bench_soak_chunk with
+ * the soak as user. */
+int adump_bench_soak_run(struct adump_bench_soak *k, struct adump_session *s);
+/* Recompute every tensor's CRC32C from the dump files under @dir. Return: 0 or -errno. */
+int adump_bench_soak_verify_dir(struct adump_bench_soak *k, const char *dir);
+int adump_bench_soak_chunk(const struct adump_chunk *chunk, void *user);
+/* The verification since the last call (which it resets), with the run's RSS curve. */
+void adump_bench_soak_result(struct adump_bench_soak *k, struct adump_bench_soak_result *r);
+
 #endif

@@ -6,6 +6,7 @@
  *   bench_baselines.c the baselines run around it (disk-limit, naive, create-limit,
  *                     ring-limit and the channel hand-off, nodump, fio)
  *   bench_report.c    the human report and the JSON object, one table of fields for both
+ *   bench_soak.c      --verify-crc: the soak (bench/soak.c), CRC32C of every tensor
  * The workloads and the in-process baselines themselves live in bench/ (bench/bench.h). */
 #ifndef ADUMP_TOOL_BENCH_INT_H
 #define ADUMP_TOOL_BENCH_INT_H
@@ -68,6 +69,8 @@ struct bench_opts {
 	bool describe;
 	enum bench_producer producer;
 	bool is_verify;                         /* callback sink: check every file's bytes */
+	bool is_verify_crc;                     /* the soak instead (tools/bench_soak.c) */
+	bool is_max_set;                        /* --max-size given */
 };
 
 /* Device-side buffers: per input class a self and an other buffer, per stream
@@ -185,6 +188,12 @@ void tool_bench_baselines_after(struct bench *b);
 /* The size of dump file @k (the header as the naive dumper builds it + 3 tensors);
  * @user is the struct bench. */
 uint64_t tool_bench_dump_file_size(uint64_t k, void *user);
+
+/* ---- bench_soak.c ---- */
+
+/* `adump bench --verify-crc`: the soak of bench/soak.c with @o's session options; prints
+ * its report. Return: the exit code. */
+int tool_bench_soak(const struct bench_opts *o);
 
 /* ---- bench_report.c ---- */
 

@@ -63,6 +63,14 @@ static void usage(FILE *f)
 		"                     kernels: no --compute-gbps, no naive or nodump baseline\n"
 		"  --verify           with a host producer and --sink callback: check every file,\n"
 		"                     chunk by chunk, byte for byte against the file its op must make\n"
+		"  --verify-crc       run the soak instead (bench/soak.c): --total SIZE (default\n"
+		"                     256M) of Add tensors on --streams, sizes log-uniform from 4 B\n"
+		"                     to --max-size (default here 64M), the first op at the maximum;\n"
+		"                     every tensor's CRC32C taken at launch and recomputed from the\n"
+		"                     files (--sink file) or the callback chunks (--sink callback);\n"
+		"                     prints lost, corrupt and host RSS per GiB (per quarter of the\n"
+		"                     ops under 2 GiB). Exit 1 on any loss, corruption, or RSS not\n"
+		"                     within 5 %% of its first sample\n"
 		"  --no-sync          do not end timed file phases with syncfs() (then they measure\n"
 		"                     the page cache, not the disk)\n"
 		"  --no-warmup        skip the untimed pass of the kernels (no dumps, no pacing) that\n"
@@ -219,6 +227,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "describe", no_argument, NULL, 'd' },
 		{ "min-free", required_argument, NULL, 'f' }, { "max-bytes", required_argument, NULL, 'q' },
 		{ "producer", required_argument, NULL, 'R' }, { "verify", no_argument, NULL, 'V' },
+		{ "verify-crc", no_argument, NULL, 'Z' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -261,7 +270,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 			if (c == 'm')
 				o->w.min_bytes = v;
 			else if (c == 'M')
-				o->w.max_bytes = v;
+				o->w.max_bytes = v, o->is_max_set = true;
 			else if (c == 'c')
 				o->chunk = v;
 			else if (c == 'p')
@@ -372,6 +381,9 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		case 'V':
 			o->is_verify = true;
 			break;
+		case 'Z':
+			o->is_verify_crc = true;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -413,6 +425,12 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 	if (o->is_verify && (o->producer == BENCH_PRODUCER_DEVICE || o->sink != BENCH_SINK_CALLBACK)) {
 		fprintf(stderr, "adump bench: --verify needs --producer host or host-nocopy and "
 				"--sink callback\n");
+		return -1;
+	}
+	if (o->is_verify_crc && (o->sink == BENCH_SINK_PACKED || o->is_compare || o->is_verify ||
+				 o->producer != BENCH_PRODUCER_DEVICE || o->w.profile)) {
+		fprintf(stderr, "adump bench: --verify-crc runs the soak alone: --sink file or "
+				"callback, no --compare, --verify, --producer or --profile\n");
 		return -1;
 	}
 	if (o->is_compare && !o->baselines) {

@@ -93,6 +93,11 @@ int cmd_bench(int argc, char **argv)
 		free(b);
 		return 2;
 	}
+	if (b->o.is_verify_crc) {
+		rc_exit = tool_bench_soak(&b->o);
+		free(b);
+		return rc_exit;
+	}
 	if (b->o.describe) {
 		adump_bench_profile_describe(b->o.w.profile, stdout);
 		free(b);
