@@ -124,7 +124,7 @@ struct adump_config {
 	 * fdatasync() of it (io_uring, in the background), so that the disk flushes its cache
 	 * while the capture runs and not all of it at the end; 0: 32 MiB; SIZE_MAX: never. */
 	size_t sync_bytes;
-	/* io AUTO: files of at least this many bytes are written with O_DIRECT; 0: 1 MiB
+	/* io AUTO: files of at least this many bytes are written with O_DIRECT; 0: 512 KiB
 	 * (measured: bench/RESULTS.md, "io=auto threshold"). */
 	uint64_t direct_min_bytes;
 };
