@@ -194,6 +194,23 @@ static void guard_from_env(struct adump_config *cfg)
 	}
 }
 
+/* ADUMP_IO_MODE=auto|buffered|direct: how dump files reach the disk (acl.json has no key
+ * for it). Unset or empty: auto. */
+static enum adump_io io_from_env(void)
+{
+	const char *mode = getenv("ADUMP_IO_MODE");
+
+	if (!mode || !*mode || !strcmp(mode, "auto"))
+		return ADUMP_IO_AUTO;
+	if (!strcmp(mode, "buffered"))
+		return ADUMP_IO_BUFFERED;
+	if (!strcmp(mode, "direct"))
+		return ADUMP_IO_DIRECT;
+	adump_log_once(ADUMP_LOG_WARN, MOD, "ADUMP_IO_MODE=%s unknown (auto, buffered or direct); "
+		       "using auto", mode);
+	return ADUMP_IO_AUTO;
+}
+
 /* <YYYYMMDDhhmmss>, local time of the moment a config is applied (reference §2.5.2; CANN's
  * code stamps it per config call, its doc says "time of writing": UNVERIFIED, we follow
  * the code). */
@@ -225,6 +242,7 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 	cfg.time_dir = st->time_dir;
 	cfg.writer = writer_from_env();
 	guard_from_env(&cfg);
+	cfg.io = io_from_env();
 	cfg.sink = atomic_load_explicit(&st->callback, memory_order_relaxed) ? ADUMP_SINK_CALLBACK
 									     : ADUMP_SINK_FILE;
 	cfg.chunk_fn = adump_acl_chunk_to_callback;
@@ -236,6 +254,9 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 		cfg.content = ADUMP_CONTENT_STATS;
 		cfg.stats_mask = c->stats_mask;
 	}
+	/* O_DIRECT applies to tensor files only; a callback or statistics get the default. */
+	if (cfg.io == ADUMP_IO_DIRECT && (cfg.sink != ADUMP_SINK_FILE || c->is_stats))
+		cfg.io = ADUMP_IO_AUTO;
 	ret = adump_session_create(&cfg, &session);
 	if (ret < 0) {
 		adump_log(ADUMP_LOG_ERROR, MOD, "dump session: %s", adump_strerror(ret));

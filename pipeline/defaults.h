@@ -25,5 +25,8 @@
 #define ADUMP_DEFAULT_SYNC_BYTES (32u << 20)
 #define ADUMP_FILE_MODE 0640
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
+/* io AUTO: smallest file (header included) written with O_DIRECT; bench/RESULTS.md,
+ * "io=auto threshold". */
+#define ADUMP_DEFAULT_DIRECT_MIN_BYTES (512u << 10)
 
 #endif

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Regular dump files, one per op, each chunk written at its exact offset from the staging
  * buffer, several writes in flight per file. Each file is written buffered or with O_DIRECT
- * (fs->is_direct, chosen when the file begins): direct files are preallocated, written in
- * whole aligned blocks, and get their last partial block through the page cache. */
+ * (fs->is_direct, chosen when the file begins: io direct, or io auto for a file of at least
+ * direct_min_bytes): direct files are preallocated, written in whole aligned blocks, and get
+ * their last partial block through the page cache. The channel of an auto session is aligned
+ * too, so either path writes the same bytes at the same offsets; where the filesystem refuses
+ * O_DIRECT the aligned writes simply go through the page cache. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,6 +14,17 @@
 
 #include "common/common.h"
 #include "pipeline/worker_int.h"
+
+#define MODULE "pipeline"
+
+/* A file meant for O_DIRECT is written through the page cache after all: counted once. */
+static void direct_fallback(struct adump_session *s, struct file_state *fs)
+{
+	if (fs->is_fallback)
+		return;
+	fs->is_fallback = true;
+	atomic_fetch_add_explicit(&s->direct_fallbacks, 1, memory_order_relaxed);
+}
 
 /* Direct I/O: give the file its final size up front. The direct writes, which stop at the
  * last whole block, then land inside the file instead of extending it, which lets ext4 take
@@ -44,6 +58,7 @@ static void direct_begin(struct adump_worker *w, struct file_state *fs)
 			       ADUMP_DIRECT_ALIGN;
 	unsigned char *aligned = aligned_alloc(ADUMP_DIRECT_ALIGN, aligned_bytes + ADUMP_DIRECT_ALIGN);
 	size_t head;
+	int flags;
 
 	if (!aligned) {
 		adump_file_fail(s, fs, -ENOMEM, "aligning the header of");
@@ -54,7 +69,21 @@ static void direct_begin(struct adump_worker *w, struct file_state *fs)
 	fs->header = aligned;
 	fs->tail = aligned + aligned_bytes;
 	fs->is_direct = true;
-	if (adump_file_create(s, fs, "") < 0 || preallocate(s, fs) < 0)
+	if (adump_file_create(s, fs, "") < 0)
+		return;
+	flags = fcntl(fs->fd, F_GETFL);
+	/* The testpoint plays a filesystem that refuses O_DIRECT at open, as tmpfs did
+	 * before Linux 6.6. */
+	if (flags >= 0 && (flags & O_DIRECT) && ADUMP_TESTPOINT("file.direct_open") &&
+	    fcntl(fs->fd, F_SETFL, flags & ~O_DIRECT) == 0)
+		flags &= ~O_DIRECT;
+	if (flags >= 0 && !(flags & O_DIRECT)) {
+		/* Refused at open (adump_file_create() logged it): auto sends later files
+		 * buffered without trying; this one keeps its aligned writes. */
+		atomic_store_explicit(&s->direct_refused, true, memory_order_relaxed);
+		direct_fallback(s, fs);
+	}
+	if (preallocate(s, fs) < 0)
 		return;
 	head = fs->header_len / ADUMP_DIRECT_ALIGN * ADUMP_DIRECT_ALIGN;
 	if (head) {
@@ -72,7 +101,9 @@ static void file_begin(struct adump_worker *w, struct file_state *fs, bool is_wh
 
 	if (adump_file_header(s, fs) < 0)
 		return;
-	if (s->cfg.io == ADUMP_IO_DIRECT) {
+	if (s->cfg.io == ADUMP_IO_DIRECT ||
+	    (s->is_auto_direct && fs->header_len + fs->op->payload_bytes >= s->direct_min_bytes &&
+	     !atomic_load_explicit(&s->direct_refused, memory_order_relaxed))) {
 		direct_begin(w, fs);
 		return;
 	}
@@ -184,12 +215,54 @@ static int write_tail(struct file_state *fs)
 	return adump_write_all(fs->fd, fs->tail, fs->tail_len);
 }
 
+/* A direct write failed with EINVAL: this filesystem accepted the O_DIRECT open but not the
+ * write. The file goes on through the page cache, starting with this write, done again now
+ * from the same buffer (still ours: its record is not done). Writes of the file already
+ * queued with O_DIRECT come back here one by one. */
+static void file_write_failed(struct adump_worker *w, struct adump_chunk_write *cw)
+{
+	struct file_state *fs = cw->file;
+	struct adump_wreq *req = &cw->req;
+	const char *p = req->buf;
+	uint64_t offset = req->offset;
+	size_t left = req->len;
+	int flags;
+
+	if (req->res != -EINVAL || !fs->is_direct)
+		return;
+	flags = fcntl(req->fd, F_GETFL);
+	if (flags < 0 || ((flags & O_DIRECT) && fcntl(req->fd, F_SETFL, flags & ~O_DIRECT) < 0))
+		return;
+	while (left) {
+		ssize_t n = pwrite(req->fd, p, left, (off_t)offset);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;                 /* the file fails with the original EINVAL */
+		p += n;
+		offset += (uint64_t)n;
+		left -= (size_t)n;
+	}
+	req->res = 0;
+	if (!fs->is_fallback)
+		adump_log_once(ADUMP_LOG_WARN, MODULE,
+			       "O_DIRECT write refused (EINVAL) under %s; writing such files buffered",
+			       w->session->dir);
+	direct_fallback(w->session, fs);
+}
+
 static void file_end(struct adump_worker *w, struct file_state *fs)
 {
+	struct adump_session *s = w->session;
 	int ret;
 
 	if (fs->fd < 0)
 		return;
+	if (fs->is_direct && !fs->is_fallback)
+		atomic_fetch_add_explicit(&s->files_direct, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&s->files_buffered, 1, memory_order_relaxed);
 	if (fs->is_direct && !fs->is_failed) {
 		ret = write_tail(fs);
 		if (ret < 0)
@@ -202,5 +275,6 @@ const struct adump_output_ops adump_out_file = {
 	.name = "file",
 	.file_begin = file_begin,
 	.record = file_record,
+	.write_failed = file_write_failed,
 	.file_end = file_end,
 };

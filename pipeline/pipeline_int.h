@@ -90,6 +90,14 @@ struct adump_session {
 	_Atomic uint64_t callback_errors;
 	_Atomic int64_t writes_in_flight;
 	_Atomic int first_error;
+	/* io AUTO/DIRECT (out_file.c): files of at least direct_min_bytes go O_DIRECT while the
+	 * filesystem has not refused it (direct_refused). */
+	bool is_auto_direct;
+	uint64_t direct_min_bytes;
+	_Atomic bool direct_refused;
+	_Atomic uint64_t files_direct;
+	_Atomic uint64_t files_buffered;
+	_Atomic uint64_t direct_fallbacks;
 	/* Stream stats survive detach: folded in here. */
 	_Atomic uint64_t detached_drops;
 	_Atomic uint64_t detached_wait_count;

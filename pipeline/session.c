@@ -26,6 +26,14 @@ static size_t cfg_pool(const struct adump_config *cfg)
 	return cfg->pool_bytes ? cfg->pool_bytes : ADUMP_DEFAULT_POOL_BYTES;
 }
 
+/* O_DIRECT applies: uncompressed tensor dumps to plain files, chunks in whole blocks. */
+static bool is_direct_capable(const struct adump_config *cfg, size_t chunk)
+{
+	return cfg->sink == ADUMP_SINK_FILE && cfg->layout == ADUMP_LAYOUT_FILES &&
+	       cfg->compress == ADUMP_COMPRESS_NONE && cfg->content == ADUMP_CONTENT_TENSOR &&
+	       chunk % ADUMP_DIRECT_ALIGN == 0;
+}
+
 static unsigned cfg_stream_max(const struct adump_config *cfg)
 {
 	return cfg->stream_max ? cfg->stream_max : ADUMP_DEFAULT_STREAM_MAX;
@@ -74,7 +82,7 @@ int adump_config_check(const struct adump_config *cfg)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "on_full, writer or sink has an unknown value");
 		return -ADUMP_ERR_CONFIG;
 	}
-	if ((unsigned)cfg->io > ADUMP_IO_DIRECT || (unsigned)cfg->compress > ADUMP_COMPRESS_LZ4 ||
+	if ((unsigned)cfg->io > ADUMP_IO_AUTO || (unsigned)cfg->compress > ADUMP_COMPRESS_LZ4 ||
 	    (unsigned)cfg->layout > ADUMP_LAYOUT_PACKED || (unsigned)cfg->content > ADUMP_CONTENT_STATS) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "io, compress, layout or content has an unknown value");
 		return -ADUMP_ERR_CONFIG;
@@ -197,6 +205,9 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	s->pool_bytes = (size_t)s->buffer_count * s->chunk_bytes;
 	s->buffers_per_stream = s->buffer_count / cfg_stream_max(cfg);
 	s->cfg.stream_max = cfg_stream_max(cfg);
+	s->direct_min_bytes = cfg->direct_min_bytes ? cfg->direct_min_bytes :
+			      ADUMP_DEFAULT_DIRECT_MIN_BYTES;
+	s->is_auto_direct = cfg->io == ADUMP_IO_AUTO && is_direct_capable(cfg, s->chunk_bytes);
 	s->worker_target = cfg->worker_count ? cfg->worker_count : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	if (s->worker_target == 0)
 		s->worker_target = 1;
@@ -363,7 +374,7 @@ int adump_session_attach_producer(struct adump_session *s, void *producer, uint3
 		.buffer_bytes = s->chunk_bytes,
 		.buffer_mem = (char *)s->pool + (size_t)slot * s->buffers_per_stream * s->chunk_bytes,
 		.first_index = slot * s->buffers_per_stream,
-		.align = s->cfg.io == ADUMP_IO_DIRECT ? ADUMP_DIRECT_ALIGN : 0,
+		.align = s->cfg.io == ADUMP_IO_DIRECT || s->is_auto_direct ? ADUMP_DIRECT_ALIGN : 0,
 	};
 	ret = adump_port_create(&pcfg, &port);
 	if (ret < 0)
@@ -526,6 +537,9 @@ void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
 	out->producer_wait_ns = atomic_load_explicit(&s->detached_wait_ns, memory_order_relaxed);
 	out->backend = s->backend;
 	out->first_error = adump_session_error(s);
+	out->files_direct = atomic_load_explicit(&s->files_direct, memory_order_relaxed);
+	out->files_buffered = atomic_load_explicit(&s->files_buffered, memory_order_relaxed);
+	out->direct_fallbacks = atomic_load_explicit(&s->direct_fallbacks, memory_order_relaxed);
 	pthread_mutex_lock(&s->lock);
 	out->worker_count = s->worker_count;
 	for (unsigned i = 0; i < s->cfg.stream_max; i++) {

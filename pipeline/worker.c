@@ -105,6 +105,8 @@ static void handle_completion(struct adump_worker *w, struct adump_wreq *req)
 		return;
 	}
 	fs->pending--;
+	if (req->res < 0 && s->out->write_failed)
+		s->out->write_failed(w, cw);
 	if (req->res < 0) {
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
 		adump_file_fail(s, fs, req->res, "writing");

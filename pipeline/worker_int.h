@@ -21,6 +21,7 @@ struct file_state {
 	bool has_stats;
 	bool is_direct;                         /* aligned writes, O_DIRECT where supported */
 	bool is_whole;                          /* header not written yet: it goes with the payload */
+	bool is_fallback;                       /* meant for O_DIRECT, written buffered */
 	int error;                              /* why the file failed (adump_file_fail()) */
 	uint64_t guard_bytes;                   /* reserved by the disk guard (guard.c) */
 	uint32_t pending;                       /* writes submitted, not yet completed */
@@ -67,6 +68,8 @@ struct file_state {
  *      records then only retire.
  * @record: a record of a file that has not failed. The op writes, feeds or delivers it
  *      and ends with adump_record_done() now, or once the write completes.
+ * @write_failed: a file write queued by this module failed (req->res < 0), before the
+ *      worker fails the file: the module may redo it another way and set req->res to 0.
  * @write_done: a file write queued by this module completed (the worker has counted it and
  *      failed the file on error); before the record or file is done with it.
  * @file_end: everything of the file has completed (adump_file_finish()): publish it, index
@@ -84,6 +87,7 @@ struct adump_output_ops {
 	void (*file_begin)(struct adump_worker *w, struct file_state *fs, bool is_whole);
 	void (*record)(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
 		       struct file_state *fs);
+	void (*write_failed)(struct adump_worker *w, struct adump_chunk_write *cw);
 	void (*write_done)(struct adump_worker *w, struct adump_chunk_write *cw);
 	void (*file_end)(struct adump_worker *w, struct file_state *fs);
 	void (*completion)(struct adump_worker *w, struct adump_chunk_write *cw);

@@ -45,9 +45,11 @@ static void usage(FILE *f)
 		"  --sink S           file (default), packed (per-worker segments + index) or\n"
 		"                     callback (a consumer that reads every cache line, no files)\n"
 		"  --compress C       none (default) or lz4 (one LZ4 frame per file, <name>.lz4)\n"
-		"  --io IO            buffered (default) or direct (O_DIRECT from the staging buffers)\n"
+		"  --io IO            auto (default: O_DIRECT for files of at least 512 KiB, buffered\n"
+		"                     for smaller ones), buffered, or direct (O_DIRECT from the\n"
+		"                     staging buffers for every file)\n"
 		"  --writer W         auto (default), uring or pwrite (ADUMP_IO=pwrite also forces\n"
-		"                     pwrite; --io auto|uring|pwrite is accepted as an old spelling)\n"
+		"                     pwrite; --io uring|pwrite is accepted as an old spelling)\n"
 		"  --workers W        capture workers (default: one per core, at most N)\n"
 		"  --chunk SIZE       DMA chunk and staging buffer size (default 2M)\n"
 		"  --pool SIZE        staging pool, all streams together (default 256M)\n"
@@ -242,6 +244,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		.w = { .stream_count = 4, .min_bytes = 1024, .max_bytes = 4u << 20, .seed = 1 },
 		.is_sync = true,
 		.is_warmup = true,
+		.io = ADUMP_IO_AUTO,
 	};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -309,13 +312,15 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 				return bad("--on-full takes block or drop, not", optarg);
 			break;
 		case 'I':
-			/* --io auto|uring|pwrite is the old spelling of --writer. */
-			if (!strcmp(optarg, "buffered"))
+			/* --io uring|pwrite is the old spelling of --writer. */
+			if (!strcmp(optarg, "auto"))
+				o->io = ADUMP_IO_AUTO;
+			else if (!strcmp(optarg, "buffered"))
 				o->io = ADUMP_IO_BUFFERED;
 			else if (!strcmp(optarg, "direct"))
 				o->io = ADUMP_IO_DIRECT;
 			else if (parse_writer(optarg, &o->writer) < 0)
-				return bad("--io takes buffered or direct, not", optarg);
+				return bad("--io takes auto, buffered or direct, not", optarg);
 			break;
 		case 'W':
 			if (parse_writer(optarg, &o->writer) < 0)

@@ -253,6 +253,11 @@ static const struct bench_phase *ceiling(const struct bench *b, enum bench_base 
 
 /* ---- the human report ---- */
 
+static const char *io_name(enum adump_io io)
+{
+	return io == ADUMP_IO_DIRECT ? "direct" : io == ADUMP_IO_AUTO ? "auto" : "buffered";
+}
+
 static void human_summary(const struct bench *b)
 {
 	const struct bench_opts *o = &b->o;
@@ -264,7 +269,7 @@ static void human_summary(const struct bench *b)
 	       adump_bench_profile_name(plan->w.profile), plan->w.stream_count,
 	       (unsigned long long)plan->op_count, r->st.worker_count,
 	       tool_bench_sink_names[o->sink], r->backend,
-	       o->io == ADUMP_IO_DIRECT ? "direct" : "buffered",
+	       io_name(o->io),
 	       o->compress == ADUMP_COMPRESS_LZ4 ? "lz4" : "none",
 	       plan->w.data == ADUMP_BENCH_DATA_RELU ? "relu" : "random");
 	if (plan->w.profile == ADUMP_BENCH_PROFILE_RANGE)
@@ -290,6 +295,11 @@ static void human_summary(const struct bench *b)
 	printf("  files      %llu completed, %llu failed (of %llu)\n",
 	       (unsigned long long)r->st.files_completed, (unsigned long long)r->st.files_failed,
 	       (unsigned long long)plan->op_count);
+	if (r->st.files_direct || r->st.files_buffered)
+		printf("  io         %llu files O_DIRECT, %llu buffered, %llu fell back to buffered\n",
+		       (unsigned long long)r->st.files_direct,
+		       (unsigned long long)r->st.files_buffered,
+		       (unsigned long long)r->st.direct_fallbacks);
 	printf("  bytes      %llu (tensors %llu)", (unsigned long long)r->bytes,
 	       (unsigned long long)plan->tensor_bytes);
 	if (o->compress == ADUMP_COMPRESS_LZ4)
@@ -431,7 +441,7 @@ static void json_capture(const struct bench *b, struct fields *fs)
 	add(fs, F_U64("workers", r->st.worker_count));
 	add(fs, F_STR("sink", tool_bench_sink_names[o->sink]));
 	add(fs, F_STR("backend", r->backend));
-	add(fs, F_STR("io", o->io == ADUMP_IO_DIRECT ? "direct" : "buffered"));
+	add(fs, F_STR("io", io_name(o->io)));
 	add(fs, F_STR("compress", o->compress == ADUMP_COMPRESS_LZ4 ? "lz4" : "none"));
 	add(fs, F_STR("data", plan->w.data == ADUMP_BENCH_DATA_RELU ? "relu" : "random"));
 	add(fs, F_U64("chunk_bytes", o->chunk ? o->chunk : 2u << 20));
@@ -440,6 +450,9 @@ static void json_capture(const struct bench *b, struct fields *fs)
 	add(fs, F_DBL("compute_gbps", 6, b->compute_gbps));
 	add(fs, F_U64("files", r->st.files_completed));
 	add(fs, F_U64("failed", r->st.files_failed));
+	add(fs, F_U64("files_direct", r->st.files_direct));
+	add(fs, F_U64("files_buffered", r->st.files_buffered));
+	add(fs, F_U64("direct_fallbacks", r->st.direct_fallbacks));
 	add(fs, F_U64("bytes", r->bytes));
 	add(fs, F_U64("written_bytes", r->written_bytes));
 	add(fs, F_U64("tensor_bytes", plan->tensor_bytes));

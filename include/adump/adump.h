@@ -40,10 +40,17 @@ enum adump_sink {
 };
 
 /* How file data reaches the disk. DIRECT writes with O_DIRECT from the staging buffers
- * (every write aligned; files are byte-identical to buffered ones). */
+ * (every write aligned; files are byte-identical to buffered ones). AUTO (the default of
+ * ADUMP_CONFIG_INIT) chooses per file: O_DIRECT for a file of at least direct_min_bytes
+ * (header included), buffered for smaller ones. Where the filesystem refuses O_DIRECT
+ * (tmpfs: the open fails), every file is written buffered, logged once; a file whose
+ * first O_DIRECT write fails with EINVAL is rewritten buffered. Both are counted in
+ * stats.direct_fallbacks. AUTO applies where DIRECT could (uncompressed tensor dumps in
+ * the file sink, files layout, chunk_bytes a multiple of 4096); elsewhere it is BUFFERED. */
 enum adump_io {
 	ADUMP_IO_BUFFERED = 0,
 	ADUMP_IO_DIRECT = 1,
+	ADUMP_IO_AUTO = 2,
 };
 
 /* LZ4: each dump file is written as one standard LZ4 frame, <name>.lz4, which `lz4 -d`
@@ -125,11 +132,14 @@ struct adump_config {
 	uint64_t min_free_bytes;
 	/* Quota: the bytes of all files the session starts stay within this; 0: no quota. */
 	uint64_t max_bytes;
+	/* io AUTO: files of at least this many bytes are written with O_DIRECT; 0: 512 KiB
+	 * (measured: bench/RESULTS.md, "io=auto threshold"). */
+	uint64_t direct_min_bytes;
 };
 
 #define ADUMP_GUARD_OFF UINT64_MAX
 
-#define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config) }
+#define ADUMP_CONFIG_INIT { .struct_size = sizeof(struct adump_config), .io = ADUMP_IO_AUTO }
 
 /* Latency histograms are log-linear: each power of two of nanoseconds is split in 4 equal
  * buckets (so a bucket is at most 25 % wide), from 0 ns up to 2^40 ns (~18 min). */
@@ -208,6 +218,12 @@ struct adump_stats {
 	uint64_t producer_wait_max_ns;
 	uint64_t enqueue_hist[ADUMP_HIST_BUCKETS];
 	int first_error;                /* first failure the session saw (negative), or 0 */
+	/* Plain dump files (uncompressed, files layout) by how they were written: opened with
+	 * O_DIRECT, or through the page cache (by choice or by fallback); and files meant for
+	 * O_DIRECT that the filesystem made buffered (refused open, EINVAL on a write). */
+	uint64_t files_direct;
+	uint64_t files_buffered;
+	uint64_t direct_fallbacks;
 	unsigned worker_count;          /* workers running */
 	unsigned stream_count;          /* entries filled in streams[] */
 	struct adump_stream_stats streams[64];
