@@ -13,6 +13,7 @@
 #include "reader/compare_int.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -596,13 +597,22 @@ static bool has_avx512(void)
 #endif
 }
 
+#if defined(__x86_64__)
+/* F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports() has no "f16c". */
+static bool has_f16c(void)
+{
+	unsigned int eax, ebx, ecx, edx;
+
+	return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+#endif
+
 /* AVX2 with FMA and F16C, which every AVX2 processor has. */
 static bool has_avx2(void)
 {
 #if defined(__x86_64__)
 	return !atomic_load_explicit(&is_simd_off, memory_order_relaxed) &&
-	       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-	       __builtin_cpu_supports("f16c");
+	       __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 #else
 	return false;
 #endif
