@@ -52,6 +52,21 @@ const char *adump_format_name(int32_t format)
 	return format_names[format];
 }
 
+const char *adump_tensor_kind_name(enum adump_tensor_kind kind)
+{
+	switch (kind) {
+	case ADUMP_TENSOR_INPUT:
+		return "input";
+	case ADUMP_TENSOR_OUTPUT:
+		return "output";
+	case ADUMP_TENSOR_BUFFER:
+		return "buffer";
+	case ADUMP_TENSOR_WORKSPACE:
+		return "workspace";
+	}
+	return NULL;
+}
+
 int adump_op_check(const struct adump_op *op)
 {
 	if (!op) {

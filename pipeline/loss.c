@@ -145,17 +145,9 @@ static enum adump_loss_cause cause_of(int err)
 
 static const char *kind_name(enum adump_tensor_kind kind)
 {
-	switch (kind) {
-	case ADUMP_TENSOR_INPUT:
-		return "input";
-	case ADUMP_TENSOR_OUTPUT:
-		return "output";
-	case ADUMP_TENSOR_BUFFER:
-		return "buffer";
-	case ADUMP_TENSOR_WORKSPACE:
-		return "workspace";
-	}
-	return "unknown";
+	const char *name = adump_tensor_kind_name(kind);
+
+	return name ? name : "unknown";
 }
 
 /* Lock held. */

@@ -170,17 +170,9 @@ const char *adump_reader_name(const struct adump_reader *r)
 
 const char *adump_reader_kind_name(enum adump_tensor_kind kind)
 {
-	switch (kind) {
-	case ADUMP_TENSOR_INPUT:
-		return "input";
-	case ADUMP_TENSOR_OUTPUT:
-		return "output";
-	case ADUMP_TENSOR_BUFFER:
-		return "buffer";
-	case ADUMP_TENSOR_WORKSPACE:
-		return "workspace";
-	}
-	return "?";
+	const char *name = adump_tensor_kind_name(kind);
+
+	return name ? name : "?";
 }
 
 static const char *str_or_empty(const char *s)

@@ -144,6 +144,12 @@ ADUMP_API const char *adump_dtype_name(int32_t dtype);
 ADUMP_API const char *adump_format_name(int32_t format);
 
 /**
+ * adump_tensor_kind_name() - "input", "output", "buffer" or "workspace"; NULL if @kind is
+ * none of them.
+ */
+ADUMP_API const char *adump_tensor_kind_name(enum adump_tensor_kind kind);
+
+/**
  * adump_op_check() - validate an op descriptor before it is dumped.
  * Return: 0, or -ADUMP_ERR_CONFIG (and a log line naming the field) when a count, dimension
  * count or kind order is out of range or a required name is missing.
