@@ -52,6 +52,25 @@ const char *adump_format_name(int32_t format)
 	return format_names[format];
 }
 
+/* Loss causes, as the loss log spells them: shared by the writer (pipeline/loss.c) and the
+ * reader (reader/losses.c). */
+#define LOSS_NAME(name, str) str,
+static const char *const cause_names[] = { ADUMP_LOSS_CAUSE_LIST(LOSS_NAME) };
+#undef LOSS_NAME
+
+const char *adump_loss_cause_name(enum adump_loss_cause cause)
+{
+	return (unsigned)cause < ADUMP_LOSS_CAUSE_COUNT ? cause_names[cause] : "unknown";
+}
+
+int adump_loss_cause_parse(const char *name)
+{
+	for (int i = 0; name && i < ADUMP_LOSS_CAUSE_COUNT; i++)
+		if (!strcmp(name, cause_names[i]))
+			return i;
+	return -1;
+}
+
 const char *adump_tensor_kind_name(enum adump_tensor_kind kind)
 {
 	switch (kind) {

@@ -40,23 +40,6 @@ struct adump_loss {
 	struct loss_stream streams[STREAM_TABLE];
 };
 
-#define LOSS_NAME(name, str) str,
-static const char *const cause_names[] = { ADUMP_LOSS_CAUSE_LIST(LOSS_NAME) };
-#undef LOSS_NAME
-
-const char *adump_loss_cause_name(enum adump_loss_cause cause)
-{
-	return (unsigned)cause < ADUMP_LOSS_CAUSE_COUNT ? cause_names[cause] : "unknown";
-}
-
-int adump_loss_cause_parse(const char *name)
-{
-	for (int i = 0; name && i < ADUMP_LOSS_CAUSE_COUNT; i++)
-		if (!strcmp(name, cause_names[i]))
-			return i;
-	return -1;
-}
-
 int adump_loss_create(const char *dir, struct adump_loss **out)
 {
 	struct adump_loss *l = calloc(1, sizeof(*l));
