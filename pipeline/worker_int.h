@@ -119,8 +119,9 @@ void adump_record_done(struct adump_worker *w, struct adump_chan *chan, struct a
 void adump_file_finish(struct adump_worker *w, struct file_state *fs);
 /* The one funnel for a failed file: marks it, records the session's error, logs once. */
 void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, const char *what);
-/* Build (or take over from the producer) the file's DumpData header. Return 0 or -errno
- * (the file has failed). */
+/* Build (or take over from the producer) the file's DumpData header; its size now known, the
+ * disk guard admits the file or skips it. Return 0 or -errno (the file has failed;
+ * -ADUMP_ERR_DISK_GUARD: skipped, counted as a disk_guard loss). */
 int adump_file_header(struct adump_session *s, struct file_state *fs);
 /* The one place a dump file is created, at fs->path + @suffix, O_DIRECT if fs->is_direct
  * (buffered where the filesystem refuses it). Return 0 or -errno (the file has failed). */
