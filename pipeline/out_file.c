@@ -267,6 +267,8 @@ static void file_end(struct adump_worker *w, struct file_state *fs)
 		ret = write_tail(fs);
 		if (ret < 0)
 			adump_file_fail(w->session, fs, ret, "writing the last block of");
+		else
+			atomic_fetch_add_explicit(&s->bytes, fs->tail_len, memory_order_relaxed);
 	}
 	adump_file_publish(w->session, fs, "");
 }
