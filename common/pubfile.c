@@ -71,22 +71,36 @@ int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, un
 	return pf->fd < 0 ? -errno : 0;
 }
 
+/* Set once linkat(AT_EMPTY_PATH) was refused (no CAP_DAC_READ_SEARCH on a kernel that asks
+ * for it): later files go through /proc at once. */
+static atomic_bool is_empty_path_unusable;
+
 /* Gives the unnamed file @fd the name @path, which must not exist. */
 static int link_unnamed(int fd, const char *path)
 {
 	char proc[64];
+	int ret;
 
 	/* The testpoint makes this a system where neither way is allowed. */
 	if (ADUMP_TESTPOINT("pubfile.link") < 0)
 		return -EPERM;
+	/* The descriptor itself first: it spares the walk through /proc/self/fd (on ext4,
+	 * 1.6 KiB files: 37.7 against 39.4 us a file, create to close, one thread). */
+	if (!atomic_load_explicit(&is_empty_path_unusable, memory_order_relaxed)) {
+		/* The testpoint plays a kernel that refuses it (ENOENT). */
+		ret = ADUMP_TESTPOINT("pubfile.empty_path");
+		if (ret == 0)
+			ret = linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+		if (ret != -ENOENT && ret != -EPERM)
+			return ret;
+	}
+	/* Refused (ENOENT is also a missing directory, which /proc tells apart), or
+	 * already known to be. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
-		return 0;
-	if (errno == EEXIST)
-		return -EEXIST;
-	/* No /proc mounted: the same without it, which older kernels allow only with
-	 * CAP_DAC_READ_SEARCH. */
-	return linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+	ret = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+	if (ret == 0)
+		atomic_store_explicit(&is_empty_path_unusable, true, memory_order_relaxed);
+	return ret;
 }
 
 /* Copies the unnamed file @fd to a new file @path (its mode too): what is left where it

@@ -140,6 +140,28 @@ START_TEST(test_publish_without_link)
 }
 END_TEST
 
+/* Where linkat(AT_EMPTY_PATH) is refused (a kernel that asks for CAP_DAC_READ_SEARCH), the
+ * file is linked in through /proc/self/fd, and so are later ones: still unnamed until whole. */
+START_TEST(test_publish_without_empty_path)
+{
+	char *dir = t_tmpdir("pubfile");
+	char path[4200];
+	struct adump_pubfile pf;
+
+	adump_testpoint_arm("pubfile.empty_path", -ENOENT, 1, 1);
+	snprintf(path, sizeof(path), "%s/Add.op.7.8.9", dir);
+	for (int i = 0; i < 2; i++) {
+		start(&pf, path, i ? "second" : "first");
+		ck_assert(pf.is_unnamed);
+		ck_assert_uint_eq(t_count_files(dir, ""), i);
+		ck_assert_int_eq(adump_pubfile_close(&pf, path, 0, NULL), 0);
+		assert_content(path, i ? "second" : "first");
+		ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	}
+	finish(dir);
+}
+END_TEST
+
 /* A failed unnamed file that cannot be linked in is copied out as .failed. (Its own test:
  * the fallback above lasts for the rest of the process.) */
 START_TEST(test_failed_without_link)
@@ -189,6 +211,7 @@ int main(void)
 	 * test_publish_without_link sets lasts for the rest of the process. */
 	tcase_add_test(tc, test_failed_without_link);
 	tcase_add_test(tc, test_publish_without_link);
+	tcase_add_test(tc, test_publish_without_empty_path);
 	tcase_add_test(tc, test_open_errors);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
