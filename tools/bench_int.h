@@ -63,6 +63,7 @@ struct bench_opts {
 	bool is_compare;
 	unsigned baselines;                     /* BENCH_BIT()s */
 	bool is_fio_skipped;                    /* --compare without --baselines, fio not found */
+	bool is_direct_for_compute;             /* --compute-gbps auto added disk-direct */
 	bool is_sync;
 	bool is_warmup;                         /* one untimed pass of the kernels first */
 	bool json;
@@ -147,6 +148,7 @@ struct bench {
 	struct bench_result r;
 	char base_dir[BENCH_PATH_CAP];          /* <out>/baselines; "" without --compare */
 	double compute_gbps;
+	enum bench_base compute_base;           /* --compute-gbps auto: the pass R is half of */
 	double overhead_adump, overhead_naive;
 };
 

@@ -38,7 +38,10 @@ static void usage(FILE *f)
 		"                     half zeros, like activations)\n"
 		"  --compute-gbps R   simulated compute: each kernel takes at least the time its bytes\n"
 		"                     need at R GB/s (per stream, so N streams produce up to N*R);\n"
-		"                     'auto' picks R so that the dump volume is half of disk-limit\n\n"
+		"                     'auto' picks R so that the dump volume is half of the faster\n"
+		"                     of the disk-limit and disk-limit-direct passes run before the\n"
+		"                     capture (disk-direct is added unless --io buffered; where the\n"
+		"                     filesystem refuses O_DIRECT, half of disk-limit, said so)\n\n"
 		"Capture\n"
 		"  --out DIR          dump_path: files go to DIR/<YYYYMMDDhhmmss>/0/; baselines write\n"
 		"                     under DIR/baselines/ (remove DIR afterwards)\n"
@@ -105,7 +108,9 @@ static void usage(FILE *f)
 		"                     installed is a usage error)\n"
 		"  --json             end with one JSON object: bytes, files, tensors, seconds, gbps,\n"
 		"                     files_per_s, tensors_per_s, cpu_seconds, peak_rss_bytes,\n"
-		"                     producer_wait_*_us, enqueue_p99_us, failed, ...; with --compare\n"
+		"                     producer_wait_*_us, enqueue_p99_us, failed, compute_from (the\n"
+		"                     pass --compute-gbps auto halved: disk_limit or\n"
+		"                     disk_limit_direct; else null), ...; with --compare\n"
 		"                     also 'baselines' (each with seconds and 'ratio' = its time / the\n"
 		"                     capture's, i.e. the capture's speed relative to it), 'overhead',\n"
 		"                     'ceiling' (the faster fio run: baseline, gbps, cpu_seconds_per_gb,\n"
@@ -458,8 +463,15 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "adump bench: fio is not installed (no fio in PATH): the fio "
 				"baselines are skipped\n");
 	}
-	if (o->compute_gbps < 0)
+	/* auto: the disk's ceiling is the faster of buffered and O_DIRECT writes, and io auto
+	 * (the default) and direct write large files O_DIRECT. */
+	if (o->compute_gbps < 0) {
 		o->baselines |= DISK;
+		if (o->io != ADUMP_IO_BUFFERED && !(o->baselines & DISK_DIRECT)) {
+			o->baselines |= DISK_DIRECT;
+			o->is_direct_for_compute = true;
+		}
+	}
 	if (o->sink == BENCH_SINK_CALLBACK)
 		o->is_sync = false;
 	return 0;

@@ -275,7 +275,10 @@ static void human_summary(const struct bench *b)
 	if (plan->w.profile == ADUMP_BENCH_PROFILE_RANGE)
 		printf("  tensors    %llu..%llu B\n", (unsigned long long)plan->w.min_bytes,
 		       (unsigned long long)plan->w.max_bytes);
-	if (b->compute_gbps > 0)
+	if (b->compute_gbps > 0 && o->compute_gbps < 0)
+		printf("  compute    %.3f GB/s per stream (simulated; auto: half of %s)\n",
+		       b->compute_gbps, tool_bench_base_names[b->compute_base]);
+	else if (b->compute_gbps > 0)
 		printf("  compute    %.3f GB/s per stream (simulated)\n", b->compute_gbps);
 	if (r->dir[0])
 		printf("  dir        %s\n", r->dir);
@@ -448,6 +451,9 @@ static void json_capture(const struct bench *b, struct fields *fs)
 	add(fs, F_U64("pool_bytes", r->pool_bytes));
 	add(fs, F_BOOL("synced", o->is_sync));
 	add(fs, F_DBL("compute_gbps", 6, b->compute_gbps));
+	/* --compute-gbps auto: the disk pass whose half R is. */
+	add(fs, o->compute_gbps < 0 ? F_STR("compute_from", tool_bench_base_keys[b->compute_base])
+				    : F_NULL("compute_from"));
 	add(fs, F_U64("files", r->st.files_completed));
 	add(fs, F_U64("failed", r->st.files_failed));
 	add(fs, F_U64("files_direct", r->st.files_direct));

@@ -46,19 +46,36 @@ static int dirs_make(struct bench *b)
 	return ret;
 }
 
-/* The simulated compute rate: --compute-gbps, or with auto half of what disk-limit took,
- * shared by the streams. Return: 0 or negative. */
+/* The simulated compute rate: --compute-gbps, or with auto half of the faster of the disk
+ * passes run before the capture (disk-limit, and disk-limit-direct unless --io buffered or
+ * the filesystem refuses O_DIRECT: io auto and direct write large files O_DIRECT, so the
+ * disk's ceiling is the faster of the two), shared by the streams; b->compute_base names
+ * the pass. Return: 0 or negative. */
 static int compute_set(struct bench *b)
 {
-	const struct adump_bench_timing *disk = &b->ph[BENCH_BASE_DISK].t;
+	double best = 0;
+	int error = -EIO;
 
 	if (b->o.compute_gbps < 0) {
-		if (disk->error < 0 || disk->seconds <= 0) {
-			fprintf(stderr, "adump bench: --compute-gbps auto: disk-limit failed\n");
-			return disk->error ? disk->error : -EIO;
+		for (int base = BENCH_BASE_DISK; base <= BENCH_BASE_DISK_DIRECT; base++) {
+			const struct bench_phase *ph = &b->ph[base];
+
+			if (!ph->has_run)
+				continue;
+			if (ph->t.error < 0 || ph->t.seconds <= 0) {
+				error = ph->t.error < 0 ? ph->t.error : error;
+				continue;
+			}
+			if (ph->run_gbps[0] > best) {
+				best = ph->run_gbps[0];
+				b->compute_base = base;
+			}
 		}
-		b->compute_gbps = (double)disk->bytes / disk->seconds / 1e9 / 2 /
-				  b->plan.w.stream_count;
+		if (best <= 0) {
+			fprintf(stderr, "adump bench: --compute-gbps auto: disk-limit failed\n");
+			return error;
+		}
+		b->compute_gbps = best / 2 / b->plan.w.stream_count;
 	} else {
 		b->compute_gbps = b->o.compute_gbps;
 	}

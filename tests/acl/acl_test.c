@@ -48,6 +48,18 @@ int t_acl_log_has(const char *needle)
 	return found;
 }
 
+int t_acl_log_count(const char *needle)
+{
+	const char *p;
+	int count = 0;
+
+	pthread_mutex_lock(&log_lock);
+	for (p = log_text; p && (p = strstr(p, needle)); p += strlen(needle))
+		count++;
+	pthread_mutex_unlock(&log_lock);
+	return count;
+}
+
 char *t_acl_write(const char *dir, const char *name, const char *text)
 {
 	char *path;
@@ -105,6 +117,45 @@ void t_acl_add_teardown(struct t_acl_add *a)
 	ck_assert_int_eq(aclrtFree(a->self_dev), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtFree(a->other_dev), ACL_SUCCESS);
 	ck_assert_int_eq(aclrtFree(a->out_dev), ACL_SUCCESS);
+}
+
+void t_acl_big_setup(struct t_acl_big *b, int64_t rows, int64_t cols)
+{
+	const int64_t shape[2] = { rows, cols };
+	size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
+	float *host = malloc(bytes), alpha = 2.0f;
+
+	ck_assert_ptr_nonnull(host);
+	for (size_t i = 0; i < (size_t)rows * (size_t)cols; i++)
+		host[i] = (float)(i % 1000);
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(aclrtMalloc(&b->dev[k], bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+		ck_assert_int_eq(aclrtMemcpy(b->dev[k], bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+		b->t[k] = aclCreateTensor(shape, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, shape, 2, b->dev[k]);
+		ck_assert_ptr_nonnull(b->t[k]);
+	}
+	b->alpha = aclCreateScalar(&alpha, ACL_FLOAT);
+	ck_assert_ptr_nonnull(b->alpha);
+	free(host);
+}
+
+void t_acl_big_launch(struct t_acl_big *b, aclrtStream stream)
+{
+	aclOpExecutor *e;
+	uint64_t ws;
+
+	ck_assert_int_eq(aclnnAddGetWorkspaceSize(b->t[0], b->t[1], b->alpha, b->t[2], &ws, &e), 0);
+	ck_assert_int_eq(aclnnAdd(NULL, 0, e, stream), 0);
+	ck_assert_int_eq(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+}
+
+void t_acl_big_teardown(struct t_acl_big *b)
+{
+	for (int k = 0; k < 3; k++) {
+		aclDestroyTensor(b->t[k]);
+		ck_assert_int_eq(aclrtFree(b->dev[k]), ACL_SUCCESS);
+	}
+	aclDestroyScalar(b->alpha);
 }
 
 aclrtStream t_acl_start(const char *config)

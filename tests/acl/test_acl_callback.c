@@ -82,48 +82,6 @@ START_TEST(test_reg_codes)
 }
 END_TEST
 
-struct big_add {
-	void *dev[3];
-	aclTensor *t[3];
-	aclScalar *alpha;
-};
-
-static void big_setup(struct big_add *b)
-{
-	const int64_t shape[2] = { ROWS, COLS };
-	size_t bytes = (size_t)ROWS * COLS * sizeof(float);
-	float *host = malloc(bytes), alpha = 2.0f;
-
-	for (size_t i = 0; i < (size_t)ROWS * COLS; i++)
-		host[i] = (float)(i % 1000);
-	for (int k = 0; k < 3; k++) {
-		ck_assert_int_eq(aclrtMalloc(&b->dev[k], bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-		ck_assert_int_eq(aclrtMemcpy(b->dev[k], bytes, host, bytes, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-		b->t[k] = aclCreateTensor(shape, 2, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, shape, 2, b->dev[k]);
-	}
-	b->alpha = aclCreateScalar(&alpha, ACL_FLOAT);
-	free(host);
-}
-
-static void big_launch(struct big_add *b, aclrtStream s)
-{
-	aclOpExecutor *e;
-	uint64_t ws;
-
-	ck_assert_int_eq(aclnnAddGetWorkspaceSize(b->t[0], b->t[1], b->alpha, b->t[2], &ws, &e), 0);
-	ck_assert_int_eq(aclnnAdd(NULL, 0, e, s), 0);
-	ck_assert_int_eq(aclrtSynchronizeStream(s), ACL_SUCCESS);
-}
-
-static void big_teardown(struct big_add *b)
-{
-	for (int k = 0; k < 3; k++) {
-		aclDestroyTensor(b->t[k]);
-		ck_assert_int_eq(aclrtFree(b->dev[k]), ACL_SUCCESS);
-	}
-	aclDestroyScalar(b->alpha);
-}
-
 /* The only regular file below @root, read whole. */
 static char found[4096];
 static int find_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -159,14 +117,14 @@ static uint8_t *normalised_header(const uint8_t *file, size_t len, size_t *hdr_l
 START_TEST(test_chunks_reassemble_to_file_bytes)
 {
 	aclrtStream s = t_acl_start(config);
-	struct big_add b;
+	struct t_acl_big b;
 	const char *data_dir;
 	uint8_t *file, *h1, *h2;
 	size_t file_len, hdr1, hdr2, n1, n2;
 
-	big_setup(&b);
+	t_acl_big_setup(&b, ROWS, COLS);
 	/* 1: the file sink. */
-	big_launch(&b, s);
+	t_acl_big_launch(&b, s);
 	data_dir = acldumpGetPath(DATA_DUMP);
 	ck_assert_ptr_nonnull(data_dir);
 	found[0] = '\0';
@@ -179,7 +137,7 @@ START_TEST(test_chunks_reassemble_to_file_bytes)
 	/* 2: the same op through the callback: no new file, same bytes. */
 	ck_assert_int_eq(acldumpRegCallback(collect, 0), ACL_SUCCESS);
 	delay_us = 200;
-	big_launch(&b, s);
+	t_acl_big_launch(&b, s);
 	/* aclrtSynchronizeStream returned: every chunk is in. */
 	pthread_mutex_lock(&lock);
 	ck_assert_uint_gt(chunk_count, 3);
@@ -201,13 +159,13 @@ START_TEST(test_chunks_reassemble_to_file_bytes)
 
 	/* 3: unregistered, files again. */
 	acldumpUnregCallback();
-	big_launch(&b, s);
+	t_acl_big_launch(&b, s);
 	ck_assert_uint_eq(t_count_files(dir, ""), 3);
 
 	free(h1);
 	free(h2);
 	free(file);
-	big_teardown(&b);
+	t_acl_big_teardown(&b);
 	t_acl_stop(s);
 }
 END_TEST

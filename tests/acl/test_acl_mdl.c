@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* aclmdlInitDump / aclmdlSetDump / aclmdlFinalizeDump (reference §1.5): every return code,
  * the aclInit exclusion, cycles, override, flush on finalize, and what a config dumps
- * (dump_mode, dump_step through adump_acl_step_advance()). */
+ * (dump_mode, dump_step through adump_acl_step_advance()), and the environment the CANN
+ * path reads (ADUMP_IO, ADUMP_IO_MODE, the disk guard). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,148 @@ START_TEST(test_guard_env)
 }
 END_TEST
 
+/* ADUMP_IO_MODE: a small Add (a file far below the O_DIRECT threshold) and a big one (a
+ * 1 MiB output, above it) on one stream, dumped once per mode. The same stream, the same
+ * device buffers and the clock fixed: every capture writes the same bytes. */
+#define IO_ROWS 512
+#define IO_COLS 512
+
+struct io_ops {
+	aclrtStream stream;
+	struct t_acl_add small;
+	struct t_acl_big big;
+};
+
+static void io_ops_setup(struct io_ops *ops)
+{
+	ops->stream = t_acl_start(NULL);
+	t_acl_add_setup(&ops->small);
+	t_acl_big_setup(&ops->big, IO_ROWS, IO_COLS);
+}
+
+static void io_ops_teardown(struct io_ops *ops)
+{
+	t_acl_big_teardown(&ops->big);
+	t_acl_add_teardown(&ops->small);
+	t_acl_stop(ops->stream);
+}
+
+/* Both ops dumped under ADUMP_IO_MODE=@mode (NULL: unset) into <dir>/<sub>; @st: the
+ * session's stats, taken before aclmdlFinalizeDump. */
+static void io_mode_capture(struct io_ops *ops, const char *mode, const char *sub,
+			    struct adump_stats *st)
+{
+	char *cfg = config(sub, "");
+
+	if (mode)
+		setenv("ADUMP_IO_MODE", mode, 1);
+	else
+		unsetenv("ADUMP_IO_MODE");
+	adump_testpoint_clock_set(1700000000000000ull);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
+	ck_assert_int_eq(t_acl_add_launch(&ops->small, ops->stream), 0);
+	t_acl_big_launch(&ops->big, ops->stream);
+	pthread_mutex_lock(&adump_acl_state()->lock);
+	adump_session_flush(adump_acl_state()->session);
+	adump_stats_get(adump_acl_state()->session, st);
+	pthread_mutex_unlock(&adump_acl_state()->lock);
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	adump_testpoint_clock_set(0);
+	unsetenv("ADUMP_IO_MODE");
+	ck_assert_uint_eq(st->files_completed, 2);
+	ck_assert_uint_eq(st->files_failed, 0);
+	ck_assert_uint_eq(st->files_direct + st->files_buffered, 2);
+	ck_assert_uint_eq(dumps_in(sub), 2);
+	free(cfg);
+}
+
+/* The dump file of <dir>/<sub> that is @is_big (the only one above 64 KiB) or not, read
+ * whole; *len set. */
+static unsigned char *io_mode_file(const char *sub, bool is_big, size_t *len)
+{
+	char cmd[4200], path[4200];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "find %s/%s -type f -name 'Add.*' -size %s64k", dir, sub,
+		 is_big ? "+" : "-");
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg(fgets(path, sizeof(path), p) != NULL, "%s: no file", cmd);
+	ck_assert_msg(fgetc(p) == EOF, "%s: more than one file", cmd);
+	pclose(p);
+	path[strcspn(path, "\n")] = '\0';
+	return t_read_file(path, len);
+}
+
+/* Files @a and @b of the two captures hold the same bytes, the small and the big one. */
+static void io_mode_compare(const char *a, const char *b)
+{
+	for (int big = 0; big < 2; big++) {
+		size_t len_a, len_b;
+		unsigned char *bytes_a = io_mode_file(a, big, &len_a);
+		unsigned char *bytes_b = io_mode_file(b, big, &len_b);
+
+		ck_assert_ptr_nonnull(bytes_a);
+		ck_assert_ptr_nonnull(bytes_b);
+		ck_assert_msg(len_a == len_b, "%s: %zu bytes, %s: %zu", a, len_a, b, len_b);
+		ck_assert_msg(memcmp(bytes_a, bytes_b, len_a) == 0, "%s and %s differ (%s file)",
+			      a, b, big ? "big" : "small");
+		if (big)
+			ck_assert_uint_gt(len_a, (size_t)IO_ROWS * IO_COLS * sizeof(float));
+		free(bytes_a);
+		free(bytes_b);
+	}
+}
+
+/* buffered: no file tries O_DIRECT. An unknown value is reported once and means auto: the
+ * big file, and only it, tries O_DIRECT (written so, or fallen back where the filesystem
+ * refuses it). Runs on any filesystem. */
+START_TEST(test_io_mode_buffered_unknown)
+{
+	struct adump_stats st;
+	struct io_ops ops;
+
+	io_ops_setup(&ops);
+	io_mode_capture(&ops, "buffered", "buffered", &st);
+	ck_assert_uint_eq(st.files_direct, 0);
+	ck_assert_uint_eq(st.files_buffered, 2);
+	ck_assert_uint_eq(st.direct_fallbacks, 0);
+	ck_assert_int_eq(t_acl_log_count("ADUMP_IO_MODE="), 0);
+	io_mode_capture(&ops, "bogus", "bogus1", &st);
+	ck_assert_uint_eq(st.files_direct + st.direct_fallbacks, 1);
+	io_mode_capture(&ops, "bogus", "bogus2", &st);
+	ck_assert_uint_eq(st.files_direct + st.direct_fallbacks, 1);
+	ck_assert_int_eq(t_acl_log_count("ADUMP_IO_MODE=bogus unknown"), 1);
+	io_mode_compare("buffered", "bogus1");
+	io_ops_teardown(&ops);
+}
+END_TEST
+
+/* On a filesystem that takes O_DIRECT: direct writes both files O_DIRECT, unset (auto)
+ * only the big one, and all three captures hold the same bytes. */
+START_TEST(test_io_mode_direct)
+{
+	struct adump_stats st;
+	struct io_ops ops;
+
+	io_ops_setup(&ops);
+	io_mode_capture(&ops, "buffered", "buffered", &st);
+	ck_assert_uint_eq(st.files_direct, 0);
+	io_mode_capture(&ops, "direct", "direct", &st);
+	ck_assert_uint_eq(st.files_direct, 2);
+	ck_assert_uint_eq(st.direct_fallbacks, 0);
+	io_mode_capture(&ops, NULL, "auto", &st);
+	ck_assert_uint_eq(st.files_direct, 1);
+	ck_assert_uint_eq(st.files_buffered, 1);
+	ck_assert_uint_eq(st.direct_fallbacks, 0);
+	ck_assert_int_eq(t_acl_log_count("ADUMP_IO_MODE="), 0);
+	io_mode_compare("buffered", "direct");
+	io_mode_compare("buffered", "auto");
+	io_ops_teardown(&ops);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_mdl");
@@ -341,6 +484,8 @@ int main(void)
 	tcase_add_test(tc, test_stats_csv);
 	tcase_add_test(tc, test_io_env);
 	tcase_add_test(tc, test_guard_env);
+	tcase_add_test(tc, test_io_mode_buffered_unknown);
+	t_tcase_add_test_needing(tc, T_DIRECT, test_io_mode_direct);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `adump bench` as a program: exit codes, the --json last line and its fields, --compare on
  * a tiny workload (every baseline runs and reports, the channel hand-off beside ring-limit),
- * the naive baseline's files are valid dumps, and fio as the ceiling (missing: a usage error
- * for --baselines fio, skipped by --compare). Correctness only: no timing is asserted. */
+ * the naive baseline's files are valid dumps, the disk pass --compute-gbps auto halves, and
+ * fio as the ceiling (missing: a usage error for --baselines fio, skipped by --compare).
+ * Correctness only: no timing is asserted. */
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
@@ -135,6 +136,8 @@ START_TEST(test_compare_tiny)
 	ck_assert(json_object_get_double(field(o, "kernels_seconds")) > 0);
 	ck_assert(json_object_get_double(field(o, "kernels_seconds")) <=
 		  json_object_get_double(field(o, "seconds")));
+	/* A given R, not auto: no disk pass to name. */
+	ck_assert(json_object_get_type(field(o, "compute_from")) == json_type_null);
 	ov = field(o, "overhead");
 	ck_assert(json_object_get_type(field(ov, "adump")) == json_type_double);
 	/* Split at the last kernel's end: the two parts add up to the whole. */
@@ -146,6 +149,61 @@ START_TEST(test_compare_tiny)
 	snprintf(naive, sizeof(naive), "%s/d/baselines/naive", dir);
 	ck_assert_int_eq(run("verify --quiet %s", naive), 0);
 	json_object_put(o);
+}
+END_TEST
+
+/* --compute-gbps auto: R (per stream, 2 streams) is half of the faster disk pass run before
+ * the capture, and "compute_from" names it. Unless --io buffered, that includes the
+ * disk-limit-direct pass where the filesystem takes O_DIRECT; where it refuses O_DIRECT,
+ * disk-limit alone, said once on stderr. */
+static void compute_auto_check(const char *io, bool is_direct_expected)
+{
+	json_object *o, *b, *from = NULL, *direct = NULL;
+	double best;
+	char *text;
+
+	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K --compute-gbps auto "
+			     "--baselines disk --io %s --json --out %s/d", io, dir), 0);
+	o = last_json();
+	b = field(o, "baselines");
+	best = json_object_get_double(field(field(b, "disk_limit"), "gbps_before"));
+	ck_assert_msg(json_object_object_get_ex(b, "disk_limit_direct", &direct) ==
+			      is_direct_expected, "--io %s: disk_limit_direct %s", io,
+		      direct ? "ran" : "did not run");
+	from = field(b, "disk_limit");
+	if (direct) {
+		ck_assert_int_eq(json_object_get_int(field(direct, "error")), 0);
+		if (json_object_get_double(field(direct, "gbps_before")) > best) {
+			best = json_object_get_double(field(direct, "gbps_before"));
+			from = direct;
+		}
+	}
+	ck_assert(best > 0);
+	ck_assert_str_eq(json_object_get_string(field(o, "compute_from")),
+			 from == direct ? "disk_limit_direct" : "disk_limit");
+	ck_assert_double_eq_tol(json_object_get_double(field(o, "compute_gbps")) * 2 * 2, best,
+				best * 1e-3 + 4e-6);
+	json_object_put(o);
+	text = t_slurp(dir, "stderr");
+	if (!strcmp(io, "buffered") || is_direct_expected) {
+		ck_assert_msg(strstr(text, "refuses O_DIRECT") == NULL, "stderr: %s", text);
+	} else {
+		const char *first = strstr(text, "refuses O_DIRECT: --compute-gbps auto takes half");
+
+		ck_assert_msg(first && !strstr(first + 1, "refuses O_DIRECT"), "stderr: %s", text);
+	}
+	free(text);
+}
+
+START_TEST(test_compute_auto)
+{
+	bool is_direct = t_feature_probe(T_DIRECT) == 0;
+
+	if (!is_direct)
+		printf("test_compute_auto: O_DIRECT refused here: disk-limit alone\n");
+	compute_auto_check("auto", is_direct);
+	compute_auto_check("direct", is_direct);
+	compute_auto_check("buffered", false);
 }
 END_TEST
 
@@ -337,6 +395,7 @@ int main(void)
 	tcase_add_test(tc, test_help_and_bad_options);
 	tcase_add_test(tc, test_json_fields);
 	t_tcase_add_test_needing(tc, T_URING, test_compare_tiny);
+	t_tcase_add_test_needing(tc, T_URING, test_compute_auto);
 	tcase_add_test(tc, test_ring_handoff);
 	tcase_add_test(tc, test_profiles_run);
 	tcase_add_test(tc, test_host_producer);
