@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# Markdown tables for bench/RESULTS.md from the JSON lines of run_matrix.sh and headline.sh.
+# Markdown tables for bench/RESULTS.md from the JSON lines of run_matrix.sh, headline.sh and
+# ceiling.sh.
 #   bench/summarize.py matrix bench/matrix.jsonl
 #   bench/summarize.py headline bench/headline.jsonl
+#   bench/summarize.py ceiling /tmp/adump-ceiling.jsonl
 import json
 import sys
 
@@ -79,6 +81,62 @@ def headline(rows):
         print(f"- `{r['id']}`: `{r['cmd']}`")
 
 
+def ceiling(rows):
+    """Every run of ceiling.sh, then per id the best of its rounds against the best fio."""
+    print("| id | round | files (direct) | GB | seconds | GB/s | CPU s/GB | fio buffered GB/s (CPU s/GB) | fio O_DIRECT GB/s (CPU s/GB) | x ceiling | other | host RSS MiB (limit) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        fb = r.get("baselines", {}).get("fio_buffered")
+        fd = r.get("baselines", {}).get("fio_direct")
+        fio = lambda b: f"{b['gbps']:.3f} ({b['cpu_seconds_per_gb']:.2f})" if b and not b.get("error") else "-"
+        c = r.get("ceiling")
+        other = []
+        ov = r.get("overhead") or {}
+        if ov.get("adump") is not None:
+            other.append(f"overhead {100 * ov['adump']:+.1f} % (kernels {100 * ov['adump_kernels']:+.1f} %)")
+        cl = base(r, "create_limit", "files_per_s", None)
+        if cl is not None:
+            other.append(f"{r['files_per_s']:.0f} vs create-limit {cl:.0f} files/s = {base(r, 'create_limit', 'ratio'):.2f}x")
+        if r.get("sink") == "packed":
+            other.append(f"{r['tensors_per_s'] / 1e6:.2f} M tensors/s")
+        print(f"| {r['id']} | {r['round']} | {r['files']} ({r.get('files_direct', 0)}) | {r['bytes'] / 1e9:.2f} | {r['seconds']:.3f} | "
+              f"{r['gbps']:.3f} | {r['cpu_seconds_per_gb']:.2f} | {fio(fb)} | {fio(fd)} | "
+              f"{c['ratio'] if c else float('nan'):.2f} | {'; '.join(other)} | "
+              f"{r['host_rss_bytes'] / 2**20:.0f} ({r['rss_limit_bytes'] / 2**20:.0f}) |")
+    print()
+    ids = list(dict.fromkeys(r["id"] for r in rows))
+    for i in ids:
+        sel = [r for r in rows if r["id"] == i]
+        cmd = sel[0]["cmd"]
+        if any(r.get("ceiling") for r in sel):
+            best = max(sel, key=lambda r: r["gbps"])
+            fios = [(b["gbps"], n, b) for r in sel for n in ("fio_buffered", "fio_direct")
+                    for b in [r.get("baselines", {}).get(n)] if b and not b.get("error")]
+            fbest = max(fios, key=lambda t: t[0])
+            fbuf_cpu = min(b["cpu_seconds_per_gb"] for g, n, b in fios if n == "fio_buffered")
+            print(f"- `{i}` ({len(sel)} runs, `{cmd}`): best capture {best['gbps']:.3f} GB/s "
+                  f"({best['cpu_seconds_per_gb']:.2f} CPU s/GB), best fio {fbest[0]:.3f} GB/s "
+                  f"({fbest[1]}): **{best['gbps'] / fbest[0]:.2f}x**; per run "
+                  + ", ".join(f"{r['ceiling']['ratio']:.2f}" for r in sel if r.get("ceiling"))
+                  + f"; CPU s/GB {min(r['cpu_seconds_per_gb'] for r in sel):.2f}-{max(r['cpu_seconds_per_gb'] for r in sel):.2f}"
+                  f" against fio buffered's lowest {fbuf_cpu:.2f}")
+        elif sel[0].get("overhead", {}).get("adump") is not None:
+            print(f"- `{i}` ({len(sel)} runs, `{cmd}`): overhead "
+                  + ", ".join(f"{100 * r['overhead']['adump']:+.1f} %" for r in sel)
+                  + " (while the kernels ran: "
+                  + ", ".join(f"{100 * r['overhead']['adump_kernels']:+.1f} %" for r in sel) + ")")
+        elif base(sel[0], "create_limit", "ratio", None) is not None:
+            print(f"- `{i}` ({len(sel)} runs, `{cmd}`): x create-limit "
+                  + ", ".join(f"{base(r, 'create_limit', 'ratio'):.2f}" for r in sel)
+                  + f"; best **{max(base(r, 'create_limit', 'ratio') for r in sel):.2f}x**")
+        else:
+            print(f"- `{i}` ({len(sel)} runs, `{cmd}`): tensors/s "
+                  + ", ".join(f"{r['tensors_per_s'] / 1e6:.2f} M" for r in sel)
+                  + f"; best **{max(r['tensors_per_s'] for r in sel) / 1e6:.2f} M**")
+    print(f"- host RSS {min(r['host_rss_bytes'] for r in rows) / 2**20:.0f}-{max(r['host_rss_bytes'] for r in rows) / 2**20:.0f} MiB "
+          f"over the {len(rows)} runs (limit pool + 64 MiB = {rows[0]['rss_limit_bytes'] / 2**20:.0f} MiB)")
+
+
 if __name__ == "__main__":
     rows = load(sys.argv[2])
-    (matrix if sys.argv[1] == "matrix" else headline)(rows)
+    {"matrix": matrix, "headline": headline, "ceiling": ceiling}[sys.argv[1]](rows)
