@@ -361,6 +361,10 @@ START_TEST(test_fio_run)
 		ck_assert_int_ge(json_object_get_int64(field(f, "bytes")),
 				 json_object_get_int64(field(o, "bytes")));
 		ck_assert(json_object_get_double(field(f, "seconds")) > 0);
+		/* Timed as the capture: fio's writes, then the syncfs after them. */
+		ck_assert(json_object_get_double(field(f, "seconds_unsynced")) > 0);
+		ck_assert(json_object_get_double(field(f, "seconds")) >=
+			  json_object_get_double(field(f, "seconds_unsynced")));
 		ck_assert(gbps > 0);
 		ck_assert(json_object_get_double(field(f, "cpu_seconds")) > 0);
 		ck_assert(json_object_get_double(field(f, "cpu_seconds_per_gb")) > 0);
