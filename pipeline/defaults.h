@@ -27,6 +27,6 @@
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 /* io AUTO: smallest file (header included) written with O_DIRECT; bench/RESULTS.md,
  * "io=auto threshold". */
-#define ADUMP_DEFAULT_DIRECT_MIN_BYTES (512u << 10)
+#define ADUMP_DEFAULT_DIRECT_MIN_BYTES (256u << 10)
 
 #endif

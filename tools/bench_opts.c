@@ -48,7 +48,7 @@ static void usage(FILE *f)
 		"  --sink S           file (default), packed (per-worker segments + index) or\n"
 		"                     callback (a consumer that reads every cache line, no files)\n"
 		"  --compress C       none (default) or lz4 (one LZ4 frame per file, <name>.lz4)\n"
-		"  --io IO            auto (default: O_DIRECT for files of at least 512 KiB, buffered\n"
+		"  --io IO            auto (default: O_DIRECT for files of at least 256 KiB, buffered\n"
 		"                     for smaller ones), buffered, or direct (O_DIRECT from the\n"
 		"                     staging buffers for every file)\n"
 		"  --writer W         auto (default), uring or pwrite (ADUMP_IO=pwrite also forces\n"

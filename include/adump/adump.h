@@ -132,7 +132,7 @@ struct adump_config {
 	uint64_t min_free_bytes;
 	/* Quota: the bytes of all files the session starts stay within this; 0: no quota. */
 	uint64_t max_bytes;
-	/* io AUTO: files of at least this many bytes are written with O_DIRECT; 0: 512 KiB
+	/* io AUTO: files of at least this many bytes are written with O_DIRECT; 0: 256 KiB
 	 * (measured: bench/RESULTS.md, "io=auto threshold"). */
 	uint64_t direct_min_bytes;
 };
