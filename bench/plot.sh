@@ -37,6 +37,9 @@ for line in open(sys.argv[1]):
         continue
     r = json.loads(line)
     b = r.get("baselines", {})
+    # Only runs held against fio (ceiling.sh also has paced and tiny runs without it).
+    if "fio_buffered" not in b and "fio_direct" not in b:
+        continue
     def gbps(k):
         v = b.get(k)
         return v["gbps"] if v and v.get("error") == 0 else nan
