@@ -86,19 +86,15 @@ static int add_mapping(struct convert *c, const char *hash, const char *base)
 	return ret;
 }
 
+/* The kind in an output file's name: the kind's name, but "space" for a workspace, as
+ * msaccucmp names them (input, output, buffer, space). */
 static const char *out_suffix(enum adump_tensor_kind kind)
 {
-	switch (kind) {
-	case ADUMP_TENSOR_INPUT:
-		return "input";
-	case ADUMP_TENSOR_OUTPUT:
-		return "output";
-	case ADUMP_TENSOR_BUFFER:
-		return "buffer";
-	case ADUMP_TENSOR_WORKSPACE:
+	const char *name = adump_tensor_kind_name(kind);
+
+	if (kind == ADUMP_TENSOR_WORKSPACE)
 		return "space";
-	}
-	return "tensor";
+	return name ? name : "tensor";
 }
 
 /* Write one tensor to <out>/<base>.<kind>.<i>.<ext>. Return: 0 or -1 (message printed). */
