@@ -43,6 +43,16 @@ static char *config(const char *sub, const char *extra)
 	return out;
 }
 
+/* The CANN path's session stats once every dump so far is written (the session is the shim's,
+ * under its lock). */
+static void session_stats(struct adump_stats *st)
+{
+	pthread_mutex_lock(&adump_acl_state()->lock);
+	adump_session_flush(adump_acl_state()->session);
+	adump_stats_get(adump_acl_state()->session, st);
+	pthread_mutex_unlock(&adump_acl_state()->lock);
+}
+
 static size_t dumps_in(const char *sub)
 {
 	char path[4096];
@@ -309,10 +319,7 @@ START_TEST(test_guard_env)
 	ck_assert(t_acl_log_has("ADUMP_MIN_FREE=lots is not a size"));
 	ck_assert_int_eq(t_acl_add_launch(&a, s), 0);
 	aclrtSynchronizeStream(s);
-	pthread_mutex_lock(&adump_acl_state()->lock);
-	adump_session_flush(adump_acl_state()->session);
-	adump_stats_get(adump_acl_state()->session, &stats);
-	pthread_mutex_unlock(&adump_acl_state()->lock);
+	session_stats(&stats);
 	ck_assert_uint_eq(stats.files_completed, 0);
 	ck_assert_uint_gt(stats.losses[ADUMP_LOSS_DISK_GUARD], 0);
 	ck_assert_uint_eq(stats.drops, stats.losses[ADUMP_LOSS_DISK_GUARD]);
@@ -368,10 +375,7 @@ static void io_mode_capture(struct io_ops *ops, const char *mode, const char *su
 	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
 	ck_assert_int_eq(t_acl_add_launch(&ops->small, ops->stream), 0);
 	t_acl_big_launch(&ops->big, ops->stream);
-	pthread_mutex_lock(&adump_acl_state()->lock);
-	adump_session_flush(adump_acl_state()->session);
-	adump_stats_get(adump_acl_state()->session, st);
-	pthread_mutex_unlock(&adump_acl_state()->lock);
+	session_stats(st);
 	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
 	adump_testpoint_clock_set(0);
 	unsetenv("ADUMP_IO_MODE");
