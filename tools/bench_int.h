@@ -63,7 +63,8 @@ struct bench_opts {
 	bool is_compare;
 	unsigned baselines;                     /* BENCH_BIT()s */
 	bool is_fio_skipped;                    /* --compare without --baselines, fio not found */
-	bool is_direct_for_compute;             /* --compute-gbps auto added disk-direct */
+	bool is_direct_implied;                 /* disk-direct added by --compare (io direct) or
+						 * --compute-gbps auto, not named */
 	bool is_sync;
 	bool is_warmup;                         /* one untimed pass of the kernels first */
 	bool json;

@@ -88,8 +88,9 @@ static void usage(FILE *f)
 		"                     thread: per op launch, sync, copy to host, pack the header, open,\n"
 		"                     write, close), disk-limit (sequential io_uring writes of the same\n"
 		"                     bytes to one file, 1 MiB at depth 32; also O_DIRECT with --io\n"
-		"                     direct), create-limit (create + write + close of as many files,\n"
-		"                     same sizes, one thread), ring-limit (as many records, at least 1M,\n"
+		"                     direct, unless the filesystem refuses it), create-limit (create\n"
+		"                     + write + close of as many files, same sizes, one thread, in a\n"
+		"                     new directory each run), ring-limit (as many records, at least 1M,\n"
 		"                     through a bare ck_ring SPSC pair; compared per record) and nodump\n"
 		"                     (the workload with dumping off, for 'overhead'). With ring-limit\n"
 		"                     the same records also go through the pipeline's own channel\n"
@@ -447,8 +448,10 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		o->baselines = ALL & ~DISK_DIRECT;
 		if (o->producer != BENCH_PRODUCER_DEVICE)
 			o->baselines &= ~(NAIVE | NODUMP);
-		if (o->io == ADUMP_IO_DIRECT)
+		if (o->io == ADUMP_IO_DIRECT) {
 			o->baselines |= DISK_DIRECT;
+			o->is_direct_implied = true;
+		}
 		o->baselines |= BENCH_BASE_FIO;
 	}
 	if (o->baselines & BENCH_BASE_FIO && !tool_bench_has_program("fio")) {
@@ -469,7 +472,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		o->baselines |= DISK;
 		if (o->io != ADUMP_IO_BUFFERED && !(o->baselines & DISK_DIRECT)) {
 			o->baselines |= DISK_DIRECT;
-			o->is_direct_for_compute = true;
+			o->is_direct_implied = true;
 		}
 	}
 	if (o->sink == BENCH_SINK_CALLBACK)

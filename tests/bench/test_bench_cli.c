@@ -5,6 +5,7 @@
  * fio as the ceiling (missing: a usage error for --baselines fio, skipped by --compare).
  * Correctness only: no timing is asserted. */
 #include <json-c/json.h>
+#include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -108,6 +109,7 @@ START_TEST(test_compare_tiny)
 						 "ring_limit", "nodump" };
 	json_object *o, *b, *ov;
 	char naive[PATH_MAX];
+	glob_t g;
 
 	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K "
 			     "--compute-gbps 1 --compare --json --out %s/d",
@@ -145,9 +147,17 @@ START_TEST(test_compare_tiny)
 					json_object_get_double(field(ov, "adump_after_kernels")),
 				json_object_get_double(field(ov, "adump")), 2e-4);
 	ck_assert(json_object_get_type(field(ov, "naive")) == json_type_double);
-	/* The naive dumper writes real dump files. */
-	snprintf(naive, sizeof(naive), "%s/d/baselines/naive", dir);
-	ck_assert_int_eq(run("verify --quiet %s", naive), 0);
+	/* The naive dumper writes real dump files, and it and create-limit each into a new
+	 * directory of their own (never over an earlier run's files). */
+	snprintf(naive, sizeof(naive), "%s/d/baselines/naive-*", dir);
+	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
+	ck_assert_uint_eq(g.gl_pathc, 1);
+	ck_assert_int_eq(run("verify --quiet %s", g.gl_pathv[0]), 0);
+	globfree(&g);
+	snprintf(naive, sizeof(naive), "%s/d/baselines/create-*/f0", dir);
+	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
+	ck_assert_uint_eq(g.gl_pathc, 1);
+	globfree(&g);
 	json_object_put(o);
 }
 END_TEST
@@ -188,7 +198,8 @@ static void compute_auto_check(const char *io, bool is_direct_expected)
 	if (!strcmp(io, "buffered") || is_direct_expected) {
 		ck_assert_msg(strstr(text, "refuses O_DIRECT") == NULL, "stderr: %s", text);
 	} else {
-		const char *first = strstr(text, "refuses O_DIRECT: --compute-gbps auto takes half");
+		const char *first = strstr(text, "refuses O_DIRECT: disk-direct skipped; --compute-gbps "
+						  "auto takes half");
 
 		ck_assert_msg(first && !strstr(first + 1, "refuses O_DIRECT"), "stderr: %s", text);
 	}
