@@ -214,8 +214,8 @@ out:
 }
 
 int adump_bench_create_limit(const char *dir, uint64_t count,
-			     uint64_t (*sizes)(uint64_t k, void *user), void *user, bool sync,
-			     struct adump_bench_timing *out)
+			     uint64_t (*sizes)(uint64_t k, void *user), void *user, bool is_unnamed,
+			     bool sync, struct adump_bench_timing *out)
 {
 	size_t cap = 1 << 20;
 	char *buf = malloc(cap), path[4200];
@@ -232,7 +232,10 @@ int adump_bench_create_limit(const char *dir, uint64_t count,
 		int fd;
 
 		snprintf(path, sizeof(path), "%s/f%llu", dir, (unsigned long long)k);
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+		if (is_unnamed)
+			fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0640);
+		else
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 		if (fd < 0) {
 			ret = -errno;
 			break;
@@ -250,6 +253,8 @@ int adump_bench_create_limit(const char *dir, uint64_t count,
 			left -= (uint64_t)w;
 			out->bytes += (uint64_t)w;
 		}
+		if (is_unnamed && ret == 0 && linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) < 0)
+			ret = -errno;
 		if (close(fd) < 0 && ret == 0)
 			ret = -errno;
 		out->files++;

@@ -130,10 +130,13 @@ int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
 /**
  * adump_bench_create_limit() - create + write + close @count files in @dir, one thread,
  * plain syscalls; file k gets @sizes(k, user) bytes. Then syncfs when @sync.
+ * @is_unnamed: each file as the capture publishes it instead (publish-limit): an unnamed
+ * file (O_TMPFILE) in @dir, written, then linked in under its name (linkat AT_EMPTY_PATH),
+ * then closed, so that no file is ever visible before it is complete.
  */
 int adump_bench_create_limit(const char *dir, uint64_t count,
-			     uint64_t (*sizes)(uint64_t k, void *user), void *user, bool sync,
-			     struct adump_bench_timing *out);
+			     uint64_t (*sizes)(uint64_t k, void *user), void *user, bool is_unnamed,
+			     bool sync, struct adump_bench_timing *out);
 
 /**
  * adump_bench_ring_limit() - move @records pointers through a bare ck_ring SPSC pair (a

@@ -50,7 +50,7 @@ runs=(
 	"range-s2|--streams 2 --ops 400 --min-size 1K --max-size 4M --baselines fio"
 	"range|--streams 4 --ops 200 --min-size 1K --max-size 4M --baselines fio"
 	"transformer|--profile transformer --streams 4 --compute-gbps auto --baselines nodump"
-	"tiny-file|--profile tiny --streams 4 --total 16M --baselines create"
+	"tiny-file|--profile tiny --streams 4 --total 16M --baselines create,publish"
 	"tiny-packed|--profile tiny --streams 4 --total 128M --sink packed"
 )
 

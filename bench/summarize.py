@@ -97,6 +97,9 @@ def ceiling(rows):
         cl = base(r, "create_limit", "files_per_s", None)
         if cl is not None:
             other.append(f"{r['files_per_s']:.0f} vs create-limit {cl:.0f} files/s = {base(r, 'create_limit', 'ratio'):.2f}x")
+        pl = base(r, "publish_limit", "files_per_s", None)
+        if pl is not None:
+            other.append(f"publish-limit {pl:.0f} files/s = {base(r, 'publish_limit', 'ratio'):.2f}x")
         if r.get("sink") == "packed":
             other.append(f"{r['tensors_per_s'] / 1e6:.2f} M tensors/s")
         print(f"| {r['id']} | {r['round']} | {r['files']} ({r.get('files_direct', 0)}) | {r['bytes'] / 1e9:.2f} | {r['seconds']:.3f} | "
@@ -128,7 +131,9 @@ def ceiling(rows):
         elif base(sel[0], "create_limit", "ratio", None) is not None:
             print(f"- `{i}` ({len(sel)} runs, `{cmd}`): x create-limit "
                   + ", ".join(f"{base(r, 'create_limit', 'ratio'):.2f}" for r in sel)
-                  + f"; best **{max(base(r, 'create_limit', 'ratio') for r in sel):.2f}x**")
+                  + f"; best **{max(base(r, 'create_limit', 'ratio') for r in sel):.2f}x**"
+                  + ("" if base(sel[0], "publish_limit", "ratio", None) is None else
+                     "; x publish-limit " + ", ".join(f"{base(r, 'publish_limit', 'ratio'):.2f}" for r in sel)))
         else:
             print(f"- `{i}` ({len(sel)} runs, `{cmd}`): tensors/s "
                   + ", ".join(f"{r['tensors_per_s'] / 1e6:.2f} M" for r in sel)

@@ -265,20 +265,24 @@ static void naive(struct bench *b)
 		run_naive(b, dir, &ph->t);
 }
 
-static void create_limit(struct bench *b)
+/* create-limit, or with BENCH_BASE_PUBLISH publish-limit: the same files created the way the
+ * capture publishes them (unnamed, then linked in), the filesystem's cost of never showing a
+ * partial file. */
+static void create_limit(struct bench *b, enum bench_base base)
 {
-	struct bench_phase *ph = &b->ph[BENCH_BASE_CREATE];
+	struct bench_phase *ph = &b->ph[base];
 	char dir[BENCH_PATH_CAP + 16];
 	int ret;
 
-	ret = fresh_dir(b, "create", dir, sizeof(dir));
+	ret = fresh_dir(b, base == BENCH_BASE_PUBLISH ? "publish" : "create", dir, sizeof(dir));
 	ph->has_run = true;
 	tool_bench_sync_before(b);
 	if (ret < 0)
 		ph->t.error = ret;
 	else
 		adump_bench_create_limit(dir, b->r.files ? b->r.files : b->plan.op_count,
-					 tool_bench_dump_file_size, b, b->o.is_sync, &ph->t);
+					 tool_bench_dump_file_size, b, base == BENCH_BASE_PUBLISH,
+					 b->o.is_sync, &ph->t);
 }
 
 static void ring_limit(struct bench *b)
@@ -339,7 +343,9 @@ void tool_bench_baselines_after(struct bench *b)
 	if (has(b, BENCH_BASE_NAIVE))
 		naive(b);
 	if (has(b, BENCH_BASE_CREATE))
-		create_limit(b);
+		create_limit(b, BENCH_BASE_CREATE);
+	if (has(b, BENCH_BASE_PUBLISH))
+		create_limit(b, BENCH_BASE_PUBLISH);
 	if (has(b, BENCH_BASE_RING))
 		ring_limit(b);
 	if (b->o.baselines & BENCH_BASE_FIO)

@@ -35,6 +35,7 @@ enum bench_base {
 	BENCH_BASE_DISK,
 	BENCH_BASE_DISK_DIRECT,
 	BENCH_BASE_CREATE,
+	BENCH_BASE_PUBLISH,                     /* create-limit, each file published whole */
 	BENCH_BASE_RING,
 	BENCH_BASE_NODUMP,
 	BENCH_BASE_FIO_BUFFERED,                /* both fio runs are --baselines fio */

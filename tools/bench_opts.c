@@ -90,7 +90,10 @@ static void usage(FILE *f)
 		"                     bytes to one file, 1 MiB at depth 32; also O_DIRECT with --io\n"
 		"                     direct, unless the filesystem refuses it), create-limit (create\n"
 		"                     + write + close of as many files, same sizes, one thread, in a\n"
-		"                     new directory each run), ring-limit (as many records, at least 1M,\n"
+		"                     new directory each run), publish-limit (the same, each file made\n"
+		"                     as the capture publishes it: unnamed (O_TMPFILE), written, linked\n"
+		"                     in, closed; never visible before it is complete), ring-limit (as\n"
+		"                     many records, at least 1M,\n"
 		"                     through a bare ck_ring SPSC pair; compared per record) and nodump\n"
 		"                     (the workload with dumping off, for 'overhead'). With ring-limit\n"
 		"                     the same records also go through the pipeline's own channel\n"
@@ -104,8 +107,8 @@ static void usage(FILE *f)
 		"                     synced (syncfs) as the capture is; the faster is the 'ceiling' the\n"
 		"                     capture is held against (disk-limit is the in-process figure;\n"
 		"                     fio-direct is left out where the filesystem refuses O_DIRECT)\n"
-		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,ring,\n"
-		"                     nodump,fio, or all (implies --compare; fio named but not\n"
+		"  --baselines LIST   comma-separated subset of naive,disk,disk-direct,create,publish,\n"
+		"                     ring,nodump,fio, or all (implies --compare; fio named but not\n"
 		"                     installed is a usage error)\n"
 		"  --json             end with one JSON object: bytes, files, tensors, seconds, gbps,\n"
 		"                     files_per_s, tensors_per_s, cpu_seconds, peak_rss_bytes,\n"
@@ -135,10 +138,11 @@ static void usage(FILE *f)
 #define DISK BENCH_BIT(BENCH_BASE_DISK)
 #define DISK_DIRECT BENCH_BIT(BENCH_BASE_DISK_DIRECT)
 #define CREATE BENCH_BIT(BENCH_BASE_CREATE)
+#define PUBLISH BENCH_BIT(BENCH_BASE_PUBLISH)
 #define RING BENCH_BIT(BENCH_BASE_RING)
 #define NODUMP BENCH_BIT(BENCH_BASE_NODUMP)
 /* "all": every in-process baseline, and fio when it is installed. */
-#define ALL (NAIVE | DISK | DISK_DIRECT | CREATE | RING | NODUMP)
+#define ALL (NAIVE | DISK | DISK_DIRECT | CREATE | PUBLISH | RING | NODUMP)
 
 bool tool_bench_has_program(const char *name)
 {
@@ -170,7 +174,7 @@ static int parse_baselines(const char *s, unsigned *out, bool *is_fio_asked)
 		unsigned bit;
 	} names[] = {
 		{ "naive", NAIVE }, { "disk", DISK }, { "disk-direct", DISK_DIRECT },
-		{ "create", CREATE }, { "ring", RING }, { "nodump", NODUMP },
+		{ "create", CREATE }, { "publish", PUBLISH }, { "ring", RING }, { "nodump", NODUMP },
 		{ "fio", BENCH_BASE_FIO }, { "all", ALL },
 	};
 	char *copy = strdup(s), *save = NULL, *tok;
@@ -366,8 +370,8 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'B':
 			if (parse_baselines(optarg, &o->baselines, &is_fio_asked) < 0)
-				return bad("--baselines takes naive,disk,disk-direct,create,ring,nodump,fio "
-					   "or all, not", optarg);
+				return bad("--baselines takes naive,disk,disk-direct,create,publish,ring,nodump,"
+					   "fio or all, not", optarg);
 			o->is_compare = true;
 			break;
 		case 'n':

@@ -10,11 +10,13 @@
 #include "tools/bench_int.h"
 
 const char *const tool_bench_base_names[BENCH_BASE_COUNT] = {
-	"naive", "disk-limit", "disk-limit-direct", "create-limit", "ring-limit", "nodump",
+	"naive", "disk-limit", "disk-limit-direct", "create-limit", "publish-limit", "ring-limit",
+	"nodump",
 	"fio-buffered", "fio-direct",
 };
 const char *const tool_bench_base_keys[BENCH_BASE_COUNT] = {
-	"naive", "disk_limit", "disk_limit_direct", "create_limit", "ring_limit", "nodump",
+	"naive", "disk_limit", "disk_limit_direct", "create_limit", "publish_limit", "ring_limit",
+	"nodump",
 	"fio_buffered", "fio_direct",
 };
 
@@ -110,7 +112,7 @@ static bool is_per_byte(enum bench_base base)
 /* Baselines that write one file per op, and so have per-file rates. */
 static bool is_per_file(enum bench_base base)
 {
-	return base == BENCH_BASE_NAIVE || base == BENCH_BASE_CREATE;
+	return base == BENCH_BASE_NAIVE || base == BENCH_BASE_CREATE || base == BENCH_BASE_PUBLISH;
 }
 
 /* How many times faster the capture went than baseline @base: its time over the capture's,

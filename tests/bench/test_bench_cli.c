@@ -106,7 +106,7 @@ END_TEST
 START_TEST(test_compare_tiny)
 {
 	static const char *const baselines[] = { "naive", "disk_limit", "create_limit",
-						 "ring_limit", "nodump" };
+						 "publish_limit", "ring_limit", "nodump" };
 	json_object *o, *b, *ov;
 	char naive[PATH_MAX];
 	glob_t g;
@@ -130,6 +130,8 @@ START_TEST(test_compare_tiny)
 	ck_assert_int_eq(json_object_get_int64(field(field(b, "naive"), "bytes")),
 			 json_object_get_int64(field(o, "bytes")));
 	ck_assert_int_eq(json_object_get_int64(field(field(b, "create_limit"), "files")),
+			 json_object_get_int64(field(o, "files")));
+	ck_assert_int_eq(json_object_get_int64(field(field(b, "publish_limit"), "files")),
 			 json_object_get_int64(field(o, "files")));
 	ck_assert_int_ge(json_object_get_int64(field(field(b, "ring_limit"), "records")),
 			 json_object_get_int64(field(o, "records")));
@@ -157,6 +159,11 @@ START_TEST(test_compare_tiny)
 	snprintf(naive, sizeof(naive), "%s/d/baselines/create-*/f0", dir);
 	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
 	ck_assert_uint_eq(g.gl_pathc, 1);
+	globfree(&g);
+	/* publish-limit's files are linked in under their names, every one of them. */
+	snprintf(naive, sizeof(naive), "%s/d/baselines/publish-*/f*", dir);
+	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
+	ck_assert_uint_eq(g.gl_pathc, (size_t)json_object_get_int64(field(o, "files")));
 	globfree(&g);
 	json_object_put(o);
 }
