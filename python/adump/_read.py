@@ -51,13 +51,16 @@ def _as_array(raw, info, descr, bf16):
 
 
 def _split_name(name):
-    """(op_type, task_id, stream_id) from <op_type>.<op_name>.<task>.<stream>.<ts>[.lz4]."""
+    """(op_type, task_id, stream_id) from a CANN dump name (msaccucmp's pattern)
+    <op_type>.<op_name>.<task_id>[.<stream_id>].<timestamp>[...][.lz4]: every field after
+    the op name numeric; FFTS+ subtasks append .<task_type>.<context_id>.<thread_id>.<device_id>.
+    Without a stream id (four fields), stream_id is None; both are None for other names."""
     base = os.path.basename(name)
     if base.endswith(".lz4"):
         base = base[:-4]
     parts = base.split(".")
-    if len(parts) >= 5 and all(p.isdigit() for p in parts[-3:]):
-        return parts[0], int(parts[-3]), int(parts[-2])
+    if len(parts) >= 4 and all(p.isdigit() for p in parts[2:]):
+        return parts[0], int(parts[2]), int(parts[3]) if len(parts) >= 5 else None
     return parts[0], None, None
 
 

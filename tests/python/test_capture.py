@@ -269,6 +269,18 @@ class BadInput(unittest.TestCase):
         self.assertFalse(rep.ok)
         self.assertEqual(rep.problems[0][1], bad)
 
+    def test_name_fields(self):
+        # task_id and stream_id come from the fields after the op name, as msaccucmp reads
+        # them: with or without a stream id, with an FFTS+ subtask suffix, and .lz4.
+        from adump._read import _split_name
+        self.assertEqual(_split_name("/d/0/Add.add_1.12.3.1764633600000000"), ("Add", 12, 3))
+        self.assertEqual(_split_name("Add.add_1.12.3.1764633600000000.lz4"), ("Add", 12, 3))
+        self.assertEqual(_split_name("Add.add_1.12.1764633600000000"), ("Add", 12, None))
+        self.assertEqual(_split_name("Conv2D.conv.7.2.1764633600000000.1.4.0.0"),
+                         ("Conv2D", 7, 2))
+        self.assertEqual(_split_name("Add.add_1.x.3.1764633600000000"), ("Add", None, None))
+        self.assertEqual(_split_name("notes.txt"), ("notes", None, None))
+
 
 if __name__ == "__main__":
     unittest.main()
