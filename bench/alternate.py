@@ -32,7 +32,7 @@ def capture(adump, args, out):
     if r.get("error") or r.get("failed"):
         sys.exit(f"alternate: the capture failed: {r.get('error')}")
     shutil.rmtree(out)
-    return r["bytes"], r["seconds"], r["seconds_unsynced"], r["cpu_seconds"]
+    return r["bytes"], r["seconds"], r["seconds_unsynced"]
 
 
 def fio(directory, nbytes, direct):
@@ -70,7 +70,7 @@ def main():
         for side in order[rnd % 3:] + order[:rnd % 3]:
             synced(o.dir)
             if side == "adump":
-                nbytes, sec, unsynced, cpu = capture(o.adump, o.bench_args, os.path.join(o.dir, "capture"))
+                nbytes, sec, unsynced = capture(o.adump, o.bench_args, os.path.join(o.dir, "capture"))
                 written = nbytes
             elif nbytes is None:
                 continue                    # fio needs the capture's byte count: first round only

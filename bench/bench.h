@@ -121,8 +121,9 @@ int adump_bench_disk_limit(const char *dir, uint64_t bytes, size_t chunk, unsign
  * new file, sequential 1 MiB io_uring writes at depth 16 (smaller blocks for less than 1 MiB),
  * buffered or @is_direct (O_DIRECT), ending, when @sync, with a syncfs as a capture ends.
  * out->seconds is fio's write time (first write to last completion) plus that syncfs;
- * out->cpu_seconds all of fio's processes' CPU time. Its file and report are removed after. Return: 0 or negative (also in out->error): -ENOENT if fio is not installed,
- * -EIO if it failed or its report could not be read.
+ * out->cpu_seconds all of fio's processes' CPU time. Its file and report are removed after.
+ * Return: 0 or negative (also in out->error): -ENOENT if fio is not installed, -EIO if it
+ * failed or its report could not be read.
  */
 int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
 		    struct adump_bench_timing *out);

@@ -108,7 +108,7 @@ START_TEST(test_compare_tiny)
 	static const char *const baselines[] = { "naive", "disk_limit", "create_limit",
 						 "publish_limit", "ring_limit", "nodump" };
 	json_object *o, *b, *ov;
-	char naive[PATH_MAX];
+	char pattern[PATH_MAX];
 	glob_t g;
 
 	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K "
@@ -151,18 +151,18 @@ START_TEST(test_compare_tiny)
 	ck_assert(json_object_get_type(field(ov, "naive")) == json_type_double);
 	/* The naive dumper writes real dump files, and it and create-limit each into a new
 	 * directory of their own (never over an earlier run's files). */
-	snprintf(naive, sizeof(naive), "%s/d/baselines/naive-*", dir);
-	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
+	snprintf(pattern, sizeof(pattern), "%s/d/baselines/naive-*", dir);
+	ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
 	ck_assert_uint_eq(g.gl_pathc, 1);
 	ck_assert_int_eq(run("verify --quiet %s", g.gl_pathv[0]), 0);
 	globfree(&g);
-	snprintf(naive, sizeof(naive), "%s/d/baselines/create-*/f0", dir);
-	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
+	snprintf(pattern, sizeof(pattern), "%s/d/baselines/create-*/f0", dir);
+	ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
 	ck_assert_uint_eq(g.gl_pathc, 1);
 	globfree(&g);
 	/* publish-limit's files are linked in under their names, every one of them. */
-	snprintf(naive, sizeof(naive), "%s/d/baselines/publish-*/f*", dir);
-	ck_assert_int_eq(glob(naive, 0, NULL, &g), 0);
+	snprintf(pattern, sizeof(pattern), "%s/d/baselines/publish-*/f*", dir);
+	ck_assert_int_eq(glob(pattern, 0, NULL, &g), 0);
 	ck_assert_uint_eq(g.gl_pathc, (size_t)json_object_get_int64(field(o, "files")));
 	globfree(&g);
 	json_object_put(o);
