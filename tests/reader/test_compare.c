@@ -464,6 +464,7 @@ END_TEST
 
 static char *dir;
 static int32_t output_format = ADUMP_FORMAT_ND;   /* dump_write()'s output format */
+static const char *file_name;                      /* dump_write()'s file name, when set */
 
 static int write_text(const char *path, const char *text)
 {
@@ -475,7 +476,8 @@ static int write_text(const char *path, const char *text)
 	return fclose(f);
 }
 
-/* Write <dir>/<side>/Add.<name>.1.2.<ts> with float32 inputs @in and outputs @out. */
+/* Write <dir>/<side>/Add.<name>.1.2.<ts> (or <dir>/<side>/<file_name>) with float32 inputs @in
+ * and outputs @out. */
 static void dump_write(const char *side, const char *name, uint64_t ts, uint32_t in_count,
 		       const float *const *in, const uint64_t *in_dims, uint32_t out_count,
 		       const float *const *out, const uint64_t *out_dims, uint32_t dim_count)
@@ -510,7 +512,11 @@ static void dump_write(const char *side, const char *name, uint64_t ts, uint32_t
 	buf = rt_dump_mem(&op, data, &len);
 	snprintf(path, sizeof(path), "%s/%s", dir, side);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/%s/Add.%s.1.2.%llu", dir, side, name, (unsigned long long)ts);
+	if (file_name)
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, side, file_name);
+	else
+		snprintf(path, sizeof(path), "%s/%s/Add.%s.1.2.%llu", dir, side, name,
+			 (unsigned long long)ts);
 	f = fopen(path, "wb");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
@@ -820,6 +826,76 @@ START_TEST(test_matching)
 	adump_compare_close(c);
 	free(a);
 	free(b);
+	free(neg);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Names msaccucmp reads its own way: FFTS+ subtasks (timestamp in field 4, the last thread's
+ * file compared), manual slices and SGT graph prefixes cut from the op name, a name left with
+ * "_lxslice" inside skipped, and a 16-digit rule for the timestamp. */
+START_TEST(test_ffts_names)
+{
+	static const struct {
+		const char *side, *file;
+		bool is_neg;
+	} files[] = {
+		/* Threads 2 and 10: 10 is the last (by number; by name 2 would be). */
+		{ "my", "Add.ff.1.2.1764590000000050.4.0.10.0", false },
+		{ "my", "Add.ff.1.2.1764590000000050.4.0.2.0", true },
+		{ "golden", "Add.ff.1.2.1764590000000050.4.0.10.0", false },
+		{ "golden", "Add.ff.1.2.1764590000000050.4.0.2.0", false },
+		/* Manual slices of "conv": slice 1 is the last. */
+		{ "my", "Add.conv_lxslice1.1.2.1764590000000020.4.0.0.0", false },
+		{ "my", "Add.conv_lxslice0.1.2.1764590000000020.4.0.0.0", true },
+		{ "golden", "Add.conv.1.2.1764590000000020", false },
+		/* The SGT graph prefix goes: my relu matches golden relu. */
+		{ "my", "Add.partition0_sgt_graph_3_relu.1.2.1764590000000030", false },
+		{ "golden", "Add.relu.1.2.1764590000000030", false },
+		/* Task type 0 with the subtask fields: the last field is the timestamp, not 16
+		 * digits, so 0: this op comes first. */
+		{ "my", "Add.zero.1.2.1764590000000090.0.0.0.0", false },
+		{ "golden", "Add.zero.1.2.1764590000000090.0.0.0.0", false },
+		{ "my", "Add.norm.1.2.1764590000000010", false },
+		{ "golden", "Add.norm.1.2.1764590000000010", false },
+		/* "_lxslice" not at the end: skipped on both sides. */
+		{ "my", "Add.a_lxslice0_b.1.2.1764590000000040", false },
+		{ "golden", "Add.a_lxslice0_b.1.2.1764590000000040", false },
+	};
+	static const char *const order[] = { "zero", "norm", "conv", "relu", "ff" };
+	uint64_t rng = t_seed() + 9, d6[1] = { 6 };
+	float *a = randf(6, &rng, 4), *neg = malloc(6 * sizeof(float));
+	const float *one[1] = { a }, *negs[1] = { neg };
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	struct adump_compare *c;
+	char id[64];
+	int r;
+
+	for (int i = 0; i < 6; i++)
+		neg[i] = -a[i];
+	dir = t_tmpdir("compare");
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		const float *const *out = files[i].is_neg ? negs : one;
+
+		file_name = files[i].file;
+		dump_write(files[i].side, "x", 0, 1, one, d6, 1, out, d6, 1);
+	}
+	file_name = NULL;
+	c = run_compare(&cfg);
+	adump_compare_summary_get(c, &s);
+	ck_assert_uint_eq(s.op_count, 5);
+	ck_assert_uint_eq(s.matched_count, 5);
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		snprintf(id, sizeof(id), "%s:output:0", order[i]);
+		r = find_row(c, id);
+		ck_assert_msg(r >= 0, "no row %s", id);
+		ck_assert_uint_eq(adump_compare_row(c, (uint64_t)r)->index, i);
+		ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "1.000000");
+	}
+	adump_compare_close(c);
+	free(a);
 	free(neg);
 	t_rmtree(dir);
 	free(dir);
@@ -1201,6 +1277,7 @@ int main(void)
 	tcase_add_test(td, test_identical_dirs);
 	tcase_add_test(td, test_kl_identical_skip);
 	tcase_add_test(td, test_matching);
+	tcase_add_test(td, test_ffts_names);
 	tcase_add_test(td, test_open_errors);
 	tcase_add_test(td, test_stats_values);
 	tcase_add_test(td, test_stats_matching);
