@@ -31,7 +31,7 @@ struct cmp_file {
 	char *path;                     /* what messages name: the file's path */
 	char *op_type;
 	char *op_name;
-	uint64_t timestamp;             /* msaccucmp's: name_parse() */
+	uint64_t timestamp;             /* msaccucmp's: adump_reader_name_parse() */
 	uint64_t subtask;               /* FFTS+: thread id, or the manual slice; else 0 */
 	bool is_ffts;                   /* an FFTS+ subtask's dump (task type 4) */
 	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
@@ -127,145 +127,29 @@ int adump_compare_alg_parse(struct adump_compare_config *cfg, const char *list, 
 
 /* ---- listing ------------------------------------------------------------------------------ */
 
-static bool is_name_field(const char *s, size_t len)
-{
-	if (!len)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
-			return false;
-	return true;
-}
-
-static bool is_digits(const char *s, size_t len)
-{
-	if (!len)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!isdigit((unsigned char)s[i]))
-			return false;
-	return true;
-}
-
-/* The first (or, @is_last, the last) place in @s where @word is followed by a digit, and
- * where the digits after it end; NULL if there is none. */
-static const char *word_digits(const char *s, const char *word, bool is_last, const char **end)
-{
-	size_t wlen = strlen(word);
-	const char *found = NULL;
-
-	for (const char *p = strstr(s, word); p; p = strstr(p + 1, word)) {
-		if (!isdigit((unsigned char)p[wlen]))
-			continue;
-		found = p;
-		if (!is_last)
-			break;
-	}
-	if (found)
-		for (*end = found + wlen; isdigit((unsigned char)**end);)
-			(*end)++;
-	return found;
-}
-
-/* msaccucmp's op name (handle_op_name): a name ending in "_lxslice<N>", one slice of an FFTS+
- * manual-mode op, loses that ending; a name with "sgt_graph_<N>_" in it loses everything up
- * to and including the last one. Return: the name to match ops by, NULL if out of memory. */
-static char *op_name_normalize(const char *field, size_t len)
-{
-	char *name = strndup(field, len), *cut;
-	const char *end;
-
-	if (!name)
-		return NULL;
-	if (strstr(name, "_lxslice")) {
-		cut = (char *)word_digits(name, "lxslice", false, &end);
-		if (cut && !*end)
-			cut[-1] = '\0';
-	}
-	if (strstr(name, "_sgt_graph") && word_digits(name, "sgt_graph_", true, &end) && *end)
-		memmove(name, end + 1, strlen(end + 1) + 1);
-	return name;
-}
-
-/* msaccucmp's NPU dump name: <op_type>.<op_name>.<task_id>[.<stream_id>].<timestamp>[...],
- * all fields after the second numeric. An FFTS+ subtask's name (task type 4 in the fourth
- * field from the end) goes on .<task_type>.<context_id>.<thread_id>.<device_id>: its
- * timestamp is field 4, not the last, and an op's subtask files are ordered by thread id (by
- * the slice for a manual-mode "_lxslice<N>" op), then timestamp. A timestamp that is not 16
- * digits counts as 0. A .lz4 suffix (adump's compressed files) is ignored.
- * Return: 1 and @f's name fields, 0 for a name that is not a dump's (or one msaccucmp skips:
- * "_lxslice" left inside the op name), -ENOMEM. */
-static int name_parse(const char *base, struct cmp_file *f)
-{
-	size_t len = strlen(base), start[64], flen[64], n = 0, i = 0, ts;
-
-	if (len > 4 && !strcmp(base + len - 4, ".lz4"))
-		len -= 4;
-	while (i <= len && n < 64) {
-		size_t j = i;
-
-		while (j < len && base[j] != '.')
-			j++;
-		start[n] = i;
-		flen[n++] = j - i;
-		i = j + 1;
-	}
-	if (i <= len || n < 4)
-		return 0;
-	if (!is_name_field(base, flen[0]) || !is_name_field(base + start[1], flen[1]))
-		return 0;
-	for (size_t k = 2; k < n; k++)
-		if (!is_digits(base + start[k], flen[k]))
-			return 0;
-	f->is_ffts = n > 5 && flen[n - 4] == 1 && base[start[n - 4]] == '4';
-	ts = f->is_ffts ? 4 : n - 1;
-	f->timestamp = flen[ts] == 16 ? strtoull(base + start[ts], NULL, 10) : 0;
-	f->op_name = op_name_normalize(base + start[1], flen[1]);
-	if (!f->op_name)
-		return -ENOMEM;
-	if (strstr(f->op_name, "_lxslice")) {
-		free(f->op_name);
-		f->op_name = NULL;
-		return 0;
-	}
-	if (f->is_ffts && !strstr(base, "_lxslice")) {
-		f->subtask = strtoull(base + start[n - 2], NULL, 10);
-	} else if (f->is_ffts) {
-		/* Manual mode: the slice is the op name field's last character; msaccucmp
-		 * sorts a non-digit there as 3 (its INVALID_SLICE_X). */
-		char last = base[start[1] + flen[1] - 1];
-
-		f->subtask = isdigit((unsigned char)last) ? (uint64_t)(last - '0') : 3;
-	}
-	f->op_type = strndup(base, flen[0]);
-	if (!f->op_type) {
-		free(f->op_name);
-		f->op_name = NULL;
-		return -ENOMEM;
-	}
-	return 1;
-}
-
 static int side_add(struct cmp_side *s, const char *path, const char *base,
 		    const struct adump_reader_packed_entry *entry)
 {
 	struct cmp_file f = { 0 };
 	size_t len = strlen(base);
+	struct adump_reader_name fields;
 	char name[NAME_MAX + 1];
-	int ret;
 
 	if (!strcmp(base, "mapping.csv") || !strcmp(base, "convert_failed_file_list.txt"))
 		return 0;
 	/* content=stats writes "<dump name>.csv" in place of the dump. */
 	f.is_stats = len > 4 && len <= NAME_MAX && !strcmp(base + len - 4, ".csv");
 	snprintf(name, sizeof(name), "%.*s", (int)(f.is_stats ? len - 4 : len), base);
-	ret = name_parse(name, &f);
-	if (ret <= 0) {
-		if (ret == 0)
-			adump_log(ADUMP_LOG_DEBUG, "reader",
-				  "compare: %s is not a dump file name, skipped", path);
-		return ret;
+	if (adump_reader_name_parse(name, &fields) < 0 || fields.is_skipped) {
+		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s is not a dump file name%s, skipped",
+			  path, fields.is_skipped ? " msaccucmp reads" : "");
+		return 0;
 	}
+	f.timestamp = fields.timestamp;
+	f.subtask = fields.subtask;
+	f.is_ffts = fields.is_ffts;
+	f.op_type = strdup(fields.op_type);
+	f.op_name = strdup(fields.op_name);
 	f.path = strdup(path);
 	if (entry) {
 		f.is_packed = true;
@@ -275,7 +159,8 @@ static int side_add(struct cmp_side *s, const char *path, const char *base,
 		f.entry.index_path = strdup(entry->index_path);
 		f.entry.message = "";
 	}
-	if (!f.path || (entry && (!f.entry.name || !f.entry.segment || !f.entry.index_path)))
+	if (!f.path || !f.op_type || !f.op_name ||
+	    (entry && (!f.entry.name || !f.entry.segment || !f.entry.index_path)))
 		goto err;
 	if (s->count == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 64;

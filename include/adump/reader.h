@@ -223,6 +223,36 @@ ADUMP_API int adump_reader_tensor_expected_bytes(const struct adump_tensor *t, u
 /** adump_reader_kind_name() - "input", "output", "buffer" or "workspace". */
 ADUMP_API const char *adump_reader_kind_name(enum adump_tensor_kind kind);
 
+/* ---- Dump file names ---------------------------------------------------------------------- */
+
+/* A CANN dump file's name, read as msaccucmp reads it:
+ * <op_type>.<op_name>.<task_id>[.<stream_id>].<timestamp>, where an FFTS+ subtask's name goes
+ * on .<task_type>.<context_id>.<thread_id>.<device_id>; a trailing .lz4 (adump's compressed
+ * files) is ignored. */
+struct adump_reader_name {
+	char op_type[256];
+	char op_name[256];              /* as ops are matched: adump_reader_name_parse() */
+	uint64_t task_id;
+	uint64_t stream_id;
+	bool has_stream_id;             /* false: <op_type>.<op_name>.<task_id>.<timestamp> */
+	uint64_t timestamp;             /* us; 0 where the field msaccucmp reads is not 16 digits */
+	bool is_ffts;                   /* an FFTS+ subtask's dump (task type 4) */
+	uint64_t subtask;               /* FFTS+: the thread id, or the manual slice; else 0 */
+	bool is_skipped;                /* msaccucmp skips it: "_lxslice" left in the op name */
+};
+
+/**
+ * adump_reader_name_parse() - read a dump file's name (or a path: what follows its last '/').
+ * Every field after the op name must be digits. The op name loses a trailing
+ * "_lxslice<N>" (one slice of an FFTS+ manual-mode op) and everything up to and including
+ * the last "sgt_graph_<N>_". An FFTS+ subtask (task type 4 in the fourth field from the end
+ * of a name of more than five) has its timestamp in the fifth field; its subtask is the
+ * thread id, or for a manual slice the op name field's last digit.
+ * Return: 0; -EINVAL for a name that is not a dump's (op type or op name empty, longer than
+ * 255 bytes or not made of [A-Za-z0-9_-]; fewer than four fields; a later field not digits).
+ */
+ADUMP_API int adump_reader_name_parse(const char *name, struct adump_reader_name *out);
+
 /* ---- Packed captures ---------------------------------------------------------------------- */
 
 /* A packed capture (dump_layout "packed") keeps its dump files in <capture>/packed/: segment

@@ -51,17 +51,14 @@ def _as_array(raw, info, descr, bf16):
 
 
 def _split_name(name):
-    """(op_type, task_id, stream_id) from a CANN dump name (msaccucmp's pattern)
-    <op_type>.<op_name>.<task_id>[.<stream_id>].<timestamp>[...][.lz4]: every field after
-    the op name numeric; FFTS+ subtasks append .<task_type>.<context_id>.<thread_id>.<device_id>.
-    Without a stream id (four fields), stream_id is None; both are None for other names."""
-    base = os.path.basename(name)
-    if base.endswith(".lz4"):
-        base = base[:-4]
-    parts = base.split(".")
-    if len(parts) >= 4 and all(p.isdigit() for p in parts[2:]):
-        return parts[0], int(parts[2]), int(parts[3]) if len(parts) >= 5 else None
-    return parts[0], None, None
+    """(op_type, task_id, stream_id) from a CANN dump name, as msaccucmp reads it
+    (adump_reader_name_parse()): <op_type>.<op_name>.<task_id>[.<stream_id>].<timestamp>[...]
+    [.lz4]. Without a stream id, stream_id is None; both are None for other names."""
+    fields = _adump.parse_name(name)
+    if fields is None:
+        base = os.path.basename(name)
+        return (base[:-4] if base.endswith(".lz4") else base).split(".")[0], None, None
+    return fields[0], fields[2], fields[3]
 
 
 class Dump:

@@ -400,6 +400,27 @@ static PyObject *py_dtype_name(PyObject *self, PyObject *arg)
 	return PyUnicode_FromString(name);
 }
 
+/* parse_name(name) -> (op_type, op_name, task_id, stream_id or None, timestamp), or None for
+ * a name that is not a dump's (adump_reader_name_parse()) */
+static PyObject *py_parse_name(PyObject *self, PyObject *arg)
+{
+	struct adump_reader_name f;
+	PyObject *bytes;
+	int ret;
+
+	if (!PyUnicode_FSConverter(arg, &bytes))
+		return NULL;
+	ret = adump_reader_name_parse(PyBytes_AsString(bytes), &f);
+	Py_DECREF(bytes);
+	if (ret < 0)
+		Py_RETURN_NONE;
+	if (!f.has_stream_id)
+		return Py_BuildValue("ssKOK", f.op_type, f.op_name, (unsigned long long)f.task_id,
+				     Py_None, (unsigned long long)f.timestamp);
+	return Py_BuildValue("ssKKK", f.op_type, f.op_name, (unsigned long long)f.task_id,
+			     (unsigned long long)f.stream_id, (unsigned long long)f.timestamp);
+}
+
 /* dtype_bits(dtype) -> bits per element, 0 when not fixed or unknown */
 static PyObject *py_dtype_bits(PyObject *self, PyObject *arg)
 {
@@ -415,6 +436,9 @@ static PyMethodDef reader_functions[] = {
 	{ "packed_file_kind", py_packed_file_kind, METH_O,
 	  "packed_file_kind(path) -> 0 (not packed), 1 (index), 2 (segment)" },
 	{ "dtype_name", py_dtype_name, METH_O, "dtype_name(dtype) -> 'DT_FLOAT' or None" },
+	{ "parse_name", py_parse_name, METH_O,
+	  "parse_name(name) -> (op_type, op_name, task_id, stream_id or None, timestamp) as "
+	  "msaccucmp reads a dump's name, or None" },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "dump_data.pb-c.h"
@@ -371,6 +372,70 @@ START_TEST(test_custom_source)
 }
 END_TEST
 
+/* Dump file names, as msaccucmp reads them. */
+START_TEST(test_name_parse)
+{
+	static const struct {
+		const char *name, *op_type, *op_name;
+		uint64_t task, stream, timestamp, subtask;
+		bool has_stream, is_ffts, is_skipped;
+	} ok[] = {
+		{ "Add.add_1.12.3.1764633600000000", "Add", "add_1", 12, 3, 1764633600000000ull, 0,
+		  true, false, false },
+		{ "/d/0/Add.add_1.12.3.1764633600000000.lz4", "Add", "add_1", 12, 3,
+		  1764633600000000ull, 0, true, false, false },
+		{ "Add.add_1.12.1764633600000000", "Add", "add_1", 12, 0, 1764633600000000ull, 0,
+		  false, false, false },
+		/* Task type 1 with the subtask fields: the timestamp is the last field, "0". */
+		{ "Conv2D.conv.7.2.1764633600000000.1.4.0.0", "Conv2D", "conv", 7, 2, 0, 0, true,
+		  false, false },
+		{ "Conv2D.conv.7.2.1764633600000000.4.5.11.0", "Conv2D", "conv", 7, 2,
+		  1764633600000000ull, 11, true, true, false },
+		{ "Conv2D.conv_lxslice3.7.2.1764633600000000.4.5.0.0", "Conv2D", "conv", 7, 2,
+		  1764633600000000ull, 3, true, true, false },
+		{ "Add.p0_sgt_graph_2_x_sgt_graph_12_relu_1.1.2.1764633600000000", "Add", "relu_1", 1,
+		  2, 1764633600000000ull, 0, true, false, false },
+		/* At the end, "sgt_graph_<N>" stays. */
+		{ "Add.a_sgt_graph_3.1.2.1764633600000000", "Add", "a_sgt_graph_3", 1, 2,
+		  1764633600000000ull, 0, true, false, false },
+		{ "Add.a_lxslice0_b.1.2.1764633600000000", "Add", "a_lxslice0_b", 1, 2,
+		  1764633600000000ull, 0, true, false, true },
+		{ "Add.x.1.2.123", "Add", "x", 1, 2, 0, 0, true, false, false },
+	};
+	static const char *const bad[] = {
+		"notes.txt", "Add.add 1.12.3.1764633600000000", "Add..1.2.1764633600000000",
+		"Add.x.1.y.1764633600000000", "Add.x.1.2.", "Add.x.1", ".x.1.2.3", "Add.x.1.2.3/",
+	};
+	struct adump_reader_name f;
+	char long_name[300];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ck_assert_msg(adump_reader_name_parse(ok[i].name, &f) == 0, "%s", ok[i].name);
+		ck_assert_str_eq(f.op_type, ok[i].op_type);
+		ck_assert_str_eq(f.op_name, ok[i].op_name);
+		ck_assert_uint_eq(f.task_id, ok[i].task);
+		ck_assert_uint_eq(f.has_stream_id, ok[i].has_stream);
+		ck_assert_uint_eq(f.stream_id, ok[i].stream);
+		ck_assert_uint_eq(f.timestamp, ok[i].timestamp);
+		ck_assert_uint_eq(f.is_ffts, ok[i].is_ffts);
+		ck_assert_uint_eq(f.subtask, ok[i].subtask);
+		ck_assert_uint_eq(f.is_skipped, ok[i].is_skipped);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(adump_reader_name_parse(bad[i], &f) == -EINVAL, "%s", bad[i]);
+	/* An op name of 256 bytes does not fit; 255 does. */
+	memset(long_name, 'a', sizeof(long_name));
+	memcpy(long_name, "Add.", 4);
+	strcpy(long_name + 4 + 256, ".1.2.3");
+	ck_assert_int_eq(adump_reader_name_parse(long_name, &f), -EINVAL);
+	strcpy(long_name + 4 + 255, ".1.2.3");
+	ck_assert_int_eq(adump_reader_name_parse(long_name, &f), 0);
+	ck_assert_uint_eq(strlen(f.op_name), 255);
+	ck_assert_int_eq(adump_reader_name_parse(NULL, &f), -EINVAL);
+	ck_assert_int_eq(adump_reader_name_parse("Add.x.1.2.3", NULL), -EINVAL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("reader_parse");
@@ -381,6 +446,7 @@ int main(void)
 	tcase_add_test(tc, test_round_trip_mem);
 	tcase_add_test(tc, test_round_trip_file);
 	tcase_add_test(tc, test_custom_source);
+	tcase_add_test(tc, test_name_parse);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("malformed");
