@@ -140,9 +140,14 @@ static int side_add(struct cmp_side *s, const char *path, const char *base,
 	/* content=stats writes "<dump name>.csv" in place of the dump. */
 	f.is_stats = len > 4 && len <= NAME_MAX && !strcmp(base + len - 4, ".csv");
 	snprintf(name, sizeof(name), "%.*s", (int)(f.is_stats ? len - 4 : len), base);
-	if (adump_reader_name_parse(name, &fields) < 0 || fields.is_skipped) {
-		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s is not a dump file name%s, skipped",
-			  path, fields.is_skipped ? " msaccucmp reads" : "");
+	if (adump_reader_name_parse(name, &fields) < 0) {
+		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s is not a dump file name, skipped",
+			  path);
+		return 0;
+	}
+	if (fields.is_skipped) {
+		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s: \"_lxslice\" inside the op name, "
+			  "skipped as msaccucmp skips it", path);
 		return 0;
 	}
 	f.timestamp = fields.timestamp;
