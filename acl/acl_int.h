@@ -194,6 +194,10 @@ struct adump_acl_state *adump_acl_state(void);
 /* dump.c, with ctl_lock held: rebuild the native session for the config in force and the
  * registered callback, and attach every stream. Return: 0 or a native error. */
 int adump_acl_session_apply_locked(struct adump_acl_state *st);
+/* dump.c, with ctl_lock held: make @cfg the config in force, in a new time directory, and
+ * apply it (adump_acl_session_apply_locked()). On failure no config is in force and @cfg is
+ * finalised. Return: 0 or a native error. */
+int adump_acl_session_start_locked(struct adump_acl_state *st, struct adump_acl_cfg *cfg);
 /* The session's chunk function, on worker threads: native chunk -> acldumpChunk callback. */
 int adump_acl_chunk_to_callback(const struct adump_chunk *chunk, void *user);
 /* With ctl_lock held: destroy the session (flushes), detaching every stream. */

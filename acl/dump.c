@@ -277,6 +277,24 @@ int adump_acl_session_apply_locked(struct adump_acl_state *st)
 	return 0;
 }
 
+int adump_acl_session_start_locked(struct adump_acl_state *st, struct adump_acl_cfg *cfg)
+{
+	int ret;
+
+	pthread_mutex_lock(&st->lock);
+	st->active = cfg;
+	pthread_mutex_unlock(&st->lock);
+	st->time_dir[0] = '\0';
+	ret = adump_acl_session_apply_locked(st);
+	if (ret < 0) {
+		pthread_mutex_lock(&st->lock);
+		st->active = NULL;
+		pthread_mutex_unlock(&st->lock);
+		adump_acl_cfg_fini(cfg);
+	}
+	return ret;
+}
+
 uint32_t adump_acl_dump_mask_locked(struct adump_acl_state *st, const char *op_type,
 				    const char *op_name)
 {
@@ -390,17 +408,7 @@ aclError aclmdlSetDump(const char *dumpCfgPath)
 	adump_acl_session_stop_locked(st);
 	adump_acl_cfg_fini(&st->mdl_cfg);
 	st->mdl_cfg = cfg;
-	pthread_mutex_lock(&st->lock);
-	st->active = &st->mdl_cfg;
-	pthread_mutex_unlock(&st->lock);
-	st->time_dir[0] = '\0';
-	ret = adump_acl_session_apply_locked(st);
-	if (ret < 0) {
-		pthread_mutex_lock(&st->lock);
-		st->active = NULL;
-		pthread_mutex_unlock(&st->lock);
-		adump_acl_cfg_fini(&st->mdl_cfg);
-	}
+	ret = adump_acl_session_start_locked(st, &st->mdl_cfg);
 	pthread_mutex_unlock(&st->ctl_lock);
 	if (ret == -ADUMP_ERR_CONFIG)
 		return ACL_ERROR_INVALID_DUMP_CONFIG;

@@ -96,16 +96,8 @@ aclError aclInit(const char *configPath)
 	atomic_store_explicit(&st->step, 0, memory_order_relaxed);
 	adump_acl_exception_setup_locked(st, &st->init_cfg);
 	if (adump_acl_cfg_is_data_dump(&st->init_cfg)) {
-		pthread_mutex_lock(&st->lock);
-		st->active = &st->init_cfg;
-		pthread_mutex_unlock(&st->lock);
-		st->time_dir[0] = '\0';
-		ret = adump_acl_session_apply_locked(st);
+		ret = adump_acl_session_start_locked(st, &st->init_cfg);
 		if (ret < 0) {
-			pthread_mutex_lock(&st->lock);
-			st->active = NULL;
-			pthread_mutex_unlock(&st->lock);
-			adump_acl_cfg_fini(&st->init_cfg);
 			/* A config that passed validation but cannot start is an internal error. */
 			pthread_mutex_unlock(&st->ctl_lock);
 			return ret == -ADUMP_ERR_CONFIG ? ACL_ERROR_INVALID_DUMP_CONFIG

@@ -75,11 +75,15 @@ static inline uint64_t adump_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* The shape of @dst: @dim_count dims, and the origin shape @orig_dims, or the same as the
- * shape when @orig_dim_count is 0. Counts must be <= ADUMP_MAX_DIMS and dims >= 0. */
-ADUMP_HIDDEN void adump_tensor_set_shape(struct adump_tensor *dst, uint32_t dim_count,
-					 const int64_t *dims, uint32_t orig_dim_count,
-					 const int64_t *orig_dims);
+/* Describes one tensor for a dump header: @dst zeroed, then @kind, @dtype, @format, the shape
+ * (@dim_count dims, and the origin shape @orig_dims, or the same as the shape when
+ * @orig_dim_count is 0), @data's address, @bytes and @arg_index. Counts must be
+ * <= ADUMP_MAX_DIMS and dims >= 0: the callers check them. */
+ADUMP_HIDDEN void adump_tensor_describe(struct adump_tensor *dst, enum adump_tensor_kind kind,
+					uint32_t arg_index, int32_t dtype, int32_t format,
+					uint32_t dim_count, const int64_t *dims,
+					uint32_t orig_dim_count, const int64_t *orig_dims,
+					const void *data, uint64_t bytes);
 
 /* The next stream id, 1, 2, ...: device and host streams draw from this one process-wide
  * counter, so no two streams of a session share an id (file names carry it). Any thread. */

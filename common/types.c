@@ -134,9 +134,15 @@ int adump_op_check(const struct adump_op *op)
 	return 0;
 }
 
-void adump_tensor_set_shape(struct adump_tensor *dst, uint32_t dim_count, const int64_t *dims,
-			    uint32_t orig_dim_count, const int64_t *orig_dims)
+void adump_tensor_describe(struct adump_tensor *dst, enum adump_tensor_kind kind,
+			   uint32_t arg_index, int32_t dtype, int32_t format, uint32_t dim_count,
+			   const int64_t *dims, uint32_t orig_dim_count, const int64_t *orig_dims,
+			   const void *data, uint64_t bytes)
 {
+	memset(dst, 0, sizeof(*dst));
+	dst->kind = kind;
+	dst->dtype = dtype;
+	dst->format = format;
 	dst->dim_count = dim_count;
 	for (uint32_t i = 0; i < dim_count; i++)
 		dst->dims[i] = (uint64_t)dims[i];
@@ -148,6 +154,9 @@ void adump_tensor_set_shape(struct adump_tensor *dst, uint32_t dim_count, const 
 		for (uint32_t i = 0; i < orig_dim_count; i++)
 			dst->orig_dims[i] = (uint64_t)orig_dims[i];
 	}
+	dst->address = (uint64_t)(uintptr_t)data;
+	dst->bytes = bytes;
+	dst->arg_index = arg_index;
 }
 
 uint32_t adump_stream_id_next(void)

@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "device/device_int.h"
 #include "proto/proto.h"
@@ -52,14 +51,8 @@ struct adump_dev_dma {
 static void tensor_describe(struct adump_tensor *dst, const struct adump_dev_tensor *src,
 			    enum adump_tensor_kind kind, uint32_t arg_index)
 {
-	memset(dst, 0, sizeof(*dst));
-	dst->kind = kind;
-	dst->dtype = src->dtype;
-	dst->format = src->format;
-	adump_tensor_set_shape(dst, src->dim_count, src->dims, src->orig_dim_count, src->orig_dims);
-	dst->address = (uint64_t)(uintptr_t)src->data;
-	dst->bytes = src->bytes;
-	dst->arg_index = arg_index;
+	adump_tensor_describe(dst, kind, arg_index, src->dtype, src->format, src->dim_count,
+			      src->dims, src->orig_dim_count, src->orig_dims, src->data, src->bytes);
 }
 
 static uint64_t dump_bytes(const struct adump_dev_task *task)

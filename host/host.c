@@ -251,14 +251,8 @@ static int tensor_take(const struct adump_host_tensor *src, enum adump_tensor_ki
 			  index, src->format);
 		return -EINVAL;
 	}
-	memset(dst, 0, sizeof(*dst));
-	dst->kind = kind;
-	dst->dtype = src->dtype;
-	dst->format = src->format;
-	adump_tensor_set_shape(dst, src->dim_count, src->dims, src->orig_dim_count, src->orig_dims);
-	dst->address = (uint64_t)(uintptr_t)src->data;
-	dst->bytes = src->bytes;
-	dst->arg_index = index;
+	adump_tensor_describe(dst, kind, index, src->dtype, src->format, src->dim_count, src->dims,
+			      src->orig_dim_count, src->orig_dims, src->data, src->bytes);
 	return 0;
 }
 

@@ -220,6 +220,41 @@ static int add_tensor(struct adump_reader *r, enum adump_tensor_kind kind, uint3
 	return 0;
 }
 
+/* An input or an output: the fields they share (type, format, sub-format, address, both
+ * shapes), then add_tensor(). Inputs set arg_index and type before. */
+static int add_data_tensor(struct adump_reader *r, enum adump_tensor_kind kind, uint32_t index,
+			   int32_t dtype, int32_t format, int32_t sub_format, uint64_t address,
+			   const Shape *shape, const Shape *original_shape, uint64_t size,
+			   uint64_t *offset)
+{
+	struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+	int ret;
+
+	t->info.dtype = dtype;
+	t->info.format = format;
+	t->info.sub_format = sub_format;
+	t->info.address = address;
+	ret = copy_shape(r, shape, t->info.dims, &t->info.dim_count, "shape", kind, index);
+	if (ret == 0)
+		ret = copy_shape(r, original_shape, t->info.orig_dims, &t->info.orig_dim_count,
+				 "original shape", kind, index);
+	if (ret == 0)
+		ret = add_tensor(r, kind, index, size, offset);
+	return ret;
+}
+
+/* A buffer or a workspace: raw bytes (uint8, ND) of @type, then add_tensor(). */
+static int add_raw_tensor(struct adump_reader *r, enum adump_tensor_kind kind, uint32_t index,
+			  uint32_t type, uint64_t size, uint64_t *offset)
+{
+	struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
+
+	t->info.dtype = ADUMP_DT_UINT8;
+	t->info.format = ADUMP_FORMAT_ND;
+	t->type = type;
+	return add_tensor(r, kind, index, size, offset);
+}
+
 static int build_tensors(struct adump_reader *r, uint64_t payload_start)
 {
 	DumpData *dd = r->dd;
@@ -240,61 +275,33 @@ static int build_tensors(struct adump_reader *r, uint64_t payload_start)
 		const Toolkit__Dumpdata__OpInput *in = dd->input[i];
 		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
 
-		t->info.dtype = (int32_t)in->data_type;
-		t->info.format = (int32_t)in->format;
-		t->info.sub_format = in->sub_format;
-		t->info.address = in->address;
 		t->info.arg_index = in->arg_index;
 		t->type = in->input_type;
-		ret = copy_shape(r, in->shape, t->info.dims, &t->info.dim_count, "shape",
-				 ADUMP_TENSOR_INPUT, (uint32_t)i);
-		if (ret == 0)
-			ret = copy_shape(r, in->original_shape, t->info.orig_dims,
-					 &t->info.orig_dim_count, "original shape",
-					 ADUMP_TENSOR_INPUT, (uint32_t)i);
-		if (ret == 0)
-			ret = add_tensor(r, ADUMP_TENSOR_INPUT, (uint32_t)i, in->size, &offset);
+		ret = add_data_tensor(r, ADUMP_TENSOR_INPUT, (uint32_t)i, (int32_t)in->data_type,
+				      (int32_t)in->format, in->sub_format, in->address, in->shape,
+				      in->original_shape, in->size, &offset);
 		if (ret < 0)
 			return ret;
 	}
 	for (size_t i = 0; i < dd->n_output; i++) {
 		const Toolkit__Dumpdata__OpOutput *out = dd->output[i];
-		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
 
-		t->info.dtype = (int32_t)out->data_type;
-		t->info.format = (int32_t)out->format;
-		t->info.sub_format = out->sub_format;
-		t->info.address = out->address;
-		ret = copy_shape(r, out->shape, t->info.dims, &t->info.dim_count, "shape",
-				 ADUMP_TENSOR_OUTPUT, (uint32_t)i);
-		if (ret == 0)
-			ret = copy_shape(r, out->original_shape, t->info.orig_dims,
-					 &t->info.orig_dim_count, "original shape",
-					 ADUMP_TENSOR_OUTPUT, (uint32_t)i);
-		if (ret == 0)
-			ret = add_tensor(r, ADUMP_TENSOR_OUTPUT, (uint32_t)i, out->size, &offset);
+		ret = add_data_tensor(r, ADUMP_TENSOR_OUTPUT, (uint32_t)i, (int32_t)out->data_type,
+				      (int32_t)out->format, out->sub_format, out->address, out->shape,
+				      out->original_shape, out->size, &offset);
 		if (ret < 0)
 			return ret;
 	}
 	for (size_t i = 0; i < dd->n_buffer; i++) {
-		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
-
-		t->info.dtype = ADUMP_DT_UINT8;
-		t->info.format = ADUMP_FORMAT_ND;
-		t->type = (uint32_t)dd->buffer[i]->buffer_type;
-		ret = add_tensor(r, ADUMP_TENSOR_BUFFER, (uint32_t)i, dd->buffer[i]->size,
-				 &offset);
+		ret = add_raw_tensor(r, ADUMP_TENSOR_BUFFER, (uint32_t)i,
+				     (uint32_t)dd->buffer[i]->buffer_type, dd->buffer[i]->size,
+				     &offset);
 		if (ret < 0)
 			return ret;
 	}
 	for (size_t i = 0; i < dd->n_space; i++) {
-		struct adump_reader_tensor *t = &r->tensors[r->hdr.tensor_count];
-
-		t->info.dtype = ADUMP_DT_UINT8;
-		t->info.format = ADUMP_FORMAT_ND;
-		t->type = (uint32_t)dd->space[i]->type;
-		ret = add_tensor(r, ADUMP_TENSOR_WORKSPACE, (uint32_t)i, dd->space[i]->size,
-				 &offset);
+		ret = add_raw_tensor(r, ADUMP_TENSOR_WORKSPACE, (uint32_t)i,
+				     (uint32_t)dd->space[i]->type, dd->space[i]->size, &offset);
 		if (ret < 0)
 			return ret;
 	}

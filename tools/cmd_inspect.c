@@ -328,26 +328,6 @@ static bool split_entry_path(const char *path, size_t *prefix_len)
 	return false;
 }
 
-/* Items the progress bar counts: files, and an index's lines in place of the index. */
-static uint64_t item_count(const struct tool_files *files)
-{
-	uint64_t count = 0;
-
-	for (size_t i = 0; i < files->count; i++) {
-		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files->paths[i]);
-		struct adump_reader_packed *p;
-
-		if (kind == ADUMP_PACKED_FILE_INDEX &&
-		    adump_reader_packed_open(files->paths[i], &p) == 0) {
-			count += adump_reader_packed_line_count(p);
-			adump_reader_packed_close(p);
-		} else if (kind != ADUMP_PACKED_FILE_SEGMENT) {
-			count++;
-		}
-	}
-	return count;
-}
-
 int cmd_inspect(int argc, char **argv)
 {
 	struct tool_files files = { 0 };
@@ -428,7 +408,7 @@ int cmd_inspect(int argc, char **argv)
 		jfiles = json_object_new_array();
 		json_object_object_add(doc, "files", jfiles);
 	}
-	tool_progress_start(&progress, "inspect", item_count(&files), is_quiet || !is_json);
+	tool_progress_start(&progress, "inspect", tool_files_item_count(&files), is_quiet || !is_json);
 	for (size_t i = 0; i < files.count; i++) {
 		switch (adump_reader_packed_file_kind(files.paths[i])) {
 		case ADUMP_PACKED_FILE_SEGMENT:

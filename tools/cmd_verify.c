@@ -393,21 +393,7 @@ int cmd_verify(int argc, char **argv)
 		doc = json_object_new_object();
 		problems = json_object_new_array();
 	}
-	/* Index files stand for their lines; segments are read through them. */
-	uint64_t item_count = 0;
-	for (size_t i = 0; i < files.count; i++) {
-		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files.paths[i]);
-		struct adump_reader_packed *p;
-
-		if (kind == ADUMP_PACKED_FILE_INDEX &&
-		    adump_reader_packed_open(files.paths[i], &p) == 0) {
-			item_count += adump_reader_packed_line_count(p);
-			adump_reader_packed_close(p);
-		} else if (kind != ADUMP_PACKED_FILE_SEGMENT) {
-			item_count++;
-		}
-	}
-	tool_progress_start(&progress, "verify", item_count, is_quiet);
+	tool_progress_start(&progress, "verify", tool_files_item_count(&files), is_quiet);
 	for (size_t i = 0; i < files.count; i++) {
 		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files.paths[i]);
 		struct adump_reader_packed *p = NULL;

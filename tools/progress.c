@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "adump/reader.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 
@@ -194,4 +195,23 @@ void tool_files_free(struct tool_files *f)
 		free(f->paths[i]);
 	free(f->paths);
 	*f = (struct tool_files){ 0 };
+}
+
+uint64_t tool_files_item_count(const struct tool_files *f)
+{
+	uint64_t count = 0;
+
+	for (size_t i = 0; i < f->count; i++) {
+		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(f->paths[i]);
+		struct adump_reader_packed *p;
+
+		if (kind == ADUMP_PACKED_FILE_INDEX &&
+		    adump_reader_packed_open(f->paths[i], &p) == 0) {
+			count += adump_reader_packed_line_count(p);
+			adump_reader_packed_close(p);
+		} else if (kind != ADUMP_PACKED_FILE_SEGMENT) {
+			count++;
+		}
+	}
+	return count;
 }

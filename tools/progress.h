@@ -58,6 +58,10 @@ struct tool_files {
 int tool_files_add(struct tool_files *f, const char *path, bool recursive);
 void tool_files_sort(struct tool_files *f);
 void tool_files_free(struct tool_files *f);
+/* The items a progress bar over @f counts: each file, but a packed capture's index stands for
+ * its lines (one item if it cannot be opened) and its segments count for nothing, as they are
+ * read through it (inspect, verify). */
+uint64_t tool_files_item_count(const struct tool_files *f);
 /* Whether @name ends with @suffix. */
 bool tool_has_suffix(const char *name, const char *suffix);
 

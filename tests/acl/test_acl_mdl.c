@@ -3,6 +3,7 @@
  * the aclInit exclusion, cycles, override, flush on finalize, and what a config dumps
  * (dump_mode, dump_step through adump_acl_step_advance()), and the environment the CANN
  * path reads (ADUMP_IO, ADUMP_IO_MODE, the disk guard). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +301,48 @@ START_TEST(test_io_env)
 }
 END_TEST
 
+/* Whether a config is in force (the CANN path's, under its lock). */
+static bool is_active(void)
+{
+	bool is_set;
+
+	pthread_mutex_lock(&adump_acl_state()->lock);
+	is_set = adump_acl_state()->active != NULL;
+	pthread_mutex_unlock(&adump_acl_state()->lock);
+	return is_set;
+}
+
+/* A valid config whose session cannot start (io_uring asked for and refused) is an internal
+ * error, from aclInit and aclmdlSetDump alike, and leaves no config in force; the same config
+ * starts once the writer can. */
+START_TEST(test_session_start_fails)
+{
+	char *cfg = config("nostart", "");
+
+	setenv("ADUMP_IO", "uring", 1);
+	adump_testpoint_arm("uring.setup", -EPERM, 1, 1);
+	ck_assert_int_eq(aclInit(cfg), ACL_ERROR_INTERNAL_ERROR);
+	ck_assert(!is_active());
+	ck_assert_int_eq(aclmdlInitDump(), ACL_ERROR_UNINITIALIZE);
+	ck_assert_int_eq(aclInit(NULL), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlInitDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_ERROR_INTERNAL_ERROR);
+	ck_assert(!is_active());
+	ck_assert_ptr_null(acldumpGetPath(DATA_DUMP));
+	adump_testpoint_disarm_all();
+	unsetenv("ADUMP_IO");
+	ck_assert_int_eq(aclmdlSetDump(cfg), ACL_SUCCESS);
+	ck_assert(is_active());
+	ck_assert_ptr_nonnull(acldumpGetPath(DATA_DUMP));
+	ck_assert_int_eq(aclmdlFinalizeDump(), ACL_SUCCESS);
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+	ck_assert_int_eq(aclInit(cfg), ACL_SUCCESS);
+	ck_assert(is_active());
+	ck_assert_int_eq(aclFinalize(), ACL_SUCCESS);
+	free(cfg);
+}
+END_TEST
+
 /* ADUMP_MAX_BYTES (and ADUMP_MIN_FREE) reach the session of the CANN path: a 1-byte quota
  * skips the dump, counted as disk_guard and written to the loss log; a value that is not a
  * size is reported and ignored. */
@@ -487,6 +530,7 @@ int main(void)
 	tcase_add_test(tc, test_mode_and_step);
 	tcase_add_test(tc, test_stats_csv);
 	tcase_add_test(tc, test_io_env);
+	tcase_add_test(tc, test_session_start_fails);
 	tcase_add_test(tc, test_guard_env);
 	tcase_add_test(tc, test_io_mode_buffered_unknown);
 	t_tcase_add_test_needing(tc, T_DIRECT, test_io_mode_direct);

@@ -290,6 +290,83 @@ START_TEST(test_too_many_dims)
 }
 END_TEST
 
+/* The fields only a hand-built header carries: an input's arg_index, type, sub-format, address
+ * and origin shape, a buffer's and a workspace's type (raw uint8 ND bytes); then an origin
+ * shape with too many dimensions, named as such. */
+START_TEST(test_raw_fields)
+{
+	Toolkit__Dumpdata__DumpData dd = TOOLKIT__DUMPDATA__DUMP_DATA__INIT;
+	Toolkit__Dumpdata__OpInput in = TOOLKIT__DUMPDATA__OP_INPUT__INIT, *ins[1] = { &in };
+	Toolkit__Dumpdata__OpBuffer bf = TOOLKIT__DUMPDATA__OP_BUFFER__INIT, *bufs[1] = { &bf };
+	Toolkit__Dumpdata__Workspace ws = TOOLKIT__DUMPDATA__WORKSPACE__INIT, *spaces[1] = { &ws };
+	Toolkit__Dumpdata__Shape shape = TOOLKIT__DUMPDATA__SHAPE__INIT;
+	Toolkit__Dumpdata__Shape orig = TOOLKIT__DUMPDATA__SHAPE__INIT;
+	uint64_t dims[1] = { 2 }, orig_dims[30];
+	const struct adump_reader_header *h;
+	unsigned char buf[512];
+	struct adump_reader *r;
+	size_t len;
+
+	for (int i = 0; i < 30; i++)
+		orig_dims[i] = 1;
+	orig_dims[1] = 2;
+	shape.n_dim = 1;
+	shape.dim = dims;
+	orig.n_dim = 2;
+	orig.dim = orig_dims;
+	in.data_type = TOOLKIT__DUMPDATA__OUTPUT_DATA_TYPE__DT_FLOAT;
+	in.format = (Toolkit__Dumpdata__OutputFormat)1;
+	in.sub_format = 4;
+	in.address = 0xbeef000;
+	in.arg_index = 6;
+	in.input_type = 5;
+	in.shape = &shape;
+	in.original_shape = &orig;
+	in.size = 8;
+	bf.buffer_type = (Toolkit__Dumpdata__BufferType)3;
+	bf.size = 3;
+	ws.type = (Toolkit__Dumpdata__Workspace__SpaceType)7;
+	ws.size = 2;
+	dd.n_input = 1;
+	dd.input = ins;
+	dd.n_buffer = 1;
+	dd.buffer = bufs;
+	dd.n_space = 1;
+	dd.space = spaces;
+	len = pack_raw(&dd, buf);
+	memset(buf + len, 0, 8 + 3 + 2);
+	ck_assert_int_eq(adump_reader_create(&r), 0);
+	ck_assert_int_eq(adump_reader_open_mem(r, buf, len + 8 + 3 + 2, "raw"), 0);
+	h = adump_reader_header(r);
+	ck_assert_uint_eq(h->tensor_count, 3);
+	ck_assert_int_eq(h->tensors[0].info.kind, ADUMP_TENSOR_INPUT);
+	ck_assert_int_eq(h->tensors[0].info.dtype, ADUMP_DT_FLOAT);
+	ck_assert_int_eq(h->tensors[0].info.format, 1);
+	ck_assert_int_eq(h->tensors[0].info.sub_format, 4);
+	ck_assert_uint_eq(h->tensors[0].info.address, 0xbeef000);
+	ck_assert_uint_eq(h->tensors[0].info.arg_index, 6);
+	ck_assert_uint_eq(h->tensors[0].type, 5);
+	ck_assert_uint_eq(h->tensors[0].info.dim_count, 1);
+	ck_assert_uint_eq(h->tensors[0].info.dims[0], 2);
+	ck_assert_uint_eq(h->tensors[0].info.orig_dim_count, 2);
+	ck_assert_uint_eq(h->tensors[0].info.orig_dims[1], 2);
+	for (uint32_t i = 1; i < 3; i++) {
+		ck_assert_int_eq(h->tensors[i].info.kind,
+				 i == 1 ? ADUMP_TENSOR_BUFFER : ADUMP_TENSOR_WORKSPACE);
+		ck_assert_int_eq(h->tensors[i].info.dtype, ADUMP_DT_UINT8);
+		ck_assert_int_eq(h->tensors[i].info.format, ADUMP_FORMAT_ND);
+		ck_assert_uint_eq(h->tensors[i].type, i == 1 ? 3 : 7);
+		ck_assert_uint_eq(h->tensors[i].info.bytes, i == 1 ? 3 : 2);
+		ck_assert_uint_eq(h->tensors[i].offset, len + (i == 1 ? 8 : 11));
+	}
+	adump_reader_destroy(r);
+
+	orig.n_dim = 30;
+	expect_fail(buf, pack_raw(&dd, buf), -ADUMP_ERR_CORRUPT,
+		    "input 0: original shape has 30 dimensions");
+}
+END_TEST
+
 START_TEST(test_unknown_dtype)
 {
 	Toolkit__Dumpdata__DumpData dd = TOOLKIT__DUMPDATA__DUMP_DATA__INIT;
@@ -457,6 +534,7 @@ int main(void)
 	tcase_add_test(tc, test_truncated_and_trailing);
 	tcase_add_test(tc, test_sizes_overflow);
 	tcase_add_test(tc, test_too_many_dims);
+	tcase_add_test(tc, test_raw_fields);
 	tcase_add_test(tc, test_unknown_dtype);
 	tcase_add_test(tc, test_random_corruption);
 	suite_add_tcase(s, tc);
