@@ -3,10 +3,11 @@
 # Issue 12's check as written: fio on the same filesystem, alternated with `adump bench` in its
 # default mode, each timed until synced, best of three. Each round runs the capture (its
 # --json report: bytes, seconds until synced), then fio O_DIRECT and fio buffered on the same
-# byte count in the same directory (1 MiB io_uring writes at depth 16, as the bench's own fio
-# baselines; fio's write time from its JSON report plus a timed `sync -f` of the directory),
-# each from a synced start. The order within a round rotates, so no side always runs first
-# after the previous one's flush. Prints every run and the best of each side.
+# byte count in the same directory, each from a synced start: `adump bench --fio-only`, which
+# runs fio exactly as the bench's own fio baselines do (1 MiB io_uring writes at depth 16;
+# fio's write time from its JSON report plus a timed syncfs). The order within a round
+# rotates, so no side always runs first after the previous one's flush. Prints every run and
+# the best of each side.
 #
 #   bench/alternate.py [-a ADUMP] [-d DIR] [-n ROUNDS] [-- BENCH ARGS...]
 #   bench/alternate.py -n 3 -- --profile huge
@@ -16,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -35,21 +35,16 @@ def capture(adump, args, out):
     return r["bytes"], r["seconds"], r["seconds_unsynced"]
 
 
-def fio(directory, nbytes, direct):
-    size = (nbytes + (1 << 20) - 1) >> 20 << 20
-    report = os.path.join(directory, "alternate-fio.json")
-    subprocess.run(["fio", "--name=adump", f"--directory={directory}", "--filename=alternate-fio",
-                    "--rw=write", "--bs=1M", f"--size={size}", "--ioengine=io_uring",
-                    "--iodepth=16", f"--direct={1 if direct else 0}", "--output-format=json",
-                    f"--output={report}"], check=True, stdout=subprocess.DEVNULL)
-    with open(report) as f:
-        write = json.load(f)["jobs"][0]["write"]
-    t = time.monotonic()
-    synced(directory)
-    seconds = write["runtime"] / 1e3 + time.monotonic() - t
-    os.unlink(os.path.join(directory, "alternate-fio"))
-    os.unlink(report)
-    return write["io_bytes"], seconds, write["runtime"] / 1e3
+def fio(adump, directory, nbytes, direct):
+    # fio as the bench's own fio baselines run it: `adump bench --fio-only` (bench/fio.c builds
+    # fio's command line and times it), so this script keeps no fio arguments of its own.
+    p = subprocess.run([adump, "bench", "--fio-only", "direct" if direct else "buffered",
+                        "--total", str(nbytes), "--out", directory, "--json"],
+                       stdout=subprocess.PIPE, text=True)
+    if p.returncode:
+        sys.exit(f"alternate: adump bench --fio-only failed (exit {p.returncode})")
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    return r["bytes"], r["seconds"], r["seconds_unsynced"]
 
 
 def main():
@@ -75,7 +70,7 @@ def main():
             elif nbytes is None:
                 continue                    # fio needs the capture's byte count: first round only
             else:
-                written, sec, unsynced = fio(o.dir, nbytes, side == "fio-direct")
+                written, sec, unsynced = fio(o.adump, o.dir, nbytes, side == "fio-direct")
             gbps = written / sec / 1e9
             best[side] = max(best.get(side, 0), gbps)
             print(f"  round {rnd + 1} {side:13s} {written / 1e9:6.2f} GB {sec:7.3f} s "

@@ -359,3 +359,37 @@ void tool_bench_baselines_after(struct bench *b)
 			b->overhead_naive = (ph[BENCH_BASE_NAIVE].t.seconds - base) / base;
 	}
 }
+
+/* `adump bench --fio-only`: one fio run as fio() above runs it (bench/fio.c builds fio's
+ * command line and times it), from a synced start, for scripts that alternate fio with whole
+ * bench runs: bench/alternate.py keeps no fio command line of its own. */
+int tool_bench_fio_only(const struct bench_opts *o)
+{
+	bool is_direct = o->fio_only == BENCH_FIO_ONLY_DIRECT;
+	const char *kind = is_direct ? "direct" : "buffered";
+	struct adump_bench_timing t;
+	double gbps;
+	int ret;
+
+	ret = tool_bench_make_dir(o->out);
+	if (ret < 0) {
+		fprintf(stderr, "adump bench: cannot create %s: %s\n", o->out, strerror(-ret));
+		return 1;
+	}
+	adump_bench_syncfs(o->out);
+	adump_bench_fio(o->out, o->w.total_bytes, is_direct, o->is_sync, &t);
+	gbps = tool_bench_per_s((double)t.bytes / 1e9, t.seconds);
+	if (t.error < 0)
+		fprintf(stderr, "adump bench: fio (%s) in %s: %s\n", kind, o->out,
+			adump_strerror(t.error));
+	else
+		printf("fio-%s  %llu bytes in %.3f s (writes %.3f s%s), %.3f GB/s, %.2f CPU s\n",
+		       kind, (unsigned long long)t.bytes, t.seconds, t.seconds_unsynced,
+		       o->is_sync ? ", then syncfs" : "", gbps, t.cpu_seconds);
+	if (o->json)
+		printf("{\"fio\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"seconds_unsynced\":%.6f,"
+		       "\"cpu_seconds\":%.6f,\"gbps\":%.6f,\"error\":%d}\n",
+		       kind, (unsigned long long)t.bytes, t.seconds, t.seconds_unsynced,
+		       t.cpu_seconds, gbps, t.error);
+	return t.error < 0 ? 1 : 0;
+}

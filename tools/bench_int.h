@@ -48,6 +48,9 @@ enum bench_base {
 extern const char *const tool_bench_base_names[BENCH_BASE_COUNT];
 extern const char *const tool_bench_base_keys[BENCH_BASE_COUNT];
 
+/* --fio-only: fio alone, as the fio baselines run it, nothing else. */
+enum bench_fio_only { BENCH_FIO_ONLY_NONE, BENCH_FIO_ONLY_BUFFERED, BENCH_FIO_ONLY_DIRECT };
+
 struct bench_opts {
 	struct adump_bench_workload w;
 	const char *out;
@@ -74,6 +77,7 @@ struct bench_opts {
 	bool is_verify;                         /* callback sink: check every file's bytes */
 	bool is_verify_crc;                     /* the soak instead (tools/bench_soak.c) */
 	bool is_max_set;                        /* --max-size given */
+	enum bench_fio_only fio_only;
 };
 
 /* Device-side buffers: per input class a self and an other buffer, per stream
@@ -189,6 +193,9 @@ void tool_bench_op_tensors(const struct bench *b, const struct adump_bench_op *o
 void tool_bench_disk_before(struct bench *b);
 /* Every selected baseline that runs after the capture, on its bytes; then the overheads. */
 void tool_bench_baselines_after(struct bench *b);
+/* `adump bench --fio-only`: fio alone on --total bytes in --out, as the fio baselines run
+ * it; prints its timing. Return: the exit code. */
+int tool_bench_fio_only(const struct bench_opts *o);
 /* The size of dump file @k (the header as the naive dumper builds it + 3 tensors);
  * @user is the struct bench. */
 uint64_t tool_bench_dump_file_size(uint64_t k, void *user);

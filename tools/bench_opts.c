@@ -125,6 +125,12 @@ static void usage(FILE *f)
 		"                     and read_seconds, read_records_per_s, read_error and\n"
 		"                     chan_ratio_read for the bare pair run again with its consumer\n"
 		"                     reading each record (a cache line each)\n"
+		"  --fio-only IO      run fio alone, nothing else: buffered or direct (O_DIRECT), on\n"
+		"                     --total SIZE bytes in --out DIR, exactly as the fio baselines\n"
+		"                     run it (same arguments, timed until synced); prints its bytes,\n"
+		"                     seconds, seconds_unsynced, cpu_seconds and gbps (--json: one\n"
+		"                     JSON line). For scripts that alternate fio with whole bench\n"
+		"                     runs (bench/alternate.py); exit 2 if fio is not installed\n"
 		"  --help             this text\n\n"
 		"Timing: a phase runs from its first op to its last byte written; for file sinks and\n"
 		"the disk baselines that includes a final syncfs() of the dump filesystem, so buffered\n"
@@ -240,6 +246,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "min-free", required_argument, NULL, 'f' }, { "max-bytes", required_argument, NULL, 'q' },
 		{ "producer", required_argument, NULL, 'R' }, { "verify", no_argument, NULL, 'V' },
 		{ "verify-crc", no_argument, NULL, 'Z' },
+		{ "fio-only", required_argument, NULL, 'O' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -399,6 +406,14 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		case 'Z':
 			o->is_verify_crc = true;
 			break;
+		case 'O':
+			if (!strcmp(optarg, "buffered"))
+				o->fio_only = BENCH_FIO_ONLY_BUFFERED;
+			else if (!strcmp(optarg, "direct"))
+				o->fio_only = BENCH_FIO_ONLY_DIRECT;
+			else
+				return bad("--fio-only takes buffered or direct, not", optarg);
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -416,6 +431,21 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		return bad("unexpected argument", argv[optind]);
 	if (o->describe)
 		return 0;
+	if (o->fio_only) {
+		if (!o->out || !o->w.total_bytes || o->is_compare || o->is_verify ||
+		    o->is_verify_crc) {
+			fprintf(stderr, "adump bench: --fio-only runs fio alone: it needs --out "
+					"DIR and --total SIZE, and takes no --compare, --baselines, "
+					"--verify or --verify-crc\n");
+			return -1;
+		}
+		if (!tool_bench_has_program("fio")) {
+			fprintf(stderr, "adump bench: --fio-only: fio is not installed (no fio in "
+					"PATH; Debian package fio)\n");
+			return -1;
+		}
+		return 0;
+	}
 	if (!o->out && (o->sink != BENCH_SINK_CALLBACK || o->is_compare)) {
 		fprintf(stderr, "adump bench: --out DIR is required with the file and packed sinks "
 				"and with --compare\n");

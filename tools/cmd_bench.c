@@ -115,6 +115,11 @@ int cmd_bench(int argc, char **argv)
 		free(b);
 		return rc_exit;
 	}
+	if (b->o.fio_only) {
+		rc_exit = tool_bench_fio_only(&b->o);
+		free(b);
+		return rc_exit;
+	}
 	if (b->o.describe) {
 		adump_bench_profile_describe(b->o.w.profile, stdout);
 		free(b);

@@ -2,7 +2,8 @@
 /* `adump bench` as a program: exit codes, the --json last line and its fields, --compare on
  * a tiny workload (every baseline runs and reports, the channel hand-off beside ring-limit),
  * the naive baseline's files are valid dumps, the disk pass --compute-gbps auto halves, and
- * fio as the ceiling (missing: a usage error for --baselines fio, skipped by --compare).
+ * fio as the ceiling (missing: a usage error for --baselines fio, skipped by --compare), and
+ * fio alone (--fio-only).
  * Correctness only: no timing is asserted. */
 #include <json-c/json.h>
 #include <glob.h>
@@ -339,6 +340,11 @@ START_TEST(test_fio_missing)
 	free(text);
 	ck_assert_int_eq(t_run_tool(tool, dir, "bench --streams 1 --ops 1 --out %s/d --baselines "
 				    "create,fio", dir), 2);
+	ck_assert_int_eq(t_run_tool(tool, dir, "bench --fio-only buffered --total 1M --out %s/d",
+				    dir), 2);
+	text = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(text, "--fio-only: fio is not installed") != NULL, "stderr: %s", text);
+	free(text);
 	/* "all" runs ring-limit's million records: not under the sanitizers (scripts/test.sh
 	 * shrinks their sizes through ADUMP_TEST_MAX_BYTES), where it alone takes 20 s. */
 	if (getenv("ADUMP_TEST_MAX_BYTES"))
@@ -406,6 +412,44 @@ START_TEST(test_fio_run)
 }
 END_TEST
 
+/* One --fio-only run: fio alone, as the fio baselines run it, on @total bytes in dir/f;
+ * the JSON line's fields. @bytes: what fio must have written (whole blocks). */
+static void fio_only_check(const char *io, const char *total, long long bytes)
+{
+	char path[PATH_MAX];
+	json_object *o;
+
+	ck_assert_int_eq(run("bench --fio-only %s --total %s --out %s/f --json", io, total, dir), 0);
+	o = last_json();
+	ck_assert_str_eq(json_object_get_string(field(o, "fio")), io);
+	ck_assert_int_eq(json_object_get_int(field(o, "error")), 0);
+	ck_assert_int_eq(json_object_get_int64(field(o, "bytes")), bytes);
+	/* Timed as the capture: fio's writes, then the syncfs after them. */
+	ck_assert(json_object_get_double(field(o, "seconds_unsynced")) >= 0);
+	ck_assert(json_object_get_double(field(o, "seconds")) > 0);
+	ck_assert(json_object_get_double(field(o, "seconds")) >=
+		  json_object_get_double(field(o, "seconds_unsynced")));
+	ck_assert(json_object_get_double(field(o, "cpu_seconds")) > 0);
+	ck_assert(json_object_get_double(field(o, "gbps")) > 0);
+	json_object_put(o);
+	/* fio's data file and report are gone. */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	ck_assert_int_eq(t_count_files(path, ""), 0);
+}
+
+/* --fio-only (bench/alternate.py's fio): 1 MiB blocks rounded up to whole ones, smaller
+ * sizes in whole 4 KiB blocks; usage errors for what it does not take. */
+START_TEST(test_fio_only)
+{
+	fio_only_check("direct", "3000000", 3ll << 20);
+	fio_only_check("buffered", "5000", 8192);
+	ck_assert_int_eq(run("bench --fio-only sideways --total 1M --out %s/f", dir), 2);
+	ck_assert_int_eq(run("bench --fio-only direct --out %s/f", dir), 2);
+	ck_assert_int_eq(run("bench --fio-only direct --total 1M"), 2);
+	ck_assert_int_eq(run("bench --fio-only direct --total 1M --compare --out %s/f", dir), 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bench_cli");
@@ -422,10 +466,12 @@ int main(void)
 	tcase_add_test(tc, test_profiles_run);
 	tcase_add_test(tc, test_host_producer);
 	tcase_add_test(tc, test_fio_missing);
-	if (has_fio())
+	if (has_fio()) {
 		t_tcase_add_test_needing(tc, T_DIRECT, test_fio_run);
-	else
-		printf("test_fio_run: skipped, fio is not installed\n");
+		t_tcase_add_test_needing(tc, T_DIRECT, test_fio_only);
+	} else {
+		printf("test_fio_run, test_fio_only: skipped, fio is not installed\n");
+	}
 	suite_add_tcase(s, tc);
 	ret = t_run_suite(s);
 	/* As a refused feature does: the rest passed, but not everything ran. */
