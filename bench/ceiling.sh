@@ -14,6 +14,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+tag=ceiling
 adump=${ADUMP:-$here/../build-bench/tools/adump}
 scratch=${TMPDIR:-/tmp}/adump-ceiling.$$
 out=${TMPDIR:-/tmp}/adump-ceiling.jsonl
@@ -57,21 +60,11 @@ runs=(
 start=$(date +%s)
 for ((round = 1; round <= rounds; round++)); do
 	for entry in "${runs[@]}"; do
-		id=${entry%%|*}
-		args=${entry#*|}
-		if [[ -n $only && " $only " != *" $id "* ]]; then
-			continue
-		fi
-		dir=$scratch/$id-$round
-		echo "ceiling: round $round: $id: adump bench $args --json --out DIR" >&2
-		# shellcheck disable=SC2086
-		line=$("$adump" bench $args --json --out "$dir" | tail -n 1) ||
-			echo "ceiling: $id exit status $? (kept)" >&2
-		printf '{"id":"%s","round":%d,"cmd":"adump bench %s --json --out DIR",%s\n' \
-			"$id" "$round" "$args" "${line#\{}" >>"$out"
-		case $id in
-		huge* | transformer) rm -rf "$dir" ;;
-		*) deferred+=("$dir") ;;
+		bench_selected "$entry" || continue
+		bench_run "$entry" "$round"
+		case $bench_id in
+		huge* | transformer) rm -rf "$bench_dir" ;;
+		*) deferred+=("$bench_dir") ;;
 		esac
 	done
 done

@@ -8,6 +8,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+tag=headline
 adump=${ADUMP:-$here/../build-bench/tools/adump}
 scratch=${TMPDIR:-/tmp}/adump-headline.$$
 out=${TMPDIR:-/tmp}/adump-headline.jsonl
@@ -45,16 +48,8 @@ runs=(
 )
 
 for entry in "${runs[@]}"; do
-	id=${entry%%|*}
-	args=${entry#*|}
-	if [[ -n $only && " $only " != *" $id "* ]]; then
-		continue
-	fi
-	dir=$scratch/$id
-	echo "headline: $id: adump bench $args --json --out DIR" >&2
-	# shellcheck disable=SC2086
-	line=$("$adump" bench $args --json --out "$dir" | tail -n 1) || echo "headline: $id exit status $?" >&2
-	printf '{"id":"%s","cmd":"adump bench %s --json --out DIR",%s\n' "$id" "$args" "${line#\{}" >>"$out"
-	rm -rf "$dir"
+	bench_selected "$entry" || continue
+	bench_run "$entry"
+	rm -rf "$bench_dir"
 done
 echo "headline: $(wc -l <"$out") runs -> $out" >&2
