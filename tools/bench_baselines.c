@@ -33,12 +33,15 @@ static bool has(const struct bench *b, enum bench_base base)
 
 /* ---- disk-limit, before and after the capture ---- */
 
-/* Whether @dir's filesystem accepts O_DIRECT (tmpfs and some FUSE filesystems refuse it). */
+/* Whether @dir's filesystem accepts O_DIRECT (tmpfs and some FUSE filesystems refuse it). The
+ * testpoint plays one that refuses it (-EINVAL), as in disk-limit's own open (bench/). */
 static bool is_direct_ok(const char *dir)
 {
 	char path[BENCH_PATH_CAP + 64];
-	int fd;
+	int fd = ADUMP_TESTPOINT("bench.direct");
 
+	if (fd < 0)
+		return fd != -EINVAL;
 	snprintf(path, sizeof(path), "%s/adump-direct.probe", dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0640);
 	if (fd < 0)
@@ -68,16 +71,22 @@ static void disk_pass(struct bench *b, enum bench_base base, uint64_t bytes, int
 
 /* disk-direct that was not named (--compare with io direct, --compute-gbps auto) is left
  * out, before and after the capture, where the filesystem refuses O_DIRECT, and said so, as
- * fio-direct is: R is then half of disk-limit. Named, it runs and fails. */
+ * fio-direct is: R is then half of disk-limit. Named, it runs and fails, said why first. */
 void tool_bench_disk_before(struct bench *b)
 {
 	uint64_t est = b->plan.tensor_bytes + b->plan.op_count * 200;
 
-	if (b->o.is_direct_implied && has(b, BENCH_BASE_DISK_DIRECT) && !is_direct_ok(b->base_dir)) {
-		fprintf(stderr, "adump bench: %s refuses O_DIRECT: disk-direct skipped%s\n",
-			b->base_dir, b->o.compute_gbps < 0 ? "; --compute-gbps auto takes half of "
-							     "disk-limit (buffered) alone" : "");
-		b->o.baselines &= ~BENCH_BIT(BENCH_BASE_DISK_DIRECT);
+	if (has(b, BENCH_BASE_DISK_DIRECT) && !is_direct_ok(b->base_dir)) {
+		if (b->o.is_direct_implied) {
+			fprintf(stderr, "adump bench: %s refuses O_DIRECT: disk-direct skipped%s\n",
+				b->base_dir,
+				b->o.compute_gbps < 0 ? "; --compute-gbps auto takes half of "
+							"disk-limit (buffered) alone" : "");
+			b->o.baselines &= ~BENCH_BIT(BENCH_BASE_DISK_DIRECT);
+		} else {
+			fprintf(stderr, "adump bench: %s refuses O_DIRECT: disk-direct, named in "
+					"--baselines, fails\n", b->base_dir);
+		}
 	}
 	for (int base = BENCH_BASE_DISK; base <= BENCH_BASE_DISK_DIRECT; base++)
 		if (has(b, base))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "tools/bench_int.h"
 
 /* Exit code of a run that reported: 0 only if every dump file completed (every release came,
@@ -83,6 +84,31 @@ static int compute_set(struct bench *b)
 	return 0;
 }
 
+/* ADUMP_TESTPOINTS="name=errno[,name=errno...]": arm each testpoint to fail with -errno on
+ * every hit, for tests that run the command (tests/bench). Only in builds with testpoints. */
+static void testpoints_arm(void)
+{
+#ifdef ADUMP_ENABLE_TESTPOINTS
+	const char *env = getenv("ADUMP_TESTPOINTS");
+	char *copy, *save = NULL, *tok;
+
+	if (!env || !(copy = strdup(env)))
+		return;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq || atoi(eq + 1) <= 0) {
+			fprintf(stderr, "adump bench: ADUMP_TESTPOINTS: '%s' is not name=errno\n",
+				tok);
+			continue;
+		}
+		*eq = '\0';
+		adump_testpoint_arm(tok, -atoi(eq + 1), 1, 1);
+	}
+	free(copy);
+#endif
+}
+
 static void bench_fini(struct bench *b)
 {
 	if (b->session && b->bs)
@@ -110,6 +136,7 @@ int cmd_bench(int argc, char **argv)
 		free(b);
 		return 2;
 	}
+	testpoints_arm();
 	if (b->o.is_verify_crc) {
 		rc_exit = tool_bench_soak(&b->o);
 		free(b);

@@ -56,6 +56,12 @@ static json_object *field(json_object *o, const char *name)
 	return v;
 }
 
+/* Whether fio is installed: the fio baselines run only then. */
+static bool has_fio(void)
+{
+	return system("command -v fio >/dev/null 2>&1") == 0;
+}
+
 static void setup(void)
 {
 	dir = t_tmpdir("bench");
@@ -174,14 +180,15 @@ END_TEST
  * the capture, and "compute_from" names it. Unless --io buffered, that includes the
  * disk-limit-direct pass where the filesystem takes O_DIRECT; where it refuses O_DIRECT,
  * disk-limit alone, said once on stderr. */
-static void compute_auto_check(const char *io, bool is_direct_expected)
+static void compute_auto_check(const char *tool, const char *io, bool is_direct_expected)
 {
 	json_object *o, *b, *from = NULL, *direct = NULL;
 	double best;
 	char *text;
 
-	ck_assert_int_eq(run("bench --profile tiny --streams 2 --total 64K --compute-gbps auto "
-			     "--baselines disk --io %s --json --out %s/d", io, dir), 0);
+	ck_assert_int_eq(t_run_tool(tool, dir, "bench --profile tiny --streams 2 --total 64K "
+				    "--compute-gbps auto --baselines disk --io %s --json --out %s/d",
+				    io, dir), 0);
 	o = last_json();
 	b = field(o, "baselines");
 	best = json_object_get_double(field(field(b, "disk_limit"), "gbps_before"));
@@ -220,11 +227,61 @@ START_TEST(test_compute_auto)
 
 	if (!is_direct)
 		printf("test_compute_auto: O_DIRECT refused here: disk-limit alone\n");
-	compute_auto_check("auto", is_direct);
-	compute_auto_check("direct", is_direct);
-	compute_auto_check("buffered", false);
+	compute_auto_check(ADUMP_TOOL, "auto", is_direct);
+	compute_auto_check(ADUMP_TOOL, "direct", is_direct);
+	compute_auto_check(ADUMP_TOOL, "buffered", false);
 }
 END_TEST
+
+#ifdef T_HAVE_TESTPOINTS
+/* A dump filesystem that refuses O_DIRECT (kernel 6.18 takes it even on tmpfs), played by
+ * testpoints armed through ADUMP_TESTPOINTS: the bench's (its probe of the dump directory and
+ * disk-limit's O_DIRECT open) and the pipeline's (the capture's O_DIRECT opens). */
+#define REFUSING_TOOL "ADUMP_TESTPOINTS=bench.direct=22,file.direct_open=22 " ADUMP_TOOL
+
+/* disk-direct that --compute-gbps auto or --compare --io direct added is skipped, said so,
+ * and the run exits 0 without its row; named in --baselines, it fails and says why. */
+START_TEST(test_direct_refused)
+{
+	json_object *o, *b;
+	char *text;
+
+	compute_auto_check(REFUSING_TOOL, "direct", false);
+	compute_auto_check(REFUSING_TOOL, "auto", false);
+	ck_assert_int_eq(t_run_tool(REFUSING_TOOL, dir, "bench --profile tiny --streams 2 --total "
+				    "64K --compute-gbps 1 --baselines disk-direct --io direct --json "
+				    "--out %s/d", dir), 1);
+	text = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(text, "refuses O_DIRECT: disk-direct, named in --baselines, fails") !=
+		      NULL, "stderr: %s", text);
+	free(text);
+	o = last_json();
+	b = field(field(o, "baselines"), "disk_limit_direct");
+	ck_assert_int_eq(json_object_get_int(field(b, "error")), -22);
+	json_object_put(o);
+	/* --compare's default set runs ring-limit's million records: not under the sanitizers
+	 * (ADUMP_TEST_MAX_BYTES, scripts/test.sh), where that alone takes 20 s. */
+	if (getenv("ADUMP_TEST_MAX_BYTES"))
+		return;
+	ck_assert_int_eq(t_run_tool(REFUSING_TOOL, dir, "bench --profile tiny --streams 2 --total "
+				    "64K --compute-gbps 1 --compare --io direct --json --out %s/d",
+				    dir), 0);
+	text = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(text, "refuses O_DIRECT: disk-direct skipped\n") != NULL, "stderr: %s",
+		      text);
+	ck_assert_msg(!has_fio() || strstr(text, "refuses O_DIRECT: fio-direct skipped\n") != NULL,
+		      "stderr: %s", text);
+	free(text);
+	o = last_json();
+	b = field(o, "baselines");
+	ck_assert(!json_object_object_get_ex(b, "disk_limit_direct", NULL));
+	ck_assert(!json_object_object_get_ex(b, "fio_direct", NULL));
+	ck_assert_int_eq(json_object_get_int(field(field(b, "disk_limit"), "error")), 0);
+	ck_assert_int_eq(json_object_get_int64(field(o, "failed")), 0);
+	json_object_put(o);
+}
+END_TEST
+#endif
 
 /* --baselines ring also puts the same records through the pipeline's own channel and
  * reports it inside ring_limit, as a rate and as a fraction of the bare ring pair. */
@@ -316,12 +373,6 @@ START_TEST(test_host_producer)
 	ck_assert_int_eq(run("bench --producer host --baselines naive --out %s/d", dir), 2);
 }
 END_TEST
-
-/* Whether fio is installed: the fio baselines run only then. */
-static bool has_fio(void)
-{
-	return system("command -v fio >/dev/null 2>&1") == 0;
-}
 
 /* --baselines fio without fio on PATH: a usage error that says why; "all" (as --compare)
  * runs on without fio and says so. */
@@ -462,6 +513,11 @@ int main(void)
 	tcase_add_test(tc, test_json_fields);
 	t_tcase_add_test_needing(tc, T_URING, test_compare_tiny);
 	t_tcase_add_test_needing(tc, T_URING, test_compute_auto);
+#ifdef T_HAVE_TESTPOINTS
+	t_tcase_add_test_needing(tc, T_URING, test_direct_refused);
+#else
+	printf("test_direct_refused: skipped, testpoints are not compiled in\n");
+#endif
 	tcase_add_test(tc, test_ring_handoff);
 	tcase_add_test(tc, test_profiles_run);
 	tcase_add_test(tc, test_host_producer);
