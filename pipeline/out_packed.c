@@ -7,8 +7,11 @@
  *
  * Data is always written before its index line, and lines go out whole, in batches of one
  * write() (when the batch fills, before the worker sleeps, when it stops), so a crash leaves
- * an index whose complete lines all describe valid data. CRC32C is computed while the
- * chunks pass, in file order. The line format and the CRC live in proto/packed.c.
+ * an index whose complete lines all describe valid data. The index's space is reserved
+ * (fallocate past its end) before a line is queued, so a full disk fails the file whose
+ * line finds no room, never an index write; a write that fails anyway is cut back to the
+ * last whole line. CRC32C is computed while the chunks pass, in file order. The line format
+ * and the CRC live in proto/packed.c.
  *
  * A small file that arrives in one record is copied whole into a worker batch (struct
  * packed_batch) and its staging buffer goes back at once; a batch is one write of many
@@ -29,6 +32,7 @@
 #define MODULE "packed"
 #define DEFAULT_SEGMENT_BYTES (1ull << 30)
 #define INDEX_BATCH_BYTES (64u << 10)   /* index lines gathered before one write() */
+#define INDEX_RESERVE_BYTES (256u << 10) /* index space reserved ahead of its lines */
 #define BATCH_BYTES (256u << 10)        /* small files gathered before one write */
 #define BATCH_MAX 4                     /* batches per worker: one filling, the rest in flight */
 #define BATCH_SMALL_BYTES (BATCH_BYTES / 4)     /* largest file a batch takes */
@@ -69,6 +73,10 @@ struct packed_state {
 	uint32_t old_count;
 	char *index_buf;                        /* lines of completed files, not yet written */
 	size_t index_len;
+	uint32_t index_counted;                 /* of those, lines of files counted completed */
+	uint64_t index_size;                    /* the index file's bytes: whole lines */
+	uint64_t index_reserved;                /* its space allocated up to here */
+	bool is_reserve_unsupported;            /* the filesystem has no fallocate() */
 	struct packed_batch *batch;             /* being filled, or NULL */
 	struct packed_batch *free_batches;
 	unsigned batch_count;                   /* allocated */
@@ -132,6 +140,11 @@ static int packed_worker_init(struct adump_worker *w)
 	p->index_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, ADUMP_FILE_MODE);
 	if (p->index_fd < 0)
 		return -errno;
+	/* A session writing again into the same directory appends to its index. */
+	off_t end = lseek(p->index_fd, 0, SEEK_END);
+	if (end < 0)
+		return -errno;
+	p->index_size = p->index_reserved = (uint64_t)end;
 	return segment_open(w);
 }
 
@@ -159,8 +172,13 @@ static void packed_worker_fini(struct adump_worker *w)
 	p->old_count = 0;
 	if (p->seg_fd >= 0)
 		close(p->seg_fd);
-	if (p->index_fd >= 0)
+	if (p->index_fd >= 0) {
+		/* The reserve past the last line goes back to the filesystem. */
+		if (p->index_reserved > p->index_size && ftruncate(p->index_fd, (off_t)p->index_size) < 0)
+			adump_log(ADUMP_LOG_DEBUG, MODULE, "worker %u: trimming the index: %s", w->index,
+				  strerror(errno));
 		close(p->index_fd);
+	}
 	free(p);
 	w->out_state = NULL;
 }
@@ -208,17 +226,69 @@ static int place(struct adump_worker *w, struct file_state *fs)
 	return 0;
 }
 
-/* Write the queued index lines. */
+/* Make room in the index for @more bytes after the queued lines. Return: 0 (reserved, or
+ * the filesystem cannot reserve), or -errno: the line must not be queued. */
+static int index_reserve(struct adump_worker *w, size_t more)
+{
+	struct packed_state *p = w->out_state;
+	uint64_t need = p->index_size + p->index_len + more;
+	int ret = ADUMP_TESTPOINT("packed.index_reserve");
+
+	if (ret)
+		return ret;
+	if (p->is_reserve_unsupported || need <= p->index_reserved)
+		return 0;
+	/* Ahead, so that most lines cost no call; on a full disk, just this line. */
+	if (fallocate(p->index_fd, FALLOC_FL_KEEP_SIZE, (off_t)p->index_reserved,
+		      (off_t)(need + INDEX_RESERVE_BYTES - p->index_reserved)) == 0) {
+		p->index_reserved = need + INDEX_RESERVE_BYTES;
+		return 0;
+	}
+	if (errno == EOPNOTSUPP) {
+		p->is_reserve_unsupported = true;
+		adump_log(ADUMP_LOG_DEBUG, MODULE, "worker %u: no space reserved for the index: %s",
+			  w->index, strerror(errno));
+		return 0;
+	}
+	if (errno != ENOSPC && errno != EDQUOT)
+		return -errno;
+	if (fallocate(p->index_fd, FALLOC_FL_KEEP_SIZE, (off_t)p->index_reserved,
+		      (off_t)(need - p->index_reserved)) < 0)
+		return -errno;
+	p->index_reserved = need;
+	return 0;
+}
+
+/* Write the queued index lines, all or none. When the write fails, the index is cut back to
+ * its last whole line, and files already counted completed whose lines were lost are counted
+ * failed instead. */
 static int index_flush(struct adump_worker *w)
 {
 	struct packed_state *p = w->out_state;
-	int ret = adump_write_all(p->index_fd, p->index_buf, p->index_len);
+	struct adump_session *s = w->session;
+	size_t len = p->index_len;
+	int ret = ADUMP_TESTPOINT("packed.index_write");
 
-	if (ret < 0) {
-		adump_session_set_error(w->session, ret);
-		adump_log_once(ADUMP_LOG_ERROR, MODULE, "writing the index: %s", adump_strerror(ret));
+	if (ret < 0 && len > 1)         /* half of the lines go out first, as a full disk does */
+		adump_write_all(p->index_fd, p->index_buf, len / 2);
+	if (ret == 0)
+		ret = adump_write_all(p->index_fd, p->index_buf, len);
+	if (ret == 0) {
+		p->index_size += len;
+	} else {
+		adump_session_set_error(s, ret);
+		if (ftruncate(p->index_fd, (off_t)p->index_size) < 0)
+			adump_log(ADUMP_LOG_ERROR, MODULE, "worker %u: cutting the index back: %s",
+				  w->index, strerror(errno));
+		p->index_reserved = p->index_size;
+		atomic_fetch_sub_explicit(&s->files_completed, p->index_counted, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->files_failed, p->index_counted, memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		adump_log_once(ADUMP_LOG_ERROR, MODULE, "writing the index: %s (%u files not indexed)",
+			       adump_strerror(ret), p->index_counted);
 	}
 	p->index_len = 0;
+	p->index_counted = 0;
 	return ret;
 }
 
@@ -244,6 +314,9 @@ static int index_add(struct adump_worker *w, struct file_state *fs)
 		if (ret < 0)
 			return ret;
 	}
+	ret = index_reserve(w, (size_t)n);
+	if (ret < 0)
+		return ret;
 	memcpy(p->index_buf + p->index_len, line, (size_t)n);
 	p->index_len += (size_t)n;
 	return 0;
@@ -404,6 +477,8 @@ static void batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 		 * retired, so a stream sync that returns finds its files indexed. */
 		if (p->index_len + b->lines_len > INDEX_BATCH_BYTES)
 			ret = index_flush(w);
+		if (ret == 0)
+			ret = index_reserve(w, b->lines_len);
 		if (ret == 0) {
 			memcpy(p->index_buf + p->index_len, b->lines, b->lines_len);
 			p->index_len += b->lines_len;
@@ -558,15 +633,18 @@ static void packed_record(struct adump_worker *w, struct adump_chan *chan, struc
 
 static void packed_file_end(struct adump_worker *w, struct file_state *fs)
 {
+	struct packed_state *p = w->out_state;
 	int ret;
 
 	if (fs->is_failed)
 		return;
 	ret = index_add(w, fs);
 	/* Batched while more work waits; at the end of a burst the line goes out now, before
-	 * the sync that waits for this file can return. */
-	if (ret == 0 && adump_worker_is_drained(w))
+	 * the sync that waits for this file can return (tests hold it for the worker's idle). */
+	if (ret == 0 && adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))
 		ret = index_flush(w);
+	else if (ret == 0)
+		p->index_counted++;     /* queued; counted completed once this returns */
 	if (ret < 0)
 		adump_file_fail(w->session, fs, ret, "indexing");
 }

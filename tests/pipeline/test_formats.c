@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Output formats: LZ4 frames decompress (with the lz4 command) to the exact files the plain
  * sink writes; packed segments unpack byte-identical to the file sink for the same seed (small
- * files through batches too); the index survives a capture killed with SIGKILL, every indexed entry valid. Statistics mode
+ * files through batches too); the index survives a capture killed with SIGKILL, every indexed entry valid, and holds whole lines only when it cannot be written. Statistics mode
  * writes CSV files instead of tensors. */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "adump/host.h"
+#include "adump/reader.h"
 #include "capture_helpers.h"
 #include "common/common.h"
 
@@ -331,6 +333,130 @@ START_TEST(test_packed_detects_corruption)
 }
 END_TEST
 
+/* The packed index of @dir: every line whole, each entry opening with its CRC32C checked.
+ * Return: the number of entries. */
+static uint64_t index_entries_whole(const char *dir)
+{
+	struct adump_reader_packed *p;
+	const struct adump_reader_packed_entry *e;
+	struct adump_reader *r;
+	char packed[4300];
+	uint64_t whole = 0;
+	int ret;
+
+	snprintf(packed, sizeof(packed), "%s/packed", dir);
+	ck_assert_int_eq(adump_reader_create(&r), 0);
+	ck_assert_int_eq(adump_reader_packed_open(packed, &p), 0);
+	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
+		ck_assert_msg(e->status == ADUMP_PACKED_ENTRY, "%s line %u: %s", e->index_path,
+			      e->line, e->message);
+		ck_assert_msg(adump_reader_open_packed(r, p, e, true) == 0, "%s",
+			      adump_reader_error(r));
+		adump_reader_close(r);
+		whole++;
+	}
+	ck_assert_int_eq(ret, 0);
+	adump_reader_packed_close(p);
+	adump_reader_destroy(r);
+	return whole;
+}
+
+/* One Add of @bytes per input and output, through @hs; @sync waits for it to be written. */
+static void host_add(struct adump_host_stream *hs, const void *data, uint64_t bytes, bool sync)
+{
+	struct adump_host_tensor t = { .data = data, .bytes = bytes, .dtype = ADUMP_DT_UINT8,
+				       .format = ADUMP_FORMAT_ND, .dim_count = 1,
+				       .dims = { (int64_t)bytes } };
+
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "add", &t, 1, &t, 1), 0);
+	if (sync)
+		adump_host_stream_sync(hs);
+}
+
+/* The index cannot take a file's line: testpoint @point fails with @err, either reserving
+ * the index's space (a full disk) or writing it (half of the lines out first). Files of
+ * @bytes: small ones go through batches, larger ones one by one. The second of three files
+ * fails alone, counted and logged as a loss; then a burst of files with every index write
+ * failing loses none without counting it. Each time the index holds whole lines only, one
+ * per file counted completed, and once the session ends no space stays reserved past it. */
+static void packed_index_failure(const char *point, int err, uint64_t bytes)
+{
+	char *root = t_tmpdir("formats");
+	struct adump_config cfg = base_config(root, &w);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	struct adump_reader_losses *l;
+	const struct adump_reader_loss *e;
+	struct adump_stats st;
+	unsigned char *data = calloc(1, bytes);
+	char dir[4200], idx[4400];
+	uint64_t lines = 0;
+	struct stat sb;
+	int ret;
+
+	ck_assert_ptr_nonnull(data);
+	cfg.layout = ADUMP_LAYOUT_PACKED;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			adump_testpoint_arm(point, err, 1, 0);
+		host_add(hs, data, bytes, true);
+		adump_testpoint_disarm_all();
+	}
+	ck_assert_int_eq(adump_session_flush(s), err);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_uint_eq(st.drops, 2);
+	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
+	ck_assert_uint_eq(index_entries_whole(dir), 2);
+	ck_assert_int_eq(adump_reader_losses_open(dir, &l), 0);
+	while ((ret = adump_reader_losses_next(l, &e)) > 0) {
+		ck_assert_msg(e->is_valid, "line %u: %s", e->line, e->message);
+		ck_assert_uint_eq(e->bytes, bytes);
+		lines++;
+	}
+	ck_assert_int_eq(ret, 0);
+	adump_reader_losses_close(l);
+	ck_assert_uint_eq(lines, 2);
+
+	/* A burst: lines of several files wait for one write, which fails. */
+	adump_testpoint_arm(point, err, 1, 1);
+	adump_testpoint_arm("packed.index_hold", 1, 1, 1);
+	for (int i = 0; i < 16; i++)
+		host_add(hs, data, bytes, false);
+	adump_host_stream_sync(hs);
+	adump_testpoint_disarm_all();
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed + st.files_failed, 19);
+	ck_assert_uint_ge(st.files_failed, 2);
+	adump_session_destroy(s);
+	ck_assert_uint_eq(index_entries_whole(dir), st.files_completed);
+	snprintf(idx, sizeof(idx), "%s/packed/w0.idx", dir);
+	ck_assert_int_eq(stat(idx, &sb), 0);
+	ck_assert_int_le(sb.st_blocks * 512, (sb.st_size + 4095) / 4096 * 4096);
+	free(data);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_packed_index_no_room)
+{
+	packed_index_failure("packed.index_reserve", -ENOSPC, 1000);
+	packed_index_failure("packed.index_reserve", -ENOSPC, 300u << 10);
+}
+END_TEST
+
+START_TEST(test_packed_index_write_fails)
+{
+	packed_index_failure("packed.index_write", -EIO, 1000);
+	packed_index_failure("packed.index_write", -EIO, 300u << 10);
+}
+END_TEST
+
 START_TEST(test_packed_index_survives_sigkill)
 {
 	char *root = t_tmpdir("formats");
@@ -444,6 +570,8 @@ int main(void)
 	tcase_add_test(tc, test_packed_sync_pwrite);
 	tcase_add_test(tc, test_packed_detects_corruption);
 	tcase_add_test(tc, test_packed_index_survives_sigkill);
+	tcase_add_test(tc, test_packed_index_no_room);
+	tcase_add_test(tc, test_packed_index_write_fails);
 	tcase_add_test(tc, test_stats_content_writes_csv);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
