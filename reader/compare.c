@@ -54,6 +54,11 @@ struct cmp_row {
 struct cmp_op {
 	char *name;
 	struct cmp_file *file[2];       /* latest file of each side; NULL when absent */
+	struct cmp_file *first[2];      /* the op's files on each side: first[s][0..count[s]) */
+	uint32_t count[2];
+	/* While it is compared: the name its rows show (msaccucmp's: the header's op_name when
+	 * my output's dump carries attributes); NULL: name. */
+	const char *shown;
 	uint64_t id;
 	struct cmp_row *rows;
 	uint32_t row_count;
@@ -335,18 +340,12 @@ static int match(struct adump_compare *c)
 	for (int s = 0; s < 2; s++) {
 		struct cmp_side *sd = &c->side[s];
 
-		for (size_t i = 0, first = 0; i < sd->count; i++) {
+		for (size_t i = 0; i < sd->count; i++) {
 			bool is_last = i + 1 == sd->count ||
 				       strcmp(sd->files[i].op_name, sd->files[i + 1].op_name);
 
 			if (!is_last)
 				continue;
-			if (sd->files[i].is_ffts && i > first)
-				adump_log(ADUMP_LOG_WARN, "reader", "compare: %s: %zu FFTS+ subtask "
-					  "dumps; msaccucmp merges their outputs, adump compares only "
-					  "the last, %s", sd->files[i].op_name, i - first + 1,
-					  sd->files[i].path);
-			first = i + 1;
 			if (s == GOLDEN && side_latest(&c->side[MY], sd->files[i].op_name))
 				continue;
 			keys[key_count++] = (struct op_key){ &sd->files[i], (size_t)s };
@@ -366,6 +365,18 @@ static int match(struct adump_compare *c)
 		op->file[keys[i].side] = keys[i].f;
 		if (keys[i].side == MY)
 			op->file[GOLDEN] = side_latest(&c->side[GOLDEN], op->name);
+		for (int s = 0; s < 2; s++) {
+			struct cmp_file *f = op->file[s];
+
+			/* The op's files sit together, its latest last. */
+			op->first[s] = f;
+			op->count[s] = f ? 1 : 0;
+			while (f && op->first[s] > c->side[s].files &&
+			       !strcmp(op->first[s][-1].op_name, f->op_name)) {
+				op->first[s]--;
+				op->count[s]++;
+			}
+		}
 	}
 	c->op_count = key_count;
 	free(keys);
@@ -505,6 +516,14 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 struct worker {
 	struct adump_compare *c;
 	struct adump_reader *r[2];
+	/* FFTS+ (ffts_open()): the subtask dumps of a side, subs[s][0] being r[s], and what
+	 * msaccucmp makes of them; NULL for an ordinary dump. */
+	struct adump_reader **subs[2];
+	uint32_t sub_cap[2], sub_open[2];
+	struct adump_compare_ffts *merged[2];
+	const char *path[2];            /* what messages name as the side's file */
+	const struct adump_reader_header *h[2];         /* of the op being compared */
+	char merged_path[2][PATH_MAX + 8];
 	unsigned char *raw[2];
 	float *val[2];
 	char (*alg_msgs)[MSG_BYTES];     /* per algorithm, then one for the tensor */
@@ -553,8 +572,8 @@ static void row_head(struct adump_compare *c, struct cmp_row *row, struct cmp_op
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)op->id);
 	row_set(row, 0, buf);
 	row_set(row, 1, op_type ? op_type : "NaN");
-	row_set(row, 2, op->file[MY] ? op->name : "*");
-	row_set(row, 5, op->file[GOLDEN] ? op->name : "*");
+	row_set(row, 2, op->file[MY] ? (op->shown ? op->shown : op->name) : "*");
+	row_set(row, 5, op->file[GOLDEN] ? (op->shown ? op->shown : op->name) : "*");
 	for (int s = 0; s < 2; s++) {
 		row_set(row, 3 + 3 * s, t[s] ? adump_compare_dtype_name(t[s]->dtype) : "NaN");
 		if (t[s] && t[s]->address)
@@ -735,21 +754,25 @@ static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count
 					 * two files' own readahead alone left each read waiting. */
 					uint64_t at = off * eb[s], end = count * eb[s];
 
-					if (pass == 0 && at >= w->advised[s] && at < end) {
+					if (pass == 0 && at >= w->advised[s] && at < end &&
+					    !w->merged[s]) {
 						uint64_t len = end - at < PREFETCH_BYTES ? end - at
 											 : PREFETCH_BYTES;
 
 						adump_reader_willneed(w->r[s], idx[s], at, len);
 						w->advised[s] = at + len / 2;
 					}
-					int ret = adump_reader_read(w->r[s], idx[s], off * eb[s], w->raw[s],
-								    n * eb[s]);
+					struct adump_reader *r = w->r[s];
+					int ret = w->merged[s] ?
+						adump_compare_ffts_read(w->merged[s], idx[s], off * eb[s],
+									w->raw[s], n * eb[s], &r) :
+						adump_reader_read(r, idx[s], off * eb[s], w->raw[s],
+								  n * eb[s]);
 
 					if (ret < 0) {
 						snprintf(w->msg, sizeof(w->msg), "%s",
-							 adump_reader_error(w->r[s])[0]
-								 ? adump_reader_error(w->r[s])
-								 : adump_strerror(ret));
+							 adump_reader_error(r)[0] ? adump_reader_error(r)
+										  : adump_strerror(ret));
 						return ret;
 					}
 					if (pass == 0)
@@ -775,8 +798,7 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 			  enum adump_tensor_kind kind, uint32_t i, uint32_t first[2])
 {
 	struct adump_compare *c = w->c;
-	const struct adump_reader_header *h[2] = { adump_reader_header(w->r[MY]),
-						   adump_reader_header(w->r[GOLDEN]) };
+	const struct adump_reader_header *const *h = w->h;
 	const struct adump_tensor *t[2];
 	uint32_t idx[2] = { first[MY] + i, first[GOLDEN] + i };
 	int32_t dtype[2];
@@ -791,7 +813,7 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		t[s] = &h[s]->tensors[idx[s]].info;
 		dtype[s] = t[s]->dtype;
 	}
-	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
+	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->shown ? op->shown : op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
 	row = op_row_add(c, op);
 	if (!row)
@@ -823,8 +845,8 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		snprintf(w->msg, sizeof(w->msg),
 			 "The my output dump data size (%llu) in ''%s'' does not match the ground "
 			 "truth dump data size (%llu) in ''%s''.",
-			 (unsigned long long)count[MY], op->file[MY]->path,
-			 (unsigned long long)count[GOLDEN], op->file[GOLDEN]->path);
+			 (unsigned long long)count[MY], w->path[MY],
+			 (unsigned long long)count[GOLDEN], w->path[GOLDEN]);
 		is_ok = false;
 	}
 	for (uint32_t k = 0; k < c->cfg.alg_count; k++)
@@ -851,7 +873,7 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 			msgs[k] = w->alg_msgs[k];
 		adump_compare_acc_finish(&acc, adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count),
 					 dtype[MY] == ADUMP_DT_BOOL && dtype[GOLDEN] == ADUMP_DT_BOOL,
-					 op->file[MY]->path, op->file[GOLDEN]->path, &m, cells, msgs,
+					 w->path[MY], w->path[GOLDEN], &m, cells, msgs,
 					 MSG_BYTES);
 	}
 	/* A shape holding a 0 reaches msaccucmp's cosine unflattened: the norm over the last axis
@@ -911,17 +933,158 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 	return 0;
 }
 
-static int file_open(struct worker *w, int s, struct cmp_file *f)
+static int file_open(struct worker *w, int s, struct adump_reader *r, struct cmp_file *f)
 {
 	struct cmp_side *sd = &w->c->side[s];
 	int ret;
 
 	if (!f->is_packed)
-		return adump_reader_open(w->r[s], f->path);
+		return adump_reader_open(r, f->path);
 	pthread_mutex_lock(&sd->packed_lock);
-	ret = adump_reader_open_packed(w->r[s], sd->packed, &f->entry, false);
+	ret = adump_reader_open_packed(r, sd->packed, &f->entry, false);
 	pthread_mutex_unlock(&sd->packed_lock);
 	return ret;
+}
+
+/* Open subtask dumps 1..count-1 of side @s after the first (in w->r[s]). */
+static int subs_open(struct worker *w, int s, struct cmp_file *files, uint32_t count)
+{
+	if (count > w->sub_cap[s]) {
+		struct adump_reader **subs = realloc(w->subs[s], count * sizeof(*subs));
+
+		if (!subs)
+			return -ENOMEM;
+		for (uint32_t k = w->sub_cap[s]; k < count; k++)
+			subs[k] = NULL;
+		w->subs[s] = subs;
+		w->sub_cap[s] = count;
+	}
+	w->subs[s][0] = w->r[s];
+	for (uint32_t k = 1; k < count; k++) {
+		int ret;
+
+		if (!w->subs[s][k] && adump_reader_create(&w->subs[s][k]) < 0)
+			return -ENOMEM;
+		ret = file_open(w, s, w->subs[s][k], &files[k]);
+		if (ret < 0)
+			return ret;
+		w->sub_open[s] = k;
+	}
+	return 0;
+}
+
+static void subs_close(struct worker *w, int s)
+{
+	for (uint32_t k = 1; k <= w->sub_open[s]; k++)
+		adump_reader_close(w->subs[s][k]);
+	w->sub_open[s] = 0;
+	adump_compare_ffts_free(w->merged[s]);
+	w->merged[s] = NULL;
+}
+
+/* msaccucmp's name for a merged dump: the first subtask's first four fields, then "*". */
+static void merged_path_make(char *buf, size_t cap, const char *first)
+{
+	const char *base = strrchr(first, '/'), *p;
+	int dots = 0;
+
+	base = base ? base + 1 : first;
+	for (p = base; *p && dots < 4; p++)
+		dots += *p == '.';
+	snprintf(buf, cap, "%.*s%s*", (int)(p - first), first, dots == 4 ? "" : ".");
+}
+
+/* An FFTS+ op's subtask dumps on side @s (in msaccucmp's order: by thread, or by manual
+ * slice): merged along their cut axis, or when the cut names no axis the one with the latest
+ * timestamp; without thread attributes (which msaccucmp cannot read either) the last. Return:
+ * 0 with w->r[s] (and *h) ready; an msaccucmp error code with @text set; -ENOMEM. */
+static int ffts_open(struct worker *w, struct cmp_op *op, int s,
+		     const struct adump_reader_header **h, char *text, size_t cap)
+{
+	struct cmp_file *files = op->first[s], *pick = op->file[s];
+	uint32_t n = op->count[s];
+	struct adump_compare_ffts_attrs a;
+	char why[1024];
+	int ret;
+
+	if (file_open(w, s, w->r[s], &files[0]) < 0) {
+		snprintf(text, cap, "[%s] %s", op->name, adump_reader_error(w->r[s]));
+		return 18;
+	}
+	ret = adump_compare_ffts_attrs_parse(adump_reader_header(w->r[s]), &a, why, sizeof(why));
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret < 0) {
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s: %u FFTS+ subtask dumps without "
+			  "thread attributes (%s): compared by the last, %s", op->name, n, why,
+			  pick->path);
+	} else {
+		if (a.slice_count != (int64_t)n)
+			adump_log(ADUMP_LOG_WARN, "reader", "compare: This is a FFTS+ mode dump data "
+				  "%s, The number of files does not match the number of thread "
+				  "(instance slice num): %u files, slice_instance_num %lld", op->name,
+				  n, (long long)a.slice_count);
+		if (!a.has_cut) {
+			for (uint32_t k = 0; k < n; k++)
+				if (files[k].timestamp >= pick->timestamp || k == 0)
+					pick = &files[k];
+			adump_log(ADUMP_LOG_WARN, "reader", "compare: %s: The cut axis of Dump data "
+				  "is invalid. The current compare dump file is %s (of %u)", op->name,
+				  pick->path, n);
+		}
+	}
+	if (ret < 0 || !a.has_cut) {
+		adump_compare_ffts_attrs_free(&a);
+		w->path[s] = pick->path;
+		if (pick == &files[0])
+			goto opened;
+		adump_reader_close(w->r[s]);
+		if (file_open(w, s, w->r[s], pick) < 0) {
+			snprintf(text, cap, "[%s] %s", op->name, adump_reader_error(w->r[s]));
+			return 18;
+		}
+opened:
+		*h = adump_reader_header(w->r[s]);
+		return 0;
+	}
+	ret = subs_open(w, s, files, n);
+	if (ret < 0) {
+		adump_compare_ffts_attrs_free(&a);
+		if (ret == -ENOMEM)
+			return ret;
+		snprintf(text, cap, "[%s] %s", op->name,
+			 adump_reader_error(w->subs[s][w->sub_open[s] + 1]));
+		return 18;
+	}
+	ret = adump_compare_ffts_merge(&a, w->subs[s], n, &w->merged[s], why, sizeof(why));
+	adump_compare_ffts_attrs_free(&a);
+	if (ret) {
+		if (ret > 0)
+			snprintf(text, cap, "[%s] FFTS+ subtask dumps of %s: %s", op->name,
+				 s == MY ? "my output" : "the ground truth", why);
+		return ret;
+	}
+	merged_path_make(w->merged_path[s], sizeof(w->merged_path[s]), files[0].path);
+	w->path[s] = w->merged_path[s];
+	adump_log(ADUMP_LOG_INFO, "reader", "compare: This is a FFTS+ mode dump data %s, output "
+		  "data has been merged, new file path is %s", op->name, w->path[s]);
+	*h = adump_compare_ffts_header(w->merged[s]);
+	return 0;
+}
+
+/* Side @s of @op opened for comparing. Return: as ffts_open(). */
+static int side_open(struct worker *w, struct cmp_op *op, int s,
+		     const struct adump_reader_header **h, char *text, size_t cap)
+{
+	w->path[s] = op->file[s]->path;
+	if (op->file[s]->is_ffts && op->count[s] > 1)
+		return ffts_open(w, op, s, h, text, cap);
+	if (file_open(w, s, w->r[s], op->file[s]) < 0) {
+		snprintf(text, cap, "[%s] %s", op->name, adump_reader_error(w->r[s]));
+		return 18;
+	}
+	*h = adump_reader_header(w->r[s]);
+	return 0;
 }
 
 /* One tensor pair of two statistics dumps: msprobe's summary-mode cells. */
@@ -1037,16 +1200,23 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats)
 		return op_compare_stats(w, op);
 	for (int s = 0; s < 2; s++) {
-		if (file_open(w, s, op->file[s]) < 0) {
-			char text[MSG_BYTES];
+		char text[MSG_BYTES];
 
-			snprintf(text, sizeof(text), "[%s] %s", op->name, adump_reader_error(w->r[s]));
+		ret = side_open(w, op, s, &w->h[s], text, sizeof(text));
+		h[s] = w->h[s];
+		/* msaccucmp names the op by the header of my output's dump when that has
+		 * attributes (not a merged FFTS+ dump: msaccucmp's has none). */
+		if (ret == 0 && s == MY && !w->merged[MY] && h[MY]->attr_count && h[MY]->op_name &&
+		    h[MY]->op_name[0])
+			op->shown = h[MY]->op_name;
+		if (ret > 0) {
 			adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
-			op->code = 18;
+			op->code = ret;
 			ret = row_failed(c, op, NULL, text);
 			goto out;
 		}
-		h[s] = adump_reader_header(w->r[s]);
+		if (ret < 0)
+			goto out;
 	}
 	ok_in = group_check(h, op->name, ADUMP_TENSOR_INPUT, msg_in, sizeof(msg_in));
 	ok_out = group_check(h, op->name, ADUMP_TENSOR_OUTPUT, msg_out, sizeof(msg_out));
@@ -1074,8 +1244,11 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 			ret = tensor_compare(w, op, op_type, kind, i, first);
 	}
 out:
-	adump_reader_close(w->r[MY]);
-	adump_reader_close(w->r[GOLDEN]);
+	op->shown = NULL;
+	for (int s = 0; s < 2; s++) {
+		subs_close(w, s);
+		adump_reader_close(w->r[s]);
+	}
 	return ret;
 }
 
@@ -1152,6 +1325,9 @@ static size_t *order_make(const struct adump_compare *c)
 static void worker_fini(struct worker *w)
 {
 	for (int s = 0; s < 2; s++) {
+		for (uint32_t k = 1; k < w->sub_cap[s]; k++)
+			adump_reader_destroy(w->subs[s][k]);
+		free(w->subs[s]);
 		adump_reader_destroy(w->r[s]);
 		free(w->raw[s]);
 		free(w->val[s]);

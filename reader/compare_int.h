@@ -94,4 +94,47 @@ ADUMP_HIDDEN bool adump_compare_stats_cells(const struct adump_compare_stat my[4
 					    const struct adump_compare_stat golden[4],
 					    char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4]);
 
+/* ---- FFTS+ subtask dumps (compare_ffts.c) ---- */
+
+struct adump_compare_ffts_shape {
+	bool is_set;
+	uint32_t dim_count;
+	uint64_t dims[ADUMP_MAX_DIMS];
+};
+
+/* The cut of an FFTS+ op, from the JSON in its first subtask dump's attr[0]. */
+struct adump_compare_ffts_attrs {
+	bool is_auto;                   /* threadMode: shapes from output_tensor_slice */
+	int64_t slice_count;            /* slice_instance_num; -1 when absent */
+	uint32_t output_count;          /* entries of outputCutList */
+	int *cut_axis;                  /* per entry: the first dim not 1, or -1 */
+	bool has_cut;                   /* some output has a cut axis */
+	uint32_t thread_count;          /* automatic mode: threads output_tensor_slice lists */
+	struct adump_compare_ffts_shape *slices;        /* [thread * output_count + output] */
+};
+
+/* Parse @base's attr[0]. Return: 0; -ADUMP_ERR_NOT_FOUND (no attribute) or -ADUMP_ERR_CORRUPT
+ * with @msg saying why; -ENOMEM. Free with adump_compare_ffts_attrs_free() (also on error). */
+ADUMP_HIDDEN int adump_compare_ffts_attrs_parse(const struct adump_reader_header *base,
+						struct adump_compare_ffts_attrs *a, char *msg,
+						size_t cap);
+ADUMP_HIDDEN void adump_compare_ffts_attrs_free(struct adump_compare_ffts_attrs *a);
+
+struct adump_compare_ffts;
+
+/* The merged dump of the @file_count subtask dumps open in @r (in msaccucmp's order; borrowed
+ * until adump_compare_ffts_free()), cut as @a says (a->has_cut). Return: 0 with *out set; an
+ * msaccucmp error code (11, 40) with @msg saying why; -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_ffts_merge(const struct adump_compare_ffts_attrs *a,
+					  struct adump_reader **r, uint32_t file_count,
+					  struct adump_compare_ffts **out, char *msg, size_t cap);
+/* Its header: the first subtask's inputs, then the merged outputs. */
+ADUMP_HIDDEN const struct adump_reader_header *
+adump_compare_ffts_header(const struct adump_compare_ffts *m);
+/* adump_reader_read() of the merged dump; on failure *failed is the reader to ask why. */
+ADUMP_HIDDEN int adump_compare_ffts_read(const struct adump_compare_ffts *m, uint32_t tensor,
+					 uint64_t offset, void *buf, size_t len,
+					 struct adump_reader **failed);
+ADUMP_HIDDEN void adump_compare_ffts_free(struct adump_compare_ffts *m);
+
 #endif

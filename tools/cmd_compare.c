@@ -65,7 +65,8 @@ static void usage(FILE *f)
 		"float32), so figures agree with msaccucmp's up to its rounding.\n"
 		"Exit status as msaccucmp's: 0 every op matched; 2 an op on one side only, or no op\n"
 		"matched, or usage error; 3 a path that cannot be read; 11 an op whose inputs and\n"
-		"outputs both failed the count/shape checks; 18 an unreadable dump file; 31 bad -alg.\n");
+		"outputs both failed the count/shape checks; 18 an unreadable dump file; 31 bad -alg;\n"
+		"40 FFTS+ subtask data that does not fill its shape.\n");
 }
 
 static void json_string(FILE *f, const char *s)
