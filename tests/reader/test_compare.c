@@ -1117,6 +1117,82 @@ START_TEST(test_ffts_merge)
 }
 END_TEST
 
+/* Random cuts: a tensor of rank 1-4 split into 2-4 manual slices along a random axis, compared
+ * with the whole through small read chunks (7 elements, so reads end inside a slice's run):
+ * the merge gathers exactly the whole tensor, element for element. */
+START_TEST(test_ffts_merge_random)
+{
+	uint64_t rng = t_seed() + 12;
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	char name[128], attr[256];
+
+	cfg.chunk_elements = 7;
+	for (int round = 0; round < 24; round++) {
+		uint32_t rank[2] = { 1, 1 + (uint32_t)(t_rand(&rng) % 4) }, parts = 2 + t_rand(&rng) % 3;
+		uint64_t whole[2][4] = { { 1 } }, part[2][4] = { { 1 } }, n = 1, outer = 1, inner = 1;
+		uint32_t axis = (uint32_t)(t_rand(&rng) % rank[1]);
+		uint64_t along[4], at = 0;
+		size_t len = 0;
+		float *full, one = 1;
+		struct adump_compare *c;
+		int r;
+
+		for (uint32_t d = 0; d < rank[1]; d++) {
+			whole[1][d] = 1 + t_rand(&rng) % 5;
+			if (d < axis)
+				outer *= whole[1][d];
+			if (d > axis)
+				inner *= whole[1][d];
+		}
+		whole[1][axis] = 0;
+		for (uint32_t k = 0; k < parts; k++)
+			whole[1][axis] += along[k] = 1 + t_rand(&rng) % 4;
+		for (uint32_t d = 0; d < rank[1]; d++)
+			n *= whole[1][d];
+		full = randf(n, &rng, 4);
+		dir = t_tmpdir("compare");
+		len += (size_t)snprintf(attr, sizeof(attr), "{\"threadMode\": false, "
+					"\"slice_instance_num\": %u, \"outputCutList\": [[", parts);
+		for (uint32_t d = 0; d < rank[1]; d++)
+			len += (size_t)snprintf(attr + len, sizeof(attr) - len, "%s%d", d ? ", " : "",
+						d == axis ? (int)parts : 1);
+		snprintf(attr + len, sizeof(attr) - len, "]]}");
+		{
+			const float *g[2] = { &one, full };
+
+			ffts_write("golden", "Conv2D.cut.1.2.1764590000000010", 1, 2, rank, whole, g,
+				   NULL);
+		}
+		for (uint32_t k = 0; k < parts; k++) {
+			float *slice = malloc(outer * along[k] * inner * sizeof(float));
+			const float *m[2] = { &one, slice };
+
+			ck_assert_ptr_nonnull(slice);
+			for (uint64_t o = 0; o < outer; o++)
+				memcpy(slice + o * along[k] * inner,
+				       full + (o * whole[1][axis] + at) * inner,
+				       along[k] * inner * sizeof(float));
+			memcpy(part, whole, sizeof(part));
+			part[1][axis] = along[k];
+			snprintf(name, sizeof(name), "Conv2D.cut_lxslice%u.1.2.1764590000000010.4.0.0.0",
+				 k);
+			ffts_write("my", name, 1, 2, rank, part, m, attr);
+			at += along[k];
+			free(slice);
+		}
+		c = run_compare(&cfg);
+		r = find_row(c, "cut:output:0");
+		ck_assert_msg(!strcmp(cell(c, r, "MaxAbsoluteError"), "0.000000"),
+			      "round %d: rank %u, axis %u, %u parts: max abs %s", round, rank[1], axis,
+			      parts, cell(c, r, "MaxAbsoluteError"));
+		adump_compare_close(c);
+		free(full);
+		t_rmtree(dir);
+		free(dir);
+	}
+}
+END_TEST
+
 START_TEST(test_open_errors)
 {
 	struct adump_compare *c = NULL;
@@ -1494,6 +1570,7 @@ int main(void)
 	tcase_add_test(td, test_matching);
 	tcase_add_test(td, test_ffts_names);
 	tcase_add_test(td, test_ffts_merge);
+	tcase_add_test(td, test_ffts_merge_random);
 	tcase_add_test(td, test_open_errors);
 	tcase_add_test(td, test_stats_values);
 	tcase_add_test(td, test_stats_matching);
