@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: any bytes as a dump file. Parsing must fail with a message naming the
  * dump, or succeed with a layout that exactly covers the input; every tensor is then read,
- * mapped, summarised and written as .npy/.bin without touching memory outside the input. */
+ * mapped, summarised and written as .npy/.bin without touching memory outside the input.
+ * The dump then plays both subtasks of an FFTS+ op: its attribute parses as a cut or is
+ * refused, and every byte of every merged output reads back from inside the dump. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include "adump/reader.h"
+#include "reader/compare_int.h"
 
 static struct adump_reader *reader;
 static int null_fd = -1;
@@ -19,6 +22,43 @@ static void check(int cond, const char *what)
 		fprintf(stderr, "fuzz_reader: invariant failed: %s\n", what);
 		abort();
 	}
+}
+
+static void ffts_check(const struct adump_reader_header *h)
+{
+	struct adump_reader *r[2] = { reader, reader };
+	struct adump_compare_ffts_attrs a;
+	struct adump_compare_ffts *m;
+	unsigned char buf[4096];
+	char msg[1024];
+
+	if (adump_compare_ffts_attrs_parse(h, &a, msg, sizeof(msg)) < 0) {
+		check(msg[0] != '\0', "a refused attribute says why");
+		return;
+	}
+	if (a.has_cut && adump_compare_ffts_merge(&a, r, 2, &m, msg, sizeof(msg)) == 0) {
+		const struct adump_reader_header *mh = adump_compare_ffts_header(m);
+		uint32_t first = mh->kind_count[ADUMP_TENSOR_INPUT];
+
+		check(mh->kind_count[ADUMP_TENSOR_OUTPUT] == a.output_count, "one output per cut");
+		for (uint32_t i = first; i < first + a.output_count; i++) {
+			const struct adump_tensor *t = &mh->tensors[i].info;
+			uint32_t eb = adump_compare_elem_bytes(t->dtype);
+			uint64_t step = sizeof(buf) / eb * eb;
+			struct adump_reader *failed;
+
+			check(eb > 0, "a merged output has an element size");
+			check(t->bytes <= 2 * h->payload_bytes, "a merge of two is at most both");
+			for (uint64_t off = 0; off < t->bytes; off += step) {
+				size_t n = t->bytes - off < step ? (size_t)(t->bytes - off) : step;
+
+				check(adump_compare_ffts_read(m, i, off, buf, n, &failed) == 0,
+				      "a merged output reads whole");
+			}
+		}
+		adump_compare_ffts_free(m);
+	}
+	adump_compare_ffts_attrs_free(&a);
 }
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
@@ -63,6 +103,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			      "a consistent tensor saves as .npy");
 		adump_reader_save_raw(reader, i, null_fd);
 	}
+	ffts_check(h);
 	adump_reader_close(reader);
 	return 0;
 }

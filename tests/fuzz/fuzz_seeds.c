@@ -115,7 +115,14 @@ int main(int argc, char **argv)
 
 	for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
 		struct adump_tensor t[4] = { 0 };
-		struct adump_attr attr = { "alpha", "1" };
+		/* FFTS+ cuts for the reader's merge check, manual and automatic. */
+		struct adump_attr attr = { "alpha", d % 3 == 0 ? "1" : d % 3 == 1 ?
+			"{\"threadMode\": false, \"slice_instance_num\": 2, "
+			"\"outputCutList\": [[1, 2]]}" :
+			"{\"threadMode\": true, \"slice_instance_num\": 2, \"outputCutList\": [[2, 1]], "
+			"\"output_tensor_slice\": [[[{\"lower\": 0, \"higher\": 2}, "
+			"{\"lower\": 0, \"higher\": 3}]], [[{\"lower\": 0, \"higher\": 2}, "
+			"{\"lower\": 0, \"higher\": 3}]]]}" };
 		struct adump_op op = { .op_type = "Add", .op_name = "seed", .tensor_count = 4,
 				       .tensors = t, .attr_count = 1, .attrs = &attr,
 				       .timestamp_us = 1 };
