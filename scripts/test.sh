@@ -19,8 +19,9 @@ build_and_test() {
 	(cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900)
 }
 
+start=$SECONDS
 for stage in "${stages[@]}"; do
-	echo "== $stage"
+	echo "== $stage (at $((SECONDS - start)) s)"
 	case $stage in
 	plain)
 		build_and_test build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -51,4 +52,4 @@ for stage in "${stages[@]}"; do
 		;;
 	esac
 done
-echo "scripts/test.sh: all stages passed (${stages[*]})"
+echo "scripts/test.sh: all stages passed (${stages[*]}) in $((SECONDS - start)) s"
