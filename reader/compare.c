@@ -630,17 +630,6 @@ static int row_failed(struct adump_compare *c, struct cmp_op *op, const char *op
 	return 0;
 }
 
-static void shape_text(const struct adump_tensor *t, char *buf, size_t cap)
-{
-	size_t len = (size_t)snprintf(buf, cap, "(");
-
-	for (uint32_t d = 0; d < t->dim_count && len < cap; d++)
-		len += (size_t)snprintf(buf + len, cap - len, "%s%llu", d ? ", " : "",
-					(unsigned long long)t->dims[d]);
-	if (len < cap)
-		snprintf(buf + len, cap - len, ")");
-}
-
 /* A format as msaccucmp names it: adump's name, but for the few it spells differently. */
 static void format_text(int32_t format, char *buf, size_t cap)
 {
@@ -698,8 +687,8 @@ static bool group_check(const struct adump_reader_header *h[2], const char *op_n
 		if (!is_same) {
 			char sa[ADUMP_MAX_DIMS * 22 + 3], sb[ADUMP_MAX_DIMS * 22 + 3];
 
-			shape_text(a, sa, sizeof(sa));
-			shape_text(b, sb, sizeof(sb));
+			adump_compare_dims_text(a->dims, a->dim_count, "()", sa, sizeof(sa));
+			adump_compare_dims_text(b->dims, b->dim_count, "()", sb, sizeof(sb));
 			snprintf(msg, cap, "[%s] The shape does not match (%s vs %s) for %s:%s:%u.",
 				 op_name, sa, sb, op_name, what, i);
 			return false;

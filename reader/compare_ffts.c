@@ -193,17 +193,6 @@ static uint64_t shape_elements(const struct adump_compare_ffts_shape *sh)
 	return n;
 }
 
-static void shape_text(const struct adump_compare_ffts_shape *sh, char *buf, size_t cap)
-{
-	size_t len = (size_t)snprintf(buf, cap, "[");
-
-	for (uint32_t d = 0; d < sh->dim_count && len < cap; d++)
-		len += (size_t)snprintf(buf + len, cap - len, "%s%llu", d ? ", " : "",
-					(unsigned long long)sh->dims[d]);
-	if (len < cap)
-		snprintf(buf + len, cap - len, "]");
-}
-
 /* Output @i of every subtask: shapes checked against the bytes, then joined along the cut. */
 static int output_plan(struct adump_compare_ffts *m, const struct adump_compare_ffts_attrs *a,
 		       uint32_t i, struct adump_tensor *merged, char *msg, size_t cap)
@@ -250,7 +239,8 @@ static int output_plan(struct adump_compare_ffts *m, const struct adump_compare_
 		}
 		/* msaccucmp's check_shape_match(): the data must fill the shape exactly. */
 		if (t->bytes / o->eb != shape_elements(&sh)) {
-			shape_text(&sh, text[0], sizeof(text[0]));
+			adump_compare_dims_text(sh.dims, sh.dim_count, "[]", text[0],
+						sizeof(text[0]));
 			snprintf(msg, cap, "The output_data shape %llu doesn't match the shape in dump "
 				 "file %s (subtask %u, output %u)",
 				 (unsigned long long)(t->bytes / o->eb), text[0], k, i);
@@ -265,8 +255,10 @@ static int output_plan(struct adump_compare_ffts *m, const struct adump_compare_
 		for (uint32_t d = 0; is_joinable && d < sh.dim_count; d++)
 			is_joinable = d == (uint32_t)o->axis || sh.dims[d] == first.dims[d];
 		if (!is_joinable) {
-			shape_text(&first, text[0], sizeof(text[0]));
-			shape_text(&sh, text[1], sizeof(text[1]));
+			adump_compare_dims_text(first.dims, first.dim_count, "[]", text[0],
+						sizeof(text[0]));
+			adump_compare_dims_text(sh.dims, sh.dim_count, "[]", text[1],
+						sizeof(text[1]));
 			snprintf(msg, cap, "output %u cannot be joined along axis %d: subtask 0 is %s, "
 				 "subtask %u %s", i, o->axis, text[0], k, text[1]);
 			return 11;

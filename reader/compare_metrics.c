@@ -1022,6 +1022,18 @@ void adump_compare_msg_add(char *msg, size_t cap, const char *text)
 	msg_add(msg, cap, "%s", text);
 }
 
+void adump_compare_dims_text(const uint64_t *dims, uint32_t dim_count, const char *brackets,
+			     char *buf, size_t cap)
+{
+	size_t len = (size_t)snprintf(buf, cap, "%c", brackets[0]);
+
+	for (uint32_t d = 0; d < dim_count && len < cap; d++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%llu", d ? ", " : "",
+					(unsigned long long)dims[d]);
+	if (len < cap)
+		snprintf(buf + len, cap - len, "%c", brackets[1]);
+}
+
 void adump_compare_fmt6(char *buf, size_t cap, double v)
 {
 	fmt6(buf, cap, v);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adump_config.h"
+#include "adump/reader.h"
 #include "helpers.h"
 #include "iouring/writer.h"
 #if defined(ADUMP_HAVE_SYS_OPENAT2) && defined(ADUMP_HAVE_RESOLVE_BENEATH)
@@ -244,4 +245,30 @@ char *t_slurp(const char *dir, const char *name)
 	text[len] = '\0';
 	free(buf);
 	return text;
+}
+
+uint64_t t_packed_entries_whole(const char *dir)
+{
+	struct adump_reader_packed *p;
+	const struct adump_reader_packed_entry *e;
+	struct adump_reader *r;
+	char packed[4300];
+	uint64_t whole = 0;
+	int ret;
+
+	snprintf(packed, sizeof(packed), "%s/packed", dir);
+	ck_assert_int_eq(adump_reader_create(&r), 0);
+	ck_assert_int_eq(adump_reader_packed_open(packed, &p), 0);
+	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
+		ck_assert_msg(e->status == ADUMP_PACKED_ENTRY, "%s line %u: %s", e->index_path,
+			      e->line, e->message);
+		ck_assert_msg(adump_reader_open_packed(r, p, e, true) == 0, "%s",
+			      adump_reader_error(r));
+		adump_reader_close(r);
+		whole++;
+	}
+	ck_assert_int_eq(ret, 0);
+	adump_reader_packed_close(p);
+	adump_reader_destroy(r);
+	return whole;
 }

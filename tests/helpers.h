@@ -43,6 +43,10 @@ bool t_feature_need(enum t_feature f, const char *test);
 		if (t_feature_need((f), #tf))                                           \
 			tcase_add_test((tc), tf);                                       \
 	} while (0)
+/* The packed capture under @dir (<dir>/packed): every index line whole (a cut-short line,
+ * what a crash leaves, fails the test), every entry opening with its CRC32C checked. Return:
+ * the number of entries. */
+uint64_t t_packed_entries_whole(const char *dir);
 /* Run Suite @s with its own runner; returns the process exit code: 1 if a test failed,
  * else 77 if a test was left out for a refused feature (the rest passed), else 0. */
 int t_run_suite(Suite *s);

@@ -120,34 +120,6 @@ static void check_loss_log(const char *run, const struct adump_stats *st)
 			      (unsigned long long)st->losses[i]);
 }
 
-/* Packed: every indexed entry opens whole (CRC32C checked); returns how many. */
-static uint64_t packed_entries_whole(const char *run)
-{
-	struct adump_reader_packed *p;
-	const struct adump_reader_packed_entry *e;
-	struct adump_reader *r;
-	char packed[4400];
-	uint64_t whole = 0;
-	int ret;
-
-	snprintf(packed, sizeof(packed), "%s/packed", run);
-	ck_assert_int_eq(adump_reader_create(&r), 0);
-	ck_assert_int_eq(adump_reader_packed_open(packed, &p), 0);
-	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
-		/* A cut-short last line is what a crash leaves, not a full disk. */
-		ck_assert_msg(e->status == ADUMP_PACKED_ENTRY, "%s line %u: %s", e->index_path,
-			      e->line, e->message);
-		ck_assert_msg(adump_reader_open_packed(r, p, e, true) == 0, "%s",
-			      adump_reader_error(r));
-		adump_reader_close(r);
-		whole++;
-	}
-	ck_assert_int_eq(ret, 0);
-	adump_reader_packed_close(p);
-	adump_reader_destroy(r);
-	return whole;
-}
-
 static struct adump_session *make_session(const char *time_dir, enum adump_writer_kind writer,
 					  enum adump_layout layout, uint64_t min_free)
 {
@@ -199,7 +171,7 @@ static void fill_the_disk(enum adump_writer_kind writer, enum adump_layout layou
 	scan(run);
 	if (layout == ADUMP_LAYOUT_PACKED) {
 		ck_assert_uint_eq(seen.whole + seen.failed + seen.other, 0);
-		ck_assert_uint_eq(packed_entries_whole(run), st.files_completed);
+		ck_assert_uint_eq(t_packed_entries_whole(run), st.files_completed);
 	} else {
 		ck_assert_uint_eq(seen.whole, st.files_completed);
 		ck_assert_uint_le(seen.failed, st.files_failed);
@@ -233,7 +205,7 @@ static void after_space_is_freed(enum adump_writer_kind writer, enum adump_layou
 	snprintf(path, sizeof(path), "%s/again", mnt);
 	scan(path);
 	if (layout == ADUMP_LAYOUT_PACKED)
-		ck_assert_uint_eq(packed_entries_whole(path), load.launched);
+		ck_assert_uint_eq(t_packed_entries_whole(path), load.launched);
 	else
 		ck_assert_uint_eq(seen.whole, load.launched);
 	ck_assert_uint_eq(seen.failed, 0);
@@ -291,7 +263,7 @@ static void fill_with_guard(enum adump_writer_kind writer, enum adump_layout lay
 		(unsigned long long)st.files_failed,
 		(unsigned long long)st.losses[ADUMP_LOSS_DISK_GUARD]);
 	if (layout == ADUMP_LAYOUT_PACKED) {
-		ck_assert_uint_eq(packed_entries_whole(run), st.files_completed);
+		ck_assert_uint_eq(t_packed_entries_whole(run), st.files_completed);
 		ck_assert_int_eq(adump_session_destroy(s), -ADUMP_ERR_DISK_GUARD);
 		return;
 	}

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Output formats: LZ4 frames decompress (with the lz4 command) to the exact files the plain
  * sink writes; packed segments unpack byte-identical to the file sink for the same seed (small
- * files through batches too); the index survives a capture killed with SIGKILL, every indexed entry valid, and holds whole lines only when it cannot be written. Statistics mode
- * writes CSV files instead of tensors. */
+ * files through batches too); the index survives a capture killed with SIGKILL, every indexed
+ * entry valid, and holds whole lines only when it cannot be reserved or written. Statistics
+ * mode writes CSV files instead of tensors. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -333,34 +334,6 @@ START_TEST(test_packed_detects_corruption)
 }
 END_TEST
 
-/* The packed index of @dir: every line whole, each entry opening with its CRC32C checked.
- * Return: the number of entries. */
-static uint64_t index_entries_whole(const char *dir)
-{
-	struct adump_reader_packed *p;
-	const struct adump_reader_packed_entry *e;
-	struct adump_reader *r;
-	char packed[4300];
-	uint64_t whole = 0;
-	int ret;
-
-	snprintf(packed, sizeof(packed), "%s/packed", dir);
-	ck_assert_int_eq(adump_reader_create(&r), 0);
-	ck_assert_int_eq(adump_reader_packed_open(packed, &p), 0);
-	while ((ret = adump_reader_packed_next(p, &e)) > 0) {
-		ck_assert_msg(e->status == ADUMP_PACKED_ENTRY, "%s line %u: %s", e->index_path,
-			      e->line, e->message);
-		ck_assert_msg(adump_reader_open_packed(r, p, e, true) == 0, "%s",
-			      adump_reader_error(r));
-		adump_reader_close(r);
-		whole++;
-	}
-	ck_assert_int_eq(ret, 0);
-	adump_reader_packed_close(p);
-	adump_reader_destroy(r);
-	return whole;
-}
-
 /* One Add of @bytes per input and output, through @hs; @sync waits for it to be written. */
 static void host_add(struct adump_host_stream *hs, const void *data, uint64_t bytes, bool sync)
 {
@@ -411,7 +384,7 @@ static void packed_index_failure(const char *point, int err, uint64_t bytes)
 	ck_assert_uint_eq(st.files_failed, 1);
 	ck_assert_uint_eq(st.drops, 2);
 	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
-	ck_assert_uint_eq(index_entries_whole(dir), 2);
+	ck_assert_uint_eq(t_packed_entries_whole(dir), 2);
 	ck_assert_int_eq(adump_reader_losses_open(dir, &l), 0);
 	while ((ret = adump_reader_losses_next(l, &e)) > 0) {
 		ck_assert_msg(e->is_valid, "line %u: %s", e->line, e->message);
@@ -434,7 +407,7 @@ static void packed_index_failure(const char *point, int err, uint64_t bytes)
 	ck_assert_uint_eq(st.files_completed + st.files_failed, 19);
 	ck_assert_uint_ge(st.files_failed, 2);
 	adump_session_destroy(s);
-	ck_assert_uint_eq(index_entries_whole(dir), st.files_completed);
+	ck_assert_uint_eq(t_packed_entries_whole(dir), st.files_completed);
 	snprintf(idx, sizeof(idx), "%s/packed/w0.idx", dir);
 	ck_assert_int_eq(stat(idx, &sb), 0);
 	ck_assert_int_le(sb.st_blocks * 512, (sb.st_size + 4095) / 4096 * 4096);
