@@ -274,6 +274,27 @@ void adump_loss_file(struct adump_session *s, const struct adump_op_rec *rec, co
 	pthread_mutex_unlock(&l->lock);
 }
 
+void adump_loss_unindexed(struct adump_session *s, const char *file, int err)
+{
+	struct adump_loss *l = s->loss;
+	const char *base = strrchr(file, '/');
+	char type[4096], name[4096], time[48];
+	unsigned stream = 0;
+	/* "<device_id>/<type>.<name>.<task>.<stream>.<timestamp>": the names hold no dot. */
+	int n = sscanf(base ? base + 1 : file, "%4095[^.].%4095[^.].%*u.%u", type, name, &stream);
+	struct adump_op op = { .op_type = n >= 1 ? type : "", .op_name = n >= 2 ? name : "",
+			       .stream_id = n >= 3 ? stream : 0 };
+
+	if (!l)
+		return;
+	time_iso(time, sizeof(time));
+	pthread_mutex_lock(&l->lock);
+	count(l, stream_of(l, op.stream_id), cause_of(err));
+	if (l->path)
+		write_line(l, file, &op, NULL, -1, cause_of(err), time);
+	pthread_mutex_unlock(&l->lock);
+}
+
 void adump_loss_file_end(struct adump_session *s, struct file_state *fs)
 {
 	adump_guard_file_done(s, fs);

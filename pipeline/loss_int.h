@@ -33,6 +33,13 @@ void adump_loss_destroy(struct adump_loss *l);
 void adump_loss_file(struct adump_session *s, const struct adump_op_rec *op, const char *path,
 		     int err);
 
+/**
+ * adump_loss_unindexed() - a packed file written whole but whose index line was lost (the
+ * index write failed with @err): one loss, the file's, named by @file ("<device_id>/<file
+ * name>", the line's first field), its op and stream read from the name. Any worker.
+ */
+void adump_loss_unindexed(struct adump_session *s, const char *file, int err);
+
 /* A file ends (worker, adump_file_finish()): its disk guard reserve goes back and, if it failed,
  * its losses are recorded. */
 void adump_loss_file_end(struct adump_session *s, struct file_state *fs);

@@ -73,7 +73,8 @@ struct packed_state {
 	uint32_t old_count;
 	char *index_buf;                        /* lines of completed files, not yet written */
 	size_t index_len;
-	uint32_t index_counted;                 /* of those, lines of files counted completed */
+	size_t index_counted;                   /* of those, the bytes of the first lines, whose
+						 * files are counted completed already */
 	uint64_t index_size;                    /* the index file's bytes: whole lines */
 	uint64_t index_reserved;                /* its space allocated up to here */
 	bool is_reserve_unsupported;            /* the filesystem has no fallocate() */
@@ -259,9 +260,32 @@ static int index_reserve(struct adump_worker *w, size_t more)
 	return 0;
 }
 
+/* The write of index lines failed: the files among them already counted completed (the
+ * first @len bytes) are counted failed, each with one loss. */
+static void index_lost(struct adump_worker *w, char *lines, size_t len, int err)
+{
+	struct adump_session *s = w->session;
+	struct adump_packed_line pl;
+	uint64_t files = 0;
+
+	for (char *line = lines, *end; line < lines + len; line = end + 1) {
+		end = memchr(line, '\n', (size_t)(lines + len - line));
+		if (!end)
+			break;
+		*end = '\0';
+		adump_loss_unindexed(s, adump_packed_line_parse(line, &pl) ? line : pl.name, err);
+		files++;
+	}
+	atomic_fetch_sub_explicit(&s->files_completed, files, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->files_failed, files, memory_order_relaxed);
+	adump_log_once(ADUMP_LOG_ERROR, MODULE, "writing the index: %s (%llu written files not "
+		       "indexed, counted failed; further failures are counted)",
+		       adump_strerror(err), (unsigned long long)files);
+}
+
 /* Write the queued index lines, all or none. When the write fails, the index is cut back to
  * its last whole line, and files already counted completed whose lines were lost are counted
- * failed instead. */
+ * failed instead (index_lost()). */
 static int index_flush(struct adump_worker *w)
 {
 	struct packed_state *p = w->out_state;
@@ -281,11 +305,8 @@ static int index_flush(struct adump_worker *w)
 			adump_log(ADUMP_LOG_ERROR, MODULE, "worker %u: cutting the index back: %s",
 				  w->index, strerror(errno));
 		p->index_reserved = p->index_size;
-		atomic_fetch_sub_explicit(&s->files_completed, p->index_counted, memory_order_relaxed);
-		atomic_fetch_add_explicit(&s->files_failed, p->index_counted, memory_order_relaxed);
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
-		adump_log_once(ADUMP_LOG_ERROR, MODULE, "writing the index: %s (%u files not indexed)",
-			       adump_strerror(ret), p->index_counted);
+		index_lost(w, p->index_buf, p->index_counted, ret);
 	}
 	p->index_len = 0;
 	p->index_counted = 0;
@@ -494,16 +515,17 @@ static void batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 			       b->file_count, w->index, (unsigned long long)b->base,
 			       adump_strerror(ret));
 	}
+	/* A failed file is counted once its losses are written, as adump_file_finish() does. */
 	if (ret < 0) {
 		adump_session_set_error(s, ret);
+		for (uint32_t i = 0; i < b->file_count; i++)
+			adump_loss_file(s, b->ops[i], NULL, ret);
 		atomic_fetch_add_explicit(&s->files_failed, b->file_count, memory_order_relaxed);
 	} else {
 		atomic_fetch_add_explicit(&s->files_completed, b->file_count, memory_order_relaxed);
 	}
 	adump_guard_bytes_done(s, b->len);
 	for (uint32_t i = 0; i < b->file_count; i++) {
-		if (ret < 0)
-			adump_loss_file(s, b->ops[i], NULL, ret);
 		b->ops[i]->status = ret;
 		adump_op_rec_destroy(b->ops[i]);
 	}
@@ -644,7 +666,7 @@ static void packed_file_end(struct adump_worker *w, struct file_state *fs)
 	if (ret == 0 && adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))
 		ret = index_flush(w);
 	else if (ret == 0)
-		p->index_counted++;     /* queued; counted completed once this returns */
+		p->index_counted = p->index_len;        /* counted completed once this returns */
 	if (ret < 0)
 		adump_file_fail(w->session, fs, ret, "indexing");
 }
