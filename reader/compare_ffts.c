@@ -13,7 +13,8 @@
  * one is the first subtask's. In automatic mode each subtask's output has the shape its
  * output_tensor_slice gives; in manual mode the shape in its own header. The merged outputs
  * are never built: adump_compare_ffts_read() gathers the bytes of any range of one from the
- * subtasks' files. */
+ * subtasks' files, through a window per subtask when the pieces are small (a cut near the
+ * last axis leaves runs of a few elements). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,16 @@
 #include <json-c/json.h>
 
 #include "reader/compare_int.h"
+
+#define WINDOW_BYTES (64u << 10)        /* read ahead in a subtask for runs below half of it */
+
+/* What was read last of one subtask's tensor, ahead of the run that asked. */
+struct ffts_window {
+	uint32_t tensor;
+	uint64_t at;                    /* payload offset of buf[0] */
+	size_t len;                     /* 0: empty */
+	unsigned char *buf;
+};
 
 /* One merged output: which tensor of each subtask file it gathers, and how. */
 struct ffts_output {
@@ -42,6 +53,7 @@ struct adump_compare_ffts {
 	uint32_t first_out;             /* index of the first output in h.tensors */
 	struct adump_reader **r;        /* per subtask, open; borrowed */
 	uint32_t file_count;
+	struct ffts_window *win;        /* per subtask, made at the first small run */
 };
 
 void adump_compare_ffts_attrs_free(struct adump_compare_ffts_attrs *a)
@@ -172,6 +184,9 @@ void adump_compare_ffts_free(struct adump_compare_ffts *m)
 		free(m->outs[i].start);
 		free(m->outs[i].tensor);
 	}
+	for (uint32_t k = 0; m->win && k < m->file_count; k++)
+		free(m->win[k].buf);
+	free(m->win);
 	free(m->outs);
 	free(m->tensors);
 	free(m);
@@ -344,7 +359,40 @@ const struct adump_reader_header *adump_compare_ffts_header(const struct adump_c
 	return &m->h;
 }
 
-int adump_compare_ffts_read(const struct adump_compare_ffts *m, uint32_t tensor, uint64_t offset,
+/* @len bytes at @offset of tensor @tensor of subtask @k: small runs through its window. */
+static int piece_read(struct adump_compare_ffts *m, uint32_t k, uint32_t tensor, uint64_t offset,
+		      unsigned char *dst, size_t len)
+{
+	struct ffts_window *w;
+	uint64_t size;
+	int ret;
+
+	if (len >= WINDOW_BYTES / 2)
+		return adump_reader_read(m->r[k], tensor, offset, dst, len);
+	if (!m->win && !(m->win = calloc(m->file_count, sizeof(*m->win))))
+		return -ENOMEM;
+	w = &m->win[k];
+	if (!w->len || w->tensor != tensor || offset < w->at || offset + len > w->at + w->len) {
+		if (!w->buf && !(w->buf = malloc(WINDOW_BYTES)))
+			return -ENOMEM;
+		size = adump_reader_header(m->r[k])->tensors[tensor].info.bytes;
+		w->len = 0;
+		if (offset > size || len > size - offset)
+			return adump_reader_read(m->r[k], tensor, offset, dst, len);   /* says why */
+		w->tensor = tensor;
+		w->at = offset;
+		ret = adump_reader_read(m->r[k], tensor, offset, w->buf,
+					size - offset < WINDOW_BYTES ? (size_t)(size - offset)
+								     : WINDOW_BYTES);
+		if (ret < 0)
+			return ret;
+		w->len = size - offset < WINDOW_BYTES ? (size_t)(size - offset) : WINDOW_BYTES;
+	}
+	memcpy(dst, w->buf + (offset - w->at), len);
+	return 0;
+}
+
+int adump_compare_ffts_read(struct adump_compare_ffts *m, uint32_t tensor, uint64_t offset,
 			    void *buf, size_t len, struct adump_reader **failed)
 {
 	const struct ffts_output *o;
@@ -378,7 +426,7 @@ int adump_compare_ffts_read(const struct adump_compare_ffts *m, uint32_t tensor,
 		run = (o->start[k] + o->along[k]) * o->inner - rem;
 		run = run < n ? run : n;
 		from = outer * o->along[k] * o->inner + (rem - o->start[k] * o->inner);
-		ret = adump_reader_read(m->r[k], o->tensor[k], from * o->eb, p, run * o->eb);
+		ret = piece_read(m, k, o->tensor[k], from * o->eb, p, run * o->eb);
 		if (ret < 0) {
 			*failed = m->r[k];
 			return ret;

@@ -134,8 +134,9 @@ ADUMP_HIDDEN int adump_compare_ffts_merge(const struct adump_compare_ffts_attrs 
 /* Its header: the first subtask's inputs, then the merged outputs. */
 ADUMP_HIDDEN const struct adump_reader_header *
 adump_compare_ffts_header(const struct adump_compare_ffts *m);
-/* adump_reader_read() of the merged dump; on failure *failed is the reader to ask why. */
-ADUMP_HIDDEN int adump_compare_ffts_read(const struct adump_compare_ffts *m, uint32_t tensor,
+/* adump_reader_read() of the merged dump (one thread at a time: it keeps read-ahead windows);
+ * on failure *failed is the reader to ask why. */
+ADUMP_HIDDEN int adump_compare_ffts_read(struct adump_compare_ffts *m, uint32_t tensor,
 					 uint64_t offset, void *buf, size_t len,
 					 struct adump_reader **failed);
 ADUMP_HIDDEN void adump_compare_ffts_free(struct adump_compare_ffts *m);
