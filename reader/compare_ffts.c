@@ -25,6 +25,7 @@
 #include "reader/compare_int.h"
 
 #define WINDOW_BYTES (64u << 10)        /* read ahead in a subtask for runs below half of it */
+#define SLICES_MAX (1u << 16)           /* thread x output shapes a cut may list */
 
 /* What was read last of one subtask's tensor, ahead of the run that asked. */
 struct ffts_window {
@@ -76,6 +77,11 @@ static int slices_parse(json_object *all, struct adump_compare_ffts_attrs *a, ch
 {
 	size_t threads = json_object_array_length(all);
 
+	if (a->output_count && threads > SLICES_MAX / a->output_count) {
+		snprintf(msg, cap, "output_tensor_slice lists %zu threads of %u outputs, more than "
+			 "%u shapes", threads, a->output_count, SLICES_MAX);
+		return -ADUMP_ERR_CORRUPT;
+	}
 	a->thread_count = (uint32_t)threads;
 	a->slices = calloc(threads * a->output_count + 1, sizeof(*a->slices));
 	if (!a->slices)
@@ -102,7 +108,7 @@ static int slices_parse(json_object *all, struct adump_compare_ffts_attrs *a, ch
 
 				if (!lo || !hi || h < l)
 					goto bad;
-				sh->dims[d] = (uint64_t)(h - l);
+				sh->dims[d] = (uint64_t)h - (uint64_t)l;
 			}
 		}
 	}
