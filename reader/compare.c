@@ -697,19 +697,6 @@ static bool group_check(const struct adump_reader_header *h[2], const char *op_n
 	return true;
 }
 
-/* Elements the shape holds (1 for a scalar); saturates instead of overflowing. */
-static uint64_t tensor_elements(const struct adump_tensor *t)
-{
-	uint64_t n = 1;
-
-	for (uint32_t d = 0; d < t->dim_count && d < ADUMP_MAX_DIMS; d++) {
-		if (t->dims[d] && n > UINT64_MAX / t->dims[d])
-			return UINT64_MAX;
-		n *= t->dims[d];
-	}
-	return n;
-}
-
 /* Stream both tensors through the accumulator; KL reads them a second time. On failure @msg
  * holds the reason and the return is negative. */
 static int tensor_stream(struct worker *w, const uint32_t idx[2], uint64_t count,
@@ -811,13 +798,14 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 	w->msg[0] = '\0';
 	for (int s = 0; s < 2 && is_ok; s++) {
 		uint32_t eb = adump_compare_elem_bytes(dtype[s]);
+		uint64_t elements = adump_compare_dims_elements(t[s]->dims, t[s]->dim_count);
 
 		if (!eb) {
 			snprintf(w->msg, sizeof(w->msg), "[%s] %s: data type %s (%d) has no numeric "
 				 "comparison.", op->name, s == MY ? "my output" : "ground truth",
 				 adump_compare_dtype_name(dtype[s]), dtype[s]);
 			is_ok = false;
-		} else if (t[s]->bytes % eb && t[s]->bytes / eb < tensor_elements(t[s])) {
+		} else if (t[s]->bytes % eb && t[s]->bytes / eb < elements) {
 			snprintf(w->msg, sizeof(w->msg), "[%s] %s: %llu bytes is not a whole number "
 				 "of %s elements.", op->name, s == MY ? "my output" : "ground truth",
 				 (unsigned long long)t[s]->bytes, adump_compare_dtype_name(dtype[s]));
@@ -825,9 +813,7 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		} else {
 			/* msaccucmp reads as many elements as the shape holds (fewer if the payload
 			 * is short): bytes past them are not compared. */
-			count[s] = t[s]->bytes / eb;
-			if (count[s] > tensor_elements(t[s]))
-				count[s] = tensor_elements(t[s]);
+			count[s] = t[s]->bytes / eb < elements ? t[s]->bytes / eb : elements;
 		}
 	}
 	if (is_ok && count[MY] != count[GOLDEN]) {
@@ -1025,14 +1011,13 @@ static int ffts_open(struct worker *w, struct cmp_op *op, int s,
 	if (ret < 0 || !a.has_cut) {
 		adump_compare_ffts_attrs_free(&a);
 		w->path[s] = pick->path;
-		if (pick == &files[0])
-			goto opened;
-		adump_reader_close(w->r[s]);
-		if (file_open(w, s, w->r[s], pick) < 0) {
-			snprintf(text, cap, "[%s] %s", op->name, adump_reader_error(w->r[s]));
-			return 18;
+		if (pick != &files[0]) {
+			adump_reader_close(w->r[s]);
+			if (file_open(w, s, w->r[s], pick) < 0) {
+				snprintf(text, cap, "[%s] %s", op->name, adump_reader_error(w->r[s]));
+				return 18;
+			}
 		}
-opened:
 		*h = adump_reader_header(w->r[s]);
 		return 0;
 	}

@@ -207,11 +207,7 @@ static void shape_of(const struct adump_tensor *t, struct adump_compare_ffts_sha
 
 static uint64_t shape_elements(const struct adump_compare_ffts_shape *sh)
 {
-	uint64_t n = 1;
-
-	for (uint32_t d = 0; d < sh->dim_count; d++)
-		n = sh->dims[d] && n > UINT64_MAX / sh->dims[d] ? UINT64_MAX : n * sh->dims[d];
-	return n;
+	return adump_compare_dims_elements(sh->dims, sh->dim_count);
 }
 
 /* Output @i of every subtask: shapes checked against the bytes, then joined along the cut. */

@@ -54,6 +54,9 @@ ADUMP_HIDDEN void adump_compare_msg_add(char *msg, size_t cap, const char *text)
 ADUMP_HIDDEN void adump_compare_simd_set(bool is_enabled);
 /* Tests: the AVX2 KL kernel even where AVX-512 is there (the other kernels are AVX2 only). */
 ADUMP_HIDDEN void adump_compare_avx512_set(bool is_enabled);
+/* Elements @dims hold (1 for a scalar); saturates at UINT64_MAX instead of overflowing, and a
+ * 0 anywhere gives 0. */
+ADUMP_HIDDEN uint64_t adump_compare_dims_elements(const uint64_t *dims, uint32_t dim_count);
 /* Dims as Python prints a tuple or list of them: @brackets is "()" or "[]". */
 ADUMP_HIDDEN void adump_compare_dims_text(const uint64_t *dims, uint32_t dim_count,
 					  const char *brackets, char *buf, size_t cap);

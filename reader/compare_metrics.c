@@ -1022,6 +1022,15 @@ void adump_compare_msg_add(char *msg, size_t cap, const char *text)
 	msg_add(msg, cap, "%s", text);
 }
 
+uint64_t adump_compare_dims_elements(const uint64_t *dims, uint32_t dim_count)
+{
+	uint64_t n = 1;
+
+	for (uint32_t d = 0; d < dim_count && d < ADUMP_MAX_DIMS; d++)
+		n = dims[d] && n > UINT64_MAX / dims[d] ? UINT64_MAX : n * dims[d];
+	return n;
+}
+
 void adump_compare_dims_text(const uint64_t *dims, uint32_t dim_count, const char *brackets,
 			     char *buf, size_t cap)
 {
