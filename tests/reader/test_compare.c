@@ -1119,7 +1119,9 @@ END_TEST
 
 /* Random cuts: a tensor of rank 1-4 split into 2-4 manual slices along a random axis, compared
  * with the whole through small read chunks (7 elements, so reads end inside a slice's run):
- * the merge gathers exactly the whole tensor, element for element. */
+ * the merge gathers exactly the whole tensor, element for element. The last round cuts a
+ * [20000, 4] tensor along its last axis: runs of one element from slices of 80,000 bytes,
+ * more than one read-ahead window holds. */
 START_TEST(test_ffts_merge_random)
 {
 	uint64_t rng = t_seed() + 12;
@@ -1127,18 +1129,24 @@ START_TEST(test_ffts_merge_random)
 	char name[128], attr[256];
 
 	cfg.chunk_elements = 7;
-	for (int round = 0; round < 24; round++) {
+	for (int round = 0; round < 25; round++) {
 		uint32_t rank[2] = { 1, 1 + (uint32_t)(t_rand(&rng) % 4) }, parts = 2 + t_rand(&rng) % 3;
 		uint64_t whole[2][4] = { { 1 } }, part[2][4] = { { 1 } }, n = 1, outer = 1, inner = 1;
 		uint32_t axis = (uint32_t)(t_rand(&rng) % rank[1]);
 		uint64_t along[4], at = 0;
+		bool is_long = round == 24;
 		size_t len = 0;
 		float *full, one = 1;
 		struct adump_compare *c;
 		int r;
 
+		if (is_long) {
+			rank[1] = 2;
+			axis = 1;
+			parts = 4;
+		}
 		for (uint32_t d = 0; d < rank[1]; d++) {
-			whole[1][d] = 1 + t_rand(&rng) % 5;
+			whole[1][d] = is_long ? 20000 : 1 + t_rand(&rng) % 5;
 			if (d < axis)
 				outer *= whole[1][d];
 			if (d > axis)
@@ -1146,7 +1154,7 @@ START_TEST(test_ffts_merge_random)
 		}
 		whole[1][axis] = 0;
 		for (uint32_t k = 0; k < parts; k++)
-			whole[1][axis] += along[k] = 1 + t_rand(&rng) % 4;
+			whole[1][axis] += along[k] = is_long ? 1 : 1 + t_rand(&rng) % 4;
 		for (uint32_t d = 0; d < rank[1]; d++)
 			n *= whole[1][d];
 		full = randf(n, &rng, 4);
