@@ -296,6 +296,19 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: check_fn without release_fn", op->op_name);
 		return -EINVAL;
 	}
+	if (op->attr_count > ADUMP_HOST_ATTR_MAX || (op->attr_count && !op->attrs)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %u attributes (at most %u, attrs %s)",
+			  op->op_name, op->attr_count, ADUMP_HOST_ATTR_MAX,
+			  op->attrs ? "set" : "NULL");
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < op->attr_count; i++) {
+		if (!op->attrs[i].name || !op->attrs[i].value) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s: attribute %u has a NULL name or value",
+				  op->op_name, i);
+			return -EINVAL;
+		}
+	}
 	ret = scratch_reserve(hs, (uint32_t)count);
 	if (ret < 0)
 		return ret;
@@ -335,6 +348,9 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		.timestamp_us = op->timestamp_us ? op->timestamp_us : adump_wall_us(),
 		.tensor_count = (uint32_t)count,
 		.tensors = hs->tensors,
+		.attr_count = op->attr_count,
+		.attrs = op->attrs,
+		.dfx_message = op->dfx_message,
 	};
 	if (op->release_fn) {
 		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
@@ -378,14 +394,16 @@ int adump_host_dump_op(struct adump_host_stream *hs, const struct adump_host_op 
 	if (ret == 0 && !op) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "dump: op is NULL");
 		ret = -EINVAL;
-	} else if (ret == 0 && op->struct_size < sizeof(o)) {
+	} else if (ret == 0 && op->struct_size < ADUMP_HOST_OP_SIZE_V1) {
 		adump_log(ADUMP_LOG_ERROR, MODULE,
 			  "dump: op struct_size %zu: initialise it with ADUMP_HOST_OP_INIT",
 			  op->struct_size);
 		ret = -EINVAL;
 	}
 	if (ret == 0) {
-		memcpy(&o, op, sizeof(o));
+		/* A caller built against an earlier version has fewer fields: the rest stay 0. */
+		memcpy(&o, op, op->struct_size < sizeof(o) ? op->struct_size : sizeof(o));
+		o.struct_size = sizeof(o);
 		ret = dump(hs, &o, task_id);
 	}
 	if (ret < 0)

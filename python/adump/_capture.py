@@ -92,16 +92,19 @@ class Stream:
         return self._st.id()
 
     def dump(self, op_type, op_name, inputs=(), outputs=(), copy=True, check=None,
-             on_release=None):
+             on_release=None, attrs=None, dfx_message=None):
         """Dump one op. inputs/outputs: numpy arrays, torch tensors or buffer-protocol
         objects of a supported dtype (non-contiguous ones are made contiguous), or
         (buffer, dtype, shape) tuples with dtype a value of adump.DTYPES. copy=True returns
         once the bytes are copied into staging; copy=False holds references until they are
         written, then calls on_release(task_id, status); check(), if given, runs before
-        the file is published and a false result fails the dump. Returns the task id."""
+        the file is published and a false result fails the dump. attrs (a dict or (name,
+        value) str pairs) and dfx_message (str) go into the header (DumpData.attr,
+        dfx_message). Returns the task id."""
         ins = [_arg(x) for x in inputs]
         outs = [_arg(x) for x in outputs]
-        return self._st.dump(op_type, op_name, ins, outs, copy, check, on_release)
+        return self._st.dump(op_type, op_name, ins, outs, copy, check, on_release,
+                             attrs=attrs, dfx_message=dfx_message)
 
     def sync(self):
         """Wait until every dump of this stream is written. Raises adump.DroppedError when

@@ -32,6 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _adump
 from ._capture import Session, _torch_arg
+from ._torch_tree import ModuleTree
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -153,6 +154,8 @@ class capture:
         self._inplace_modules = set()
         self._backwards = []
         self._orig_backward = None
+        # Which module call each dump ran inside, per step (construct.json's shape).
+        self.tree = ModuleTree()
         # The session is created by the first dump of a step, so an unwritable dump_path
         # must be found now: before any capture starts.
         os.makedirs(self.dump_path, exist_ok=True)
@@ -242,6 +245,7 @@ class capture:
         self._finish_step()
         self.step_no += 1
         self._counts = {}
+        self.tree.new_step(self.step_no)
 
     # ---- dumping -------------------------------------------------------------------------
 
@@ -250,14 +254,14 @@ class capture:
         self._counts[base] = n + 1
         return n
 
-    def _dump(self, op_type, name, inputs, outputs):
+    def _dump(self, op_type, name, inputs, outputs, attrs=None):
         t0 = time.perf_counter()
         try:
-            self._dump_now(op_type, name, inputs, outputs)
+            self._dump_now(op_type, name, inputs, outputs, attrs)
         finally:
             self.handover_seconds += time.perf_counter() - t0
 
-    def _dump_now(self, op_type, name, inputs, outputs):
+    def _dump_now(self, op_type, name, inputs, outputs, attrs):
         ins = []
         outs = []
         keep = []
@@ -272,7 +276,7 @@ class capture:
         st = self._stream()
         self.dumps += 1
         if not self.zero_copy:
-            st.dump(op_type, name, ins, outs)
+            st.dump(op_type, name, ins, outs, attrs=attrs)
             return
 
         def unchanged():
@@ -282,27 +286,59 @@ class capture:
             if status < 0:
                 self.losses.append((name, status))
 
-        st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released)
+        st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released,
+                attrs=attrs)
 
     # ---- module level ----------------------------------------------------------------------
 
     def _install_modules(self):
+        """Hooks on every module: at both levels they keep the module tree (each call's
+        parent, the call ops run inside); at module level they dump."""
         for path, module in self.model.named_modules():
             cls = type(module).__name__
             if getattr(module, "inplace", False) is True:
                 # ReLU(inplace=True) and the like: keep their inputs' values at entry.
                 self._inplace_modules.add(id(module))
             base = "Module.%s.%s" % (path, cls) if path else "Module.%s" % cls
-            self._handles.append(module.register_forward_pre_hook(self._pre_hook(base, path)))
-            self._handles.append(module.register_forward_hook(self._post_hook(base, path, cls)))
+            if self.level == "module":
+                pre, post = self._pre_hook(base, path), self._post_hook(base, path, cls)
+            else:
+                pre, post = self._tree_pre_hook(base), self._tree_post_hook()
+            self._handles.append(module.register_forward_pre_hook(pre))
+            self._handles.append(module.register_forward_hook(post))
+
+    def _tree_pre_hook(self, base):
+        def pre(module, args):
+            frames = module.__dict__.setdefault("_adump_frames", [])
+            if not self._active():
+                frames.append(None)
+                return None
+            name = "%s.forward.%d" % (base, self._next_index(base))
+            self.tree.enter(name)
+            frames.append(name)
+            return None
+        return pre
+
+    def _tree_post_hook(self):
+        def post(module, args, output):
+            frames = module.__dict__.get("_adump_frames")
+            name = frames.pop() if frames else None
+            if name is not None:
+                self.tree.leave(name)
+            return None
+        return post
 
     def _pre_hook(self, base, path):
         def pre(module, args):
             frames = module.__dict__.setdefault("_adump_frames", [])
-            if not self._active() or not self._in_scope(base, path):
+            if not self._active():
                 frames.append(None)
                 return None
             n = self._next_index(base)
+            self.tree.enter("%s.forward.%d" % (base, n))
+            if not self._in_scope(base, path):
+                frames.append((n, None))
+                return None
             inputs = _flatten(args, [])
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
@@ -319,8 +355,8 @@ class capture:
                         v = views[id(t)] = t.view_as(t)
                     return v
                 args = _rebuild(args, wrap)
-            frames.append((n, inputs, versions, copies,
-                           [(v, v._version) for v in views.values()]))
+            frames.append((n, (inputs, versions, copies,
+                               [(v, v._version) for v in views.values()])))
             return args if views else None
         return pre
 
@@ -330,7 +366,11 @@ class capture:
             frame = frames.pop() if frames else None
             if frame is None:
                 return None
-            n, inputs, versions, copies, views = frame
+            n, frame = frame
+            self.tree.leave("%s.forward.%d" % (base, n))
+            if frame is None:
+                return None
+            inputs, versions, copies, views = frame
             changed = any(t._version != v for t, v in zip(inputs, versions))
             if changed:
                 self._inplace_modules.add(id(module))
@@ -401,6 +441,7 @@ class capture:
             self._backwards.remove(rec)
         if not self._active():
             return
+        self.tree.add_backward(rec.name)
         held = [x for x in rec.grad_out + rec.grad_in if x is not None]
         if any(g._version != v for g, v in held):
             self.losses.append((rec.name, -_ERR_INCOMPLETE))
@@ -424,6 +465,7 @@ class capture:
         cap = self
 
         def backward(*args, **kwargs):
+            cap.tree.resolve()          # the last forward op's graph nodes, before they run
             cap._in_backward += 1
             try:
                 return orig(*args, **kwargs)
@@ -434,6 +476,7 @@ class capture:
         orig_grad = torch.autograd.grad
 
         def grad(*args, **kwargs):
+            cap.tree.resolve()
             cap._in_backward += 1
             try:
                 return orig_grad(*args, **kwargs)
@@ -456,10 +499,18 @@ class capture:
         pkt = func.overloadpacket.__name__
         if pkt.startswith("_record_function"):
             return func(*args, **kwargs)        # profiler markers, not computation
+        tree = self.tree
+        if not in_bwd:
+            tree.resolve()              # the previous op's graph nodes exist now
+        module = tree.current(in_bwd)
         overload = func._overloadname
         base = "Aten.%s" % pkt if overload == "default" else "Aten.%s.%s" % (pkt, overload)
         if not self._in_scope(base, pkt):
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            if not in_bwd:
+                # Not dumped, but its graph node's backward ops may be.
+                tree.forward_op(_flatten(out, []), module, func._schema.is_mutable)
+            return out
         inputs = _flatten((args, kwargs), []) if self.with_inputs else []
         if inputs and func._schema.is_mutable:
             # In-place and out= ops change their arguments: dump the values they had.
@@ -467,16 +518,23 @@ class capture:
         out = func(*args, **kwargs)
         direction = "backward" if in_bwd else "forward"
         n = self._next_index((base, direction))
-        outputs = _flatten(out, []) if self.with_outputs else []
-        self._dump(pkt, "%s.%d.%s" % (base, n, direction), inputs, outputs)
+        name = "%s.%d.%s" % (base, n, direction)
+        flat_out = _flatten(out, [])
+        if module is not None and in_bwd:
+            tree.add_backward(module)
+        tree.add(name, module)
+        # The contract with compare: attribute `module` = the module call's dump name.
+        self._dump(pkt, name, inputs, flat_out if self.with_outputs else [],
+                   {"module": module} if module else None)
+        if not in_bwd:
+            tree.forward_op(flat_out, module, func._schema.is_mutable)
         return out
 
     # ---- context -------------------------------------------------------------------------
 
     def __enter__(self):
-        if self.level == "module":
-            self._install_modules()
-        else:
+        self._install_modules()
+        if self.level == "op":
             self._patch_backward()
             self._mode = _Mode(self)
             self._mode.__enter__()

@@ -299,11 +299,28 @@ class ModuleLevel(unittest.TestCase):
 
 
 class Recorder(TorchDispatchMode):
-    """A plain dispatch-mode recorder: {name: (inputs before, outputs)} per step."""
+    """A plain dispatch-mode recorder: {name: (inputs before, outputs)} per step, and with
+    watch(model) {name: the module call it ran in}."""
 
     def __init__(self):
         super().__init__()
-        self.rec, self.counts = {}, {}
+        self.rec, self.counts, self.module, self.stack = {}, {}, {}, []
+
+    def watch(self, model):
+        calls = {}
+        for path, m in model.named_modules():
+            base = "Module.%s.%s" % (path, type(m).__name__) if path else \
+                "Module.%s" % type(m).__name__
+
+            def pre(mod, args, base=base):
+                n = calls.get(base, 0)
+                calls[base] = n + 1
+                self.stack.append("%s.forward.%d" % (base, n))
+
+            def post(mod, args, out):
+                self.stack.pop()
+            m.register_forward_pre_hook(pre)
+            m.register_forward_hook(post)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -316,6 +333,7 @@ class Recorder(TorchDispatchMode):
             n = self.counts.get(base, 0)
             self.counts[base] = n + 1
             self.rec["%s.%d.forward" % (base, n)] = (ins, tensors(out))
+            self.module["%s.%d.forward" % (base, n)] = self.stack[-1] if self.stack else None
         return out
 
 
@@ -324,6 +342,7 @@ class OpLevel(unittest.TestCase):
         xs = batches()[:1]
         ref_model = make_model()
         rec = Recorder()
+        rec.watch(ref_model)
         with rec:
             out = ref_model(xs[0])
         top = helpers.tmpdir("torch-op")
@@ -347,6 +366,40 @@ class OpLevel(unittest.TestCase):
             self.assertEqual(d.op_type, name.split(".")[1])
             assert_same(self, d.inputs, [t for t in ins if t.dtype != torch.complex64], name)
             assert_same(self, d.outputs, outs, name)
+            # The module call it ran in, as plain hooks saw it (absent outside every module).
+            self.assertEqual(d.attrs.get("module"), rec.module[name], name)
+        self.assertEqual(dumps["Aten.embedding.0.forward"].attrs["module"],
+                         "Module.emb.Embedding.forward.0")
+        self.assertEqual(dumps["Aten.addmm.0.forward"].attrs["module"],
+                         "Module.attn.MultiheadAttention.forward.0")
+        # Backward ops: the module backward call whose graph node ran them; the loss
+        # (computed outside the model) belongs to none.
+        for name, module in (
+                ("Aten.embedding_dense_backward.0.backward", "Module.emb.Embedding.backward.0"),
+                ("Aten.native_layer_norm_backward.0.backward", "Module.ln2.LayerNorm.backward.0"),
+                ("Aten.native_layer_norm_backward.1.backward", "Module.ln1.LayerNorm.backward.0"),
+                ("Aten.threshold_backward.0.backward", "Module.mlp.1.ReLU.backward.0"),
+                ("Aten.nll_loss_backward.0.backward", None)):
+            self.assertEqual(dumps[name].attrs.get("module"), module, name)
+        self.assertTrue(any(d.attrs.get("module") == "Module.head.Linear.backward.0"
+                            and n.startswith("Aten.mm.") for n, d in dumps.items()))
+        # One module tree per step: every dump's node points at its module call, every call
+        # at its parent call (backward calls at their parent's backward), up to a root.
+        tree = cap.tree.steps[0]
+        for name, d in dumps.items():
+            self.assertEqual(tree[name], d.attrs.get("module"), name)
+        self.assertEqual(tree["Module.mlp.0.Linear.forward.0"], "Module.mlp.Sequential.forward.0")
+        self.assertEqual(tree["Module.mlp.0.Linear.backward.0"],
+                         "Module.mlp.Sequential.backward.0")
+        self.assertEqual(tree["Module.mlp.Sequential.backward.0"], "Module.Encoder.backward.0")
+        self.assertIsNone(tree["Module.Encoder.forward.0"])
+        for node in tree:
+            seen, p = 0, tree[node]
+            while p is not None:
+                self.assertIn(p, tree, node)
+                p, seen = tree[p], seen + 1
+                self.assertLess(seen, 10)
+        self.assertEqual(sorted(cap.tree.steps), [0, 1, 2])
         rc, out = helpers.tool("verify", "--quiet", top)
         self.assertEqual(rc, 0, out)
 
