@@ -36,6 +36,16 @@ from ._torch_tree import ModuleTree
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
+# Ops that change some of their inputs in place although their schema does not say so
+# (is_mutable False, no alias annotation): the named arguments are copied before the op runs
+# so the dump holds the value the op was given. torch 1.13's batch norms update running_mean
+# and running_var in training mode. Kept short on purpose: an entry costs a copy per call.
+_UNDECLARED_INPLACE = {
+    "native_batch_norm": ("running_mean", "running_var"),
+    "cudnn_batch_norm": ("running_mean", "running_var"),
+    "miopen_batch_norm": ("running_mean", "running_var"),
+}
+
 _DTYPES = {
     torch.float32: None, torch.float16: None, torch.float64: None, torch.int8: None,
     torch.int16: None, torch.int32: None, torch.int64: None, torch.uint8: None,
@@ -67,6 +77,19 @@ def _rebuild(obj, fn):
     if isinstance(obj, dict):
         return {k: _rebuild(v, fn) for k, v in obj.items()}
     return obj
+
+
+def _copy_named(func, args, kwargs, names):
+    """(args, kwargs) with the tensors of the arguments called @names (schema names) copied."""
+    args, kwargs = list(args), dict(kwargs)
+    for i, a in enumerate(func._schema.arguments):
+        if a.name not in names:
+            continue
+        if a.name in kwargs and isinstance(kwargs[a.name], torch.Tensor):
+            kwargs[a.name] = kwargs[a.name].detach().clone()
+        elif i < len(args) and isinstance(args[i], torch.Tensor):
+            args[i] = args[i].detach().clone()
+    return args, kwargs
 
 
 def _rank():
@@ -515,6 +538,8 @@ class capture:
         if inputs and func._schema.is_mutable:
             # In-place and out= ops change their arguments: dump the values they had.
             inputs = [t.detach().clone() for t in inputs]
+        elif inputs and pkt in _UNDECLARED_INPLACE:
+            inputs = _flatten(_copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt]), [])
         out = func(*args, **kwargs)
         direction = "backward" if in_bwd else "forward"
         n = self._next_index((base, direction))

@@ -403,6 +403,28 @@ class OpLevel(unittest.TestCase):
         rc, out = helpers.tool("verify", "--quiet", top)
         self.assertEqual(rc, 0, out)
 
+    def test_batch_norm_running_stats_as_given(self):
+        # native_batch_norm updates running_mean/var in place though its schema does not
+        # say so: the dumped inputs are the values before (5.0), not after (4.5).
+        bn = nn.BatchNorm1d(3, momentum=0.1)
+        with torch.no_grad():
+            bn.running_mean.fill_(5.0)
+            bn.running_var.fill_(4.0)
+        x = torch.tensor([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]])       # mean 0
+        top = helpers.tmpdir("torch-bn")
+        with adump.torch.capture(bn, top, level="op", backward=False) as cap:
+            bn(x)
+        self.assertEqual(cap.losses, [])
+        self.assertTrue(torch.allclose(bn.running_mean, torch.full((3,), 4.5)))
+        self.assertTrue(torch.allclose(bn.running_var, torch.tensor([3.8, 4.4, 5.4])))
+        d = dumps_of(top, 0)["Aten.native_batch_norm.0.forward"]
+        self.assertEqual(d.attrs.get("module"), "Module.BatchNorm1d.forward.0")
+        # inputs: input, weight, bias, running_mean, running_var
+        self.assertEqual(len(d.inputs), 5)
+        np.testing.assert_array_equal(d.inputs[0], x.numpy())
+        np.testing.assert_array_equal(d.inputs[3], np.full(3, 5.0, np.float32))
+        np.testing.assert_array_equal(d.inputs[4], np.full(3, 4.0, np.float32))
+
 
 if __name__ == "__main__":
     unittest.main()
