@@ -43,6 +43,9 @@ struct adump_host_stream {
 	/* The channel's counters as they stood when the session took it away. */
 	pthread_mutex_t final_lock;
 	struct adump_stream_stats final_chan;
+	/* adump_host_stream_set_dir()'s absolute directory, or NULL (the session's). Every
+	 * record of the stream borrows it: it changes only while the stream is idle. */
+	char *dir;
 };
 
 /* What a zero-copy dump's op record carries for its hooks (rec->hook_data). */
@@ -156,6 +159,7 @@ int adump_host_stream_close(struct adump_host_stream *hs)
 	pthread_mutex_destroy(&hs->final_lock);
 	free(hs->tensors);
 	free(hs->data);
+	free(hs->dir);
 	free(hs);
 	return ret;
 }
@@ -365,6 +369,7 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		if (ret < 0)
 			return ret;
 	}
+	rec->dir = hs->dir;
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);
@@ -455,6 +460,30 @@ int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *op_type, co
 		return -EINVAL;
 	}
 	return adump_host_dump_op(hs, &op, NULL);
+}
+
+int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir)
+{
+	struct adump_port *chan;
+	char *abs = NULL;
+	int ret;
+
+	if (!hs)
+		return -EINVAL;
+	ret = owner_check(hs, "set_dir");
+	if (ret < 0)
+		return ret;
+	chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	if (dir) {
+		ret = adump_session_stream_dir(hs->session, dir, hs->device_id, &abs);
+		if (ret < 0)
+			return ret;
+	}
+	/* Idle first: every record still in flight borrows the old directory. */
+	ret = adump_port_wait_idle(chan);
+	free(hs->dir);
+	hs->dir = abs;
+	return ret;
 }
 
 int adump_host_stream_sync(struct adump_host_stream *hs)

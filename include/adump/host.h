@@ -184,6 +184,26 @@ ADUMP_API int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *o
 				     void *user);
 
 /**
+ * adump_host_stream_set_dir() - where the stream's next files go: <dir>/<device_id>/<name>
+ * instead of <session dir>/<device_id>/<name>, e.g. one directory per training step and rank
+ * while the session, its workers and its warm staging buffers live on.
+ * @hs:  the stream.
+ * @dir: absolute, or relative to the session's dump_path; copied. NULL: back to the session
+ *       directory.
+ *
+ * Waits until the stream is idle (as adump_host_stream_sync()) before the change, since
+ * every dump in flight is written where it was dumped; <dir>/<device_id>/ is created first
+ * (file sink). The callback sink names chunks by the new path; the session's loss log stays
+ * in the session directory (its lines name the file by its path).
+ * Return: 0, or what the sync returned (-ADUMP_ERR_DROPPED: the directory changed all the
+ * same); on these errors nothing changed: -EINVAL (NULL @hs, empty @dir),
+ * -ADUMP_ERR_UNSUPPORTED (packed layout: its segments are per worker, in the session
+ * directory), -ADUMP_ERR_WRONG_THREAD, -ADUMP_ERR_SHUTDOWN, -ENOMEM, -errno of mkdir.
+ * Owner thread only.
+ */
+ADUMP_API int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir);
+
+/**
  * adump_host_stream_sync() - wait until every dump handed to the stream so far is written
  * (or delivered) and, in zero copy, released (its release_fn returned).
  * Return: 0; -ADUMP_ERR_DROPPED if a chunk of the stream was dropped since the last sync;

@@ -106,6 +106,14 @@ class Stream:
         return self._st.dump(op_type, op_name, ins, outs, copy, check, on_release,
                              attrs=attrs, dfx_message=dfx_message)
 
+    def set_dir(self, dir):
+        """Send the stream's next files to <dir>/<device_id>/ (dir absolute or relative to
+        the session's dump_path; None: the session directory). Waits until the stream's
+        dumps in flight are written (they stay where they were dumped). Returns 0, or
+        adump's drop code when chunks were dropped since the last sync (changed all the
+        same); raises for a bad directory (OSError), the packed layout (UnsupportedError)."""
+        return self._st.set_dir(None if dir is None else str(dir))
+
     def sync(self):
         """Wait until every dump of this stream is written. Raises adump.DroppedError when
         a chunk was dropped (on_full="drop") since the last sync."""

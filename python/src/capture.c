@@ -882,6 +882,40 @@ static PyObject *stream_sync(PyObject *obj, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* set_dir(dir or None) -> 0, or -ADUMP_ERR_DROPPED (changed all the same); raises else */
+static PyObject *stream_set_dir(PyObject *obj, PyObject *args)
+{
+	struct py_stream *st = (struct py_stream *)obj;
+	struct adump_host_stream *hs;
+	PyObject *arg, *path = NULL;
+	const char *dir = NULL;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "O:set_dir", &arg))
+		return NULL;
+	if (arg != Py_None && !PyUnicode_FSConverter(arg, &path))
+		return NULL;
+	hs = stream_get(st);
+	if (!hs) {
+		Py_XDECREF(path);
+		return NULL;
+	}
+	if (path)
+		dir = PyBytes_AsString(path);
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_host_stream_set_dir(hs, dir);
+	Py_END_ALLOW_THREADS
+	drain(st->sess);
+	if (ret < 0 && ret != -ADUMP_ERR_DROPPED) {
+		PyObject *r = pyadump_raise(ret, "set_dir", dir);
+
+		Py_XDECREF(path);
+		return r;
+	}
+	Py_XDECREF(path);
+	return PyLong_FromLong(ret);
+}
+
 static PyObject *stream_close(PyObject *obj, PyObject *unused)
 {
 	struct py_stream *st = (struct py_stream *)obj;
@@ -928,6 +962,8 @@ static PyMethodDef stream_methods[] = {
 	  "dump(op_type, op_name, inputs, outputs, copy=True, check=None, on_release=None, "
 	  "timestamp_us=0) -> task id" },
 	{ "sync", stream_sync, METH_NOARGS, "wait until every dump of the stream is written" },
+	{ "set_dir", stream_set_dir, METH_VARARGS,
+	  "set_dir(dir) -> 0 or the sync's drop code: the stream's next files go to <dir>/<device>" },
 	{ "close", stream_close, METH_NOARGS, "close() -> 0 or the first error code" },
 	{ "stats", stream_stats, METH_NOARGS, "stats() -> dict of the stream's counters" },
 	{ "id", stream_id, METH_NOARGS, "id() -> the stream id in file names" },

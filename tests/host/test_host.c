@@ -1044,6 +1044,87 @@ START_TEST(test_attributes_reach_the_header)
 }
 END_TEST
 
+/* adump_host_stream_set_dir(): each file lands in the directory set when it was dumped
+ * (relative to dump_path, absolute, or back in the session's), whatever the worker is doing
+ * when the directory changes; bad directories change nothing. */
+static void stream_dir_case(enum sink_case sc)
+{
+	char *root = t_tmpdir("host-dir");
+	struct adump_config cfg = case_config(root, sc, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	static float data[65536];                       /* 256 KiB: several chunks per file */
+	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
+				       .dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
+				       .dim_count = 1, .dims = { 65536 } };
+	const char *suffix = sc == CASE_STATS ? ".csv" : sc == CASE_LZ4 ? ".lz4" : "";
+	char dir[4200], blocker[4200];
+
+	for (size_t i = 0; i < 65536; i++)
+		data[i] = (float)i;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(adump_host_dump(hs, "Op", "session", &t, 1, NULL, 0), 0);
+	/* No sync: set_dir waits for those three itself. */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/rank1"), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(adump_host_dump(hs, "Op", "step0", &t, 1, NULL, 0), 0);
+	snprintf(dir, sizeof(dir), "%s/abs/step1", root);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, dir), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Op", "step1", &t, 1, NULL, 0), 0);
+	/* Refused, nothing changed: an empty name, a path through a file. */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, ""), -EINVAL);
+	snprintf(blocker, sizeof(blocker), "%s/file", root);
+	fclose(fopen(blocker, "w"));
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "file/x"), -ENOTDIR);
+	ck_assert_int_eq(adump_host_stream_set_dir(NULL, "x"), -EINVAL);
+	ck_assert_int_eq(adump_host_dump(hs, "Op", "step1", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, NULL), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Op", "session", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, suffix), 4);
+	snprintf(dir, sizeof(dir), "%s/step0/rank1/0", root);
+	ck_assert_uint_eq(t_count_files(dir, suffix), 2);
+	snprintf(dir, sizeof(dir), "%s/abs/step1/0", root);
+	ck_assert_uint_eq(t_count_files(dir, suffix), 2);
+	/* Nothing else anywhere (no stray device folder, no .part). */
+	ck_assert_uint_eq(t_count_files(root, ""), 8 + 1 /* blocker */);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_stream_dir_files)
+{
+	stream_dir_case(CASE_FILE);
+}
+END_TEST
+
+START_TEST(test_stream_dir_stats)
+{
+	stream_dir_case(CASE_STATS);
+}
+END_TEST
+
+START_TEST(test_stream_dir_packed_refused)
+{
+	char *root = t_tmpdir("host-dir-packed");
+	struct adump_config cfg = case_config(root, CASE_PACKED, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0"), -ADUMP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 /* ---- drop policy ---- */
 
 struct drop_gate {
@@ -1319,6 +1400,9 @@ int main(void)
 	tcase_add_test(tz, test_wrong_thread_is_refused);
 	tcase_add_test(tz, test_bad_arguments_are_refused);
 	tcase_add_test(tz, test_attributes_reach_the_header);
+	tcase_add_test(tz, test_stream_dir_files);
+	tcase_add_test(tz, test_stream_dir_stats);
+	tcase_add_test(tz, test_stream_dir_packed_refused);
 	tcase_add_test(tz, test_drop_policy_fails_the_file);
 	tcase_add_test(tz, test_host_and_device_streams_share_a_session);
 	tcase_add_test(tz, test_session_destroyed_before_close);
