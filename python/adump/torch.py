@@ -7,7 +7,8 @@ adump, named as msprobe names them so the two tools' dumps line up.
             loss = model(batch).sum(); loss.backward(); opt.step()
             cap.step()
 
-Files go to <dump_path>/step<N>/rank<R>/0/ in CANN's layout; adump.walk/open read them.
+Files go to <dump_path>/step<N>/rank<R>/0/ in CANN's layout (proc<pid> until the process
+group exists: see _torch_dist); adump.walk/open read them.
 
 Names: level="module": Module.<path>.<Class>.forward.<n> and .backward.<n> (the root module
 is Module.<Class>.forward.<n>), op type = the class name; a backward dump's inputs are the
@@ -32,6 +33,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _adump
 from ._capture import Session, _torch_arg
+from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
 from ._torch_tree import ModuleTree
 
 _ERR_CORRUPT = 4097
@@ -92,16 +94,6 @@ def _copy_named(func, args, kwargs, names):
     return args, kwargs
 
 
-def _rank():
-    dist = getattr(torch, "distributed", None)
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0
-
-
 def _host(t):
     """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
     one adump stores."""
@@ -156,7 +148,11 @@ class capture:
         self.zero_copy = zero_copy
         self.config = dict(config)
         self.config["content"] = content
-        self.rank = _rank()
+        # The rank directory: rank<R> once the process group exists, proc<pid> until then
+        # (see _torch_dist); self.rank is None while it is not known.
+        self.rank = group_rank()
+        self.rank_dir = proc_dir() if self.rank is None else "rank%d" % self.rank
+        self._proc_steps = set()        # step numbers with a proc<pid> directory of ours
         self.step_no = 0
         self.losses = []
         self.dumps = 0
@@ -166,11 +162,11 @@ class capture:
         self._streams = {}
         self._counts = {}
         # One session for the whole capture (its start costs the staging buffers' page
-        # faults), steered into step<N>/rank<R> through a symlink; a packed layout keeps
-        # its segments open per session, so there it is one session per step.
+        # faults), each stream steered into step<N>/<rank dir> (Stream.set_dir); a packed
+        # layout keeps its segments open per session, so there it is one session per step.
         self._per_step_sessions = self.config.get("layout") == "packed"
-        self._link = os.path.join(self.dump_path, ".adump-rank%d" % self.rank)
-        self._linked_step = None
+        self._stream_dirs = {}          # thread id -> the directory its stream writes to
+        self._coll = Collectives(self)
         self._handles = []
         self._mode = None
         self._in_backward = 0
@@ -184,6 +180,18 @@ class capture:
         os.makedirs(self.dump_path, exist_ok=True)
         if not os.access(self.dump_path, os.W_OK | os.X_OK):
             raise PermissionError(13, os.strerror(13), self.dump_path)
+        if self.rank is not None:
+            self._refuse_taken(self.rank)
+
+    def _refuse_taken(self, rank):
+        """A dump_path holding this rank's directories from an earlier capture is refused:
+        the two captures would mix."""
+        name = "rank%d" % rank
+        for e in os.listdir(self.dump_path):
+            if e.startswith("step") and os.path.exists(os.path.join(self.dump_path, e, name)):
+                raise FileExistsError(17, "%s holds a capture of %s already (%s): give a "
+                                      "new dump_path or remove it" % (self.dump_path, name, e),
+                                      os.path.join(self.dump_path, e, name))
 
     # ---- session per step ----------------------------------------------------------------
 
@@ -199,39 +207,66 @@ class capture:
         return False
 
     def _step_dir(self):
-        return os.path.join("step%d" % self.step_no, "rank%d" % self.rank)
+        return os.path.join("step%d" % self.step_no, self.rank_dir)
 
-    def _point_at_step(self):
-        """Make the session directory (a symlink) lead to this step's directory. Called
-        only when nothing is being written: before the first dump of the step, after the
-        previous step's flush. The pipeline opens every file by its path, so the files of
-        the step land in step<N>/rank<R>/0/ while the session, its stream and its warm
-        staging buffers live on."""
-        target = self._step_dir()
-        # The device directory exists already: the session made the first one itself.
-        os.makedirs(os.path.join(self.dump_path, target, "0"), exist_ok=True)
-        tmp = self._link + ".tmp"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        os.symlink(target, tmp)
-        os.replace(tmp, self._link)
-        self._linked_step = self.step_no
+    def _check_rank(self):
+        """Once the process group exists, this process's proc<pid> directories become
+        rank<R>. Called only where nothing of ours is being written (before a dump takes
+        its stream, at the step's end)."""
+        if self.rank is not None:
+            return
+        rank = group_rank()
+        if rank is None:
+            return
+        self._promote(rank)
+
+    def _promote(self, rank):
+        if self._session is not None:
+            self._session.flush()       # every stream idle: no file open in a proc dir
+        self.rank = rank
+        name = "rank%d" % rank
+        for step in sorted(self._proc_steps):
+            src = os.path.join(self.dump_path, "step%d" % step, self.rank_dir)
+            dst = os.path.join(self.dump_path, "step%d" % step, name)
+            try:
+                os.rename(src, dst)     # refused when dst is a non-empty directory
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                # Taken (an earlier capture, or a process with the same rank): our dumps
+                # stay in proc<pid> rather than mix with those.
+                # Known from now on, so never tried again.
+                self.losses.append(("%s: %s" % (dst, e.strerror), -e.errno))
+                return
+        self._proc_steps = set()
+        self.rank_dir = name
 
     def _stream(self):
+        if not self._per_step_sessions and self.rank is None:
+            self._check_rank()
         if self._session is None:
             if self._per_step_sessions:
                 self._session = Session(os.path.join(self.dump_path, "step%d" % self.step_no),
-                                        time_dir="rank%d" % self.rank, **self.config)
+                                        time_dir=self.rank_dir, **self.config)
+                if self.rank is None:
+                    self._proc_steps.add(self.step_no)
             else:
-                self._point_at_step()
-                self._session = Session(self.dump_path, time_dir=os.path.basename(self._link),
+                # Every stream writes into its step directory; the session's own is the
+                # first step's (it holds nothing but the loss log, made only if something
+                # is lost, and shared by the processes writing into that step).
+                self._session = Session(self.dump_path, time_dir="step%d" % self.step_no,
                                         **self.config)
-        elif self._linked_step != self.step_no and not self._per_step_sessions:
-            self._point_at_step()
         tid = threading.get_ident()
         st = self._streams.get(tid)
         if st is None:
             st = self._streams[tid] = self._session.stream()
+        if not self._per_step_sessions:
+            target = self._step_dir()
+            if self._stream_dirs.get(tid) != target:
+                st.set_dir(target)      # waits for this stream's dumps in flight
+                self._stream_dirs[tid] = target
+                if self.rank is None:
+                    self._proc_steps.add(self.step_no)
         return st
 
     def _close_session(self):
@@ -241,6 +276,7 @@ class capture:
             return
         self._session = None
         self._streams = {}
+        self._stream_dirs = {}
         s.flush()
         for k, v in s.stats().items():
             if isinstance(v, int) and k not in ("first_error", "writes_in_flight"):
@@ -250,18 +286,17 @@ class capture:
             # Dropped chunks or failed writes (zero-copy check failures are in losses
             # already, one per dump).
             self.losses.append(("session", ret))
-        if os.path.lexists(self._link):
-            os.unlink(self._link)
 
     def _finish_step(self):
         """Everything the step handed over is written (or failed) when this returns."""
         self._flush_backwards()
-        if self._session is None:
-            return
-        if self._per_step_sessions:
-            self._close_session()
-        else:
-            self._session.flush()
+        self._coll.finish_step()
+        if self._session is not None:
+            if self._per_step_sessions:
+                self._close_session()
+            else:
+                self._session.flush()
+        self._check_rank()
 
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
@@ -526,6 +561,8 @@ class capture:
         if not in_bwd:
             tree.resolve()              # the previous op's graph nodes exist now
         module = tree.current(in_bwd)
+        if func.namespace == "c10d":
+            return self._c10d(func, args, kwargs, pkt, in_bwd, module)
         overload = func._overloadname
         base = "Aten.%s" % pkt if overload == "default" else "Aten.%s.%s" % (pkt, overload)
         if not self._in_scope(base, pkt):
@@ -555,10 +592,33 @@ class capture:
             tree.forward_op(flat_out, module, func._schema.is_mutable)
         return out
 
+    def _c10d(self, func, args, kwargs, pkt, in_bwd, module):
+        """A collective the dispatcher sees: inside a wrapped torch.distributed call that
+        call dumps it; otherwise (C++ callers: DistributedDataParallel) wait for its work,
+        then dump it with the values it produced."""
+        if self._coll.depth > 0:
+            return func(*args, **kwargs)
+        base = "Distributed.%s" % pkt         # c10d::allreduce_ -> Distributed.allreduce_
+        if not self._in_scope(base, pkt):
+            return func(*args, **kwargs)
+        before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
+            if self.with_inputs else []
+        out = func(*args, **kwargs)
+        work = out[-1] if isinstance(out, tuple) and out else out
+        if hasattr(work, "wait"):
+            work.wait()
+        direction = "backward" if in_bwd else "forward"
+        name = "%s.%d.%s" % (base, self._next_index((base, direction)), direction)
+        self.tree.add(name, module)
+        self._dump(pkt, name, before, tensors_of(out, []) if self.with_outputs else [],
+                   {"module": module} if module else None)
+        return out
+
     # ---- context -------------------------------------------------------------------------
 
     def __enter__(self):
         self._install_modules()
+        self._coll.install()
         if self.level == "op":
             self._patch_backward()
             self._mode = _Mode(self)
@@ -571,6 +631,7 @@ class capture:
                 self._mode.__exit__(None, None, None)
                 self._mode = None
             self._unpatch_backward()
+            self._coll.remove()
             for h in self._handles:
                 h.remove()
             self._handles = []
@@ -578,8 +639,18 @@ class capture:
                 m.__dict__.pop("_adump_frames", None)
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
+            self._coll.finish_step()
             self._close_session()
+            self._final_rank()
         return False
+
+    def _final_rank(self):
+        """A process that never joined a process group: its proc<pid> directories become
+        rank<RANK> (rank0 without RANK) where that name is free."""
+        self._check_rank()
+        if self.rank is None and self._proc_steps:
+            r = env_rank()
+            self._promote(0 if r is None else r)
 
 
 class _Mode(TorchDispatchMode):
