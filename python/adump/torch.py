@@ -34,6 +34,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _adump
 from ._capture import Session, _torch_arg
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
+from ._torch_info import STORED, describe, storable, to_json
 from ._torch_tree import ModuleTree
 
 _ERR_CORRUPT = 4097
@@ -48,11 +49,6 @@ _UNDECLARED_INPLACE = {
     "miopen_batch_norm": ("running_mean", "running_var"),
 }
 
-_DTYPES = {
-    torch.float32: None, torch.float16: None, torch.float64: None, torch.int8: None,
-    torch.int16: None, torch.int32: None, torch.int64: None, torch.uint8: None,
-    torch.bool: None, torch.bfloat16: _adump.DT_BF16,
-}
 
 
 def _flatten(obj, out):
@@ -96,9 +92,15 @@ def _copy_named(func, args, kwargs, names):
 
 def _host(t):
     """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
-    one adump stores."""
-    if t.dtype not in _DTYPES or t.is_sparse or t.is_quantized:
+    one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
+    if not storable(t):
         return None
+    dt = STORED[t.dtype]
+    if dt is not None and t.is_complex():
+        t = t.detach().resolve_conj()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        return (torch.view_as_real(t.contiguous()).numpy(), dt, tuple(t.shape))
     return _torch_arg(t)
 
 
@@ -117,7 +119,15 @@ class _Backward:
 class capture:
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    **config): a context manager; call cap.step() after each training step.
+    keep_root=False, parameters=True, **config): a context manager; call cap.step() after
+    each training step.
+
+    Module level: a forward dump's inputs are the positional tensor arguments, then the
+    keyword ones, then (parameters=True) the module's own parameters; its header's
+    dfx_message describes them in msprobe's model (see _torch_info: which input is which,
+    dtype, shape, requires_grad, non-tensor values). The root module is not dumped
+    (msprobe's rule) unless keep_root=True. Complex tensors are dumped with the header's
+    complex dtypes; tensors adump cannot store are described with the reason.
 
     scope: globs matched against the dump name without its .forward/.backward part (e.g.
     "Module.layers.0.*", "Aten.mm*") and against the module path; steps: the step numbers
@@ -129,7 +139,8 @@ class capture:
     cap.handover_seconds the time the model's threads spent handing them over."""
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
-                 steps=None, content="tensor", zero_copy=False, **config):
+                 steps=None, content="tensor", zero_copy=False, keep_root=False,
+                 parameters=True, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -146,6 +157,9 @@ class capture:
         self.steps = None if steps is None else set(steps)
         self.content = content
         self.zero_copy = zero_copy
+        self.keep_root = keep_root
+        self.parameters = parameters
+        self._undo = []
         self.config = dict(config)
         self.config["content"] = content
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
@@ -312,14 +326,14 @@ class capture:
         self._counts[base] = n + 1
         return n
 
-    def _dump(self, op_type, name, inputs, outputs, attrs=None):
+    def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None):
         t0 = time.perf_counter()
         try:
-            self._dump_now(op_type, name, inputs, outputs, attrs)
+            self._dump_now(op_type, name, inputs, outputs, attrs, info)
         finally:
             self.handover_seconds += time.perf_counter() - t0
 
-    def _dump_now(self, op_type, name, inputs, outputs, attrs):
+    def _dump_now(self, op_type, name, inputs, outputs, attrs, info):
         ins = []
         outs = []
         keep = []
@@ -333,8 +347,9 @@ class capture:
             return
         st = self._stream()
         self.dumps += 1
+        dfx = to_json(info) if info is not None else None
         if not self.zero_copy:
-            st.dump(op_type, name, ins, outs, attrs=attrs)
+            st.dump(op_type, name, ins, outs, attrs=attrs, dfx_message=dfx)
             return
 
         def unchanged():
@@ -345,7 +360,7 @@ class capture:
                 self.losses.append((name, status))
 
         st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released,
-                attrs=attrs)
+                attrs=attrs, dfx_message=dfx)
 
     # ---- module level ----------------------------------------------------------------------
 
@@ -353,6 +368,8 @@ class capture:
         """Hooks on every module: at both levels they keep the module tree (each call's
         parent, the call ops run inside); at module level they dump."""
         for path, module in self.model.named_modules():
+            if not path and not self.keep_root:
+                continue                # msprobe never dumps the root module
             cls = type(module).__name__
             if getattr(module, "inplace", False) is True:
                 # ReLU(inplace=True) and the like: keep their inputs' values at entry.
@@ -364,6 +381,30 @@ class capture:
                 pre, post = self._tree_pre_hook(base), self._tree_post_hook()
             self._handles.append(module.register_forward_pre_hook(pre))
             self._handles.append(module.register_forward_hook(post))
+            if self.level == "module" and self.with_inputs:
+                self._wrap_forward(module)
+
+    def _wrap_forward(self, module):
+        """torch 1.13's forward pre-hooks see no keyword arguments: the instance's forward is
+        wrapped to hand them to the open frame (undone at exit)."""
+        orig = module.forward
+        had = "forward" in module.__dict__
+
+        def forward(*args, **kwargs):
+            if kwargs:
+                frames = module.__dict__.get("_adump_frames")
+                frame = frames[-1] if frames else None
+                if frame is not None and frame[1] is not None:
+                    frame[1]["kwargs"] = kwargs
+            return orig(*args, **kwargs)
+        module.forward = forward
+
+        def undo():
+            if had:
+                module.forward = orig
+            else:
+                module.__dict__.pop("forward", None)
+        self._undo.append(undo)
 
     def _tree_pre_hook(self, base):
         def pre(module, args):
@@ -397,7 +438,8 @@ class capture:
             if not self._in_scope(base, path):
                 frames.append((n, None))
                 return None
-            inputs = _flatten(args, [])
+            inputs = []
+            info = {"input_args": describe(args, inputs, "input")}
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
                 # This module modified its input in place before: keep the value at entry.
@@ -413,8 +455,9 @@ class capture:
                         v = views[id(t)] = t.view_as(t)
                     return v
                 args = _rebuild(args, wrap)
-            frames.append((n, (inputs, versions, copies,
-                               [(v, v._version) for v in views.values()])))
+            frames.append((n, {"inputs": inputs, "versions": versions, "copies": copies,
+                               "views": [(v, v._version) for v in views.values()],
+                               "info": info}))
             return args if views else None
         return pre
 
@@ -428,24 +471,35 @@ class capture:
             self.tree.leave("%s.forward.%d" % (base, n))
             if frame is None:
                 return None
-            inputs, versions, copies, views = frame
+            inputs, versions, copies = frame["inputs"], frame["versions"], frame["copies"]
+            views, info = frame["views"], frame["info"]
             changed = any(t._version != v for t, v in zip(inputs, versions))
             if changed:
                 self._inplace_modules.add(id(module))
-            outputs = _flatten(output, []) if self.with_outputs else []
+            outputs = []
+            info["output"] = describe(output, outputs, "output")
+            if not self.with_outputs:
+                outputs = []
             fwd_inputs = []
             if self.with_inputs:
                 if copies is not None:
-                    fwd_inputs = copies
+                    fwd_inputs = list(copies)
                 elif changed:
                     # The value at entry is gone (first call of an in-place module): record
                     # a loss rather than dump the modified value as the input.
                     self.losses.append(("%s.forward.%d" % (base, n), -_ERR_INCOMPLETE))
                     fwd_inputs = None
                 else:
-                    fwd_inputs = inputs
+                    fwd_inputs = list(inputs)
+            if fwd_inputs is not None and self.with_inputs:
+                # Keyword arguments, then the module's own parameters, after the positional
+                # arguments; dfx_message says which input is which.
+                info["input_kwargs"] = describe(frame.get("kwargs", {}), fwd_inputs, "input")
+                if self.parameters:
+                    info["parameters"] = describe(dict(module.named_parameters(recurse=False)),
+                                                  fwd_inputs, "input")
             if fwd_inputs is not None:
-                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs)
+                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info)
             if self.backward and torch.is_grad_enabled():
                 self._hook_backward(base, cls, n, output, views)
             return None
@@ -571,23 +625,31 @@ class capture:
                 # Not dumped, but its graph node's backward ops may be.
                 tree.forward_op(_flatten(out, []), module, func._schema.is_mutable)
             return out
-        inputs = _flatten((args, kwargs), []) if self.with_inputs else []
-        if inputs and func._schema.is_mutable:
-            # In-place and out= ops change their arguments: dump the values they had.
-            inputs = [t.detach().clone() for t in inputs]
-        elif inputs and pkt in _UNDECLARED_INPLACE:
-            inputs = _flatten(_copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt]), [])
+        inputs = []
+        if self.with_inputs and pkt in _UNDECLARED_INPLACE and not func._schema.is_mutable:
+            a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
+            info = {"input_args": describe(a, inputs, "input"),
+                    "input_kwargs": describe(k, inputs, "input")}
+        else:
+            info = {"input_args": describe(args, inputs, "input"),
+                    "input_kwargs": describe(kwargs, inputs, "input")}
+            if not self.with_inputs:
+                inputs = []
+            elif inputs and func._schema.is_mutable:
+                # In-place and out= ops change their arguments: dump the values they had.
+                inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
         direction = "backward" if in_bwd else "forward"
         n = self._next_index((base, direction))
         name = "%s.%d.%s" % (base, n, direction)
-        flat_out = _flatten(out, [])
+        flat_out = []
+        info["output"] = describe(out, flat_out, "output")
         if module is not None and in_bwd:
             tree.add_backward(module)
         tree.add(name, module)
         # The contract with compare: attribute `module` = the module call's dump name.
         self._dump(pkt, name, inputs, flat_out if self.with_outputs else [],
-                   {"module": module} if module else None)
+                   {"module": module} if module else None, info)
         if not in_bwd:
             tree.forward_op(flat_out, module, func._schema.is_mutable)
         return out
@@ -635,6 +697,9 @@ class capture:
             for h in self._handles:
                 h.remove()
             self._handles = []
+            for undo in self._undo:
+                undo()
+            self._undo = []
             for m in self.model.modules():
                 m.__dict__.pop("_adump_frames", None)
         finally:

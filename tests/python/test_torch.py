@@ -6,6 +6,7 @@ dumps of tensors modified in place fail instead of publishing the later value, a
 files read back through adump.open, `adump convert` and `adump verify`. Exits 77 without
 torch."""
 import copy
+import json
 import os
 import sys
 import unittest
@@ -138,11 +139,27 @@ class ModuleLevel(unittest.TestCase):
             dumps = dumps_of(top, step)
             self.assertTrue(os.path.isdir(os.path.join(top, "step%d" % step, "rank0")))
             fwd = {k: v for k, v in dumps.items() if ".forward." in k}
+            # The root module is not dumped (msprobe's rule; keep_root=True keeps it).
+            del ref[step]["Module.Encoder.forward.0"]
             self.assertEqual(sorted(fwd), sorted(ref[step]), "step %d" % step)
+            mods = dict(ref_model.named_modules())
             for name, (ins, outs) in ref[step].items():
                 d = fwd[name]
                 self.assertEqual(d.op_type, name.split(".")[-3])
-                assert_same(self, d.inputs, ins, name + " inputs")
+                # Positional arguments, then the module's own parameters as they were at
+                # that step (the reference model's are those after training: only the
+                # names and shapes are compared here).
+                params = dict(mods[name.split(".")[1] if name.count(".") == 4 else
+                                   ".".join(name.split(".")[1:-3])]
+                              .named_parameters(recurse=False))
+                assert_same(self, d.inputs[:len(ins)], ins, name + " inputs")
+                self.assertEqual([tuple(x.shape) for x in d.inputs[len(ins):]],
+                                 [tuple(p.shape) for p in params.values()], name)
+                info = json.loads(d.dfx_message)
+                self.assertEqual(sorted(info["parameters"]), sorted(params), name)
+                for pname, item in info["parameters"].items():
+                    self.assertTrue(item["requires_grad"])
+                    self.assertTrue(item["tensor"].startswith("input."))
                 assert_same(self, d.outputs, outs, name + " outputs")
             # The Linear before ReLU(inplace=True): its output as it was, negatives included.
             self.assertLess(fwd["Module.mlp.0.Linear.forward.0"].outputs[0].min(), 0)
@@ -175,6 +192,57 @@ class ModuleLevel(unittest.TestCase):
         self.assertEqual(len(lin_out), 1, npys[:5])
         np.testing.assert_array_equal(np.load(lin_out[0]),
                                       ref[0]["Module.head.Linear.forward.0"][1][0].numpy())
+
+    def test_kwargs_values_complex_root(self):
+        class Inner(nn.Module):
+            def forward(self, x, scale=1.0, mask=None):
+                y = (x * scale).masked_fill(mask, 0.0)
+                return y, torch.view_as_complex(torch.stack([y, -y], -1))
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(3, 3)
+                self.kw = Inner()
+
+            def forward(self, x, m):
+                return self.kw(self.lin(x), scale=2.0, mask=m)
+        model = make_model(Outer)
+        x = torch.randn(2, 3, generator=torch.Generator().manual_seed(4))
+        m = torch.tensor([[True, False, False], [False, True, False]])
+        for keep_root in (False, True):
+            top = helpers.tmpdir("torch-kw")
+            with adump.torch.capture(model, top, backward=False, keep_root=keep_root) as cap:
+                y, c = model(x, m)
+            self.assertEqual(cap.losses, [])
+            dumps = dumps_of(top, 0)
+            self.assertEqual("Module.Outer.forward.0" in dumps, keep_root)
+            d = dumps["Module.kw.Inner.forward.0"]
+            info = json.loads(d.dfx_message)
+            # Keyword tensors dumped after the positional ones; non-tensor values recorded.
+            self.assertEqual(len(d.inputs), 2)
+            np.testing.assert_array_equal(d.inputs[0], model.lin(x).detach().numpy())
+            np.testing.assert_array_equal(d.inputs[1], m.numpy())
+            arg = info["input_args"][0]
+            self.assertEqual((arg["type"], arg["dtype"], arg["shape"], arg["requires_grad"],
+                              arg["tensor"]),
+                             ("torch.Tensor", "torch.float32", [2, 3], True, "input.0"))
+            self.assertEqual(info["input_kwargs"]["scale"], {"type": "float", "value": 2.0})
+            self.assertEqual(info["input_kwargs"]["mask"]["tensor"], "input.1")
+            self.assertFalse(info["input_kwargs"]["mask"]["requires_grad"])
+            self.assertEqual(info["parameters"], {})
+            # The complex output is dumped with its complex dtype.
+            self.assertEqual([o["tensor"] for o in info["output"]], ["output.0", "output.1"])
+            self.assertEqual(info["output"][1]["dtype"], "torch.complex64")
+            self.assertEqual(d.outputs[1].dtype, np.complex64)
+            np.testing.assert_array_equal(d.outputs[1], c.detach().numpy())
+            lin = json.loads(dumps["Module.lin.Linear.forward.0"].dfx_message)
+            self.assertEqual(sorted(lin["parameters"]), ["bias", "weight"])
+            w = dumps["Module.lin.Linear.forward.0"].inputs[int(
+                lin["parameters"]["weight"]["tensor"].split(".")[1])]
+            np.testing.assert_array_equal(w, model.lin.weight.detach().numpy())
+        # The wrapped forward is gone after the capture.
+        self.assertNotIn("forward", model.kw.__dict__)
 
     def test_inplace_relu_trains_unchanged(self):
         class Net(nn.Module):
@@ -288,7 +356,7 @@ class ModuleLevel(unittest.TestCase):
         a = torch.arange(6, dtype=torch.float32).reshape(2, 3)
         inputs = {"a": a, "b": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
                   "c": torch.tensor([True, False]), "s": "skip me"}
-        with adump.torch.capture(m, top, backward=False) as cap:
+        with adump.torch.capture(m, top, backward=False, keep_root=True) as cap:
             m(inputs)
         self.assertEqual(cap.losses, [])
         d = dumps_of(top, 0)["Module.Odd.forward.0"]
@@ -309,6 +377,8 @@ class Recorder(TorchDispatchMode):
     def watch(self, model):
         calls = {}
         for path, m in model.named_modules():
+            if not path:
+                continue            # the root module is not dumped, as in msprobe
             base = "Module.%s.%s" % (path, type(m).__name__) if path else \
                 "Module.%s" % type(m).__name__
 
@@ -391,8 +461,9 @@ class OpLevel(unittest.TestCase):
         self.assertEqual(tree["Module.mlp.0.Linear.forward.0"], "Module.mlp.Sequential.forward.0")
         self.assertEqual(tree["Module.mlp.0.Linear.backward.0"],
                          "Module.mlp.Sequential.backward.0")
-        self.assertEqual(tree["Module.mlp.Sequential.backward.0"], "Module.Encoder.backward.0")
-        self.assertIsNone(tree["Module.Encoder.forward.0"])
+        self.assertIsNone(tree["Module.mlp.Sequential.backward.0"])
+        self.assertIsNone(tree["Module.mlp.Sequential.forward.0"])
+        self.assertNotIn("Module.Encoder.forward.0", tree)        # the root is not a node
         for node in tree:
             seen, p = 0, tree[node]
             while p is not None:
@@ -412,7 +483,7 @@ class OpLevel(unittest.TestCase):
             bn.running_var.fill_(4.0)
         x = torch.tensor([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]])       # mean 0
         top = helpers.tmpdir("torch-bn")
-        with adump.torch.capture(bn, top, level="op", backward=False) as cap:
+        with adump.torch.capture(bn, top, level="op", backward=False, keep_root=True) as cap:
             bn(x)
         self.assertEqual(cap.losses, [])
         self.assertTrue(torch.allclose(bn.running_mean, torch.full((3,), 4.5)))

@@ -203,7 +203,8 @@ class Rerun(unittest.TestCase):
         import torch.nn as nn
         import adump.torch
         model = nn.Linear(3, 2)
-        with adump.torch.capture(model, top, level="module", backward=False) as cap:
+        with adump.torch.capture(model, top, level="module", backward=False,
+                                 keep_root=True) as cap:
             model(torch.ones(1, 3))
             cap.step()
         return cap
