@@ -160,6 +160,7 @@ class capture:
         self.keep_root = keep_root
         self.parameters = parameters
         self._undo = []
+        self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
@@ -304,6 +305,8 @@ class capture:
     def _finish_step(self):
         """Everything the step handed over is written (or failed) when this returns."""
         self._flush_backwards()
+        if self._param_grads:
+            self._dump_param_grads()        # from torch.autograd.grad or a backward hook
         self._coll.finish_step()
         if self._session is not None:
             if self._per_step_sessions:
@@ -383,6 +386,39 @@ class capture:
             self._handles.append(module.register_forward_hook(post))
             if self.level == "module" and self.with_inputs:
                 self._wrap_forward(module)
+            if self.level == "module" and self.backward and self.parameters:
+                self._hook_parameters(module, base, cls, path)
+
+    def _hook_parameters(self, module, base, cls, path):
+        """Module.<path>.<Class>.parameters_grad: the gradients of the module's own
+        parameters, taken by hooks on the parameters and dumped when the backward call
+        that made them returns (one dump per backward call; a second one in the same step
+        is named ...parameters_grad.1)."""
+        params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
+        if not params:
+            return
+        names = [n for n, _ in params]
+        for pname, p in params:
+            def hook(grad, pname=pname):
+                if not self._active() or not self._in_scope(base, path):
+                    return None
+                got = self._param_grads.get(base)
+                if got is None:
+                    got = self._param_grads[base] = (cls, names, {})
+                got[2][pname] = grad     # the engine sums a parameter's uses before this
+                return None
+            self._handles.append(p.register_hook(hook))
+
+    def _dump_param_grads(self):
+        pending, self._param_grads = self._param_grads, {}
+        for base, (cls, names, grads) in pending.items():
+            n = self._next_index(base + ".parameters_grad")
+            name = base + ".parameters_grad" + ("" if n == 0 else ".%d" % n)
+            outs = []
+            info = {"parameters_grad": describe({k: grads[k] for k in names if k in grads},
+                                                outs, "output")}
+            self.tree.add(name, None)
+            self._dump(cls, name, [], outs, None, info)
 
     def _wrap_forward(self, module):
         """torch 1.13's forward pre-hooks see no keyword arguments: the instance's forward is
@@ -583,6 +619,8 @@ class capture:
                 return orig(*args, **kwargs)
             finally:
                 cap._in_backward -= 1
+                if cap._param_grads:
+                    cap._dump_param_grads()
         self._orig_backward = orig
         torch.autograd.backward = backward
         orig_grad = torch.autograd.grad
@@ -681,8 +719,8 @@ class capture:
     def __enter__(self):
         self._install_modules()
         self._coll.install()
+        self._patch_backward()
         if self.level == "op":
-            self._patch_backward()
             self._mode = _Mode(self)
             self._mode.__enter__()
         return self
@@ -704,6 +742,8 @@ class capture:
                 m.__dict__.pop("_adump_frames", None)
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
+            if self._param_grads:
+                self._dump_param_grads()
             self._coll.finish_step()
             self._close_session()
             self._final_rank()

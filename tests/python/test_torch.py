@@ -244,6 +244,45 @@ class ModuleLevel(unittest.TestCase):
         # The wrapped forward is gone after the capture.
         self.assertNotIn("forward", model.kw.__dict__)
 
+    def test_parameters_grad(self):
+        class Twice(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 3)
+                self.out = nn.Linear(3, 1)
+                self.out.bias.requires_grad_(False)
+
+            def forward(self, x):
+                return self.out(self.fc(self.fc(x)))       # fc used twice: grads summed
+        model = make_model(Twice)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        top = helpers.tmpdir("torch-pgrad")
+        g = torch.Generator().manual_seed(6)
+        want = []
+        with adump.torch.capture(model, top, backward=True) as cap:
+            for _ in range(2):
+                opt.zero_grad()
+                model(torch.randn(4, 3, generator=g)).pow(2).sum().backward()
+                want.append({n: p.grad.clone() for n, p in model.named_parameters()
+                             if p.grad is not None})
+                opt.step()
+                cap.step()
+        self.assertEqual(cap.losses, [])
+        for step in range(2):
+            dumps = dumps_of(top, step)
+            fc = dumps["Module.fc.Linear.parameters_grad"]
+            info = json.loads(fc.dfx_message)["parameters_grad"]
+            self.assertEqual(list(info), ["weight", "bias"])
+            np.testing.assert_allclose(fc.outputs[0], want[step]["fc.weight"].numpy(),
+                                       rtol=1e-6)
+            np.testing.assert_allclose(fc.outputs[1], want[step]["fc.bias"].numpy(),
+                                       rtol=1e-6)
+            out = dumps["Module.out.Linear.parameters_grad"]
+            self.assertEqual(list(json.loads(out.dfx_message)["parameters_grad"]), ["weight"])
+            np.testing.assert_allclose(out.outputs[0], want[step]["out.weight"].numpy(),
+                                       rtol=1e-6)
+            self.assertIn("Module.fc.Linear.backward.1", dumps)
+
     def test_inplace_relu_trains_unchanged(self):
         class Net(nn.Module):
             def __init__(self):
