@@ -479,6 +479,15 @@ class OpLevel(unittest.TestCase):
             self.assertEqual(d.attrs.get("module"), rec.module[name], name)
         self.assertEqual(dumps["Aten.embedding.0.forward"].attrs["module"],
                          "Module.emb.Embedding.forward.0")
+        # dfx_message: every argument as msprobe describes it, tensors by their place.
+        ln = json.loads(dumps["Aten.native_layer_norm.0.forward"].dfx_message)
+        args = ln["input_args"]
+        self.assertEqual(args[0]["tensor"], "input.0")
+        self.assertTrue(args[0]["requires_grad"])
+        self.assertEqual(args[1], [{"type": "int", "value": DIM}])       # normalized_shape
+        self.assertEqual(args[4], {"type": "float", "value": 1e-5})      # eps
+        self.assertEqual([o["tensor"] for o in ln["output"]],
+                         ["output.0", "output.1", "output.2"])
         self.assertEqual(dumps["Aten.addmm.0.forward"].attrs["module"],
                          "Module.attn.MultiheadAttention.forward.0")
         # Backward ops: the module backward call whose graph node ran them; the loss
