@@ -25,9 +25,12 @@ def backward_name(forward_name):
 
 
 class ModuleTree:
-    """steps: {step: {node: parent or None}} in the order nodes first appeared."""
+    """steps: {step: {node: parent or None}} in the order nodes first appeared, for the
+    last @keep steps that dumped anything (an op-level tree holds one entry per dump: a
+    long run must not keep them all)."""
 
-    def __init__(self):
+    def __init__(self, keep=4):
+        self.keep = keep
         self.steps = {}
         self.step = 0
         self._local = threading.local()
@@ -51,6 +54,8 @@ class ModuleTree:
     def new_step(self, step):
         self.resolve()
         self.step = step
+        for old in sorted(self.steps)[:-self.keep] if self.keep > 0 else []:
+            del self.steps[old]
         self._local = threading.local()
         self.backward_call = None
 

@@ -433,7 +433,10 @@ class capture:
                 if frame is not None and frame[1] is not None:
                     frame[1]["kwargs"] = kwargs
             return orig(*args, **kwargs)
-        module.forward = forward
+        try:
+            module.forward = forward
+        except (AttributeError, TypeError, RuntimeError):
+            return                      # e.g. a scripted module: its kwargs go undumped
 
         def undo():
             if had:

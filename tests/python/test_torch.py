@@ -522,6 +522,24 @@ class OpLevel(unittest.TestCase):
         rc, out = helpers.tool("verify", "--quiet", top)
         self.assertEqual(rc, 0, out)
 
+    def test_tree_keeps_the_last_steps(self):
+        from adump._torch_tree import ModuleTree
+        t = ModuleTree(keep=2)
+        for step in range(5):
+            t.enter("Module.a.A.forward.0")
+            t.enter("Module.a.b.B.forward.0")
+            t.add("Aten.mm.0.forward", t.current())
+            t.leave("Module.a.A.forward.0")           # closes the inner call with it
+            self.assertIsNone(t.current())
+            t.add_backward("Module.a.b.B.backward.0")
+            t.new_step(step + 1)
+        self.assertEqual(sorted(t.steps), [3, 4])
+        self.assertEqual(t.steps[4], {
+            "Module.a.A.forward.0": None, "Module.a.b.B.forward.0": "Module.a.A.forward.0",
+            "Aten.mm.0.forward": "Module.a.b.B.forward.0",
+            "Module.a.b.B.backward.0": "Module.a.A.backward.0",
+            "Module.a.A.backward.0": None})
+
     def test_batch_norm_running_stats_as_given(self):
         # native_batch_norm updates running_mean/var in place though its schema does not
         # say so: the dumped inputs are the values before (5.0), not after (4.5).
