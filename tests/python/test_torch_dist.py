@@ -7,8 +7,8 @@ set. Checked: each rank writes only into its own step<N>/rank<R> (no proc<pid> l
 shared), collectives' dumped outputs are the completed values (all_reduce's sum, rank 0's
 broadcast data, DDP's reduced gradients equal on both ranks). Also: a capture killed with
 SIGKILL leaves nothing stale; a second capture into a used dump_path never mixes with the
-first. Bounded: one pair of processes
-runs the four cases, each process under a timeout. Exits 77 without torch or gloo."""
+first. Bounded: one pair of processes runs the four cases, each process under a timeout.
+Exits 77 without torch or gloo."""
 import json
 import os
 import socket
