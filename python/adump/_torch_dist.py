@@ -136,6 +136,8 @@ class Collectives:
                 coll.depth -= 1
             n = cap._next_index(base)
             dump_name = "%s.%d.forward" % (base, n)
+            if cap.stack:
+                cap.tree.record_stack(dump_name)
 
             def done():
                 after = tensors_of((args, kwargs), []) if cap.with_outputs else []

@@ -119,8 +119,9 @@ class _Backward:
 class capture:
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    keep_root=False, parameters=True, **config): a context manager; call cap.step() after
-    each training step.
+    keep_root=False, parameters=True, stack=False, **config): a context manager; call
+    cap.step() after each training step. stack=True records the Python call stack of each
+    forward dump (cap.tree.stack_json(step): msprobe's stack.json).
 
     Module level: a forward dump's inputs are the positional tensor arguments, then the
     keyword ones, then (parameters=True) the module's own parameters; its header's
@@ -140,7 +141,7 @@ class capture:
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
                  steps=None, content="tensor", zero_copy=False, keep_root=False,
-                 parameters=True, **config):
+                 parameters=True, stack=False, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -159,6 +160,7 @@ class capture:
         self.zero_copy = zero_copy
         self.keep_root = keep_root
         self.parameters = parameters
+        self.stack = stack
         self._undo = []
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
@@ -538,6 +540,8 @@ class capture:
                     info["parameters"] = describe(dict(module.named_parameters(recurse=False)),
                                                   fwd_inputs, "input")
             if fwd_inputs is not None:
+                if self.stack:
+                    self.tree.record_stack("%s.forward.%d" % (base, n))
                 self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info)
             if self.backward and torch.is_grad_enabled():
                 self._hook_backward(base, cls, n, output, views)
@@ -688,6 +692,8 @@ class capture:
         if module is not None and in_bwd:
             tree.add_backward(module)
         tree.add(name, module)
+        if self.stack and not in_bwd:
+            tree.record_stack(name)
         # The contract with compare: attribute `module` = the module call's dump name.
         self._dump(pkt, name, inputs, flat_out if self.with_outputs else [],
                    {"module": module} if module else None, info)

@@ -540,6 +540,32 @@ class OpLevel(unittest.TestCase):
             "Module.a.b.B.backward.0": "Module.a.A.backward.0",
             "Module.a.A.backward.0": None})
 
+    def test_call_stacks(self):
+        model = make_model()
+        x = batches()[0]
+        for level, name in (("op", "Aten.embedding.0.forward"),
+                            ("module", "Module.emb.Embedding.forward.0")):
+            top = helpers.tmpdir("torch-stack")
+            with adump.torch.capture(model, top, level=level, backward=False,
+                                     stack=True) as cap:
+                model(x)
+            stacks = cap.tree.stack_json(0)
+            entry = [v for v in stacks.values() if name in v[0]]
+            self.assertEqual(len(entry), 1, level)
+            lines = entry[0][1]
+            self.assertTrue(any("in test_call_stacks" in ln and "model(x)" in ln
+                                for ln in lines), lines)
+            self.assertFalse(any("/adump/" in ln.split(",")[0] for ln in lines), lines)
+            # One stack per forward dump, and only those.
+            prefix = "Aten." if level == "op" else "Module."
+            self.assertEqual(sorted(n for v in stacks.values() for n in v[0]),
+                             sorted(n for n in cap.tree.steps[0] if n.startswith(prefix)),
+                             level)
+        top = helpers.tmpdir("torch-nostack")
+        with adump.torch.capture(model, top, level="op", backward=False) as cap:
+            model(x)
+        self.assertEqual(cap.tree.stack_json(0), {})
+
     def test_batch_norm_running_stats_as_given(self):
         # native_batch_norm updates running_mean/var in place though its schema does not
         # say so: the dumped inputs are the values before (5.0), not after (4.5).
