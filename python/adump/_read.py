@@ -24,6 +24,10 @@ TensorInfo = namedtuple("TensorInfo", "kind index dtype format sub_format shape 
                         "address bytes offset")
 TensorInfo.__doc__ = "What a dump's header says about one tensor (dtype: DumpData number)."
 
+Loss = namedtuple("Loss", "name cause message")
+Loss.__doc__ = ("A dump a capture lost: name (the dump's name), cause (as the loss log spells "
+                "it: \"changed_in_place\", \"write_error\" ...), message (what happened).")
+
 
 def _storage_dtype(info, descr):
     """numpy dtype the payload bytes are stored as (bfloat16: raw uint16)."""

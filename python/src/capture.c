@@ -117,6 +117,7 @@ static void drain(struct py_session *sess)
 {
 	struct zc_pending *p;
 
+	pyadump_log_drain();
 	pthread_mutex_lock(&sess->lock);
 	p = sess->done;
 	sess->done = NULL;
@@ -135,153 +136,6 @@ static void drain(struct py_session *sess)
 		zc_free(p);
 		p = next;
 	}
-}
-
-/* ---- config ------------------------------------------------------------------------------ */
-
-struct enum_name {
-	const char *name;
-	int value;
-};
-
-static const struct enum_name on_full_names[] = { { "block", ADUMP_ON_FULL_BLOCK },
-						  { "drop", ADUMP_ON_FULL_DROP },
-						  { NULL, 0 } };
-static const struct enum_name writer_names[] = { { "auto", ADUMP_WRITER_AUTO },
-						 { "uring", ADUMP_WRITER_URING },
-						 { "pwrite", ADUMP_WRITER_PWRITE },
-						 { NULL, 0 } };
-static const struct enum_name sink_names[] = { { "file", ADUMP_SINK_FILE },
-					       { "callback", ADUMP_SINK_CALLBACK },
-					       { NULL, 0 } };
-static const struct enum_name io_names[] = { { "buffered", ADUMP_IO_BUFFERED },
-					     { "direct", ADUMP_IO_DIRECT },
-					     { NULL, 0 } };
-static const struct enum_name compress_names[] = { { "none", ADUMP_COMPRESS_NONE },
-						   { "lz4", ADUMP_COMPRESS_LZ4 },
-						   { NULL, 0 } };
-static const struct enum_name layout_names[] = { { "files", ADUMP_LAYOUT_FILES },
-						 { "packed", ADUMP_LAYOUT_PACKED },
-						 { NULL, 0 } };
-static const struct enum_name content_names[] = { { "tensor", ADUMP_CONTENT_TENSOR },
-						  { "stats", ADUMP_CONTENT_STATS },
-						  { NULL, 0 } };
-
-/* An enum key: a string naming one of @names (None: leave the default). */
-static int parse_enum(const char *key, PyObject *v, const struct enum_name *names, int *out)
-{
-	const char *s;
-
-	if (v == Py_None)
-		return 0;
-	s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, NULL) : NULL;
-	if (s)
-		for (const struct enum_name *n = names; n->name; n++)
-			if (!strcmp(n->name, s)) {
-				*out = n->value;
-				return 0;
-			}
-	PyErr_Clear();
-	{
-		char allowed[128] = "";
-
-		for (const struct enum_name *n = names; n->name; n++) {
-			strncat(allowed, n->name, sizeof(allowed) - strlen(allowed) - 1);
-			if (n[1].name)
-				strncat(allowed, ", ", sizeof(allowed) - strlen(allowed) - 1);
-		}
-		PyErr_Format(pyadump_err.config, "config %s: expected one of %s, got %R", key,
-			     allowed, v);
-	}
-	return -1;
-}
-
-static int parse_size(const char *key, PyObject *v, size_t *out)
-{
-	unsigned long long n;
-
-	if (v == Py_None)
-		return 0;
-	n = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
-	if (PyErr_Occurred() || !PyLong_Check(v)) {
-		PyErr_Clear();
-		PyErr_Format(pyadump_err.config, "config %s: expected a non-negative integer, got %R",
-			     key, v);
-		return -1;
-	}
-	*out = (size_t)n;
-	return 0;
-}
-
-/* Fill @cfg from the keyword dict. Strings (dump_path, time_dir) are borrowed from @kw. */
-static int parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback)
-{
-	PyObject *key, *v;
-	Py_ssize_t pos = 0;
-
-	while (kw && PyDict_Next(kw, &pos, &key, &v)) {
-		const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
-		size_t n = 0;
-		int e = 0, ret = 0;
-
-		if (!k)
-			return -1;
-		if (!strcmp(k, "dump_path") || !strcmp(k, "time_dir")) {
-			const char *s = v == Py_None ? NULL : PyUnicode_AsUTF8AndSize(v, NULL);
-
-			if (v != Py_None && !s)
-				return -1;
-			if (k[0] == 'd')
-				cfg->dump_path = s;
-			else
-				cfg->time_dir = s;
-			continue;
-		}
-		if (!strcmp(k, "callback")) {
-			if (v != Py_None && !PyCallable_Check(v)) {
-				PyErr_SetString(PyExc_TypeError, "config callback: not callable");
-				return -1;
-			}
-			*callback = v == Py_None ? NULL : v;
-			continue;
-		}
-#define SIZE_KEY(name, field)                                             \
-	if (!strcmp(k, name)) {                                           \
-		n = cfg->field;                                           \
-		ret = parse_size(k, v, &n);                               \
-		cfg->field = n;                                           \
-		if (ret < 0)                                              \
-			return -1;                                        \
-		continue;                                         \
-	}
-#define ENUM_KEY(name, field, names)                                      \
-	if (!strcmp(k, name)) {                                           \
-		e = (int)cfg->field;                                      \
-		if (parse_enum(k, v, names, &e) < 0)                      \
-			return -1;                                        \
-		cfg->field = e;                                           \
-		continue;                                                 \
-	}
-		SIZE_KEY("workers", worker_count)
-		SIZE_KEY("chunk_bytes", chunk_bytes)
-		SIZE_KEY("pool_bytes", pool_bytes)
-		SIZE_KEY("stream_max", stream_max)
-		SIZE_KEY("segment_bytes", segment_bytes)
-		SIZE_KEY("stats_mask", stats_mask)
-		SIZE_KEY("sync_bytes", sync_bytes)
-		ENUM_KEY("on_full", on_full, on_full_names)
-		ENUM_KEY("writer", writer, writer_names)
-		ENUM_KEY("sink", sink, sink_names)
-		ENUM_KEY("io", io, io_names)
-		ENUM_KEY("compress", compress, compress_names)
-		ENUM_KEY("layout", layout, layout_names)
-		ENUM_KEY("content", content, content_names)
-#undef SIZE_KEY
-#undef ENUM_KEY
-		PyErr_Format(PyExc_TypeError, "unknown config key '%s'", k);
-		return -1;
-	}
-	return 0;
 }
 
 /* Worker thread: hand one chunk of the callback sink to the Python callable. */
@@ -314,16 +168,9 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTuple(args, ":_Session"))
 		return NULL;
-	if (parse_config(kw, &cfg, &callback) < 0)
+	if (pyadump_parse_config(kw, &cfg, &callback) < 0 ||
+	    pyadump_config_check(&cfg, callback) < 0)
 		return NULL;
-	if (cfg.sink == ADUMP_SINK_CALLBACK && !callback) {
-		PyErr_SetString(pyadump_err.config, "config sink='callback' needs callback=");
-		return NULL;
-	}
-	if (cfg.sink == ADUMP_SINK_FILE && !cfg.dump_path) {
-		PyErr_SetString(pyadump_err.config, "config dump_path is required for the file sink");
-		return NULL;
-	}
 	self = (struct py_session *)PyType_GenericNew(type, NULL, NULL);
 	if (!self)
 		return NULL;
@@ -341,6 +188,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	ret = adump_session_create(&cfg, &self->s);
 	signals_restore(&saved);
 	Py_END_ALLOW_THREADS
+	pyadump_log_drain();
 	if (ret < 0) {
 		Py_DECREF(self);
 		return pyadump_raise(ret, NULL, cfg.dump_path);

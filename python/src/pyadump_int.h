@@ -45,6 +45,21 @@ PyObject *pyadump_raise_closed(const char *what);
 int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
+int pyadump_config_init(PyObject *module);
+
+struct adump_config;
+
+/* Fill @cfg from Session keywords (every struct adump_config key, by its name); strings are
+ * borrowed from @kw; *@callback (borrowed) for the callback sink. Return: 0, or -1 with
+ * adump.ConfigError set. */
+int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback);
+
+/* Validate @cfg as adump_session_create() will. Return: 0, or -1 with adump.ConfigError
+ * set, its message the library's reason. */
+int pyadump_config_check(const struct adump_config *cfg, PyObject *callback);
+
+/* Hand the library's queued log lines to Python's logging; keeps a pending exception. */
+void pyadump_log_drain(void);
 
 /* A dict item setter that steals @value; returns -1 when @value is NULL or the set fails. */
 int pyadump_dict_steal(PyObject *dict, const char *key, PyObject *value);
