@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "adump/adump.h"
@@ -590,6 +591,7 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	unsigned long long ts = 0;
 	Py_buffer *views;
 	uint32_t task_id = 0;
+	char reason[512], msg[700];
 	int copy = 1, ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOK:dump", kwlist, &op.op_type,
@@ -642,18 +644,23 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		op.user = p;
 	}
 	Py_BEGIN_ALLOW_THREADS
+	pyadump_reason_begin(reason, sizeof(reason));
 	ret = adump_host_dump_op(hs, &op, &task_id);
+	pyadump_reason_end();
 	Py_END_ALLOW_THREADS
 	PyMem_Free(tensors);
 	tensors = NULL;
 	if (ret < 0) {
+		/* The library logged which field is at fault: that is the message. */
+		snprintf(msg, sizeof(msg), "dump of op %s '%s': %s", op.op_type, op.op_name,
+			 reason[0] ? reason : adump_strerror(ret));
 		if (ret == -ADUMP_ERR_UNSUPPORTED)
-			PyErr_Format(PyExc_TypeError, "%s: unsupported dtype", op.op_name);
+			PyErr_Format(PyExc_TypeError, "%s (unsupported dtype)", msg);
 		else if (ret == -ADUMP_ERR_WRONG_THREAD)
 			pyadump_raise(ret, "stream is owned by another thread: open a stream in "
 				      "each thread that dumps", NULL);
 		else
-			pyadump_raise(ret, NULL, NULL);
+			pyadump_raise(ret, msg, NULL);
 		zc_free(p);
 		return NULL;
 	}

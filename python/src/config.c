@@ -39,6 +39,18 @@ static PyObject *log_callable;          /* callable(level, module, message); GIL
 static __thread char *reason_buf;
 static __thread size_t reason_cap;
 
+void pyadump_reason_begin(char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	reason_buf = buf;
+	reason_cap = cap;
+}
+
+void pyadump_reason_end(void)
+{
+	reason_buf = NULL;
+}
+
 static void log_sink(enum adump_log_level level, const char *module, const char *msg,
 		     void *user)
 {
@@ -308,6 +320,11 @@ int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **call
 	return 0;
 }
 
+static int no_chunk(const struct adump_chunk *chunk, void *user)
+{
+	return 0;
+}
+
 int pyadump_config_check(const struct adump_config *cfg, PyObject *callback)
 {
 	char reason[512] = "";
@@ -321,10 +338,14 @@ int pyadump_config_check(const struct adump_config *cfg, PyObject *callback)
 		PyErr_SetString(pyadump_err.config, "config dump_path is required for the file sink");
 		return -1;
 	}
-	reason_buf = reason;
-	reason_cap = sizeof(reason);
-	ret = adump_config_check(cfg);
-	reason_buf = NULL;
+	/* Session() sets the callback sink's function once the session object exists. */
+	struct adump_config c = *cfg;
+
+	if (callback && !c.chunk_fn)
+		c.chunk_fn = no_chunk;
+	pyadump_reason_begin(reason, sizeof(reason));
+	ret = adump_config_check(&c);
+	pyadump_reason_end();
 	pyadump_log_drain();
 	if (ret < 0) {
 		char msg[600];

@@ -46,6 +46,12 @@ int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
 int pyadump_config_init(PyObject *module);
+int pyadump_map_init(PyObject *module);
+
+/* Between begin and end, the first warning or error the calling thread's library calls log
+ * is copied into @buf (""  if none): the reason to put in the exception. */
+void pyadump_reason_begin(char *buf, size_t cap);
+void pyadump_reason_end(void);
 
 struct adump_config;
 
