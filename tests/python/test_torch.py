@@ -229,7 +229,7 @@ class ModuleLevel(unittest.TestCase):
                                      zero_copy=True) as cap:
                 with torch.no_grad():
                     model(x)            # ReLU changes fc's output right after its dump
-            names = [n for n, _ in cap.losses]
+            names = [loss.name for loss in cap.losses]
             files = helpers.files_below(top)
             fc = [f for f in files if "Module_fc_Linear_forward_0" in f]
             self.assertEqual(len(fc), 1, files)
