@@ -460,122 +460,6 @@ static struct adump_host_stream *stream_get(struct py_stream *st)
 	return st->hs;
 }
 
-/* The adump dtype of a buffer format (struct module syntax, native or little-endian). */
-static int format_dtype(const Py_buffer *v, int32_t *out)
-{
-	const char *f = v->format ? v->format : "B";
-	char c;
-
-	if (*f == '@' || *f == '=' || *f == '<')
-		f++;
-	c = f[0];
-	if (c && !f[1]) {
-		switch (c) {
-		case 'e': *out = ADUMP_DT_FLOAT16; return 0;
-		case 'f': *out = ADUMP_DT_FLOAT; return 0;
-		case 'd': *out = ADUMP_DT_DOUBLE; return 0;
-		case '?': *out = ADUMP_DT_BOOL; return 0;
-		case 'b': case 'h': case 'i': case 'l': case 'q':
-			switch (v->itemsize) {
-			case 1: *out = ADUMP_DT_INT8; return 0;
-			case 2: *out = ADUMP_DT_INT16; return 0;
-			case 4: *out = ADUMP_DT_INT32; return 0;
-			case 8: *out = ADUMP_DT_INT64; return 0;
-			}
-			break;
-		case 'B': case 'H': case 'I': case 'L': case 'Q':
-			switch (v->itemsize) {
-			case 1: *out = ADUMP_DT_UINT8; return 0;
-			case 2: *out = ADUMP_DT_UINT16; return 0;
-			case 4: *out = ADUMP_DT_UINT32; return 0;
-			case 8: *out = ADUMP_DT_UINT64; return 0;
-			}
-			break;
-		}
-	}
-	PyErr_Format(PyExc_TypeError, "unsupported dtype: buffer format '%s' (item size %zd)",
-		     v->format ? v->format : "B", v->itemsize);
-	return -1;
-}
-
-/* One tensor argument: a C-contiguous buffer of a supported format, or a tuple
- * (buffer, dtype, shape) whose bytes are taken as they are with the given adump dtype and
- * shape (bfloat16, or any dtype a buffer format cannot say). The view is filled in @view. */
-static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t)
-{
-	PyObject *obj = item, *shape = NULL;
-	int dtype = -1;
-
-	memset(t, 0, sizeof(*t));
-	t->format = ADUMP_FORMAT_ND;
-	if (PyTuple_Check(item)) {
-		if (!PyArg_ParseTuple(item, "OiO:tensor", &obj, &dtype, &shape))
-			return -1;
-		if (!PyTuple_Check(shape)) {
-			PyErr_SetString(PyExc_TypeError, "tensor shape must be a tuple");
-			return -1;
-		}
-	}
-	if (PyObject_GetBuffer(obj, view, shape ? PyBUF_C_CONTIGUOUS
-						: PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-		return -1;
-	t->data = view->buf;
-	t->bytes = (uint64_t)view->len;
-	if (shape) {
-		Py_ssize_t n = PyTuple_Size(shape);
-
-		t->dtype = dtype;
-		if (n > ADUMP_MAX_DIMS) {
-			PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n,
-				     ADUMP_MAX_DIMS);
-			goto fail;
-		}
-		t->dim_count = (uint32_t)n;
-		for (Py_ssize_t i = 0; i < n; i++) {
-			t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-			if (t->dims[i] == -1 && PyErr_Occurred())
-				goto fail;
-		}
-		return 0;
-	}
-	if (format_dtype(view, &t->dtype) < 0)
-		goto fail;
-	if (view->ndim > ADUMP_MAX_DIMS) {
-		PyErr_Format(PyExc_ValueError, "%d dimensions; at most %d", view->ndim,
-			     ADUMP_MAX_DIMS);
-		goto fail;
-	}
-	t->dim_count = (uint32_t)view->ndim;
-	for (int i = 0; i < view->ndim; i++)
-		t->dims[i] = view->shape ? view->shape[i] : view->len / view->itemsize;
-	return 0;
-fail:
-	PyBuffer_Release(view);
-	return -1;
-}
-
-/* Views of a sequence of tensors into @views/@tensors from index @at; returns the new count
- * or -1 (views taken so far are left for the caller to release). */
-static Py_ssize_t tensors_from(PyObject *seq, Py_buffer *views, struct adump_host_tensor *tensors,
-			       Py_ssize_t at, Py_ssize_t *taken)
-{
-	Py_ssize_t n = PySequence_Size(seq);
-
-	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *item = PySequence_GetItem(seq, i);
-		int ret;
-
-		if (!item)
-			return -1;
-		ret = tensor_from(item, &views[at + i], &tensors[at + i]);
-		Py_DECREF(item);
-		if (ret < 0)
-			return -1;
-		(*taken)++;
-	}
-	return n;
-}
-
 /* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None) -> task id */
 static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 {
@@ -620,8 +504,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		return PyErr_NoMemory();
 	}
 	views = p->views;
-	if ((nin && tensors_from(inputs, views, tensors, 0, &taken) < 0) ||
-	    (nout && tensors_from(outputs, views, tensors, nin, &taken) < 0))
+	if ((nin && pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken) < 0) ||
+	    (nout && pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken) < 0))
 		goto fail;
 	p->view_count = (uint32_t)taken;
 	op.inputs = nin ? tensors : NULL;

@@ -64,6 +64,15 @@ int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **call
  * set, its message the library's reason. */
 int pyadump_config_check(const struct adump_config *cfg, PyObject *callback);
 
+struct adump_host_tensor;
+
+/* Views of the tensors of sequence @seq (the dump() argument @field) into @views/@tensors
+ * from index @at. Return: their count, or -1 with an exception naming the bad item (views
+ * taken so far, counted in *@taken, are left for the caller to release). */
+Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *views,
+				struct adump_host_tensor *tensors, Py_ssize_t at,
+				Py_ssize_t *taken);
+
 /* Hand the library's queued log lines to Python's logging; keeps a pending exception. */
 void pyadump_log_drain(void);
 

@@ -136,6 +136,12 @@ class Mistakes(unittest.TestCase):
             with self.assertRaises(OSError) as cm:
                 st.dump("Add", "", inputs=[np.zeros(3)])
             self.assertIn("op_name", str(cm.exception))
+            with self.assertRaises(TypeError) as cm:
+                st.dump("Add", "a", inputs=[np.zeros(2), (b"ab", 1)])
+            self.assertIn("inputs[1]: a tuple is (buffer, dtype, shape)", str(cm.exception))
+            with self.assertRaises(OSError) as cm:                  # 3 floats are not 4 bytes
+                st.dump("Add", "a", outputs=[(b"abcd", adump.DTYPES["float32"], (3,))])
+            self.assertIn("output 0", str(cm.exception))
             st.sync()
             self.assertEqual(s.stats()["files_completed"], 0)
 
