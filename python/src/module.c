@@ -73,6 +73,13 @@ PyObject *pyadump_raise(int ret, const char *message, const char *filename)
 		}
 		return NULL;
 	}
+	if (filename && strncmp(message, filename, strlen(filename))) {
+		/* adump's own errors carry no filename attribute: the path goes in the text. */
+		char buf[1200];
+
+		snprintf(buf, sizeof(buf), "%s: %s", filename, message);
+		return raise_with_code(class_of(code), code, buf);
+	}
 	return raise_with_code(class_of(code), code, message);
 }
 
