@@ -15,6 +15,9 @@ import json
 import os
 import re
 from collections import namedtuple
+from typing import Iterator, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 import numpy as np
 
@@ -247,7 +250,7 @@ def _open_stats(path):
     return Dump(header, path, "stats", lambda h: [None] * len(tensors))
 
 
-def open(path, bf16="float32"):
+def open(path: PathLike, bf16: str = "float32") -> "Dump":
     """Open one dump file (plain, .lz4, or a statistics capture's .csv). Raises OSError,
     adump.CorruptError, adump.IncompleteError ... with adump's message. The tensors are
     read when first used."""
@@ -331,7 +334,7 @@ def _time_key(path):
     return (step if step is not None else -1, rank or 0, 0, fields[4], fields[2], path)
 
 
-def walk(top, bf16="float32", order="time"):
+def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator["Dump"]:
     """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures
     and statistics CSVs. order="time" (the default): in execution order (per step and
     rank of an adump.torch capture, then by dump time and task id, all from the names);
@@ -420,7 +423,7 @@ def _check_shapes(header):
     return None
 
 
-def verify(top):
+def verify(top: PathLike) -> "VerifyReport":
     """Check every dump below @top as `adump verify` does: the layout adds up, the header
     parses, shapes match sizes, .lz4 checksums and packed CRC32Cs match; .part and .failed
     files are problems, and so is finding no dump at all (a missing @top, a directory

@@ -145,6 +145,24 @@ class Mistakes(unittest.TestCase):
             st.sync()
             self.assertEqual(s.stats()["files_completed"], 0)
 
+    def test_stub_matches_module(self):
+        # _adump.pyi names exactly what the extension has (no stale or missing entries).
+        import ast
+        stub = os.path.join(os.path.dirname(adump.__file__), "_adump.pyi")
+        with open(stub) as f:
+            tree = ast.parse(f.read())
+        names = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.AnnAssign):
+                names.add(node.target.id)
+        have = {n for n in dir(adump._adump) if not n.startswith("__") or n == "__version__"}
+        have -= {"__doc__", "__loader__", "__name__", "__package__", "__spec__", "__file__"}
+        self.assertEqual(sorted(names - have), [])
+        self.assertEqual(sorted(have - names), [])
+        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(stub), "py.typed")))
+
     def test_namespace(self):
         ns = {}
         exec("from adump import *", ns)
