@@ -22,12 +22,9 @@ its bytes were written makes that dump fail (counted in cap.losses), never publi
 the later value. Gradients are taken with hooks on the autograd graph (not full backward
 hooks, which refuse models with in-place ops in PyTorch 1.13), so such models train
 unchanged."""
-import contextlib
-import fnmatch
 import os
 import threading
 import time
-import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -35,6 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _adump, _losses
 from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
+from ._torch_select import _Select
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -71,39 +69,6 @@ def _rebuild(obj, fn):
     return obj
 
 
-def _patterns(what, value):
-    """scope/list as a list of strings: a string is one pattern, not its characters."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [value]
-    try:
-        value = [v for v in value]
-    except TypeError:
-        raise TypeError("%s: a string or a list of strings, got %s" %
-                        (what, type(value).__name__)) from None
-    bad = [v for v in value if not isinstance(v, str)]
-    if bad:
-        raise TypeError("%s: a string or a list of strings, got %r in it" % (what, bad[0]))
-    return value or None
-
-
-def _steps(steps):
-    """steps as a set of step numbers: an int, a range or a list of ints (None: all)."""
-    if steps is None:
-        return None
-    if isinstance(steps, int) and not isinstance(steps, bool):
-        return {steps}
-    try:
-        out = set(steps)
-    except TypeError:
-        raise TypeError("steps: an int, a range or a list of ints, got %s" %
-                        type(steps).__name__) from None
-    if any(not isinstance(v, int) or isinstance(v, bool) for v in out):
-        raise TypeError("steps: an int, a range or a list of ints, got %r" % (steps,))
-    return out
-
-
 def _rank():
     dist = getattr(torch, "distributed", None)
     if dist is not None and dist.is_available() and dist.is_initialized():
@@ -134,7 +99,7 @@ class _Backward:
         self.pending = n_out + n_in
 
 
-class capture:
+class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
     **config): a context manager; call cap.step() after each training step.
@@ -171,14 +136,7 @@ class capture:
         self.with_outputs = mode in ("all", "output")
         self.with_forward = True
         self.backward = backward
-        if data_mode is not None:
-            self._data_mode(data_mode)
-        self.scope = _patterns("scope", scope)
-        self.names = _patterns("list", list)
-        self._unmatched = set(self.scope or ()) | set(self.names or ())
-        self._warned = False
-        self.steps = _steps(steps)
-        self._paused = False
+        self._init_select(scope, list, steps, data_mode)
         self.content = content
         self.zero_copy = zero_copy
         self.config = dict(config)
@@ -213,84 +171,6 @@ class capture:
             raise PermissionError(13, os.strerror(13), self.dump_path)
 
     # ---- session per step ----------------------------------------------------------------
-
-    def _data_mode(self, data_mode):
-        modes = [data_mode] if isinstance(data_mode, str) else data_mode
-        known = {"all", "input", "output", "forward", "backward"}
-        if not modes or any(m not in known for m in modes):
-            raise ValueError("data_mode: a list of %s, got %r" % (sorted(known), data_mode))
-        if "all" not in modes:
-            io = {"input", "output"} & set(modes)
-            if io:
-                self.with_inputs = "input" in io
-                self.with_outputs = "output" in io
-            fb = {"forward", "backward"} & set(modes)
-            if fb:
-                self.with_forward = "forward" in fb
-                self.backward = "backward" in fb
-
-    def _active(self):
-        return not self._paused and (self.steps is None or self.step_no in self.steps)
-
-    def _in_scope(self, base, path=None, full=()):
-        """Whether a dump of @base (module path or op @path, full names @full) is selected
-        by scope and list; records which patterns matched."""
-        ok = True
-        if self.scope is not None:
-            hit = [g for g in self.scope
-                   if fnmatch.fnmatchcase(base, g) or
-                   (path is not None and fnmatch.fnmatchcase(path, g)) or
-                   any(fnmatch.fnmatchcase(f, g) for f in full)]
-            self._unmatched.difference_update(hit)
-            ok = bool(hit)
-        if ok and self.names is not None:
-            hit = [n for n in self.names if any(n in f for f in (base,) + tuple(full))]
-            self._unmatched.difference_update(hit)
-            ok = bool(hit)
-        return ok
-
-    def _warn_unmatched(self):
-        """After the first captured step: name each scope/list pattern that matched nothing."""
-        if self._warned or not (self.steps is None or self.step_no in self.steps):
-            return
-        self._warned = True
-        for g in sorted(self._unmatched):
-            warnings.warn("adump.torch.capture: scope/list pattern %r matched no %s in step %d "
-                          "(dump names look like %s)" % (
-                              g, "module" if self.level == "module" else "op", self.step_no,
-                              "Module.<path>.<Class>.forward.<n>" if self.level == "module"
-                              else "Aten.<op>.<n>.forward"), stacklevel=3)
-
-    # ---- pausing ---------------------------------------------------------------------------
-
-    def stop(self):
-        """Dump nothing until start() (e.g. around the optimizer step)."""
-        self._paused = True
-
-    def start(self):
-        self._paused = False
-
-    @contextlib.contextmanager
-    def paused(self):
-        """`with cap.paused(): opt.step()`: nothing inside the block is dumped."""
-        was = self._paused
-        self._paused = True
-        try:
-            yield self
-        finally:
-            self._paused = was
-
-    # ---- losses ----------------------------------------------------------------------------
-
-    def _lost(self, op_type, name, tensors, cause, message=None):
-        """Record a loss: in cap.losses and in this step's adump-losses.jsonl."""
-        try:
-            loss = _losses.record(os.path.join(self.dump_path, self._step_dir()), op_type, name,
-                                  tensors, cause, message)
-        except OSError as e:
-            loss = _adump_loss(name, cause, "%s (not logged: %s)" % (
-                message or _losses.CAUSES.get(cause, cause), e))
-        self.losses.append(loss)
 
     def _step_dir(self):
         return os.path.join("step%d" % self.step_no, "rank%d" % self.rank)
