@@ -256,7 +256,8 @@ class Rerun(unittest.TestCase):
         second = self.run_once(top)
         # rank0 is taken: the second capture stays in proc<pid>, and says so.
         self.assertEqual(len(second.losses), 1, second.losses)
-        self.assertIn("rank0", second.losses[0][0])
+        self.assertIn("rank0", second.losses[0].name)
+        self.assertEqual(second.losses[0].cause, "rank_taken")
         self.assertEqual(sorted(os.listdir(os.path.join(top, "step0"))),
                          ["proc%d" % os.getpid(), "rank0"])
         self.assertEqual(helpers.files_below(os.path.join(top, "step0", "rank0")), before)
