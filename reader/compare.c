@@ -862,6 +862,12 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		return row_failed(c, op, NULL, text);
 	}
 	op_type = op->file[MY]->op_type;
+	for (int s = 0; s < 2; s++)
+		if (op->file[s]->clash) {
+			/* Two dumps of one op and timestamp: which is which is unknown. */
+			op->code = 2;
+			return row_failed(c, op, op_type, op->file[s]->clash);
+		}
 	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats)
 		return op_compare_stats(w, op);
 	for (int s = 0; s < 2; s++) {

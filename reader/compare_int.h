@@ -81,6 +81,13 @@ struct cmp_file {
 	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
 	bool is_packed;
 	bool is_stats;                  /* a statistics dump: "<dump name>.csv" */
+	/* Matching (compare_match.c): the header's op name, read only where the file name's
+	 * op name is shared (is_named once read); the name matched by (op_name or hname); why
+	 * it is not compared when it cannot be told apart from another dump. */
+	char *hname;
+	bool is_named;
+	const char *key;
+	char *clash;
 };
 
 struct cmp_side {
@@ -88,6 +95,7 @@ struct cmp_side {
 	size_t count, cap;
 	struct adump_reader_packed *packed;
 	pthread_mutex_t packed_lock;    /* opening an entry updates the list's segment cache */
+	uint64_t shadowed_count;        /* dumps not compared: an older one of the same op */
 };
 
 struct cmp_row {
@@ -96,7 +104,7 @@ struct cmp_row {
 };
 
 struct cmp_op {
-	char *name;
+	const char *name;
 	struct cmp_file *file[2];       /* latest file of each side; NULL when absent */
 	struct cmp_file *first[2];      /* the op's files on each side: first[s][0..count[s]) */
 	uint32_t count[2];
