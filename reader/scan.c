@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump scan` (adump/scan.h): every dump of one capture read on a pool of threads for NaN,
+ * Inf and float16 values at the dtype's limit; then, in execution order (timestamps), the op
+ * that made them and the ops they reached. Listing is compare's (compare_match.c). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adump/scan.h"
+#include "reader/compare_int.h"
+
+#define FP16_MAX 65504.0
+
+struct scan_result {
+	struct adump_scan_counts counts[2];     /* inputs, outputs */
+	char first[48];                         /* first anomalous tensor: "output:0" */
+	char *op_name;                          /* the header's; NULL: the file name's */
+	char *message;                          /* unreadable: why */
+	uint64_t bytes;
+};
+
+struct adump_scan {
+	struct adump_scan_config cfg;
+	struct cmp_side side;
+	struct scan_result *res;                /* per file, in the files' order */
+	struct adump_scan_op *ops;
+	uint64_t op_count;
+	_Atomic size_t next;
+	_Atomic uint64_t bytes;
+	bool is_run;
+};
+
+int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
+		    struct adump_scan **out, char *msg, size_t cap)
+{
+	struct adump_scan *s;
+	char scratch[1];
+	int ret;
+
+	if (!msg || !cap) {
+		msg = scratch;
+		cap = sizeof(scratch);
+	}
+	msg[0] = '\0';
+	if (!path || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
+		snprintf(msg, cap, "invalid arguments");
+		return -ADUMP_ERR_CONFIG;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->cfg = (struct adump_scan_config)ADUMP_SCAN_CONFIG_INIT;
+	if (cfg)
+		memcpy(&s->cfg, cfg,
+		       cfg->struct_size < sizeof(s->cfg) ? cfg->struct_size : sizeof(s->cfg));
+	s->cfg.struct_size = sizeof(s->cfg);
+	if (!s->cfg.thread_count) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		s->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
+	}
+	pthread_mutex_init(&s->side.packed_lock, NULL);
+	ret = adump_compare_side_list(&s->side, path, !s->cfg.is_flat, msg, cap);
+	if (ret == 0) {
+		s->res = calloc(s->side.count + 1, sizeof(*s->res));
+		if (!s->res) {
+			snprintf(msg, cap, "out of memory");
+			ret = -ENOMEM;
+		}
+	}
+	if (ret < 0) {
+		adump_scan_close(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+static void count_stat(struct adump_scan_counts *c, int32_t dtype, const double v[3],
+		       const bool present[3])
+{
+	bool is_nan = false, is_inf = false, is_limit = false;
+
+	for (int k = 0; k < 3; k++) {
+		if (!present[k])
+			continue;
+		is_nan |= isnan(v[k]);
+		is_inf |= isinf(v[k]);
+		is_limit |= dtype == ADUMP_DT_FLOAT16 && fabs(v[k]) >= FP16_MAX;
+	}
+	c->nan_count += is_nan;
+	c->inf_count += is_inf;
+	c->limit_count += is_limit && !is_inf && !is_nan;
+}
+
+static bool is_bad(const struct adump_scan_counts *c)
+{
+	return c->nan_count || c->inf_count || c->limit_count;
+}
+
+static void first_set(struct scan_result *r, enum adump_tensor_kind kind, uint32_t index)
+{
+	if (!r->first[0])
+		snprintf(r->first, sizeof(r->first), "%s:%u", adump_reader_kind_name(kind), index);
+}
+
+/* A statistics dump: max, min and mean of each tensor as written. */
+static int scan_stats(struct cmp_file *f, struct scan_result *r)
+{
+	struct adump_compare_stats st;
+	char msg[1024];
+	int ret = adump_compare_stats_load(f->path, &st, msg, sizeof(msg));
+
+	if (ret == 0) {
+		for (uint32_t i = 0; i < st.count; i++) {
+			const struct adump_compare_stats_tensor *t = &st.tensors[i];
+			bool is_out = t->t.info.kind == ADUMP_TENSOR_OUTPUT;
+			struct adump_scan_counts *c = &r->counts[is_out];
+			const double v[3] = { t->stat[0].value, t->stat[1].value, t->stat[2].value };
+			const bool p[3] = { t->stat[0].is_present, t->stat[1].is_present,
+					    t->stat[2].is_present };
+			struct adump_scan_counts before = *c;
+
+			count_stat(c, t->t.info.dtype, v, p);
+			if (memcmp(&before, c, sizeof(before)))
+				first_set(r, t->t.info.kind, t->t.index);
+		}
+	} else if (ret != -ENOMEM) {
+		r->message = strdup(msg);
+		ret = r->message ? 0 : -ENOMEM;
+	}
+	adump_compare_stats_free(&st);
+	return ret;
+}
+
+/* A tensor dump: each tensor streamed through the reader's statistics. */
+static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, struct cmp_file *f,
+			struct scan_result *r)
+{
+	const struct adump_reader_header *h;
+	int ret;
+
+	if (f->is_packed) {
+		pthread_mutex_lock(&s->side.packed_lock);
+		ret = adump_reader_open_packed(rd, s->side.packed, &f->entry, false);
+		pthread_mutex_unlock(&s->side.packed_lock);
+	} else {
+		ret = adump_reader_open(rd, f->path);
+	}
+	if (ret < 0)
+		goto fail;
+	h = adump_reader_header(rd);
+	if (h->op_name && h->op_name[0]) {
+		r->op_name = strdup(h->op_name);
+		if (!r->op_name)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < h->tensor_count; i++) {
+		const struct adump_reader_tensor *t = &h->tensors[i];
+		struct adump_reader_stats st;
+		struct adump_scan_counts *c;
+
+		if (t->info.kind != ADUMP_TENSOR_INPUT && t->info.kind != ADUMP_TENSOR_OUTPUT)
+			continue;
+		if (!adump_reader_stats_supported(t->info.dtype))
+			continue;
+		ret = adump_reader_tensor_stats(rd, i, &st);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0)
+			goto fail;
+		r->bytes += t->info.bytes;
+		c = &r->counts[t->info.kind == ADUMP_TENSOR_OUTPUT];
+		c->nan_count += st.nan_count;
+		c->inf_count += st.inf_count;
+		if (t->info.dtype == ADUMP_DT_FLOAT16 && st.finite_count &&
+		    (st.max >= FP16_MAX || st.min <= -FP16_MAX))
+			c->limit_count++;
+		if (st.nan_count || st.inf_count ||
+		    (t->info.dtype == ADUMP_DT_FLOAT16 && st.finite_count &&
+		     (st.max >= FP16_MAX || st.min <= -FP16_MAX)))
+			first_set(r, t->info.kind, t->index);
+	}
+	adump_reader_close(rd);
+	return 0;
+fail:
+	r->message = strdup(adump_reader_error(rd));
+	adump_reader_close(rd);
+	return r->message ? 0 : -ENOMEM;
+}
+
+static void *scan_worker(void *arg)
+{
+	struct adump_scan *s = arg;
+	struct adump_reader *rd;
+	intptr_t ret = adump_reader_create(&rd);
+	size_t i;
+
+	while (ret == 0 &&
+	       (i = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed)) < s->side.count) {
+		struct cmp_file *f = &s->side.files[i];
+
+		ret = f->is_stats ? scan_stats(f, &s->res[i]) : scan_tensors(s, rd, f, &s->res[i]);
+		atomic_fetch_add_explicit(&s->bytes, s->res[i].bytes, memory_order_relaxed);
+	}
+	adump_reader_destroy(rd);
+	return (void *)ret;
+}
+
+static int exec_cmp(const void *a, const void *b)
+{
+	const struct cmp_file *x = a, *y = b;
+
+	if (x->timestamp != y->timestamp)
+		return x->timestamp < y->timestamp ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int adump_scan_run(struct adump_scan *s)
+{
+	unsigned n, started = 0;
+	pthread_t *threads;
+	int ret = 0;
+
+	if (!s || s->is_run)
+		return -ADUMP_ERR_STATE;
+	s->is_run = true;
+	/* Execution order: the dumps' timestamps (in their names), then paths. */
+	qsort(s->side.files, s->side.count, sizeof(*s->side.files), exec_cmp);
+	n = s->cfg.thread_count;
+	if (n > s->side.count)
+		n = s->side.count ? (unsigned)s->side.count : 1;
+	threads = calloc(n, sizeof(*threads));
+	if (!threads)
+		return -ENOMEM;
+	for (started = 1; started < n; started++) {
+		ret = -pthread_create(&threads[started], NULL, scan_worker, s);
+		if (ret < 0)
+			break;
+	}
+	{
+		/* The calling thread is worker 0. */
+		intptr_t r0 = (intptr_t)scan_worker(s);
+
+		if (r0 < 0 && ret == 0)
+			ret = (int)r0;
+	}
+	for (unsigned i = 1; i < started; i++) {
+		void *rv;
+
+		pthread_join(threads[i], &rv);
+		if ((intptr_t)rv < 0 && ret == 0)
+			ret = (int)(intptr_t)rv;
+	}
+	free(threads);
+	if (ret < 0)
+		return ret;
+	s->ops = calloc(s->side.count + 1, sizeof(*s->ops));
+	if (!s->ops)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->side.count; i++) {
+		const struct cmp_file *f = &s->side.files[i];
+		const struct scan_result *r = &s->res[i];
+		enum adump_scan_kind kind = r->message ? ADUMP_SCAN_UNREADABLE
+					    : is_bad(&r->counts[0]) ? ADUMP_SCAN_REACHED
+					    : is_bad(&r->counts[1]) ? ADUMP_SCAN_ORIGIN : 0;
+
+		if (!kind)
+			continue;
+		s->ops[s->op_count++] = (struct adump_scan_op){
+			.kind = kind, .order = i, .timestamp = f->timestamp, .path = f->path,
+			.op_type = f->op_type, .op_name = r->op_name ? r->op_name : f->op_name,
+			.inputs = r->counts[0], .outputs = r->counts[1], .first_tensor = r->first,
+			.message = r->message ? r->message : "",
+		};
+	}
+	return 0;
+}
+
+uint64_t adump_scan_dump_count(const struct adump_scan *s)
+{
+	return s ? s->side.count : 0;
+}
+
+uint64_t adump_scan_bytes(const struct adump_scan *s)
+{
+	return s ? atomic_load_explicit(&s->bytes, memory_order_relaxed) : 0;
+}
+
+uint64_t adump_scan_op_count(const struct adump_scan *s)
+{
+	return s ? s->op_count : 0;
+}
+
+const struct adump_scan_op *adump_scan_op(const struct adump_scan *s, uint64_t i)
+{
+	return s && i < s->op_count ? &s->ops[i] : NULL;
+}
+
+void adump_scan_close(struct adump_scan *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->res && i < s->side.count; i++) {
+		free(s->res[i].op_name);
+		free(s->res[i].message);
+	}
+	free(s->res);
+	free(s->ops);
+	adump_compare_side_fini(&s->side);
+	pthread_mutex_destroy(&s->side.packed_lock);
+	free(s);
+}
