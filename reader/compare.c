@@ -889,6 +889,20 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		if (ret < 0)
 			goto out;
 	}
+	if (!w->merged[MY] && !w->merged[GOLDEN] &&
+	    adump_compare_names_collide(h[MY]->op_name, h[GOLDEN]->op_name)) {
+		char text[3 * MSG_BYTES];
+
+		/* One dump a side, alike by file name only: not the same op (modules a.b, a_b). */
+		snprintf(text, sizeof(text), "[%s] Not the same op: my output's dump (%s) holds "
+			 "%.2048s, the ground truth's (%s) %.2048s; only their file names are alike.",
+			 op->name, w->path[MY], h[MY]->op_name, w->path[GOLDEN],
+			 h[GOLDEN]->op_name);
+		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+		op->code = 2;
+		ret = row_failed(c, op, op_type, text);
+		goto out;
+	}
 	ok_in = group_check(h, op->name, ADUMP_TENSOR_INPUT, msg_in, sizeof(msg_in));
 	ok_out = group_check(h, op->name, ADUMP_TENSOR_OUTPUT, msg_out, sizeof(msg_out));
 	if (!ok_in && !ok_out) {

@@ -140,6 +140,9 @@ ADUMP_HIDDEN int adump_compare_side_list(struct cmp_side *s, const char *path, b
 					 char *msg, size_t cap);
 /* Group both sides' files into c->ops with msaccucmp's ids. Return: 0 or -ENOMEM. */
 ADUMP_HIDDEN int adump_compare_match(struct adump_compare *c);
+/* Whether two header op names differ although their dump file names are alike ('.', '/',
+ * ' ' and '\\' all become '_' there). NULL or "" never collides. */
+ADUMP_HIDDEN bool adump_compare_names_collide(const char *a, const char *b);
 /* Free what adump_compare_side_list() listed (not the lock). */
 ADUMP_HIDDEN void adump_compare_side_fini(struct cmp_side *s);
 

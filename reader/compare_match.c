@@ -271,6 +271,21 @@ static int names_resolve(struct adump_compare *c)
 	return 0;
 }
 
+static char name_char(char ch)
+{
+	return ch == '.' || ch == '/' || ch == ' ' || ch == '\\' ? '_' : ch;
+}
+
+bool adump_compare_names_collide(const char *a, const char *b)
+{
+	if (!a || !b || !a[0] || !b[0] || !strcmp(a, b))
+		return false;
+	for (; *a && *b; a++, b++)
+		if (name_char(*a) != name_char(*b))
+			return false;
+	return !*a && !*b;
+}
+
 /* adump.torch's names count calls ("Module.l1.Linear.forward.0", "Aten.mm.3.forward"): a
  * dot-separated field of digits. CANN's op names have none. */
 static bool has_call_number(const char *name)

@@ -151,6 +151,41 @@ class TestDottedNames(unittest.TestCase):
         self.assertEqual(first["NPUDump"], "Module.a_b.Linear.forward.0")
 
 
+class OneDotted(nn.Module):
+    def __init__(self, dotted):
+        super().__init__()
+        if dotted:
+            self.a = nn.Module()
+            self.a.b = nn.Linear(4, 4)
+            self.f = self.a.b
+        else:
+            self.a_b = nn.Linear(4, 4)
+            self.f = self.a_b
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class TestDottedApart(unittest.TestCase):
+    def test_one_each_side_is_not_matched(self):
+        # One dump a side whose file names are alike: a.b against a_b is not the same op.
+        tops = []
+        for dotted in (True, False):
+            top = helpers.tmpdir("dot-one")
+            torch.manual_seed(0)
+            m = OneDotted(dotted)
+            with adump.torch.capture(m, top, level="module", scope=["Module.a*"]) as cap:
+                m(torch.ones(2, 4))
+                cap.step()
+            tops.append(os.path.join(top, "step0", "rank0", "0"))
+        r = adump.compare(tops[0], tops[1])
+        bad = [row for row in r if "Not the same op" in row["CompareFailReason"]]
+        self.assertEqual(len(bad), 1, [row["CompareFailReason"] for row in r])
+        self.assertIn("Module.a.b.Linear.forward.0", bad[0]["CompareFailReason"])
+        self.assertIn("Module.a_b.Linear.forward.0", bad[0]["CompareFailReason"])
+        self.assertEqual(r.summary["exit_code"], 2)
+
+
 class TestScan(unittest.TestCase):
     def check(self, content, name):
         top = helpers.tmpdir("scan-" + content)
