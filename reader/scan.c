@@ -10,11 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "adump/scan.h"
 #include "reader/compare_int.h"
 
 #define FP16_MAX 65504.0
+/* Bytes read per step from a dump that is not in memory. */
+#define STEP_BYTES ((size_t)1 << 20)
 
 struct scan_result {
 	struct adump_scan_counts counts[2];     /* inputs, outputs */
@@ -81,6 +86,156 @@ int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
 	return 0;
 }
 
+
+/* ---- the element kernels -------------------------------------------------------------------
+ * Almost every tensor is finite: a pass takes the largest magnitude's bits (sign cleared),
+ * which is below the exponent-all-ones pattern exactly when every element is finite (and,
+ * for float16, below 0x7bff = 65504 when none is at the limit). Only a piece that fails that
+ * is counted element by element. */
+
+struct bits {
+	unsigned width;                 /* bytes per element: 2 or 4 */
+	uint32_t magnitude;             /* sign cleared */
+	uint32_t exponent;              /* exponent all ones: Inf (mantissa 0) or NaN */
+	uint32_t limit;                 /* float16: the largest finite value; else exponent */
+};
+
+static bool bits_of(int32_t dtype, struct bits *b)
+{
+	if (dtype == ADUMP_DT_FLOAT)
+		*b = (struct bits){ 4, 0x7fffffffu, 0x7f800000u, 0x7f800000u };
+	else if (dtype == ADUMP_DT_FLOAT16)
+		*b = (struct bits){ 2, 0x7fffu, 0x7c00u, 0x7bffu };
+	else if (dtype == ADUMP_DT_BF16)
+		*b = (struct bits){ 2, 0x7fffu, 0x7f80u, 0x7f80u };
+	else
+		return false;
+	return true;
+}
+
+static uint32_t max_scalar(const struct bits *b, const unsigned char *p, size_t n)
+{
+	uint32_t m = 0;
+
+	if (b->width == 4) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t v;
+
+			memcpy(&v, p + 4 * i, 4);
+			v &= b->magnitude;
+			m = v > m ? v : m;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			uint16_t v;
+
+			memcpy(&v, p + 2 * i, 2);
+			v &= (uint16_t)b->magnitude;
+			m = v > m ? v : m;
+		}
+	}
+	return m;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static uint32_t max_avx2(const struct bits *b,
+							  const unsigned char *p, size_t n)
+{
+	size_t per = 32 / b->width, i = 0, k;
+	__m256i acc = _mm256_setzero_si256();
+	uint32_t lanes[8], m;
+
+	if (b->width == 4) {
+		__m256i mask = _mm256_set1_epi32((int)b->magnitude);
+
+		for (; i + per <= n; i += per)
+			acc = _mm256_max_epu32(acc, _mm256_and_si256(mask, _mm256_loadu_si256(
+						(const __m256i *)(p + 4 * i))));
+	} else {
+		__m256i mask = _mm256_set1_epi16((short)b->magnitude);
+
+		for (; i + per <= n; i += per)
+			acc = _mm256_max_epu16(acc, _mm256_and_si256(mask, _mm256_loadu_si256(
+						(const __m256i *)(p + 2 * i))));
+		/* 16 lanes of 16 bits into 8 of 32: the larger of each pair. */
+		acc = _mm256_max_epu32(_mm256_and_si256(acc, _mm256_set1_epi32(0xffff)),
+				       _mm256_srli_epi32(acc, 16));
+	}
+	_mm256_storeu_si256((__m256i *)lanes, acc);
+	m = max_scalar(b, p + b->width * i, n - i);
+	for (k = 0; k < 8; k++)
+		m = lanes[k] > m ? lanes[k] : m;
+	return m;
+}
+#endif
+
+static uint32_t magnitude_max(const struct bits *b, const unsigned char *p, size_t n)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2"))
+		return max_avx2(b, p, n);
+#endif
+	return max_scalar(b, p, n);
+}
+
+/* Count one piece's NaN, Inf and (float16) limit elements. */
+static void count_piece(const struct bits *b, const unsigned char *p, size_t n,
+			struct adump_scan_counts *c, bool *is_limit)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = 0;
+
+		if (b->width == 4) {
+			memcpy(&v, p + 4 * i, 4);
+		} else {
+			uint16_t h;
+
+			memcpy(&h, p + 2 * i, 2);
+			v = h;
+		}
+		v &= b->magnitude;
+		if (v > b->exponent)
+			c->nan_count++;
+		else if (v == b->exponent)
+			c->inf_count++;
+		else if (v >= b->limit && b->limit != b->exponent)
+			*is_limit = true;
+	}
+}
+
+/* One tensor of 2- or 4-byte floats: NaN, Inf and limit counts, read piece by piece. Return:
+ * 0 or the reader's error. */
+static int scan_floats(struct adump_reader *rd, uint32_t tensor, const struct bits *b,
+		       uint64_t bytes, unsigned char *buf, struct adump_scan_counts *c,
+		       bool *is_limit)
+{
+	const unsigned char *mapped = adump_reader_map(rd, tensor);
+	size_t step = STEP_BYTES - STEP_BYTES % b->width;
+	uint64_t done = 0;
+
+	while (done + b->width <= bytes) {
+		size_t len = bytes - done < step ? (size_t)(bytes - done) : step;
+		const unsigned char *p;
+		size_t n;
+		int ret;
+
+		len -= len % b->width;
+		if (mapped) {
+			p = mapped + done;
+		} else {
+			ret = adump_reader_read(rd, tensor, done, buf, len);
+			if (ret < 0)
+				return ret;
+			p = buf;
+		}
+		n = len / b->width;
+		if (magnitude_max(b, p, n) >= b->limit)
+			count_piece(b, p, n, c, is_limit);
+		done += len;
+	}
+	return 0;
+}
+
 static void count_stat(struct adump_scan_counts *c, int32_t dtype, const double v[3],
 		       const bool present[3])
 {
@@ -138,9 +293,10 @@ static int scan_stats(struct cmp_file *f, struct scan_result *r)
 	return ret;
 }
 
-/* A tensor dump: each tensor streamed through the reader's statistics. */
-static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, struct cmp_file *f,
-			struct scan_result *r)
+/* A tensor dump: each floating-point tensor streamed (@buf: STEP_BYTES); integers cannot
+ * hold NaN or Inf and are not read. */
+static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned char *buf,
+			struct cmp_file *f, struct scan_result *r)
 {
 	const struct adump_reader_header *h;
 	int ret;
@@ -162,28 +318,32 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, struct cm
 	}
 	for (uint32_t i = 0; i < h->tensor_count; i++) {
 		const struct adump_reader_tensor *t = &h->tensors[i];
-		struct adump_reader_stats st;
-		struct adump_scan_counts *c;
+		struct adump_scan_counts *c, before;
+		bool is_limit = false;
+		struct bits b;
 
 		if (t->info.kind != ADUMP_TENSOR_INPUT && t->info.kind != ADUMP_TENSOR_OUTPUT)
 			continue;
-		if (!adump_reader_stats_supported(t->info.dtype))
+		c = &r->counts[t->info.kind == ADUMP_TENSOR_OUTPUT];
+		before = *c;
+		if (bits_of(t->info.dtype, &b)) {
+			ret = scan_floats(rd, i, &b, t->info.bytes, buf, c, &is_limit);
+		} else if (t->info.dtype == ADUMP_DT_DOUBLE) {
+			struct adump_reader_stats st;
+
+			ret = adump_reader_tensor_stats(rd, i, &st);
+			c->nan_count += ret == 0 ? st.nan_count : 0;
+			c->inf_count += ret == 0 ? st.inf_count : 0;
+		} else {
 			continue;
-		ret = adump_reader_tensor_stats(rd, i, &st);
+		}
 		if (ret == -ENOMEM)
 			return ret;
 		if (ret < 0)
 			goto fail;
 		r->bytes += t->info.bytes;
-		c = &r->counts[t->info.kind == ADUMP_TENSOR_OUTPUT];
-		c->nan_count += st.nan_count;
-		c->inf_count += st.inf_count;
-		if (t->info.dtype == ADUMP_DT_FLOAT16 && st.finite_count &&
-		    (st.max >= FP16_MAX || st.min <= -FP16_MAX))
-			c->limit_count++;
-		if (st.nan_count || st.inf_count ||
-		    (t->info.dtype == ADUMP_DT_FLOAT16 && st.finite_count &&
-		     (st.max >= FP16_MAX || st.min <= -FP16_MAX)))
+		c->limit_count += is_limit;
+		if (memcmp(&before, c, sizeof(before)))
 			first_set(r, t->info.kind, t->index);
 	}
 	adump_reader_close(rd);
@@ -197,18 +357,21 @@ fail:
 static void *scan_worker(void *arg)
 {
 	struct adump_scan *s = arg;
-	struct adump_reader *rd;
-	intptr_t ret = adump_reader_create(&rd);
+	struct adump_reader *rd = NULL;
+	unsigned char *buf = malloc(STEP_BYTES);
+	intptr_t ret = buf ? adump_reader_create(&rd) : -ENOMEM;
 	size_t i;
 
 	while (ret == 0 &&
 	       (i = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed)) < s->side.count) {
 		struct cmp_file *f = &s->side.files[i];
 
-		ret = f->is_stats ? scan_stats(f, &s->res[i]) : scan_tensors(s, rd, f, &s->res[i]);
+		ret = f->is_stats ? scan_stats(f, &s->res[i])
+				  : scan_tensors(s, rd, buf, f, &s->res[i]);
 		atomic_fetch_add_explicit(&s->bytes, s->res[i].bytes, memory_order_relaxed);
 	}
 	adump_reader_destroy(rd);
+	free(buf);
 	return (void *)ret;
 }
 
