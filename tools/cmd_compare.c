@@ -619,8 +619,15 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (is_npy(my) && is_npy(golden))
 		return npy_compare(&cfg, my, golden, out_dir, cfg.alg_count != 0);
-	if (cfg.is_recursive && is_dir(my) && is_dir(golden))
-		return compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet);
+	if (cfg.is_recursive && is_dir(my) && is_dir(golden)) {
+		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet);
+		if (code != COMPARE_PAIRS_ONE) {
+			if (is_advisor || is_plot)
+				fprintf(stderr, "adump compare: -advisor and --plot apply to one "
+					"pair: give that pair's directories without --recursive\n");
+			return code;
+		}
+	}
 	t0 = now_seconds();
 	ret = adump_compare_open(&cfg, my, golden, &c, msg, sizeof(msg));
 	if (ret < 0) {

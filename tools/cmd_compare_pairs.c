@@ -158,6 +158,13 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		return ret == -ADUMP_ERR_NOT_FOUND ? 2 : 3;
 	}
 	n = adump_compare_pairs_count(pairs);
+	if (n == 1 && adump_compare_pairs_get(pairs, 0)->my &&
+	    adump_compare_pairs_get(pairs, 0)->golden &&
+	    !strcmp(adump_compare_pairs_get(pairs, 0)->label, ".")) {
+		/* Two capture directories without levels below: one ordinary compare. */
+		adump_compare_pairs_free(pairs);
+		return COMPARE_PAIRS_ONE;
+	}
 	res = calloc(n, sizeof(*res));
 	if (!res) {
 		adump_compare_pairs_free(pairs);

@@ -87,11 +87,13 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
         def one(m, g, csv):
             return compare(m, g, algorithms=algorithms, msprobe=msprobe, advisor=False,
                            threads=threads, _csv=csv)
-        rows, last, pairs = _pairs.compare_pairs(one, my, golden, out)
-        res = CompareResult(rows)
-        res.columns = list(last.columns) + ["Pair"] if last is not None else []
-        res.summary = pairs
-        return res
+        paired = _pairs.compare_pairs(one, my, golden, out)
+        if paired is not None:
+            rows, last, pairs = paired
+            res = CompareResult(rows)
+            res.columns = list(last.columns) + ["Pair"] if last is not None else []
+            res.summary = pairs
+            return res
     csv = advice = None
     if _csv is not None:
         csv = _csv

@@ -20,13 +20,16 @@ def _out_path(out, stem):
             k += 1
 
 
-def compare_pairs(compare_one, my, golden, out=None, **kw):
-    """compare_one(my, golden, out_csv=...) compares one pair; returns the CompareResult of
-    all rows (each with a "Pair" key) whose summary holds "pairs" (one dict per pair:
-    pair, step, rank, my, golden, summary, csv), "unpaired" (labels) and "first_divergent"
-    (pair, step, rank, row, op, tensor of the first pair in step, rank order that has a
-    first divergent row; None)."""
+def compare_pairs(compare_one, my, golden, out=None):
+    """compare_one(my, golden, out_csv) compares one pair. Returns None when the roots are one
+    capture directory each (nothing to pair); else (rows, the first compared pair's
+    CompareResult, summary): rows of every pair, each with a "Pair" key; summary holds
+    "pairs" (one dict per pair: pair, step, rank, my, golden, summary, csv), "unpaired"
+    (labels), "first_divergent" (pair, step, rank, row, op, tensor of the first pair in step,
+    rank order with a first divergent row; None) and "exit_code"."""
     pairs = _adump.compare_pairs(os.fspath(my), os.fspath(golden))
+    if len(pairs) == 1 and pairs[0][0] == "." and pairs[0][1] and pairs[0][2]:
+        return None  # two capture directories, nothing below to pair: one compare
     stamp = time.strftime("%Y%m%d%H%M%S")
     if out is not None:
         out = os.fspath(out)
