@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -207,6 +208,31 @@ class TestScan(unittest.TestCase):
 
     def test_stats_dumps(self):
         self.check("stats", "Module_2_Linear_forward_0")
+
+    def test_large_tensors(self):
+        # Past the vector loop and its tail: float16 at the limit mid-tensor, Inf in the
+        # last float32 element, a clean float16 op, and one whose inputs carry the Inf on.
+        import numpy as np
+        top = helpers.tmpdir("scan-large")
+        n = 3000001
+        a = np.ones(n, np.float16)
+        b = a.copy()
+        b[n // 2 + 7] = 65504
+        c = np.ones(n, np.float32)
+        c[n - 1] = np.inf
+        with adump.Session(top) as s:
+            st = s.stream()
+            for args in (("A", "clean16", [a], [a]), ("B", "limit16", [a], [b]),
+                         ("C", "inf32", [a], [c]), ("D", "after", [c], [a])):
+                st.dump(*args)
+                time.sleep(0.002)
+        r = adump.scan(top)
+        self.assertEqual([(o["kind"], o["op_name"]) for o in r],
+                         [("origin", "limit16"), ("origin", "inf32"), ("reached", "after")])
+        self.assertEqual(r[0]["outputs"]["fp16_limit"], 1)
+        self.assertEqual(r[1]["outputs"]["inf"], 1)
+        self.assertEqual(r[2]["inputs"]["inf"], 1)
+        self.assertEqual(r.origin["op_name"], "limit16")
 
     def test_clean_and_empty(self):
         top = helpers.tmpdir("scan-clean")
