@@ -40,6 +40,7 @@ from ._adump import (Error, ConfigError, CorruptError, ShutdownError, WriteError
 from ._read import Dump, TensorInfo, VerifyReport, Loss, open, walk, verify
 from ._capture import Session, Stream, DTYPES
 from ._compare import CompareResult, compare, compare_arrays
+from ._scan import ScanResult, scan
 
 __version__ = _adump.__version__
 
@@ -65,4 +66,5 @@ __all__ = [
     "STAT_L2NORM", "STAT_DEFAULT", "STAT_ALL", "GUARD_OFF", "config_check",
     "Dump", "TensorInfo", "VerifyReport", "Loss", "walk", "verify",
     "Session", "Stream", "DTYPES", "CompareResult", "compare", "compare_arrays",
+    "ScanResult", "scan",
 ]

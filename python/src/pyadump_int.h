@@ -46,6 +46,7 @@ int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
 int pyadump_config_init(PyObject *module);
+int pyadump_scan_init(PyObject *module);
 int pyadump_map_init(PyObject *module);
 
 /* Between begin and end, the first warning or error the calling thread's library calls log
