@@ -19,68 +19,10 @@
 
 #define CHUNK_ELEMENTS_DEFAULT ((size_t)64 << 10)
 #define MSG_BYTES 8192
-#define ACCURACY_THRESHOLD 0.99
 #define FP16_MAX 65504.0
 /* Bytes of each tensor asked for ahead of the reads (posix_fadvise WILLNEED), renewed when
  * half of the window has been read. */
 #define PREFETCH_BYTES ((uint64_t)64 << 20)
-
-enum { MY = 0, GOLDEN = 1 };
-
-struct cmp_file {
-	char *path;                     /* what messages name: the file's path */
-	char *op_type;
-	char *op_name;
-	uint64_t timestamp;             /* msaccucmp's: adump_reader_name_parse() */
-	uint64_t subtask;               /* FFTS+: thread id, or the manual slice; else 0 */
-	bool is_ffts;                   /* an FFTS+ subtask's dump (task type 4) */
-	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
-	bool is_packed;
-	bool is_stats;                  /* a statistics dump: "<dump name>.csv" */
-};
-
-struct cmp_side {
-	struct cmp_file *files;
-	size_t count, cap;
-	struct adump_reader_packed *packed;
-	pthread_mutex_t packed_lock;    /* opening an entry updates the list's segment cache */
-};
-
-struct cmp_row {
-	struct adump_compare_row pub;
-	char **cells;
-};
-
-struct cmp_op {
-	char *name;
-	struct cmp_file *file[2];       /* latest file of each side; NULL when absent */
-	struct cmp_file *first[2];      /* the op's files on each side: first[s][0..count[s]) */
-	uint32_t count[2];
-	/* While it is compared: the name its rows show (msaccucmp's: the header's op_name when
-	 * my output's dump carries attributes); NULL: name. */
-	const char *shown;
-	uint64_t id;
-	struct cmp_row *rows;
-	uint32_t row_count;
-	int code;                       /* msaccucmp's per-op return code */
-};
-
-struct adump_compare {
-	struct adump_compare_config cfg;
-	struct cmp_side side[2];
-	struct cmp_op *ops;
-	size_t op_count;
-	const char *columns[64];
-	uint32_t column_count;
-	uint32_t alg_column;            /* first algorithm (statistics mode: Max diff) column */
-	bool is_stats;                  /* statistics mode: see mode_choose() */
-	struct cmp_row **rows;
-	uint64_t row_count;
-	_Atomic size_t next_op;
-	size_t *order;                  /* ops in the order workers take them; NULL: op order */
-	_Atomic uint64_t bytes[2];
-	bool is_run;
-};
 
 /* ---- configuration ---------------------------------------------------------------------- */
 
@@ -602,18 +544,6 @@ static void row_head(struct adump_compare *c, struct cmp_row *row, struct cmp_op
 			row_set(row, i, "NaN");
 }
 
-/* msprobe's "Accuracy Reached or Not" from the cosine and the max absolute error. */
-static const char *accuracy_reached(double cos, double max_abs)
-{
-	if (isnan(cos) || isnan(max_abs))
-		return "None";
-	if (cos < 0.99 && max_abs > 0.001)
-		return "No";
-	if (cos < 0.9 || max_abs > 1)
-		return "No";
-	return "Yes";
-}
-
 /* The empty, NaN-filled row for an op that could not be compared; @op_type may be NULL. */
 static int row_failed(struct adump_compare *c, struct cmp_op *op, const char *op_type,
 		      const char *message)
@@ -894,7 +824,7 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		adump_compare_fmt6(buf, sizeof(buf), m.euclid);
 		row_set(row, col + 2, buf);
 		row_set(row, col + 3,
-			accuracy_reached(m.value[ADUMP_COMPARE_COSINE], m.value[ADUMP_COMPARE_MAX_ABS]));
+			adump_compare_accuracy_reached(m.value[ADUMP_COMPARE_COSINE], m.value[ADUMP_COMPARE_MAX_ABS]));
 	}
 	row_set(row, c->column_count - 1, w->msg);
 	row->pub.is_compared = true;
@@ -1404,159 +1334,6 @@ int adump_compare_run(struct adump_compare *c)
 			c->rows[c->row_count++] = row;
 		}
 	return 0;
-}
-
-/* ---- results ------------------------------------------------------------------------------ */
-
-uint32_t adump_compare_column_count(const struct adump_compare *c)
-{
-	return c ? c->column_count : 0;
-}
-
-const char *adump_compare_column(const struct adump_compare *c, uint32_t i)
-{
-	return c && i < c->column_count ? c->columns[i] : NULL;
-}
-
-uint64_t adump_compare_row_count(const struct adump_compare *c)
-{
-	return c ? c->row_count : 0;
-}
-
-const struct adump_compare_row *adump_compare_row(const struct adump_compare *c, uint64_t i)
-{
-	return c && i < c->row_count ? &c->rows[i]->pub : NULL;
-}
-
-void adump_compare_summary_get(const struct adump_compare *c, struct adump_compare_summary *out)
-{
-	bool has_overflow_col;
-	uint32_t of_col = 0;
-
-	memset(out, 0, sizeof(*out));
-	out->first_divergent_row = -1;
-	out->first_overflow_row = -1;
-	if (!c)
-		return;
-	has_overflow_col = c->cfg.has_overflow;
-	if (has_overflow_col)
-		of_col = c->alg_column - 1;
-	out->op_count = c->op_count;
-	for (size_t i = 0; i < c->op_count; i++) {
-		const struct cmp_op *op = &c->ops[i];
-
-		if (op->file[MY] && op->file[GOLDEN])
-			out->matched_count++;
-		else if (op->file[MY])
-			out->my_only_count++;
-		else
-			out->golden_only_count++;
-		if (!out->exit_code && op->code)
-			out->exit_code = op->code;
-	}
-	if (!out->matched_count)
-		out->exit_code = 2;
-	for (int s = 0; s < 2; s++)
-		out->bytes[s] = atomic_load_explicit(&c->bytes[s], memory_order_relaxed);
-	for (uint64_t i = 0; i < c->row_count; i++) {
-		const struct cmp_row *row = c->rows[i];
-
-		if (row->pub.is_compared)
-			out->tensor_count++;
-		else
-			out->failed_count++;
-		if (out->first_divergent_row < 0 && row->pub.cosine < ACCURACY_THRESHOLD)
-			out->first_divergent_row = (int64_t)i;
-		if (has_overflow_col && out->first_overflow_row < 0 &&
-		    !strcmp(row->cells[of_col], "YES"))
-			out->first_overflow_row = (int64_t)i;
-	}
-}
-
-/* Python csv.writer's minimal quoting. */
-static void csv_cell(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
-{
-	if (!c || !f)
-		return -ADUMP_ERR_CONFIG;
-	for (uint32_t i = 0; i < c->column_count; i++) {
-		if (i)
-			fputc(',', f);
-		csv_cell(f, c->columns[i]);
-	}
-	fputs("\r\n", f);
-	for (uint64_t r = 0; r < c->row_count; r++) {
-		for (uint32_t i = 0; i < c->column_count; i++) {
-			if (i)
-				fputc(',', f);
-			csv_cell(f, c->rows[r]->cells[i]);
-		}
-		fputs("\r\n", f);
-	}
-	return ferror(f) ? -EIO : 0;
-}
-
-#define OVERFLOW_SUGGEST "Float16 data overflow occurs. Rectify the fault and perform comparison again."
-#define CONSISTENCY_SUGGEST                                                                        \
-	"All data in the comparison result meets the accuracy requirements. If data accuracy of "   \
-	"the model is still not up to standard in practical application, please check the "        \
-	"post-processing process of model outputs."
-#define PROBLEM_SUGGEST                                                                            \
-	"The accuracy of some tensors is low, resulting in an unqualified final accuracy. This may " \
-	"be caused by quantization. Calibrate the data or contact Huawei for further diagnosis. "
-#define DEVIATION_SUGGEST                                                                          \
-	"The accuracy of some tensors is low, while the final accuracy is qualified. This may be "  \
-	"caused by Ascend internal optimization. Ignore or contact Huawei for further diagnosis. "
-
-int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
-{
-	struct adump_compare_summary sum;
-	const char *type = "NA", *advice = "NA";
-	char index[32] = "NA";
-	bool has_cos = false;
-	int64_t last = -1;
-
-	if (!c || !f)
-		return -ADUMP_ERR_CONFIG;
-	adump_compare_summary_get(c, &sum);
-	for (uint32_t k = 0; k < c->cfg.alg_count; k++)
-		has_cos |= c->cfg.algs[k] == ADUMP_COMPARE_COSINE;
-	for (uint64_t i = 0; i < c->row_count; i++)
-		if (!isnan(c->rows[i]->pub.cosine))
-			last = (int64_t)i;
-	if (sum.first_overflow_row >= 0) {
-		type = "FP16 Overflow";
-		snprintf(index, sizeof(index), "%llu",
-			 (unsigned long long)c->rows[sum.first_overflow_row]->pub.index);
-		advice = OVERFLOW_SUGGEST;
-	} else if (has_cos && last >= 0) {
-		type = "Global Consistency";
-		if (sum.first_divergent_row < 0) {
-			advice = CONSISTENCY_SUGGEST;
-		} else {
-			snprintf(index, sizeof(index), "%llu",
-				 (unsigned long long)c->rows[sum.first_divergent_row]->pub.index);
-			advice = c->rows[last]->pub.cosine < ACCURACY_THRESHOLD ? PROBLEM_SUGGEST
-									       : DEVIATION_SUGGEST;
-		}
-	}
-	fprintf(f, "Detection Type: %s\nOperator Index: %s\nExpert Advice: %s\n", type, index,
-		advice);
-	return ferror(f) ? -EIO : 0;
 }
 
 void adump_compare_close(struct adump_compare *c)

@@ -3,8 +3,78 @@
 #ifndef ADUMP_READER_COMPARE_INT_H
 #define ADUMP_READER_COMPARE_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "adump/compare.h"
 #include "reader/reader_int.h"
+
+/* ---- the engine's state (compare.c), shared with its verdicts and output ---- */
+
+enum { MY = 0, GOLDEN = 1 };
+
+struct cmp_file {
+	char *path;                     /* what messages name: the file's path */
+	char *op_type;
+	char *op_name;
+	uint64_t timestamp;             /* msaccucmp's: adump_reader_name_parse() */
+	uint64_t subtask;               /* FFTS+: thread id, or the manual slice; else 0 */
+	bool is_ffts;                   /* an FFTS+ subtask's dump (task type 4) */
+	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
+	bool is_packed;
+	bool is_stats;                  /* a statistics dump: "<dump name>.csv" */
+};
+
+struct cmp_side {
+	struct cmp_file *files;
+	size_t count, cap;
+	struct adump_reader_packed *packed;
+	pthread_mutex_t packed_lock;    /* opening an entry updates the list's segment cache */
+};
+
+struct cmp_row {
+	struct adump_compare_row pub;
+	char **cells;
+};
+
+struct cmp_op {
+	char *name;
+	struct cmp_file *file[2];       /* latest file of each side; NULL when absent */
+	struct cmp_file *first[2];      /* the op's files on each side: first[s][0..count[s]) */
+	uint32_t count[2];
+	/* While it is compared: the name its rows show (msaccucmp's: the header's op_name when
+	 * my output's dump carries attributes); NULL: name. */
+	const char *shown;
+	uint64_t id;
+	struct cmp_row *rows;
+	uint32_t row_count;
+	int code;                       /* msaccucmp's per-op return code */
+};
+
+struct adump_compare {
+	struct adump_compare_config cfg;
+	struct cmp_side side[2];
+	struct cmp_op *ops;
+	size_t op_count;
+	const char *columns[64];
+	uint32_t column_count;
+	uint32_t alg_column;            /* first algorithm (statistics mode: Max diff) column */
+	bool is_stats;                  /* statistics mode: see mode_choose() */
+	struct cmp_row **rows;
+	uint64_t row_count;
+	_Atomic size_t next_op;
+	size_t *order;                  /* ops in the order workers take them; NULL: op order */
+	_Atomic uint64_t bytes[2];
+	bool is_run;
+};
+
+/* The threshold below which a cosine is a divergence (msaccucmp's advisor). */
+#define ADUMP_COMPARE_ACCURACY_THRESHOLD 0.99
+
+/* ---- verdicts (compare_verdict.c) ---- */
+
+/* msprobe's "Accuracy Reached or Not" from the cosine and the max absolute error. */
+ADUMP_HIDDEN const char *adump_compare_accuracy_reached(double cos, double max_abs);
 
 struct adump_compare_ksum {
 	double sum;
