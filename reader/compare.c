@@ -435,7 +435,10 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	}
 	for (int s = 0; s < 2; s++)
 		pthread_mutex_init(&c->side[s].packed_lock, NULL);
-	ret = side_list(&c->side[MY], my, c->cfg.is_recursive, msg, cap);
+	ret = adump_compare_thresholds_parse(&c->thresholds, c->cfg.thresholds, msg, cap);
+	c->cfg.thresholds = NULL;       /* borrowed only until now */
+	if (ret == 0)
+		ret = side_list(&c->side[MY], my, c->cfg.is_recursive, msg, cap);
 	if (ret == 0)
 		ret = side_list(&c->side[GOLDEN], golden, c->cfg.is_recursive, msg, cap);
 	if (ret == 0)
@@ -496,6 +499,11 @@ static struct cmp_row *op_row_add(struct adump_compare *c, struct cmp_op *op)
 	row->pub.cosine = NAN;
 	row->pub.max_relative_error = NAN;
 	row->pub.op_name = op->name;
+	row->pub.timestamp = op->file[MY] ? op->file[MY]->timestamp : 0;
+	if (op->module) {
+		row->module = xstrdup(op->module);
+		row->pub.module = row->module;
+	}
 	return row;
 }
 
@@ -542,6 +550,20 @@ static void row_head(struct adump_compare *c, struct cmp_row *row, struct cmp_op
 	for (uint32_t i = 10; i < c->column_count; i++)
 		if (!row->cells[i])
 			row_set(row, i, "NaN");
+}
+
+/* The module an op ran in: its header's `module` attribute (adump.torch at level="op"), or
+ * for a module's own dump (adump.torch names them "Module.<path>.<Class>.<pass>.<n>") the op
+ * itself; NULL when neither. */
+static const char *module_of(const struct adump_reader_header *h, const char *name)
+{
+	for (uint32_t i = 0; i < h->attr_count; i++)
+		if (h->attrs[i].name && !strcmp(h->attrs[i].name, "module") && h->attrs[i].value &&
+		    h->attrs[i].value[0])
+			return h->attrs[i].value;
+	if (!strncmp(name, "Module.", 7) || !strncmp(name, "Module_", 7))
+		return name;
+	return NULL;
 }
 
 /* The empty, NaN-filled row for an op that could not be compared; @op_type may be NULL. */
@@ -826,6 +848,21 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		row_set(row, col + 3,
 			adump_compare_accuracy_reached(m.value[ADUMP_COMPARE_COSINE], m.value[ADUMP_COMPARE_MAX_ABS]));
 	}
+	{
+		char reason[1024];
+		bool is_scalar = adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count);
+
+		row->pub.verdict = adump_compare_verdict_judge(&c->thresholds, dtype[MY], dtype[GOLDEN],
+							       is_scalar, &m, reason, sizeof(reason));
+		row->reason = xstrdup(reason);
+		/* A NaN/Inf difference is the one verdict the CSV shows: msaccucmp leaves the
+		 * reason empty and the cells nan, which reads as nothing wrong. */
+		if (m.nonfinite_diff_count) {
+			adump_compare_msg_add(w->msg, sizeof(w->msg), reason);
+			if (c->cfg.has_msprobe)
+				row_set(row, c->column_count - 2, "No");
+		}
+	}
 	row_set(row, c->column_count - 1, w->msg);
 	row->pub.is_compared = true;
 	row->pub.metrics = m;
@@ -1002,19 +1039,37 @@ static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 	char tensor_id[4096 + 32], cells[ADUMP_COMPARE_STATS_COLUMNS][ADUMP_COMPARE_CELL_BYTES];
 	double diff[4];
 	struct cmp_row *row;
-	bool is_warning;
+	char reason[1024], message[1200];
+	enum adump_compare_verdict verdict;
 
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
 	row = op_row_add(c, op);
 	if (!row)
 		return -ENOMEM;
-	is_warning = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat, cells, diff);
+	verdict = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat, cells, diff, reason,
+					    sizeof(reason));
 	for (uint32_t k = 0; k < ADUMP_COMPARE_STATS_COLUMNS; k++)
 		row_set(row, c->alg_column + k, cells[k]);
-	row_set(row, c->column_count - 1, is_warning ? "Need double check api accuracy." : "");
+	snprintf(message, sizeof(message), "%s%s%s",
+		 verdict != ADUMP_COMPARE_PASS ? "Need double check api accuracy." : "",
+		 reason[0] ? "," : "", reason);
+	row_set(row, c->column_count - 1, message);
 	row_head(c, row, op, op->file[MY]->op_type, t, tensor_id);
 	row->pub.is_compared = true;
+	row->pub.verdict = verdict;
+	row->reason = xstrdup(verdict == ADUMP_COMPARE_PASS ? "" :
+			      reason[0] ? reason : "msprobe's summary rule: Warning");
+	for (int s = 0; s < 2; s++) {
+		const struct adump_compare_stat *st = x[s]->stat;
+
+		row->pub.metrics.nan_count[s] = st[4].is_present ? (uint64_t)st[4].value : 0;
+		row->pub.metrics.inf_count[s] = (st[5].is_present ? (uint64_t)st[5].value : 0) +
+						(st[6].is_present ? (uint64_t)st[6].value : 0);
+	}
+	row->pub.metrics.first_nonfinite_diff = UINT64_MAX;
+	if (verdict == ADUMP_COMPARE_ERROR)     /* NaN/Inf differ: no element to name */
+		row->pub.metrics.nonfinite_diff_count = 1;
 	return 0;
 }
 
@@ -1101,8 +1156,14 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		return row_failed(c, op, NULL, text);
 	}
 	op_type = op->file[MY]->op_type;
-	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats)
-		return op_compare_stats(w, op);
+	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats) {
+		static const struct adump_reader_header no_attrs;
+
+		op->module = module_of(&no_attrs, op->name);
+		ret = op_compare_stats(w, op);
+		op->module = NULL;
+		return ret;
+	}
 	for (int s = 0; s < 2; s++) {
 		char text[MSG_BYTES];
 
@@ -1113,6 +1174,8 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		if (ret == 0 && s == MY && !w->merged[MY] && h[MY]->attr_count && h[MY]->op_name &&
 		    h[MY]->op_name[0])
 			op->shown = h[MY]->op_name;
+		if (ret == 0 && s == MY)
+			op->module = module_of(h[MY], op->shown ? op->shown : op->name);
 		if (ret > 0) {
 			adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
 			op->code = ret;
@@ -1149,6 +1212,7 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 	}
 out:
 	op->shown = NULL;
+	op->module = NULL;
 	for (int s = 0; s < 2; s++) {
 		subs_close(w, s);
 		adump_reader_close(w->r[s]);
@@ -1331,6 +1395,7 @@ int adump_compare_run(struct adump_compare *c)
 			row->pub.cells = (const char *const *)row->cells;
 			row->pub.cell_count = c->column_count;
 			row->pub.tensor_id = row->cells[8];
+			row->pub.reason = row->reason ? row->reason : "";
 			c->rows[c->row_count++] = row;
 		}
 	return 0;
@@ -1345,6 +1410,8 @@ void adump_compare_close(struct adump_compare *c)
 			for (uint32_t j = 0; j < c->column_count; j++)
 				free(c->ops[i].rows[k].cells[j]);
 			free(c->ops[i].rows[k].cells);
+			free(c->ops[i].rows[k].reason);
+			free(c->ops[i].rows[k].module);
 		}
 		free(c->ops[i].rows);
 	}

@@ -38,6 +38,7 @@ void adump_compare_summary_get(const struct adump_compare *c, struct adump_compa
 
 	memset(out, 0, sizeof(*out));
 	out->first_divergent_row = -1;
+	out->first_nonfinite_row = -1;
 	out->first_overflow_row = -1;
 	if (!c)
 		return;
@@ -68,12 +69,29 @@ void adump_compare_summary_get(const struct adump_compare *c, struct adump_compa
 			out->tensor_count++;
 		else
 			out->failed_count++;
-		if (out->first_divergent_row < 0 && row->pub.cosine < ADUMP_COMPARE_ACCURACY_THRESHOLD)
+		if (row->pub.verdict == ADUMP_COMPARE_WARNING)
+			out->warning_count++;
+		if (row->pub.verdict == ADUMP_COMPARE_ERROR)
+			out->error_count++;
+		/* Rows are in op order (msaccucmp's Index); execution order is my output's
+		 * timestamps, which can differ from it. */
+		if ((row->pub.verdict == ADUMP_COMPARE_WARNING ||
+		     row->pub.verdict == ADUMP_COMPARE_ERROR) &&
+		    (out->first_divergent_row < 0 ||
+		     row->pub.timestamp < c->rows[out->first_divergent_row]->pub.timestamp))
 			out->first_divergent_row = (int64_t)i;
+		if (row->pub.is_compared && row->pub.metrics.nonfinite_diff_count) {
+			out->nonfinite_count++;
+			if (out->first_nonfinite_row < 0 ||
+			    row->pub.timestamp < c->rows[out->first_nonfinite_row]->pub.timestamp)
+				out->first_nonfinite_row = (int64_t)i;
+		}
 		if (has_overflow_col && out->first_overflow_row < 0 &&
 		    !strcmp(row->cells[of_col], "YES"))
 			out->first_overflow_row = (int64_t)i;
 	}
+	if (out->nonfinite_count)
+		out->exit_code = ADUMP_COMPARE_EXIT_NONFINITE;
 }
 
 /* Python csv.writer's minimal quoting. */
@@ -121,15 +139,36 @@ int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
 #define PROBLEM_SUGGEST                                                                            \
 	"The accuracy of some tensors is low, resulting in an unqualified final accuracy. This may " \
 	"be caused by quantization. Calibrate the data or contact Huawei for further diagnosis. "
+#define NONFINITE_SUGGEST                                                                          \
+	"NaN or Inf values differ between my output and the ground truth, first in this operator. " \
+	"Check its inputs and parameters (weights, scales) for NaN/Inf and the operator for "       \
+	"overflow or division by zero; the ops after it inherit the values."
+#define VERDICT_SUGGEST                                                                            \
+	"The first tensor in execution order whose verdict is not pass is in this operator. Check " \
+	"the operator and its inputs; the rows after it may only inherit the difference."
 #define DEVIATION_SUGGEST                                                                          \
 	"The accuracy of some tensors is low, while the final accuracy is qualified. This may be "  \
 	"caused by Ascend internal optimization. Ignore or contact Huawei for further diagnosis. "
+
+/* Operator Index (msaccucmp's), and the op's name with the module it ran in. */
+static const struct adump_compare_row *index_print(char *buf, size_t cap, char *name,
+						   size_t name_cap,
+						   const struct adump_compare_row *row)
+{
+	snprintf(buf, cap, "%llu", (unsigned long long)row->index);
+	if (row->module && strcmp(row->module, row->op_name))
+		snprintf(name, name_cap, "%s (in module %s)", row->op_name, row->module);
+	else
+		snprintf(name, name_cap, "%s", row->op_name);
+	return row;
+}
 
 int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
 {
 	struct adump_compare_summary sum;
 	const char *type = "NA", *advice = "NA";
-	char index[32] = "NA";
+	char index[32] = "NA", name[8192];
+	const struct adump_compare_row *named = NULL;
 	bool has_cos = false;
 	int64_t last = -1;
 
@@ -141,23 +180,42 @@ int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
 	for (uint64_t i = 0; i < c->row_count; i++)
 		if (!isnan(c->rows[i]->pub.cosine))
 			last = (int64_t)i;
-	if (sum.first_overflow_row >= 0) {
+	if (sum.first_nonfinite_row >= 0) {
+		const struct adump_compare_row *row = &c->rows[sum.first_nonfinite_row]->pub;
+
+		type = "NaN/Inf";
+		named = index_print(index, sizeof(index), name, sizeof(name), row);
+		advice = NONFINITE_SUGGEST;
+	} else if (sum.first_overflow_row >= 0) {
 		type = "FP16 Overflow";
-		snprintf(index, sizeof(index), "%llu",
-			 (unsigned long long)c->rows[sum.first_overflow_row]->pub.index);
+		named = index_print(index, sizeof(index), name, sizeof(name),
+				    &c->rows[sum.first_overflow_row]->pub);
 		advice = OVERFLOW_SUGGEST;
 	} else if (has_cos && last >= 0) {
 		type = "Global Consistency";
 		if (sum.first_divergent_row < 0) {
 			advice = CONSISTENCY_SUGGEST;
 		} else {
-			snprintf(index, sizeof(index), "%llu",
-				 (unsigned long long)c->rows[sum.first_divergent_row]->pub.index);
-			advice = c->rows[last]->pub.cosine < ADUMP_COMPARE_ACCURACY_THRESHOLD ? PROBLEM_SUGGEST
-									       : DEVIATION_SUGGEST;
+			const struct adump_compare_row *row = &c->rows[sum.first_divergent_row]->pub;
+
+			named = index_print(index, sizeof(index), name, sizeof(name), row);
+			/* msaccucmp's two messages when its own rule (a cosine below 0.99) finds
+			 * the row; a row only the verdict finds gets the verdict's advice. */
+			if (!(row->cosine < ADUMP_COMPARE_ACCURACY_THRESHOLD))
+				advice = VERDICT_SUGGEST;
+			else
+				advice = c->rows[last]->pub.cosine < ADUMP_COMPARE_ACCURACY_THRESHOLD ?
+						 PROBLEM_SUGGEST : DEVIATION_SUGGEST;
 		}
+	} else if (sum.first_divergent_row >= 0) {
+		type = "Verdict";
+		named = index_print(index, sizeof(index), name, sizeof(name), &c->rows[sum.first_divergent_row]->pub);
+		advice = VERDICT_SUGGEST;
 	}
 	fprintf(f, "Detection Type: %s\nOperator Index: %s\nExpert Advice: %s\n", type, index,
 		advice);
+	/* msaccucmp's three lines, then the op (and the module it ran in) by name. */
+	if (named)
+		fprintf(f, "Operator Name: %s\n", name);
 	return ferror(f) ? -EIO : 0;
 }

@@ -1314,7 +1314,12 @@ START_TEST(test_stats_values)
 	ck_assert_str_eq(cell(c, r, "L2norm diff"), "0");
 	ck_assert_str_eq(cell(c, r, "NPU max"), "nan");
 	ck_assert_str_eq(cell(c, r, "NPU mean"), "inf");
-	ck_assert_str_eq(cell(c, r, "Result"), "");                     /* inf/inf is no number */
+	/* msprobe leaves Result empty here (inf/inf is no number); a NaN max where the bench's
+	 * is 1 is a divergence (issue 22), and the reason says which statistic. */
+	ck_assert_str_eq(cell(c, r, "Result"), "Warning");
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"),
+			 "Need double check api accuracy.,max differs: nan vs 1");
+	ck_assert_int_eq(adump_compare_row(c, (uint64_t)r)->verdict, ADUMP_COMPARE_ERROR);
 
 	r = find_row(c, "a:output:0");
 	ck_assert_str_eq(cell(c, r, "Min diff"), "-2.0");
@@ -1341,7 +1346,12 @@ START_TEST(test_stats_values)
 	adump_compare_summary_get(c, &s);
 	ck_assert_uint_eq(s.matched_count, 1);
 	ck_assert_uint_eq(s.tensor_count, 4);
-	ck_assert_int_eq(s.exit_code, 0);
+	/* input:1's NaN max against a finite one: the NaN/Inf status, and the first
+	 * divergent row in execution order is input:0 (its mean differs: a warning). */
+	ck_assert_int_eq(s.exit_code, ADUMP_COMPARE_EXIT_NONFINITE);
+	ck_assert_int_eq(s.first_nonfinite_row, find_row(c, "a:input:1"));
+	ck_assert_int_eq(s.first_divergent_row, find_row(c, "a:input:0"));
+	ck_assert_uint_eq(s.nonfinite_count, 1);
 
 	/* The result CSV read back: the same cells. */
 	f = open_memstream(&text, &len);
