@@ -120,7 +120,7 @@ class Compare(unittest.TestCase):
             self.assertIsNone(r["module"])
             self.assertEqual(r["nan_count"], (0, 0))
         self.assertEqual(rows.summary["first_divergent_row"], rows.index(perturbed[0]))
-        self.assertEqual(rows.summary["first_divergent_op"], "layer.0.add")
+        self.assertEqual(rows.summary["first_divergent_op"], "layer_0_add")
         self.assertEqual(rows.summary["first_divergent_verdict"], "error")
         self.assertEqual(rows.summary["error_count"], 1)
 
