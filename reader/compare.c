@@ -1041,19 +1041,25 @@ static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 	struct cmp_row *row;
 	char reason[1024], message[1200];
 	enum adump_compare_verdict verdict;
+	bool is_msprobe, is_nonfinite;
 
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
 	row = op_row_add(c, op);
 	if (!row)
 		return -ENOMEM;
-	verdict = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat, cells, diff, reason,
-					    sizeof(reason));
+	verdict = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat,
+					    &c->thresholds.of[adump_compare_class_of(t[MY]->dtype,
+										     t[GOLDEN]->dtype)],
+					    cells, diff, reason, sizeof(reason));
 	for (uint32_t k = 0; k < ADUMP_COMPARE_STATS_COLUMNS; k++)
 		row_set(row, c->alg_column + k, cells[k]);
+	/* The CSV keeps msprobe's Err_message, but for the NaN/Inf reason (Result Warning). */
+	is_msprobe = !strcmp(cells[ADUMP_COMPARE_STATS_COLUMNS - 1], "Warning");
+	is_nonfinite = verdict == ADUMP_COMPARE_ERROR && is_msprobe && strstr(reason, " differs: ");
 	snprintf(message, sizeof(message), "%s%s%s",
-		 verdict != ADUMP_COMPARE_PASS ? "Need double check api accuracy." : "",
-		 reason[0] ? "," : "", reason);
+		 is_msprobe ? "Need double check api accuracy." : "",
+		 is_nonfinite ? "," : "", is_nonfinite ? reason : "");
 	row_set(row, c->column_count - 1, message);
 	row_head(c, row, op, op->file[MY]->op_type, t, tensor_id);
 	row->pub.is_compared = true;
@@ -1068,7 +1074,7 @@ static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 						(st[6].is_present ? (uint64_t)st[6].value : 0);
 	}
 	row->pub.metrics.first_nonfinite_diff = UINT64_MAX;
-	if (verdict == ADUMP_COMPARE_ERROR)     /* NaN/Inf differ: no element to name */
+	if (is_nonfinite)                       /* NaN/Inf differ: no element to name */
 		row->pub.metrics.nonfinite_diff_count = 1;
 	return 0;
 }

@@ -180,12 +180,12 @@ ADUMP_HIDDEN void adump_compare_stats_free(struct adump_compare_stats *s);
 /* The ADUMP_COMPARE_STATS_COLUMNS cells of one tensor pair (diffs, relative errors, both
  * sides' statistics, Result) and the signed diffs (NaN where absent). Result is Warning by
  * msprobe's rule, and also when the NaN/Inf counts or a non-finite max/min differ: then
- * @reason (@cap bytes) says how. Return: the verdict (warning by msprobe's rule, error for
- * NaN/Inf). */
+ * @reason (@cap bytes) says how. Return: the verdict: error for NaN/Inf, then @lim's
+ * scaled limits on the statistics (NULL: none), at least a warning by msprobe's rule. */
 ADUMP_HIDDEN enum adump_compare_verdict
 adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_COUNT],
 			  const struct adump_compare_stat golden[ADUMP_COMPARE_STAT_COUNT],
-			  char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
+			  const struct adump_compare_limits *lim, char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
 			  size_t cap);
 
 /* ---- FFTS+ subtask dumps (compare_ffts.c) ---- */

@@ -260,13 +260,48 @@ static bool stats_nonfinite(const struct adump_compare_stat my[ADUMP_COMPARE_STA
 	return len > 0;
 }
 
+/* The verdict's limits on statistics: max, min and mean differences against the golden side's
+ * scale (max(|max|, |min|)), the l2norm difference against its own l2norm, judged as a tensor
+ * dump's scaled error is. */
+static enum adump_compare_verdict stats_limits(const struct adump_compare_stat my[4],
+					       const struct adump_compare_stat golden[4],
+					       const struct adump_compare_limits *lim,
+					       char *reason, size_t cap)
+{
+	static const char *const what[4] = { "max", "min", "mean", "l2norm" };
+	double scale = fmax(fabs(golden[0].value), fabs(golden[1].value)), worst = 0;
+	int worst_k = -1;
+
+	for (int k = 0; k < 4; k++) {
+		double d, den = k == 3 ? fabs(golden[3].value) : scale;
+
+		if (!my[k].is_present || !golden[k].is_present || !isfinite(my[k].value) ||
+		    !isfinite(golden[k].value) || my[k].value == golden[k].value)
+			continue;
+		d = fabs(my[k].value - golden[k].value);
+		d = den > 0 && isfinite(den) ? d / den : INFINITY;
+		if (d > worst) {
+			worst = d;
+			worst_k = k;
+		}
+	}
+	if (worst_k < 0 || !(worst > lim->scaled_warning))
+		return ADUMP_COMPARE_PASS;
+	snprintf(reason, cap, "%s differs by %.6g of the ground truth's scale (%s %.6g)",
+		 what[worst_k], worst, worst > lim->scaled ? "limit" : "warning limit",
+		 worst > lim->scaled ? lim->scaled : lim->scaled_warning);
+	return worst > lim->scaled ? ADUMP_COMPARE_ERROR : ADUMP_COMPARE_WARNING;
+}
+
 enum adump_compare_verdict
 adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_COUNT],
 			  const struct adump_compare_stat golden[ADUMP_COMPARE_STAT_COUNT],
+			  const struct adump_compare_limits *lim,
 			  char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
 			  size_t cap)
 {
 	bool is_warning = false, is_nonfinite;
+	enum adump_compare_verdict v;
 
 	for (int k = 0; k < 4; k++) {
 		char *d = cells[k], *rel = cells[4 + k];
@@ -301,6 +336,14 @@ adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_
 	is_nonfinite = stats_nonfinite(my, golden, reason, cap);
 	snprintf(cells[16], ADUMP_COMPARE_CELL_BYTES, "%s",
 		 is_warning || is_nonfinite ? "Warning" : "");
-	return is_nonfinite ? ADUMP_COMPARE_ERROR :
-	       is_warning   ? ADUMP_COMPARE_WARNING : ADUMP_COMPARE_PASS;
+	if (is_nonfinite)
+		return ADUMP_COMPARE_ERROR;
+	/* msprobe's Warning is the floor: at least a warning, whatever the limits say. */
+	v = lim ? stats_limits(my, golden, lim, reason, cap) : ADUMP_COMPARE_PASS;
+	if (is_warning && v == ADUMP_COMPARE_PASS) {
+		snprintf(reason, cap, "msprobe's summary rule: a statistic differs by more than "
+			 "half");
+		v = ADUMP_COMPARE_WARNING;
+	}
+	return v;
 }
