@@ -202,6 +202,14 @@ static void stats_summary_print(const struct adump_compare *c)
 			first->cells[12], first->cells[13]);
 }
 
+/* " in " and the module a row's op ran in, when that is not the op itself; "" otherwise. */
+static const char *in_module(const struct adump_compare_row *row, bool is_name)
+{
+	if (!row->module || !strcmp(row->module, row->op_name))
+		return "";
+	return is_name ? row->module : " in ";
+}
+
 /* A screenful: counts, speed, the first divergent tensor and the five lowest cosines. */
 static void summary_print(const struct adump_compare *c, const struct adump_compare_summary *s,
 			  double seconds, const char *csv)
@@ -231,16 +239,16 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_nonfinite_row);
 
 		fprintf(stderr, "  first NaN/Inf difference: Index %llu %s%s%s, tensor %s: %s\n",
-			(unsigned long long)row->index, row->op_name, row->module ? " in " : "",
-			row->module ? row->module : "", row->tensor_id, row->reason);
+			(unsigned long long)row->index, row->op_name, in_module(row, false),
+			in_module(row, true), row->tensor_id, row->reason);
 	}
 	if (s->first_divergent_row >= 0) {
 		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_divergent_row);
 
 		fprintf(stderr,
 			"  first divergent op (execution order): Index %llu %s%s%s, tensor %s: %s (%s)\n",
-			(unsigned long long)row->index, row->op_name, row->module ? " in " : "",
-			row->module ? row->module : "", row->tensor_id,
+			(unsigned long long)row->index, row->op_name, in_module(row, false),
+			in_module(row, true), row->tensor_id,
 			adump_compare_verdict_name(row->verdict), row->reason);
 		if (!is_stats_mode(c))
 			fprintf(stderr,
