@@ -1028,6 +1028,12 @@ static int side_open(struct worker *w, struct cmp_op *op, int s,
 	return 0;
 }
 
+/* A count column of a statistics dump; 0 when absent or not a count. */
+static uint64_t stat_count(const struct adump_compare_stat *st)
+{
+	return st->is_present && st->value >= 0 && st->value < 1e18 ? (uint64_t)st->value : 0;
+}
+
 /* One tensor pair of two statistics dumps: msprobe's summary-mode cells. */
 static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 				const struct adump_compare_stats st[2],
@@ -1069,9 +1075,8 @@ static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 	for (int s = 0; s < 2; s++) {
 		const struct adump_compare_stat *st = x[s]->stat;
 
-		row->pub.metrics.nan_count[s] = st[4].is_present ? (uint64_t)st[4].value : 0;
-		row->pub.metrics.inf_count[s] = (st[5].is_present ? (uint64_t)st[5].value : 0) +
-						(st[6].is_present ? (uint64_t)st[6].value : 0);
+		row->pub.metrics.nan_count[s] = stat_count(&st[4]);
+		row->pub.metrics.inf_count[s] = stat_count(&st[5]) + stat_count(&st[6]);
 	}
 	row->pub.metrics.first_nonfinite_diff = UINT64_MAX;
 	if (is_nonfinite)                       /* NaN/Inf differ: no element to name */
