@@ -554,13 +554,16 @@ static void row_head(struct adump_compare *c, struct cmp_row *row, struct cmp_op
 
 /* The module an op ran in: its header's `module` attribute (adump.torch at level="op"), or
  * for a module's own dump (adump.torch names them "Module.<path>.<Class>.<pass>.<n>") the op
- * itself; NULL when neither. */
+ * itself, by its header's dotted name as the attribute gives it (@name, the file name's, when
+ * there is no header: statistics dumps); NULL when neither. */
 static const char *module_of(const struct adump_reader_header *h, const char *name)
 {
 	for (uint32_t i = 0; i < h->attr_count; i++)
 		if (h->attrs[i].name && !strcmp(h->attrs[i].name, "module") && h->attrs[i].value &&
 		    h->attrs[i].value[0])
 			return h->attrs[i].value;
+	if (h->op_name && !strncmp(h->op_name, "Module.", 7))
+		return h->op_name;
 	if (!strncmp(name, "Module.", 7) || !strncmp(name, "Module_", 7))
 		return name;
 	return NULL;

@@ -150,13 +150,26 @@ int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
 	"The accuracy of some tensors is low, while the final accuracy is qualified. This may be "  \
 	"caused by Ascend internal optimization. Ignore or contact Huawei for further diagnosis. "
 
+bool adump_compare_is_self(const struct adump_compare_row *row)
+{
+	const char *m = row->module, *o = row->op_name;
+
+	if (!m || !o)
+		return false;
+	/* A file name holds the dotted module path with '_' for '.'. */
+	for (; *m && *o; m++, o++)
+		if (*m != *o && !(*m == '.' && *o == '_'))
+			return false;
+	return !*m && !*o;
+}
+
 /* Operator Index (msaccucmp's), and the op's name with the module it ran in. */
 static const struct adump_compare_row *index_print(char *buf, size_t cap, char *name,
 						   size_t name_cap,
 						   const struct adump_compare_row *row)
 {
 	snprintf(buf, cap, "%llu", (unsigned long long)row->index);
-	if (row->module && strcmp(row->module, row->op_name))
+	if (row->module && !adump_compare_is_self(row))
 		snprintf(name, name_cap, "%s (in module %s)", row->op_name, row->module);
 	else
 		snprintf(name, name_cap, "%s", row->op_name);

@@ -205,7 +205,7 @@ static void stats_summary_print(const struct adump_compare *c)
 /* " in " and the module a row's op ran in, when that is not the op itself; "" otherwise. */
 static const char *in_module(const struct adump_compare_row *row, bool is_name)
 {
-	if (!row->module || !strcmp(row->module, row->op_name))
+	if (!row->module || adump_compare_is_self(row))
 		return "";
 	return is_name ? row->module : " in ";
 }

@@ -251,6 +251,12 @@ adump_compare_verdict_judge(const struct adump_compare_thresholds *t, int32_t dt
 			    int32_t dtype_y, bool is_scalar, const struct adump_compare_metrics *m,
 			    char *reason, size_t cap);
 
+/**
+ * adump_compare_is_self() - whether @row's module is its op itself (a module's own dump, its
+ * name in the file's spelling, '_' for '.'): then there is no other module to name.
+ */
+ADUMP_API bool adump_compare_is_self(const struct adump_compare_row *row);
+
 /** adump_compare_verdict_name() - "pass", "warning", "error" or "none". */
 ADUMP_API const char *adump_compare_verdict_name(enum adump_compare_verdict v);
 

@@ -1433,6 +1433,18 @@ START_TEST(test_thresholds_parse)
 			 ADUMP_COMPARE_CLASS_INTEGER);
 	ck_assert_int_eq(adump_compare_class_of(ADUMP_DT_INT32, ADUMP_DT_FLOAT),
 			 ADUMP_COMPARE_CLASS_FLOAT32);
+	{
+		struct adump_compare_row row = { .op_name = "Module_a_b_Linear_forward_0",
+						 .module = "Module.a.b.Linear.forward.0" };
+
+		ck_assert(adump_compare_is_self(&row));
+		row.module = "Module.a.c.Linear.forward.0";
+		ck_assert(!adump_compare_is_self(&row));
+		row.module = "Module.a.b.Linear.forward.00";
+		ck_assert(!adump_compare_is_self(&row));
+		row.module = NULL;
+		ck_assert(!adump_compare_is_self(&row));
+	}
 }
 END_TEST
 
