@@ -22,7 +22,6 @@ its bytes were written makes that dump fail (counted in cap.losses), never publi
 the later value. Gradients are taken with hooks on the autograd graph (not full backward
 hooks, which refuse models with in-place ops in PyTorch 1.13), so such models train
 unchanged."""
-import fnmatch
 import os
 import threading
 import time
@@ -30,8 +29,10 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _adump
+from . import _adump, _losses
 from ._capture import Session, _torch_arg
+from ._read import Loss as _adump_loss
+from ._torch_select import _Select
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -98,22 +99,30 @@ class _Backward:
         self.pending = n_out + n_in
 
 
-class capture:
+class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
     **config): a context manager; call cap.step() after each training step.
 
-    scope: globs matched against the dump name without its .forward/.backward part (e.g.
-    "Module.layers.0.*", "Aten.mm*") and against the module path; steps: the step numbers
-    to dump (a list or range; None: all). config: more adump.Session keys (workers,
-    compress, layout, io ...).
+    scope: a pattern or a list of them, each a glob matched against the dump name with and
+    without its direction and call number ("Module.layers.0.*", "Aten.mm*",
+    "Module.0.Linear.forward.0", "Aten.addmm.0.forward") and against the module path
+    ("layers.0") or the op ("addmm"); a pattern that matched nothing by the end of the first
+    captured step is warned about by name. list: msprobe's "list": dumps whose name
+    contains one of these strings. steps: the step numbers to dump (an int, a range or a
+    list; None: all). data_mode: msprobe's ("all", "input", "output", "forward",
+    "backward", or a list of them), in place of mode. cap.stop()/cap.start(), or
+    `with cap.paused():`, leave parts of a step out (the optimizer). config: more
+    adump.Session keys (workers, compress, layout, io ...), checked now (adump.ConfigError).
 
-    After the block: cap.losses lists (name, status) of dumps that failed, cap.stats the
-    summed session counters, cap.dumps the number of dumps handed over and
+    After the block: cap.losses lists adump.Loss(name, cause, message) of dumps that were
+    lost (also in the step's adump-losses.jsonl, which adump.verify and `adump verify` list),
+    cap.stats the summed session counters, cap.dumps the number of dumps handed over and
     cap.handover_seconds the time the model's threads spent handing them over."""
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
-                 steps=None, content="tensor", zero_copy=False, **config):
+                 steps=None, content="tensor", zero_copy=False, list=None, data_mode=None,
+                 **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -125,13 +134,15 @@ class capture:
         self.level = level
         self.with_inputs = mode in ("all", "input")
         self.with_outputs = mode in ("all", "output")
+        self.with_forward = True
         self.backward = backward
-        self.scope = list(scope) if scope else None
-        self.steps = None if steps is None else set(steps)
+        self._init_select(scope, list, steps, data_mode)
         self.content = content
         self.zero_copy = zero_copy
         self.config = dict(config)
         self.config["content"] = content
+        # The whole config is checked now, not at the first dump inside a forward hook.
+        _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         self.rank = _rank()
         self.step_no = 0
         self.losses = []
@@ -160,17 +171,6 @@ class capture:
             raise PermissionError(13, os.strerror(13), self.dump_path)
 
     # ---- session per step ----------------------------------------------------------------
-
-    def _active(self):
-        return self.steps is None or self.step_no in self.steps
-
-    def _in_scope(self, name, path=None):
-        if self.scope is None:
-            return True
-        for g in self.scope:
-            if fnmatch.fnmatchcase(name, g) or (path is not None and fnmatch.fnmatchcase(path, g)):
-                return True
-        return False
 
     def _step_dir(self):
         return os.path.join("step%d" % self.step_no, "rank%d" % self.rank)
@@ -221,9 +221,10 @@ class capture:
                 self.stats[k] = self.stats.get(k, 0) + v
         ret = s.close(check=False)
         if ret < 0 and ret != -_ERR_CORRUPT:
-            # Dropped chunks or failed writes (zero-copy check failures are in losses
-            # already, one per dump).
-            self.losses.append(("session", ret))
+            # Dropped chunks or failed writes, each file in the library's loss log (zero-copy
+            # check failures are in losses already, one per dump).
+            self.losses.append(_adump_loss("session", _losses.cause_of_status(ret),
+                                           _adump.strerror(-ret)))
         if os.path.lexists(self._link):
             os.unlink(self._link)
 
@@ -240,6 +241,7 @@ class capture:
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
         self._finish_step()
+        self._warn_unmatched()
         self.step_no += 1
         self._counts = {}
 
@@ -261,12 +263,19 @@ class capture:
         ins = []
         outs = []
         keep = []
-        for src, dst in ((inputs, ins), (outputs, outs)):
-            for t in src:
+        skipped = []
+        for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
+            for i, t in enumerate(src):
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
                     keep.append((t, t._version))
+                else:
+                    skipped.append((kind, i, t.element_size() * t.nelement(), t.dtype))
+        if skipped:
+            self._lost(op_type, name, [s[:3] for s in skipped], "unsupported_dtype",
+                       "%s not dumped: %s" % (", ".join("%s %d" % s[:2] for s in skipped),
+                                              ", ".join(sorted({str(s[3]) for s in skipped}))))
         if not ins and not outs:
             return
         st = self._stream()
@@ -279,8 +288,10 @@ class capture:
             return all(t._version == v for t, v in keep)
 
         def released(task_id, status, name=name):
+            # The library logged the file's tensors in the loss log; here only cap.losses.
             if status < 0:
-                self.losses.append((name, status))
+                cause = _losses.cause_of_status(status)
+                self.losses.append(_adump_loss(name, cause, _losses.CAUSES[cause]))
 
         st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released)
 
@@ -299,10 +310,15 @@ class capture:
     def _pre_hook(self, base, path):
         def pre(module, args):
             frames = module.__dict__.setdefault("_adump_frames", [])
-            if not self._active() or not self._in_scope(base, path):
+            if not self._active():
                 frames.append(None)
                 return None
             n = self._next_index(base)
+            fwd = "%s.forward.%d" % (base, n)
+            if not self._in_scope(base, path, (fwd, "%s.backward.%d" % (base, n),
+                                               base + ".forward", base + ".backward")):
+                frames.append(None)
+                return None
             inputs = _flatten(args, [])
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
@@ -334,19 +350,24 @@ class capture:
             changed = any(t._version != v for t, v in zip(inputs, versions))
             if changed:
                 self._inplace_modules.add(id(module))
-            outputs = _flatten(output, []) if self.with_outputs else []
+            outputs = _flatten(output, []) if self.with_outputs and self.with_forward else []
             fwd_inputs = []
-            if self.with_inputs:
+            if self.with_inputs and self.with_forward:
                 if copies is not None:
                     fwd_inputs = copies
                 elif changed:
                     # The value at entry is gone (first call of an in-place module): record
                     # a loss rather than dump the modified value as the input.
-                    self.losses.append(("%s.forward.%d" % (base, n), -_ERR_INCOMPLETE))
+                    self._lost(cls, "%s.forward.%d" % (base, n),
+                               [(k, i, t.element_size() * t.nelement())
+                                for k, ts in (("input", inputs), ("output", outputs))
+                                for i, t in enumerate(ts)], "changed_in_place",
+                               "%s changed its input in place; the value at entry was not "
+                               "kept on this first call (later calls copy it)" % base)
                     fwd_inputs = None
                 else:
                     fwd_inputs = inputs
-            if fwd_inputs is not None:
+            if fwd_inputs is not None and self.with_forward:
                 self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs)
             if self.backward and torch.is_grad_enabled():
                 self._hook_backward(base, cls, n, output, views)
@@ -403,7 +424,8 @@ class capture:
             return
         held = [x for x in rec.grad_out + rec.grad_in if x is not None]
         if any(g._version != v for g, v in held):
-            self.losses.append((rec.name, -_ERR_INCOMPLETE))
+            self._lost(rec.op_type, rec.name, [], "changed_in_place",
+                       "a gradient of this call was modified in place before it was dumped")
             return
         ins = [g for g, _ in filter(None, rec.grad_out)] if self.with_inputs else []
         outs = [g for g, _ in filter(None, rec.grad_in)] if self.with_outputs else []
@@ -451,22 +473,24 @@ class capture:
     def _op(self, func, args, kwargs):
         """Run one aten op and dump it (called by the dispatch mode, which is off inside)."""
         in_bwd = self._in_backward > 0
-        if (in_bwd and not self.backward) or not self._active():
+        if (in_bwd and not self.backward) or (not in_bwd and not self.with_forward) or \
+                not self._active():
             return func(*args, **kwargs)
         pkt = func.overloadpacket.__name__
         if pkt.startswith("_record_function"):
             return func(*args, **kwargs)        # profiler markers, not computation
         overload = func._overloadname
         base = "Aten.%s" % pkt if overload == "default" else "Aten.%s.%s" % (pkt, overload)
-        if not self._in_scope(base, pkt):
+        direction = "backward" if in_bwd else "forward"
+        n = self._next_index((base, direction))
+        if not self._in_scope(base, pkt, ("%s.%d.%s" % (base, n, direction),
+                                          "%s.%s" % (base, direction))):
             return func(*args, **kwargs)
         inputs = _flatten((args, kwargs), []) if self.with_inputs else []
         if inputs and func._schema.is_mutable:
             # In-place and out= ops change their arguments: dump the values they had.
             inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
-        direction = "backward" if in_bwd else "forward"
-        n = self._next_index((base, direction))
         outputs = _flatten(out, []) if self.with_outputs else []
         self._dump(pkt, "%s.%d.%s" % (base, n, direction), inputs, outputs)
         return out
@@ -496,6 +520,8 @@ class capture:
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
             self._close_session()
+        if exc_type is None:
+            self._warn_unmatched()
         return False
 
 
