@@ -238,6 +238,11 @@ struct adump_op_rec {
 	size_t header_len;
 	const struct adump_op_hooks *hooks;     /* NULL: the producer wants no word back */
 	void *hook_data;                        /* the producer's bytes for its hooks, or NULL */
+	/* The directory the file goes to instead of <session dir>: <dir>/<device_id>/<name>
+	 * (made by the producer beforehand), or NULL. Borrowed from the producer, which keeps it
+	 * unchanged until every record pointing at it is consumed (adump_host_stream_set_dir()
+	 * changes it only when the stream is idle). */
+	const char *dir;
 	/* Set by the consumer before destroying the record: 0 once the file is published,
 	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
 	int status;

@@ -62,6 +62,7 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->header_len = 0;
 	rec->hooks = hooks;
 	rec->hook_data = NULL;
+	rec->dir = NULL;
 	rec->status = -ADUMP_ERR_WRITE;
 	pos = (char *)rec + head;
 	if (hook_bytes) {

@@ -43,6 +43,9 @@ struct adump_host_stream {
 	/* The channel's counters as they stood when the session took it away. */
 	pthread_mutex_t final_lock;
 	struct adump_stream_stats final_chan;
+	/* adump_host_stream_set_dir()'s absolute directory, or NULL (the session's). Every
+	 * record of the stream borrows it: it changes only while the stream is idle. */
+	char *dir;
 };
 
 /* What a zero-copy dump's op record carries for its hooks (rec->hook_data). */
@@ -156,6 +159,7 @@ int adump_host_stream_close(struct adump_host_stream *hs)
 	pthread_mutex_destroy(&hs->final_lock);
 	free(hs->tensors);
 	free(hs->data);
+	free(hs->dir);
 	free(hs);
 	return ret;
 }
@@ -296,6 +300,19 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: check_fn without release_fn", op->op_name);
 		return -EINVAL;
 	}
+	if (op->attr_count > ADUMP_HOST_ATTR_MAX || (op->attr_count && !op->attrs)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %u attributes (at most %u, attrs %s)",
+			  op->op_name, op->attr_count, ADUMP_HOST_ATTR_MAX,
+			  op->attrs ? "set" : "NULL");
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < op->attr_count; i++) {
+		if (!op->attrs[i].name || !op->attrs[i].value) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s: attribute %u has a NULL name or value",
+				  op->op_name, i);
+			return -EINVAL;
+		}
+	}
 	ret = scratch_reserve(hs, (uint32_t)count);
 	if (ret < 0)
 		return ret;
@@ -335,6 +352,9 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		.timestamp_us = op->timestamp_us ? op->timestamp_us : adump_wall_us(),
 		.tensor_count = (uint32_t)count,
 		.tensors = hs->tensors,
+		.attr_count = op->attr_count,
+		.attrs = op->attrs,
+		.dfx_message = op->dfx_message,
 	};
 	if (op->release_fn) {
 		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
@@ -349,6 +369,7 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		if (ret < 0)
 			return ret;
 	}
+	rec->dir = hs->dir;
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);
@@ -378,14 +399,16 @@ int adump_host_dump_op(struct adump_host_stream *hs, const struct adump_host_op 
 	if (ret == 0 && !op) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "dump: op is NULL");
 		ret = -EINVAL;
-	} else if (ret == 0 && op->struct_size < sizeof(o)) {
+	} else if (ret == 0 && op->struct_size < ADUMP_HOST_OP_SIZE_V1) {
 		adump_log(ADUMP_LOG_ERROR, MODULE,
 			  "dump: op struct_size %zu: initialise it with ADUMP_HOST_OP_INIT",
 			  op->struct_size);
 		ret = -EINVAL;
 	}
 	if (ret == 0) {
-		memcpy(&o, op, sizeof(o));
+		/* A caller built against an earlier version has fewer fields: the rest stay 0. */
+		memcpy(&o, op, op->struct_size < sizeof(o) ? op->struct_size : sizeof(o));
+		o.struct_size = sizeof(o);
 		ret = dump(hs, &o, task_id);
 	}
 	if (ret < 0)
@@ -437,6 +460,30 @@ int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *op_type, co
 		return -EINVAL;
 	}
 	return adump_host_dump_op(hs, &op, NULL);
+}
+
+int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir)
+{
+	struct adump_port *chan;
+	char *abs = NULL;
+	int ret;
+
+	if (!hs)
+		return -EINVAL;
+	ret = owner_check(hs, "set_dir");
+	if (ret < 0)
+		return ret;
+	chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	if (dir) {
+		ret = adump_session_stream_dir(hs->session, dir, hs->device_id, &abs);
+		if (ret < 0)
+			return ret;
+	}
+	/* Idle first: every record still in flight borrows the old directory. */
+	ret = adump_port_wait_idle(chan);
+	free(hs->dir);
+	hs->dir = abs;
+	return ret;
 }
 
 int adump_host_stream_sync(struct adump_host_stream *hs)

@@ -24,7 +24,7 @@ static void stats_begin_file(struct adump_worker *w, struct file_state *fs, bool
 	int ret;
 
 	stats_begin(w, fs, is_whole);
-	if (!fs->has_stats)
+	if (!fs->has_stats || fs->op->dir)      /* a producer's own directory exists */
 		return;
 	ret = adump_device_dir_ensure(w->session, fs->op->op.device_id);
 	if (ret < 0)

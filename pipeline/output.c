@@ -110,7 +110,8 @@ int adump_file_create(struct adump_session *s, struct file_state *fs, const char
 	struct adump_pubfile pf = { .fd = -1 };
 	int ret = ADUMP_TESTPOINT("worker.open");
 
-	if (ret == 0)
+	/* A producer's own directory was made when it was set. */
+	if (ret == 0 && !fs->op->dir)
 		ret = adump_device_dir_ensure(s, fs->op->op.device_id);
 	if (ret == 0)
 		ret = adump_path_with(final, sizeof(final), fs->path, suffix);
@@ -154,7 +155,8 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 	struct adump_session *s = w->session;
 	char name[4096];
 	int name_len = adump_dump_file_name(&op->op, name, sizeof(name));
-	size_t cap = strlen(s->dir) + 16 + (name_len > 0 ? (size_t)name_len : 8) + 1;
+	const char *dir = op->dir ? op->dir : s->dir;
+	size_t cap = strlen(dir) + 16 + (name_len > 0 ? (size_t)name_len : 8) + 1;
 	struct file_state *fs = malloc(sizeof(*fs) + cap);
 
 	if (!fs)
@@ -162,7 +164,7 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 	memset(fs, 0, sizeof(*fs));
 	fs->op = op;
 	fs->fd = -1;
-	snprintf(fs->path, cap, "%s/%u/%s", s->dir, op->op.device_id,
+	snprintf(fs->path, cap, "%s/%u/%s", dir, op->op.device_id,
 		 name_len > 0 ? name : "unnamed");
 	if (name_len < 0)
 		adump_file_fail(s, fs, name_len, "naming");

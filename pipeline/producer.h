@@ -37,4 +37,15 @@ ADUMP_HIDDEN int adump_session_attach_producer(struct adump_session *s, void *pr
  */
 ADUMP_HIDDEN int adump_session_detach_producer(struct adump_session *s, void *producer);
 
+/*
+ * adump_session_stream_dir() - prepare an output directory of a producer's own: @dir
+ * (absolute, or relative to the session's dump_path) with its <device_id> folder created for
+ * the file sink. *@out receives the malloc'd absolute path (the producer's, for its records'
+ * op_rec.dir).
+ * Return: 0; -EINVAL for an empty @dir; -ADUMP_ERR_UNSUPPORTED for the packed layout (its
+ * segments are per worker, under the session directory); -ENOMEM; -errno from mkdir.
+ */
+ADUMP_HIDDEN int adump_session_stream_dir(struct adump_session *s, const char *dir,
+					  uint32_t device_id, char **out);
+
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/producer.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
 
@@ -512,6 +513,44 @@ int adump_session_destroy(struct adump_session *s)
 int adump_session_error(const struct adump_session *s)
 {
 	return s ? atomic_load_explicit(&s->first_error, memory_order_relaxed) : -EINVAL;
+}
+
+int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,
+			     char **out)
+{
+	char *abs = NULL, *dev = NULL;
+	int ret;
+
+	if (!dir || !dir[0]) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "stream directory: empty");
+		return -EINVAL;
+	}
+	if (s->cfg.layout == ADUMP_LAYOUT_PACKED) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "stream directory %s: the packed layout writes "
+			  "its segments under the session directory only", dir);
+		return -ADUMP_ERR_UNSUPPORTED;
+	}
+	if (dir[0] == '/' ? !(abs = strdup(dir)) : asprintf(&abs, "%s/%s", s->dump_path, dir) < 0)
+		return -ENOMEM;
+	ret = 0;
+	if (s->cfg.sink == ADUMP_SINK_FILE) {
+		if (asprintf(&dev, "%s/%u", abs, device_id) < 0) {
+			dev = NULL;
+			ret = -ENOMEM;
+		} else {
+			ret = adump_mkdir_p(dev, 0750);
+			if (ret < 0)
+				adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", dev,
+					  adump_strerror(ret));
+		}
+	}
+	free(dev);
+	if (ret < 0) {
+		free(abs);
+		return ret;
+	}
+	*out = abs;
+	return 0;
 }
 
 const char *adump_session_dir(const struct adump_session *s)

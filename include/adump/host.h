@@ -78,9 +78,22 @@ struct adump_host_op {
 	adump_host_check_fn check_fn;   /* optional, zero copy only */
 	void *user;                     /* passed to release_fn and check_fn */
 	uint64_t timestamp_us;          /* names the file; 0: now (wall clock, µs) */
+	/* Appended in the second version (struct_size past ADUMP_HOST_OP_SIZE_V1): the header's
+	 * DumpData.attr entries (name, value: non-NULL strings, copied) and dfx_message (NULL:
+	 * none; copied), e.g. the module call an op ran inside. */
+	const struct adump_attr *attrs;                 /* attr_count of them; NULL if 0 */
+	uint32_t attr_count;                            /* <= ADUMP_HOST_ATTR_MAX */
+	const char *dfx_message;
 };
 
 #define ADUMP_HOST_OP_INIT { .struct_size = sizeof(struct adump_host_op) }
+
+/* The size of the first version of struct adump_host_op (without attrs and dfx_message):
+ * callers built against it keep working, the new fields read as zero. */
+#define ADUMP_HOST_OP_SIZE_V1 (offsetof(struct adump_host_op, timestamp_us) + sizeof(uint64_t))
+
+/* Attributes per op. */
+#define ADUMP_HOST_ATTR_MAX 256
 
 /* Tensors per op, inputs and outputs together. */
 #define ADUMP_HOST_TENSOR_MAX 4096
@@ -140,8 +153,9 @@ ADUMP_API int adump_host_stream_adopt(struct adump_host_stream *hs);
  * taken, no release_fn is called: -EINVAL for NULL @hs or @op, a missing or empty op_type or
  * op_name, NULL tensors with a count, a tensor with NULL data and bytes, dims past
  * ADUMP_MAX_DIMS, a negative dim, bytes that differ from the shape × dtype size, a check_fn
- * without release_fn, more than ADUMP_HOST_TENSOR_MAX tensors, or a struct_size below the
- * first version's; -ADUMP_ERR_UNSUPPORTED for a dtype without a fixed element width or
+ * without release_fn, more than ADUMP_HOST_TENSOR_MAX tensors, more than ADUMP_HOST_ATTR_MAX
+ * attributes, attrs NULL with a count or an attribute with a NULL name or value, or a
+ * struct_size below the first version's (ADUMP_HOST_OP_SIZE_V1); -ADUMP_ERR_UNSUPPORTED for a dtype without a fixed element width or
  * unknown; -ADUMP_ERR_WRONG_THREAD when called from another thread than the owner;
  * -ADUMP_ERR_SHUTDOWN when the session detached the stream; -ENOMEM.
  * Every refusal is logged (ERROR, adump_set_log_fn()) with the field at fault.
@@ -168,6 +182,26 @@ ADUMP_API int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *o
 				     uint32_t input_count, const struct adump_host_tensor *outputs,
 				     uint32_t output_count, adump_host_release_fn release_fn,
 				     void *user);
+
+/**
+ * adump_host_stream_set_dir() - where the stream's next files go: <dir>/<device_id>/<name>
+ * instead of <session dir>/<device_id>/<name>, e.g. one directory per training step and rank
+ * while the session, its workers and its warm staging buffers live on.
+ * @hs:  the stream.
+ * @dir: absolute, or relative to the session's dump_path; copied. NULL: back to the session
+ *       directory.
+ *
+ * Waits until the stream is idle (as adump_host_stream_sync()) before the change, since
+ * every dump in flight is written where it was dumped; <dir>/<device_id>/ is created first
+ * (file sink). The callback sink names chunks by the new path; the session's loss log stays
+ * in the session directory (its lines name the file by its path).
+ * Return: 0, or what the sync returned (-ADUMP_ERR_DROPPED: the directory changed all the
+ * same); on these errors nothing changed: -EINVAL (NULL @hs, empty @dir),
+ * -ADUMP_ERR_UNSUPPORTED (packed layout: its segments are per worker, in the session
+ * directory), -ADUMP_ERR_WRONG_THREAD, -ADUMP_ERR_SHUTDOWN, -ENOMEM, -errno of mkdir.
+ * Owner thread only.
+ */
+ADUMP_API int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir);
 
 /**
  * adump_host_stream_sync() - wait until every dump handed to the stream so far is written

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Types of the C extension adump._adump (python/src/*.c). Use the adump package.
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 __version__: str
 ERR_BASE: int
@@ -113,7 +113,11 @@ class Map:
 class _Stream:
     def dump(self, op_type: str, op_name: str, inputs: Sequence[Any], outputs: Sequence[Any],
              copy: bool = ..., check: Optional[Callable[[], bool]] = ...,
-             on_release: Optional[Callable[[int, int], None]] = ...) -> int: ...
+             on_release: Optional[Callable[[int, int], None]] = ...,
+             timestamp_us: int = ...,
+             attrs: Optional[Union[Mapping[str, str], Sequence[tuple[str, str]]]] = ...,
+             dfx_message: Optional[str] = ...) -> int: ...
+    def set_dir(self, dir: Optional[str]) -> int: ...
     def sync(self) -> None: ...
     def close(self) -> int: ...
     def stats(self) -> dict[str, Any]: ...

@@ -112,16 +112,27 @@ class Stream:
         return self._st.id()
 
     def dump(self, op_type, op_name, inputs=(), outputs=(), copy=True, check=None,
-             on_release=None):
+             on_release=None, attrs=None, dfx_message=None):
         """Dump one op. inputs/outputs: numpy arrays, torch tensors or buffer-protocol
         objects of a supported dtype (non-contiguous ones are made contiguous), or
         (buffer, dtype, shape) tuples with dtype a value of adump.DTYPES. copy=True returns
         once the bytes are copied into staging; copy=False holds references until they are
         written, then calls on_release(task_id, status); check(), if given, runs before
-        the file is published and a false result fails the dump. Returns the task id."""
+        the file is published and a false result fails the dump. attrs (a dict or (name,
+        value) str pairs) and dfx_message (str) go into the header (DumpData.attr,
+        dfx_message). Returns the task id."""
         ins = [_arg(x) for x in _tensor_list("inputs", inputs)]
         outs = [_arg(x) for x in _tensor_list("outputs", outputs)]
-        return self._st.dump(op_type, op_name, ins, outs, copy, check, on_release)
+        return self._st.dump(op_type, op_name, ins, outs, copy, check, on_release,
+                             attrs=attrs, dfx_message=dfx_message)
+
+    def set_dir(self, dir):
+        """Send the stream's next files to <dir>/<device_id>/ (dir absolute or relative to
+        the session's dump_path; None: the session directory). Waits until the stream's
+        dumps in flight are written (they stay where they were dumped). Returns 0, or
+        adump's drop code when chunks were dropped since the last sync (changed all the
+        same); raises for a bad directory (OSError), the packed layout (UnsupportedError)."""
+        return self._st.set_dir(None if dir is None else str(dir))
 
     def sync(self):
         """Wait until every dump of this stream is written. Raises adump.DroppedError when

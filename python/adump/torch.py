@@ -7,7 +7,8 @@ adump, named as msprobe names them so the two tools' dumps line up.
             loss = model(batch).sum(); loss.backward(); opt.step()
             cap.step()
 
-Files go to <dump_path>/step<N>/rank<R>/0/ in CANN's layout; adump.walk/open read them.
+Files go to <dump_path>/step<N>/rank<R>/0/ in CANN's layout (proc<pid> until the process
+group exists: see _torch_dist); adump.walk/open read them.
 
 Names: level="module": Module.<path>.<Class>.forward.<n> and .backward.<n> (the root module
 is Module.<Class>.forward.<n>), op type = the class name; a backward dump's inputs are the
@@ -32,15 +33,23 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _adump, _losses
 from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
+from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
+from ._torch_info import STORED, describe, storable, to_json
 from ._torch_select import _Select
+from ._torch_tree import ModuleTree
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
-_DTYPES = {
-    torch.float32: None, torch.float16: None, torch.float64: None, torch.int8: None,
-    torch.int16: None, torch.int32: None, torch.int64: None, torch.uint8: None,
-    torch.bool: None, torch.bfloat16: _adump.DT_BF16,
+# Ops that change some of their inputs in place although their schema does not say so
+# (is_mutable False, no alias annotation): the named arguments are copied before the op runs
+# so the dump holds the value the op was given. torch 1.13's batch norms update running_mean
+# and running_var in training mode. Kept short on purpose: an entry costs a copy per call.
+_UNDECLARED_INPLACE = {
+    "native_batch_norm": ("running_mean", "running_var"),
+    "cudnn_batch_norm": ("running_mean", "running_var"),
+    "miopen_batch_norm": ("running_mean", "running_var"),
 }
+
 
 
 def _flatten(obj, out):
@@ -69,21 +78,30 @@ def _rebuild(obj, fn):
     return obj
 
 
-def _rank():
-    dist = getattr(torch, "distributed", None)
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    try:
-        return int(os.environ.get("RANK", "0"))
-    except ValueError:
-        return 0
+def _copy_named(func, args, kwargs, names):
+    """(args, kwargs) with the tensors of the arguments called @names (schema names) copied."""
+    args, kwargs = list(args), dict(kwargs)
+    for i, a in enumerate(func._schema.arguments):
+        if a.name not in names:
+            continue
+        if a.name in kwargs and isinstance(kwargs[a.name], torch.Tensor):
+            kwargs[a.name] = kwargs[a.name].detach().clone()
+        elif i < len(args) and isinstance(args[i], torch.Tensor):
+            args[i] = args[i].detach().clone()
+    return args, kwargs
 
 
 def _host(t):
     """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
-    one adump stores."""
-    if t.dtype not in _DTYPES or t.is_sparse or t.is_quantized:
+    one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
+    if not storable(t):
         return None
+    dt = STORED[t.dtype]
+    if dt is not None and t.is_complex():
+        t = t.detach().resolve_conj()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        return (torch.view_as_real(t.contiguous()).numpy(), dt, tuple(t.shape))
     return _torch_arg(t)
 
 
@@ -102,7 +120,17 @@ class _Backward:
 class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    **config): a context manager; call cap.step() after each training step.
+    keep_root=False, parameters=False, stack=False, **config): a context manager; call
+    cap.step() after each training step. stack=True records the Python call stack of each
+    forward dump (cap.tree.stack_json(step): msprobe's stack.json).
+
+    Module level: a forward dump's inputs are the positional tensor arguments, then the
+    keyword ones, then (parameters=True; off by default, since adump scan and compare take
+    every input for an argument) the module's own parameters; its header's
+    dfx_message describes them in msprobe's model (see _torch_info: which input is which,
+    dtype, shape, requires_grad, non-tensor values). The root module is not dumped
+    (msprobe's rule) unless keep_root=True. Complex tensors are dumped with the header's
+    complex dtypes; tensors adump cannot store are described with the reason.
 
     scope: a pattern or a list of them, each a glob matched against the dump name with and
     without its direction and call number ("Module.layers.0.*", "Aten.mm*",
@@ -122,7 +150,7 @@ class capture(_Select):
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
                  steps=None, content="tensor", zero_copy=False, list=None, data_mode=None,
-                 **config):
+                 keep_root=False, parameters=False, stack=False, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -139,11 +167,20 @@ class capture(_Select):
         self._init_select(scope, list, steps, data_mode)
         self.content = content
         self.zero_copy = zero_copy
+        self.keep_root = keep_root
+        self.parameters = parameters
+        self.stack = stack
+        self._undo = []
+        self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
         # The whole config is checked now, not at the first dump inside a forward hook.
         _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
-        self.rank = _rank()
+        # The rank directory: rank<R> once the process group exists, proc<pid> until then
+        # (see _torch_dist); self.rank is None while it is not known.
+        self.rank = group_rank()
+        self.rank_dir = proc_dir() if self.rank is None else "rank%d" % self.rank
+        self._proc_steps = set()        # step numbers with a proc<pid> directory of ours
         self.step_no = 0
         self.losses = []
         self.dumps = 0
@@ -153,59 +190,102 @@ class capture(_Select):
         self._streams = {}
         self._counts = {}
         # One session for the whole capture (its start costs the staging buffers' page
-        # faults), steered into step<N>/rank<R> through a symlink; a packed layout keeps
-        # its segments open per session, so there it is one session per step.
+        # faults), each stream steered into step<N>/<rank dir> (Stream.set_dir); a packed
+        # layout keeps its segments open per session, so there it is one session per step.
         self._per_step_sessions = self.config.get("layout") == "packed"
-        self._link = os.path.join(self.dump_path, ".adump-rank%d" % self.rank)
-        self._linked_step = None
+        self._stream_dirs = {}          # thread id -> the directory its stream writes to
+        self._coll = Collectives(self)
         self._handles = []
         self._mode = None
         self._in_backward = 0
         self._inplace_modules = set()
         self._backwards = []
         self._orig_backward = None
+        # Which module call each dump ran inside, per step (construct.json's shape).
+        self.tree = ModuleTree()
         # The session is created by the first dump of a step, so an unwritable dump_path
         # must be found now: before any capture starts.
         os.makedirs(self.dump_path, exist_ok=True)
         if not os.access(self.dump_path, os.W_OK | os.X_OK):
             raise PermissionError(13, os.strerror(13), self.dump_path)
+        if self.rank is not None:
+            self._refuse_taken(self.rank)
+
+    def _refuse_taken(self, rank):
+        """A dump_path holding this rank's directories from an earlier capture is refused:
+        the two captures would mix."""
+        name = "rank%d" % rank
+        for e in os.listdir(self.dump_path):
+            if e.startswith("step") and os.path.exists(os.path.join(self.dump_path, e, name)):
+                raise FileExistsError(17, "%s holds a capture of %s already (%s): give a "
+                                      "new dump_path or remove it" % (self.dump_path, name, e),
+                                      os.path.join(self.dump_path, e, name))
 
     # ---- session per step ----------------------------------------------------------------
 
     def _step_dir(self):
-        return os.path.join("step%d" % self.step_no, "rank%d" % self.rank)
+        return os.path.join("step%d" % self.step_no, self.rank_dir)
 
-    def _point_at_step(self):
-        """Make the session directory (a symlink) lead to this step's directory. Called
-        only when nothing is being written: before the first dump of the step, after the
-        previous step's flush. The pipeline opens every file by its path, so the files of
-        the step land in step<N>/rank<R>/0/ while the session, its stream and its warm
-        staging buffers live on."""
-        target = self._step_dir()
-        # The device directory exists already: the session made the first one itself.
-        os.makedirs(os.path.join(self.dump_path, target, "0"), exist_ok=True)
-        tmp = self._link + ".tmp"
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        os.symlink(target, tmp)
-        os.replace(tmp, self._link)
-        self._linked_step = self.step_no
+    def _check_rank(self):
+        """Once the process group exists, this process's proc<pid> directories become
+        rank<R>. Called only where nothing of ours is being written (before a dump takes
+        its stream, at the step's end)."""
+        if self.rank is not None:
+            return
+        rank = group_rank()
+        if rank is None:
+            return
+        self._promote(rank)
+
+    def _promote(self, rank):
+        if self._session is not None:
+            self._session.flush()       # every stream idle: no file open in a proc dir
+        self.rank = rank
+        name = "rank%d" % rank
+        for step in sorted(self._proc_steps):
+            src = os.path.join(self.dump_path, "step%d" % step, self.rank_dir)
+            dst = os.path.join(self.dump_path, "step%d" % step, name)
+            try:
+                os.rename(src, dst)     # refused when dst is a non-empty directory
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                # Taken (an earlier capture, or a process with the same rank): our dumps
+                # stay in proc<pid> rather than mix with those.
+                # Known from now on, so never tried again.
+                self.losses.append(_adump_loss(dst, "rank_taken", "%s: %s; this process's "
+                                               "dumps stay in %s" % (dst, e.strerror,
+                                                                     self.rank_dir)))
+                return
+        self._proc_steps = set()
+        self.rank_dir = name
 
     def _stream(self):
+        if not self._per_step_sessions and self.rank is None:
+            self._check_rank()
         if self._session is None:
             if self._per_step_sessions:
                 self._session = Session(os.path.join(self.dump_path, "step%d" % self.step_no),
-                                        time_dir="rank%d" % self.rank, **self.config)
+                                        time_dir=self.rank_dir, **self.config)
+                if self.rank is None:
+                    self._proc_steps.add(self.step_no)
             else:
-                self._point_at_step()
-                self._session = Session(self.dump_path, time_dir=os.path.basename(self._link),
+                # Every stream writes into its step directory; the session's own is the
+                # first step's (it holds nothing but the loss log, made only if something
+                # is lost, and shared by the processes writing into that step).
+                self._session = Session(self.dump_path, time_dir="step%d" % self.step_no,
                                         **self.config)
-        elif self._linked_step != self.step_no and not self._per_step_sessions:
-            self._point_at_step()
         tid = threading.get_ident()
         st = self._streams.get(tid)
         if st is None:
             st = self._streams[tid] = self._session.stream()
+        if not self._per_step_sessions:
+            target = self._step_dir()
+            if self._stream_dirs.get(tid) != target:
+                st.set_dir(target)      # waits for this stream's dumps in flight
+                self._stream_dirs[tid] = target
+                if self.rank is None:
+                    self._proc_steps.add(self.step_no)
         return st
 
     def _close_session(self):
@@ -215,6 +295,7 @@ class capture(_Select):
             return
         self._session = None
         self._streams = {}
+        self._stream_dirs = {}
         s.flush()
         for k, v in s.stats().items():
             if isinstance(v, int) and k not in ("first_error", "writes_in_flight"):
@@ -225,18 +306,19 @@ class capture(_Select):
             # check failures are in losses already, one per dump).
             self.losses.append(_adump_loss("session", _losses.cause_of_status(ret),
                                            _adump.strerror(-ret)))
-        if os.path.lexists(self._link):
-            os.unlink(self._link)
 
     def _finish_step(self):
         """Everything the step handed over is written (or failed) when this returns."""
         self._flush_backwards()
-        if self._session is None:
-            return
-        if self._per_step_sessions:
-            self._close_session()
-        else:
-            self._session.flush()
+        if self._param_grads:
+            self._dump_param_grads()        # from torch.autograd.grad or a backward hook
+        self._coll.finish_step()
+        if self._session is not None:
+            if self._per_step_sessions:
+                self._close_session()
+            else:
+                self._session.flush()
+        self._check_rank()
 
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
@@ -244,6 +326,7 @@ class capture(_Select):
         self._warn_unmatched()
         self.step_no += 1
         self._counts = {}
+        self.tree.new_step(self.step_no)
 
     # ---- dumping -------------------------------------------------------------------------
 
@@ -252,18 +335,20 @@ class capture(_Select):
         self._counts[base] = n + 1
         return n
 
-    def _dump(self, op_type, name, inputs, outputs):
+    def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
         t0 = time.perf_counter()
         try:
-            self._dump_now(op_type, name, inputs, outputs)
+            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
             self.handover_seconds += time.perf_counter() - t0
 
-    def _dump_now(self, op_type, name, inputs, outputs):
+    def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):
         ins = []
         outs = []
         keep = []
-        skipped = []
+        # Tensors describe() found unstorable (kind, index, bytes, dtype), of the parts dumped.
+        skipped = [x for x in skipped or () if (x[0] == "input" and self.with_inputs) or
+                   (x[0] == "output" and self.with_outputs)]
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
                 a = _host(t)
@@ -280,8 +365,9 @@ class capture(_Select):
             return
         st = self._stream()
         self.dumps += 1
+        dfx = to_json(info) if info is not None else None
         if not self.zero_copy:
-            st.dump(op_type, name, ins, outs)
+            st.dump(op_type, name, ins, outs, attrs=attrs, dfx_message=dfx)
             return
 
         def unchanged():
@@ -293,19 +379,109 @@ class capture(_Select):
                 cause = _losses.cause_of_status(status)
                 self.losses.append(_adump_loss(name, cause, _losses.CAUSES[cause]))
 
-        st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released)
+        st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released,
+                attrs=attrs, dfx_message=dfx)
 
     # ---- module level ----------------------------------------------------------------------
 
     def _install_modules(self):
+        """Hooks on every module: at both levels they keep the module tree (each call's
+        parent, the call ops run inside); at module level they dump."""
         for path, module in self.model.named_modules():
+            if not path and not self.keep_root:
+                continue                # msprobe never dumps the root module
             cls = type(module).__name__
             if getattr(module, "inplace", False) is True:
                 # ReLU(inplace=True) and the like: keep their inputs' values at entry.
                 self._inplace_modules.add(id(module))
             base = "Module.%s.%s" % (path, cls) if path else "Module.%s" % cls
-            self._handles.append(module.register_forward_pre_hook(self._pre_hook(base, path)))
-            self._handles.append(module.register_forward_hook(self._post_hook(base, path, cls)))
+            if self.level == "module":
+                pre, post = self._pre_hook(base, path), self._post_hook(base, path, cls)
+            else:
+                pre, post = self._tree_pre_hook(base), self._tree_post_hook()
+            self._handles.append(module.register_forward_pre_hook(pre))
+            self._handles.append(module.register_forward_hook(post))
+            if self.level == "module" and self.with_inputs:
+                self._wrap_forward(module)
+            if self.level == "module" and self.backward:
+                self._hook_parameters(module, base, cls, path)
+
+    def _hook_parameters(self, module, base, cls, path):
+        """Module.<path>.<Class>.parameters_grad: the gradients of the module's own
+        parameters, taken by hooks on the parameters and dumped when the backward call
+        that made them returns (one dump per backward call; a second one in the same step
+        is named ...parameters_grad.1)."""
+        params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
+        if not params:
+            return
+        names = [n for n, _ in params]
+        for pname, p in params:
+            def hook(grad, pname=pname):
+                if not self._active() or not self._in_scope(base, path):
+                    return None
+                got = self._param_grads.get(base)
+                if got is None:
+                    got = self._param_grads[base] = (cls, names, {})
+                got[2][pname] = grad     # the engine sums a parameter's uses before this
+                return None
+            self._handles.append(p.register_hook(hook))
+
+    def _dump_param_grads(self):
+        pending, self._param_grads = self._param_grads, {}
+        for base, (cls, names, grads) in pending.items():
+            n = self._next_index(base + ".parameters_grad")
+            name = base + ".parameters_grad" + ("" if n == 0 else ".%d" % n)
+            outs = []
+            info = {"parameters_grad": describe({k: grads[k] for k in names if k in grads},
+                                                outs, "output")}
+            self.tree.add(name, None)
+            self._dump(cls, name, [], outs, None, info)
+
+    def _wrap_forward(self, module):
+        """torch 1.13's forward pre-hooks see no keyword arguments: the instance's forward is
+        wrapped to hand them to the open frame (undone at exit)."""
+        orig = module.forward
+        had = "forward" in module.__dict__
+
+        def forward(*args, **kwargs):
+            if kwargs:
+                frames = module.__dict__.get("_adump_frames")
+                frame = frames[-1] if frames else None
+                if frame is not None and frame[1] is not None:
+                    frame[1]["kwargs"] = kwargs
+            return orig(*args, **kwargs)
+        try:
+            module.forward = forward
+        except (AttributeError, TypeError, RuntimeError):
+            return                      # e.g. a scripted module: its kwargs go undumped
+
+        def undo():
+            if had:
+                module.forward = orig
+            else:
+                module.__dict__.pop("forward", None)
+        self._undo.append(undo)
+
+    def _tree_pre_hook(self, base):
+        def pre(module, args):
+            frames = module.__dict__.setdefault("_adump_frames", [])
+            if not self._active():
+                frames.append(None)
+                return None
+            name = "%s.forward.%d" % (base, self._next_index(base))
+            self.tree.enter(name)
+            frames.append(name)
+            return None
+        return pre
+
+    def _tree_post_hook(self):
+        def post(module, args, output):
+            frames = module.__dict__.get("_adump_frames")
+            name = frames.pop() if frames else None
+            if name is not None:
+                self.tree.leave(name)
+            return None
+        return post
 
     def _pre_hook(self, base, path):
         def pre(module, args):
@@ -315,11 +491,13 @@ class capture(_Select):
                 return None
             n = self._next_index(base)
             fwd = "%s.forward.%d" % (base, n)
+            self.tree.enter(fwd)
             if not self._in_scope(base, path, (fwd, "%s.backward.%d" % (base, n),
                                                base + ".forward", base + ".backward")):
-                frames.append(None)
+                frames.append((n, None))
                 return None
-            inputs = _flatten(args, [])
+            inputs, skipped = [], []
+            info = {"input_args": describe(args, inputs, "input", skipped)}
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
                 # This module modified its input in place before: keep the value at entry.
@@ -335,8 +513,9 @@ class capture(_Select):
                         v = views[id(t)] = t.view_as(t)
                     return v
                 args = _rebuild(args, wrap)
-            frames.append((n, inputs, versions, copies,
-                           [(v, v._version) for v in views.values()]))
+            frames.append((n, {"inputs": inputs, "versions": versions, "copies": copies,
+                               "views": [(v, v._version) for v in views.values()],
+                               "info": info, "skipped": skipped}))
             return args if views else None
         return pre
 
@@ -346,15 +525,23 @@ class capture(_Select):
             frame = frames.pop() if frames else None
             if frame is None:
                 return None
-            n, inputs, versions, copies, views = frame
+            n, frame = frame
+            self.tree.leave("%s.forward.%d" % (base, n))
+            if frame is None:
+                return None
+            inputs, versions, copies = frame["inputs"], frame["versions"], frame["copies"]
+            views, info = frame["views"], frame["info"]
             changed = any(t._version != v for t, v in zip(inputs, versions))
             if changed:
                 self._inplace_modules.add(id(module))
-            outputs = _flatten(output, []) if self.with_outputs and self.with_forward else []
+            outputs, skipped = [], frame["skipped"]
+            info["output"] = describe(output, outputs, "output", skipped)
+            if not (self.with_outputs and self.with_forward):
+                outputs = []
             fwd_inputs = []
             if self.with_inputs and self.with_forward:
                 if copies is not None:
-                    fwd_inputs = copies
+                    fwd_inputs = list(copies)
                 elif changed:
                     # The value at entry is gone (first call of an in-place module): record
                     # a loss rather than dump the modified value as the input.
@@ -366,9 +553,20 @@ class capture(_Select):
                                "kept on this first call (later calls copy it)" % base)
                     fwd_inputs = None
                 else:
-                    fwd_inputs = inputs
+                    fwd_inputs = list(inputs)
+            if fwd_inputs is not None and self.with_inputs and self.with_forward:
+                # Keyword arguments, then the module's own parameters, after the positional
+                # arguments; dfx_message says which input is which.
+                info["input_kwargs"] = describe(frame.get("kwargs", {}), fwd_inputs, "input",
+                                                skipped)
+                if self.parameters:
+                    info["parameters"] = describe(dict(module.named_parameters(recurse=False)),
+                                                  fwd_inputs, "input", skipped)
             if fwd_inputs is not None and self.with_forward:
-                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs)
+                if self.stack:
+                    self.tree.record_stack("%s.forward.%d" % (base, n))
+                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info,
+                           skipped)
             if self.backward and torch.is_grad_enabled():
                 self._hook_backward(base, cls, n, output, views)
             return None
@@ -422,6 +620,7 @@ class capture(_Select):
             self._backwards.remove(rec)
         if not self._active():
             return
+        self.tree.add_backward(rec.name)
         held = [x for x in rec.grad_out + rec.grad_in if x is not None]
         if any(g._version != v for g, v in held):
             self._lost(rec.op_type, rec.name, [], "changed_in_place",
@@ -446,16 +645,20 @@ class capture(_Select):
         cap = self
 
         def backward(*args, **kwargs):
+            cap.tree.resolve()          # the last forward op's graph nodes, before they run
             cap._in_backward += 1
             try:
                 return orig(*args, **kwargs)
             finally:
                 cap._in_backward -= 1
+                if cap._param_grads:
+                    cap._dump_param_grads()
         self._orig_backward = orig
         torch.autograd.backward = backward
         orig_grad = torch.autograd.grad
 
         def grad(*args, **kwargs):
+            cap.tree.resolve()
             cap._in_backward += 1
             try:
                 return orig_grad(*args, **kwargs)
@@ -479,29 +682,80 @@ class capture(_Select):
         pkt = func.overloadpacket.__name__
         if pkt.startswith("_record_function"):
             return func(*args, **kwargs)        # profiler markers, not computation
+        tree = self.tree
+        if not in_bwd:
+            tree.resolve()              # the previous op's graph nodes exist now
+        module = tree.current(in_bwd)
+        if func.namespace == "c10d":
+            return self._c10d(func, args, kwargs, pkt, in_bwd, module)
         overload = func._overloadname
         base = "Aten.%s" % pkt if overload == "default" else "Aten.%s.%s" % (pkt, overload)
         direction = "backward" if in_bwd else "forward"
         n = self._next_index((base, direction))
-        if not self._in_scope(base, pkt, ("%s.%d.%s" % (base, n, direction),
-                                          "%s.%s" % (base, direction))):
-            return func(*args, **kwargs)
-        inputs = _flatten((args, kwargs), []) if self.with_inputs else []
-        if inputs and func._schema.is_mutable:
-            # In-place and out= ops change their arguments: dump the values they had.
-            inputs = [t.detach().clone() for t in inputs]
+        name = "%s.%d.%s" % (base, n, direction)
+        if not self._in_scope(base, pkt, (name, "%s.%s" % (base, direction))):
+            out = func(*args, **kwargs)
+            if not in_bwd:
+                # Not dumped, but its graph node's backward ops may be.
+                tree.forward_op(_flatten(out, []), module, func._schema.is_mutable)
+            return out
+        inputs, skipped = [], []
+        if self.with_inputs and pkt in _UNDECLARED_INPLACE and not func._schema.is_mutable:
+            a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
+            info = {"input_args": describe(a, inputs, "input", skipped),
+                    "input_kwargs": describe(k, inputs, "input", skipped)}
+        else:
+            info = {"input_args": describe(args, inputs, "input", skipped),
+                    "input_kwargs": describe(kwargs, inputs, "input", skipped)}
+            if not self.with_inputs:
+                inputs = []
+            elif inputs and func._schema.is_mutable:
+                # In-place and out= ops change their arguments: dump the values they had.
+                inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
-        outputs = _flatten(out, []) if self.with_outputs else []
-        self._dump(pkt, "%s.%d.%s" % (base, n, direction), inputs, outputs)
+        flat_out = []
+        info["output"] = describe(out, flat_out, "output", skipped)
+        if module is not None and in_bwd:
+            tree.add_backward(module)
+        tree.add(name, module)
+        if self.stack and not in_bwd:
+            tree.record_stack(name)
+        # The contract with compare: attribute `module` = the module call's dump name.
+        self._dump(pkt, name, inputs, flat_out if self.with_outputs else [],
+                   {"module": module} if module else None, info, skipped)
+        if not in_bwd:
+            tree.forward_op(flat_out, module, func._schema.is_mutable)
+        return out
+
+    def _c10d(self, func, args, kwargs, pkt, in_bwd, module):
+        """A collective the dispatcher sees: inside a wrapped torch.distributed call that
+        call dumps it; otherwise (C++ callers: DistributedDataParallel) wait for its work,
+        then dump it with the values it produced."""
+        if self._coll.depth > 0:
+            return func(*args, **kwargs)
+        base = "Distributed.%s" % pkt         # c10d::allreduce_ -> Distributed.allreduce_
+        direction = "backward" if in_bwd else "forward"
+        name = "%s.%d.%s" % (base, self._next_index((base, direction)), direction)
+        if not self._in_scope(base, pkt, (name, "%s.%s" % (base, direction))):
+            return func(*args, **kwargs)
+        before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
+            if self.with_inputs else []
+        out = func(*args, **kwargs)
+        work = out[-1] if isinstance(out, tuple) and out else out
+        if hasattr(work, "wait"):
+            work.wait()
+        self.tree.add(name, module)
+        self._dump(pkt, name, before, tensors_of(out, []) if self.with_outputs else [],
+                   {"module": module} if module else None)
         return out
 
     # ---- context -------------------------------------------------------------------------
 
     def __enter__(self):
-        if self.level == "module":
-            self._install_modules()
-        else:
-            self._patch_backward()
+        self._install_modules()
+        self._coll.install()
+        self._patch_backward()
+        if self.level == "op":
             self._mode = _Mode(self)
             self._mode.__enter__()
         return self
@@ -512,17 +766,33 @@ class capture(_Select):
                 self._mode.__exit__(None, None, None)
                 self._mode = None
             self._unpatch_backward()
+            self._coll.remove()
             for h in self._handles:
                 h.remove()
             self._handles = []
+            for undo in self._undo:
+                undo()
+            self._undo = []
             for m in self.model.modules():
                 m.__dict__.pop("_adump_frames", None)
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
+            if self._param_grads:
+                self._dump_param_grads()
+            self._coll.finish_step()
             self._close_session()
+            self._final_rank()
         if exc_type is None:
             self._warn_unmatched()
         return False
+
+    def _final_rank(self):
+        """A process that never joined a process group: its proc<pid> directories become
+        rank<RANK> (rank0 without RANK) where that name is free."""
+        self._check_rank()
+        if self.rank is None and self._proc_steps:
+            r = env_rank()
+            self._promote(0 if r is None else r)
 
 
 class _Mode(TorchDispatchMode):

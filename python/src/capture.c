@@ -460,14 +460,47 @@ static struct adump_host_stream *stream_get(struct py_stream *st)
 	return st->hs;
 }
 
-/* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None) -> task id */
+/* The header attributes of dump(attrs=...): a dict or a sequence of (name, value) str tuples,
+ * into @out (PyMem, *@count entries; strings borrowed from the items, which @keep holds). */
+static int attrs_from(PyObject *obj, PyObject **keep, struct adump_attr **out, uint32_t *count)
+{
+	PyObject *seq = PyDict_Check(obj) ? PyDict_Items(obj) : PySequence_List(obj);
+	Py_ssize_t n;
+
+	*keep = seq;
+	if (!seq)
+		return -1;
+	n = PyList_Size(seq);
+	if (n > ADUMP_HOST_ATTR_MAX) {
+		PyErr_Format(PyExc_ValueError, "%zd attributes; at most %d per op", n,
+			     ADUMP_HOST_ATTR_MAX);
+		return -1;
+	}
+	*out = PyMem_Calloc((size_t)(n ? n : 1), sizeof(**out));
+	if (!*out) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (!PyArg_ParseTuple(PyList_GetItem(seq, i), "ss:attribute",
+				      &(*out)[i].name, &(*out)[i].value))
+			return -1;
+	}
+	*count = (uint32_t)n;
+	return 0;
+}
+
+/* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None,
+ * timestamp_us=0, attrs=None, dfx_message=None) -> task id */
 static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "op_type", "op_name", "inputs", "outputs", "copy", "check",
-				  "on_release", "timestamp_us", NULL };
+				  "on_release", "timestamp_us", "attrs", "dfx_message", NULL };
 	struct adump_host_op op = ADUMP_HOST_OP_INIT;
 	struct py_stream *st = (struct py_stream *)obj;
 	PyObject *inputs = NULL, *outputs = NULL, *check = Py_None, *on_release = Py_None;
+	PyObject *attrs = Py_None, *attrs_keep = NULL;
+	struct adump_attr *attr_list = NULL;
 	struct adump_host_tensor *tensors = NULL;
 	struct zc_pending *p = NULL;
 	struct adump_host_stream *hs;
@@ -478,30 +511,34 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	char reason[512], msg[700];
 	int copy = 1, ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOK:dump", kwlist, &op.op_type,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOKOz:dump", kwlist, &op.op_type,
 					 &op.op_name, &inputs, &outputs, &copy, &check,
-					 &on_release, &ts))
+					 &on_release, &ts, &attrs, &op.dfx_message))
 		return NULL;
 	hs = stream_get(st);
 	if (!hs)
 		return NULL;
+	if (attrs != Py_None && attrs_from(attrs, &attrs_keep, &attr_list, &op.attr_count) < 0)
+		goto fail_attrs;
+	op.attrs = attr_list;
 	drain(st->sess);
 	nin = inputs && inputs != Py_None ? PySequence_Size(inputs) : 0;
 	nout = nin < 0 ? -1 : outputs && outputs != Py_None ? PySequence_Size(outputs) : 0;
 	if (nin < 0 || nout < 0)
-		return NULL;
+		goto fail_attrs;
 	n = nin + nout;
 	if (n > ADUMP_HOST_TENSOR_MAX) {
 		PyErr_Format(PyExc_ValueError, "%zd tensors; at most %d per op", n,
 			     ADUMP_HOST_TENSOR_MAX);
-		return NULL;
+		goto fail_attrs;
 	}
 	p = PyMem_Calloc(1, sizeof(*p) + (size_t)(n ? n : 1) * sizeof(Py_buffer));
 	tensors = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*tensors));
 	if (!p || !tensors) {
 		PyMem_Free(p);
 		PyMem_Free(tensors);
-		return PyErr_NoMemory();
+		PyErr_NoMemory();
+		goto fail_attrs;
 	}
 	views = p->views;
 	if ((nin && pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken) < 0) ||
@@ -534,6 +571,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	Py_END_ALLOW_THREADS
 	PyMem_Free(tensors);
 	tensors = NULL;
+	PyMem_Free(attr_list);              /* the op record holds its own copy */
+	Py_XDECREF(attrs_keep);
 	if (ret < 0) {
 		/* The library logged which field is at fault: that is the message. */
 		snprintf(msg, sizeof(msg), "dump of op %s '%s': %s", op.op_type, op.op_name,
@@ -556,6 +595,9 @@ fail:
 	p->view_count = (uint32_t)taken;
 	zc_free(p);
 	PyMem_Free(tensors);
+fail_attrs:
+	PyMem_Free(attr_list);
+	Py_XDECREF(attrs_keep);
 	return NULL;
 }
 
@@ -577,6 +619,40 @@ static PyObject *stream_sync(PyObject *obj, PyObject *unused)
 	if (ret < 0)
 		return pyadump_raise(ret, NULL, NULL);
 	Py_RETURN_NONE;
+}
+
+/* set_dir(dir or None) -> 0, or -ADUMP_ERR_DROPPED (changed all the same); raises else */
+static PyObject *stream_set_dir(PyObject *obj, PyObject *args)
+{
+	struct py_stream *st = (struct py_stream *)obj;
+	struct adump_host_stream *hs;
+	PyObject *arg, *path = NULL;
+	const char *dir = NULL;
+	int ret;
+
+	if (!PyArg_ParseTuple(args, "O:set_dir", &arg))
+		return NULL;
+	if (arg != Py_None && !PyUnicode_FSConverter(arg, &path))
+		return NULL;
+	hs = stream_get(st);
+	if (!hs) {
+		Py_XDECREF(path);
+		return NULL;
+	}
+	if (path)
+		dir = PyBytes_AsString(path);
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_host_stream_set_dir(hs, dir);
+	Py_END_ALLOW_THREADS
+	drain(st->sess);
+	if (ret < 0 && ret != -ADUMP_ERR_DROPPED) {
+		PyObject *r = pyadump_raise(ret, "set_dir", dir);
+
+		Py_XDECREF(path);
+		return r;
+	}
+	Py_XDECREF(path);
+	return PyLong_FromLong(ret);
 }
 
 static PyObject *stream_close(PyObject *obj, PyObject *unused)
@@ -625,6 +701,8 @@ static PyMethodDef stream_methods[] = {
 	  "dump(op_type, op_name, inputs, outputs, copy=True, check=None, on_release=None, "
 	  "timestamp_us=0) -> task id" },
 	{ "sync", stream_sync, METH_NOARGS, "wait until every dump of the stream is written" },
+	{ "set_dir", stream_set_dir, METH_VARARGS,
+	  "set_dir(dir) -> 0 or the sync's drop code: the stream's next files go to <dir>/<device>" },
 	{ "close", stream_close, METH_NOARGS, "close() -> 0 or the first error code" },
 	{ "stats", stream_stats, METH_NOARGS, "stats() -> dict of the stream's counters" },
 	{ "id", stream_id, METH_NOARGS, "id() -> the stream id in file names" },

@@ -5,6 +5,7 @@
  * Then the contracts: zero-copy release exactly once, after the bytes, from the caller's own
  * memory; the owner thread; bad arguments; the drop policy; host and device streams side by
  * side in one session. */
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
@@ -919,6 +920,14 @@ START_TEST(test_bad_arguments_are_refused)
 	op.input_count = 1;
 	op.check_fn = noop_check;
 	REFUSED(adump_host_dump_op(hs, &op, NULL), -EINVAL);
+	op.check_fn = NULL;
+	op.attr_count = 1;                              /* attrs NULL with a count */
+	REFUSED(adump_host_dump_op(hs, &op, NULL), -EINVAL);
+	op.attrs = (struct adump_attr[]){ { "module", NULL } };
+	REFUSED(adump_host_dump_op(hs, &op, NULL), -EINVAL);
+	op.attrs = (struct adump_attr[]){ { "module", "m" } };
+	op.attr_count = ADUMP_HOST_ATTR_MAX + 1;
+	REFUSED(adump_host_dump_op(hs, &op, NULL), -EINVAL);
 #undef REFUSED
 	/* Nothing was posted and no task id taken: the next good dump is task 0, and a scalar
 	 * (no dims) and an empty tensor are fine. */
@@ -947,6 +956,170 @@ START_TEST(test_bad_arguments_are_refused)
 	ck_assert_uint_eq(t_count_files(dir, ""), 1);
 	ck_assert_int_eq(adump_host_tensor_bytes(ADUMP_DT_INT4, (int64_t[]){ 3 }, 1), 2);
 	ck_assert_int_eq(adump_host_tensor_bytes(ADUMP_DT_FLOAT, NULL, 0), 4);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* Attributes and dfx_message of an op land in its header as given; a caller built against
+ * the first version of struct adump_host_op (struct_size without them) still dumps. */
+START_TEST(test_attributes_reach_the_header)
+{
+	char *root = t_tmpdir("host-attrs");
+	struct adump_config cfg = case_config(root, CASE_FILE, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	float data[4] = { 1, 2, 3, 4 };
+	struct adump_host_tensor t = { .data = data, .bytes = 16, .dtype = ADUMP_DT_FLOAT,
+				       .format = ADUMP_FORMAT_ND, .dim_count = 1, .dims = { 4 } };
+	const struct adump_attr attrs[2] = {
+		{ "module", "Module.layers.1.linear1.Linear.forward.0" }, { "empty", "" } };
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+	uint32_t task = 0;
+	char dir[4200], path[8400];
+	size_t len;
+
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	op.op_type = "mm";
+	op.op_name = "Aten.mm.0.forward";
+	op.inputs = &t;
+	op.input_count = 1;
+	op.attrs = attrs;
+	op.attr_count = 2;
+	op.dfx_message = "{\"requires_grad\": [true]}";
+	op.timestamp_us = 1000;
+	ck_assert_int_eq(adump_host_dump_op(hs, &op, &task), 0);
+	op.struct_size = ADUMP_HOST_OP_SIZE_V1;        /* the attribute fields are not read */
+	op.attr_count = 1u << 30;
+	op.op_name = "v1";
+	op.timestamp_us = 2000;
+	ck_assert_int_eq(adump_host_dump_op(hs, &op, &task), 0);
+	ck_assert_uint_eq(task, 1);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int seen = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		Toolkit__Dumpdata__DumpData *dd;
+		unsigned char *bytes;
+		uint64_t hlen;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		bytes = t_read_file(path, &len);
+		ck_assert_ptr_nonnull(bytes);
+		memcpy(&hlen, bytes, 8);
+		hlen = le64toh(hlen);
+		dd = toolkit__dumpdata__dump_data__unpack(NULL, hlen, bytes + 8);
+		ck_assert_ptr_nonnull(dd);
+		if (!strcmp(dd->op_name, "v1")) {
+			ck_assert_uint_eq(dd->n_attr, 0);
+			ck_assert_msg(!dd->dfx_message || !dd->dfx_message[0], "v1: dfx_message set");
+			seen |= 2;
+		} else {
+			ck_assert_str_eq(dd->op_name, "Aten.mm.0.forward");
+			ck_assert_uint_eq(dd->n_attr, 2);
+			ck_assert_str_eq(dd->attr[0]->name, "module");
+			ck_assert_str_eq(dd->attr[0]->value,
+					 "Module.layers.1.linear1.Linear.forward.0");
+			ck_assert_str_eq(dd->attr[1]->name, "empty");
+			ck_assert_str_eq(dd->attr[1]->value, "");
+			ck_assert_str_eq(dd->dfx_message, "{\"requires_grad\": [true]}");
+			seen |= 1;
+		}
+		ck_assert_uint_eq(len, 8 + hlen + 16);
+		toolkit__dumpdata__dump_data__free_unpacked(dd, NULL);
+		free(bytes);
+	}
+	closedir(d);
+	ck_assert_int_eq(seen, 3);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* adump_host_stream_set_dir(): each file lands in the directory set when it was dumped
+ * (relative to dump_path, absolute, or back in the session's), whatever the worker is doing
+ * when the directory changes; bad directories change nothing. */
+static void stream_dir_case(enum sink_case sc)
+{
+	char *root = t_tmpdir("host-dir");
+	struct adump_config cfg = case_config(root, sc, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	static float data[65536];                       /* 256 KiB: several chunks per file */
+	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
+				       .dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
+				       .dim_count = 1, .dims = { 65536 } };
+	const char *suffix = sc == CASE_STATS ? ".csv" : sc == CASE_LZ4 ? ".lz4" : "";
+	char dir[4200], blocker[4200];
+
+	for (size_t i = 0; i < 65536; i++)
+		data[i] = (float)i;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(adump_host_dump(hs, "Op", "session", &t, 1, NULL, 0), 0);
+	/* No sync: set_dir waits for those three itself. */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/rank1"), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(adump_host_dump(hs, "Op", "step0", &t, 1, NULL, 0), 0);
+	snprintf(dir, sizeof(dir), "%s/abs/step1", root);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, dir), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Op", "step1", &t, 1, NULL, 0), 0);
+	/* Refused, nothing changed: an empty name, a path through a file. */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, ""), -EINVAL);
+	snprintf(blocker, sizeof(blocker), "%s/file", root);
+	fclose(fopen(blocker, "w"));
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "file/x"), -ENOTDIR);
+	ck_assert_int_eq(adump_host_stream_set_dir(NULL, "x"), -EINVAL);
+	ck_assert_int_eq(adump_host_dump(hs, "Op", "step1", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, NULL), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Op", "session", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, suffix), 4);
+	snprintf(dir, sizeof(dir), "%s/step0/rank1/0", root);
+	ck_assert_uint_eq(t_count_files(dir, suffix), 2);
+	snprintf(dir, sizeof(dir), "%s/abs/step1/0", root);
+	ck_assert_uint_eq(t_count_files(dir, suffix), 2);
+	/* Nothing else anywhere (no stray device folder, no .part). */
+	ck_assert_uint_eq(t_count_files(root, ""), 8 + 1 /* blocker */);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_stream_dir_files)
+{
+	stream_dir_case(CASE_FILE);
+}
+END_TEST
+
+START_TEST(test_stream_dir_stats)
+{
+	stream_dir_case(CASE_STATS);
+}
+END_TEST
+
+START_TEST(test_stream_dir_packed_refused)
+{
+	char *root = t_tmpdir("host-dir-packed");
+	struct adump_config cfg = case_config(root, CASE_PACKED, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0"), -ADUMP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
 	t_rmtree(root);
 	free(root);
 }
@@ -1226,6 +1399,10 @@ int main(void)
 	tcase_add_loop_test(tz, test_zero_copy_reads_the_callers_memory, 0, 2);
 	tcase_add_test(tz, test_wrong_thread_is_refused);
 	tcase_add_test(tz, test_bad_arguments_are_refused);
+	tcase_add_test(tz, test_attributes_reach_the_header);
+	tcase_add_test(tz, test_stream_dir_files);
+	tcase_add_test(tz, test_stream_dir_stats);
+	tcase_add_test(tz, test_stream_dir_packed_refused);
 	tcase_add_test(tz, test_drop_policy_fails_the_file);
 	tcase_add_test(tz, test_host_and_device_streams_share_a_session);
 	tcase_add_test(tz, test_session_destroyed_before_close);

@@ -225,6 +225,25 @@ class BadInput(unittest.TestCase):
             st.sync()
             self.assertEqual(s.stats()["files_completed"], 0)
 
+    def test_attributes(self):
+        with adump.Session(self.top) as s:
+            st = s.stream()
+            st.dump("Op", "a", inputs=[np.zeros(2)], attrs={"module": "Module.x.forward.0"},
+                    dfx_message='{"k": 1}')
+            st.dump("Op", "b", inputs=[np.zeros(2)], attrs=[("n", "1"), ("m", "")])
+            for bad in ({"module": 3}, [("only-name",)], 5, {"x": None}):
+                with self.assertRaises(TypeError):
+                    st.dump("Op", "c", inputs=[np.zeros(2)], attrs=bad)
+            with self.assertRaises(ValueError):
+                st.dump("Op", "c", attrs={str(i): "" for i in range(257)})
+            st.sync()
+            self.assertEqual(s.stats()["files_completed"], 2)
+        dumps = {d.op_name: d for d in adump.walk(self.top)}
+        self.assertEqual(sorted(dumps), ["a", "b"])
+        self.assertEqual(dumps["a"].attrs, {"module": "Module.x.forward.0"})
+        self.assertEqual(dumps["a"].dfx_message, '{"k": 1}')
+        self.assertEqual(dumps["b"].attrs, {"n": "1", "m": ""})
+
     def test_unwritable_path(self):
         blocker = os.path.join(self.top, "file")
         open(blocker, "w").close()

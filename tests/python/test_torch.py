@@ -6,6 +6,7 @@ dumps of tensors modified in place fail instead of publishing the later value, a
 files read back through adump.open, `adump convert` and `adump verify`. Exits 77 without
 torch."""
 import copy
+import json
 import os
 import sys
 import unittest
@@ -128,7 +129,8 @@ class ModuleLevel(unittest.TestCase):
         ref = reference_modules(ref_model, xs)
         top = helpers.tmpdir("torch-mod")
         model = make_model()
-        with adump.torch.capture(model, top, level="module", backward=True) as cap:
+        with adump.torch.capture(model, top, level="module", backward=True,
+                                 parameters=True) as cap:
             train(model, xs, cap)
         self.assertEqual(cap.losses, [])
         # Capture changed nothing: the same parameters as the plain run.
@@ -138,11 +140,27 @@ class ModuleLevel(unittest.TestCase):
             dumps = dumps_of(top, step)
             self.assertTrue(os.path.isdir(os.path.join(top, "step%d" % step, "rank0")))
             fwd = {k: v for k, v in dumps.items() if ".forward." in k}
+            # The root module is not dumped (msprobe's rule; keep_root=True keeps it).
+            del ref[step]["Module.Encoder.forward.0"]
             self.assertEqual(sorted(fwd), sorted(ref[step]), "step %d" % step)
+            mods = dict(ref_model.named_modules())
             for name, (ins, outs) in ref[step].items():
                 d = fwd[name]
                 self.assertEqual(d.op_type, name.split(".")[-3])
-                assert_same(self, d.inputs, ins, name + " inputs")
+                # Positional arguments, then the module's own parameters as they were at
+                # that step (the reference model's are those after training: only the
+                # names and shapes are compared here).
+                params = dict(mods[name.split(".")[1] if name.count(".") == 4 else
+                                   ".".join(name.split(".")[1:-3])]
+                              .named_parameters(recurse=False))
+                assert_same(self, d.inputs[:len(ins)], ins, name + " inputs")
+                self.assertEqual([tuple(x.shape) for x in d.inputs[len(ins):]],
+                                 [tuple(p.shape) for p in params.values()], name)
+                info = json.loads(d.dfx_message)
+                self.assertEqual(sorted(info["parameters"]), sorted(params), name)
+                for pname, item in info["parameters"].items():
+                    self.assertTrue(item["requires_grad"])
+                    self.assertTrue(item["tensor"].startswith("input."))
                 assert_same(self, d.outputs, outs, name + " outputs")
             # The Linear before ReLU(inplace=True): its output as it was, negatives included.
             self.assertLess(fwd["Module.mlp.0.Linear.forward.0"].outputs[0].min(), 0)
@@ -175,6 +193,104 @@ class ModuleLevel(unittest.TestCase):
         self.assertEqual(len(lin_out), 1, npys[:5])
         np.testing.assert_array_equal(np.load(lin_out[0]),
                                       ref[0]["Module.head.Linear.forward.0"][1][0].numpy())
+
+    def test_kwargs_values_complex_root(self):
+        class Inner(nn.Module):
+            def forward(self, x, scale=1.0, mask=None):
+                y = (x * scale).masked_fill(mask, 0.0)
+                return y, torch.view_as_complex(torch.stack([y, -y], -1))
+
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(3, 3)
+                self.kw = Inner()
+
+            def forward(self, x, m):
+                return self.kw(self.lin(x), scale=2.0, mask=m)
+        model = make_model(Outer)
+        x = torch.randn(2, 3, generator=torch.Generator().manual_seed(4))
+        m = torch.tensor([[True, False, False], [False, True, False]])
+        for keep_root in (False, True):
+            top = helpers.tmpdir("torch-kw")
+            with adump.torch.capture(model, top, backward=False, keep_root=keep_root,
+                                     parameters=True) as cap:
+                y, c = model(x, m)
+            self.assertEqual(cap.losses, [])
+            dumps = dumps_of(top, 0)
+            self.assertEqual("Module.Outer.forward.0" in dumps, keep_root)
+            d = dumps["Module.kw.Inner.forward.0"]
+            info = json.loads(d.dfx_message)
+            # Keyword tensors dumped after the positional ones; non-tensor values recorded.
+            self.assertEqual(len(d.inputs), 2)
+            np.testing.assert_array_equal(d.inputs[0], model.lin(x).detach().numpy())
+            np.testing.assert_array_equal(d.inputs[1], m.numpy())
+            arg = info["input_args"][0]
+            self.assertEqual((arg["type"], arg["dtype"], arg["shape"], arg["requires_grad"],
+                              arg["tensor"]),
+                             ("torch.Tensor", "torch.float32", [2, 3], True, "input.0"))
+            self.assertEqual(info["input_kwargs"]["scale"], {"type": "float", "value": 2.0})
+            self.assertEqual(info["input_kwargs"]["mask"]["tensor"], "input.1")
+            self.assertFalse(info["input_kwargs"]["mask"]["requires_grad"])
+            self.assertEqual(info["parameters"], {})
+            # The complex output is dumped with its complex dtype.
+            self.assertEqual([o["tensor"] for o in info["output"]], ["output.0", "output.1"])
+            self.assertEqual(info["output"][1]["dtype"], "torch.complex64")
+            self.assertEqual(d.outputs[1].dtype, np.complex64)
+            np.testing.assert_array_equal(d.outputs[1], c.detach().numpy())
+            lin = json.loads(dumps["Module.lin.Linear.forward.0"].dfx_message)
+            self.assertEqual(sorted(lin["parameters"]), ["bias", "weight"])
+            w = dumps["Module.lin.Linear.forward.0"].inputs[int(
+                lin["parameters"]["weight"]["tensor"].split(".")[1])]
+            np.testing.assert_array_equal(w, model.lin.weight.detach().numpy())
+        # The wrapped forward is gone after the capture.
+        self.assertNotIn("forward", model.kw.__dict__)
+        # By default parameters are not inputs (scan and compare read inputs as arguments).
+        top = helpers.tmpdir("torch-kw-noparam")
+        with adump.torch.capture(model, top, backward=False) as cap:
+            model(x, m)
+        lin = dumps_of(top, 0)["Module.lin.Linear.forward.0"]
+        self.assertEqual(len(lin.inputs), 1)
+        self.assertNotIn("parameters", json.loads(lin.dfx_message))
+
+    def test_parameters_grad(self):
+        class Twice(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(3, 3)
+                self.out = nn.Linear(3, 1)
+                self.out.bias.requires_grad_(False)
+
+            def forward(self, x):
+                return self.out(self.fc(self.fc(x)))       # fc used twice: grads summed
+        model = make_model(Twice)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        top = helpers.tmpdir("torch-pgrad")
+        g = torch.Generator().manual_seed(6)
+        want = []
+        with adump.torch.capture(model, top, backward=True) as cap:
+            for _ in range(2):
+                opt.zero_grad()
+                model(torch.randn(4, 3, generator=g)).pow(2).sum().backward()
+                want.append({n: p.grad.clone() for n, p in model.named_parameters()
+                             if p.grad is not None})
+                opt.step()
+                cap.step()
+        self.assertEqual(cap.losses, [])
+        for step in range(2):
+            dumps = dumps_of(top, step)
+            fc = dumps["Module.fc.Linear.parameters_grad"]
+            info = json.loads(fc.dfx_message)["parameters_grad"]
+            self.assertEqual(list(info), ["weight", "bias"])
+            np.testing.assert_allclose(fc.outputs[0], want[step]["fc.weight"].numpy(),
+                                       rtol=1e-6)
+            np.testing.assert_allclose(fc.outputs[1], want[step]["fc.bias"].numpy(),
+                                       rtol=1e-6)
+            out = dumps["Module.out.Linear.parameters_grad"]
+            self.assertEqual(list(json.loads(out.dfx_message)["parameters_grad"]), ["weight"])
+            np.testing.assert_allclose(out.outputs[0], want[step]["out.weight"].numpy(),
+                                       rtol=1e-6)
+            self.assertIn("Module.fc.Linear.backward.1", dumps)
 
     def test_inplace_relu_trains_unchanged(self):
         class Net(nn.Module):
@@ -288,7 +404,7 @@ class ModuleLevel(unittest.TestCase):
         a = torch.arange(6, dtype=torch.float32).reshape(2, 3)
         inputs = {"a": a, "b": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
                   "c": torch.tensor([True, False]), "s": "skip me"}
-        with adump.torch.capture(m, top, backward=False) as cap:
+        with adump.torch.capture(m, top, backward=False, keep_root=True) as cap:
             m(inputs)
         self.assertEqual(cap.losses, [])
         d = dumps_of(top, 0)["Module.Odd.forward.0"]
@@ -299,11 +415,30 @@ class ModuleLevel(unittest.TestCase):
 
 
 class Recorder(TorchDispatchMode):
-    """A plain dispatch-mode recorder: {name: (inputs before, outputs)} per step."""
+    """A plain dispatch-mode recorder: {name: (inputs before, outputs)} per step, and with
+    watch(model) {name: the module call it ran in}."""
 
     def __init__(self):
         super().__init__()
-        self.rec, self.counts = {}, {}
+        self.rec, self.counts, self.module, self.stack = {}, {}, {}, []
+
+    def watch(self, model):
+        calls = {}
+        for path, m in model.named_modules():
+            if not path:
+                continue            # the root module is not dumped, as in msprobe
+            base = "Module.%s.%s" % (path, type(m).__name__) if path else \
+                "Module.%s" % type(m).__name__
+
+            def pre(mod, args, base=base):
+                n = calls.get(base, 0)
+                calls[base] = n + 1
+                self.stack.append("%s.forward.%d" % (base, n))
+
+            def post(mod, args, out):
+                self.stack.pop()
+            m.register_forward_pre_hook(pre)
+            m.register_forward_hook(post)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -316,6 +451,7 @@ class Recorder(TorchDispatchMode):
             n = self.counts.get(base, 0)
             self.counts[base] = n + 1
             self.rec["%s.%d.forward" % (base, n)] = (ins, tensors(out))
+            self.module["%s.%d.forward" % (base, n)] = self.stack[-1] if self.stack else None
         return out
 
 
@@ -324,6 +460,7 @@ class OpLevel(unittest.TestCase):
         xs = batches()[:1]
         ref_model = make_model()
         rec = Recorder()
+        rec.watch(ref_model)
         with rec:
             out = ref_model(xs[0])
         top = helpers.tmpdir("torch-op")
@@ -347,8 +484,118 @@ class OpLevel(unittest.TestCase):
             self.assertEqual(d.op_type, name.split(".")[1])
             assert_same(self, d.inputs, [t for t in ins if t.dtype != torch.complex64], name)
             assert_same(self, d.outputs, outs, name)
+            # The module call it ran in, as plain hooks saw it (absent outside every module).
+            self.assertEqual(d.attrs.get("module"), rec.module[name], name)
+        self.assertEqual(dumps["Aten.embedding.0.forward"].attrs["module"],
+                         "Module.emb.Embedding.forward.0")
+        # dfx_message: every argument as msprobe describes it, tensors by their place.
+        ln = json.loads(dumps["Aten.native_layer_norm.0.forward"].dfx_message)
+        args = ln["input_args"]
+        self.assertEqual(args[0]["tensor"], "input.0")
+        self.assertTrue(args[0]["requires_grad"])
+        self.assertEqual(args[1], [{"type": "int", "value": DIM}])       # normalized_shape
+        self.assertEqual(args[4], {"type": "float", "value": 1e-5})      # eps
+        self.assertEqual([o["tensor"] for o in ln["output"]],
+                         ["output.0", "output.1", "output.2"])
+        self.assertEqual(dumps["Aten.addmm.0.forward"].attrs["module"],
+                         "Module.attn.MultiheadAttention.forward.0")
+        # Backward ops: the module backward call whose graph node ran them; the loss
+        # (computed outside the model) belongs to none.
+        for name, module in (
+                ("Aten.embedding_dense_backward.0.backward", "Module.emb.Embedding.backward.0"),
+                ("Aten.native_layer_norm_backward.0.backward", "Module.ln2.LayerNorm.backward.0"),
+                ("Aten.native_layer_norm_backward.1.backward", "Module.ln1.LayerNorm.backward.0"),
+                ("Aten.threshold_backward.0.backward", "Module.mlp.1.ReLU.backward.0"),
+                ("Aten.nll_loss_backward.0.backward", None)):
+            self.assertEqual(dumps[name].attrs.get("module"), module, name)
+        self.assertTrue(any(d.attrs.get("module") == "Module.head.Linear.backward.0"
+                            and n.startswith("Aten.mm.") for n, d in dumps.items()))
+        # One module tree per step: every dump's node points at its module call, every call
+        # at its parent call (backward calls at their parent's backward), up to a root.
+        tree = cap.tree.steps[0]
+        for name, d in dumps.items():
+            self.assertEqual(tree[name], d.attrs.get("module"), name)
+        self.assertEqual(tree["Module.mlp.0.Linear.forward.0"], "Module.mlp.Sequential.forward.0")
+        self.assertEqual(tree["Module.mlp.0.Linear.backward.0"],
+                         "Module.mlp.Sequential.backward.0")
+        self.assertIsNone(tree["Module.mlp.Sequential.backward.0"])
+        self.assertIsNone(tree["Module.mlp.Sequential.forward.0"])
+        self.assertNotIn("Module.Encoder.forward.0", tree)        # the root is not a node
+        for node in tree:
+            seen, p = 0, tree[node]
+            while p is not None:
+                self.assertIn(p, tree, node)
+                p, seen = tree[p], seen + 1
+                self.assertLess(seen, 10)
+        self.assertEqual(sorted(cap.tree.steps), [0, 1, 2])
         rc, out = helpers.tool("verify", "--quiet", top)
         self.assertEqual(rc, 0, out)
+
+    def test_tree_keeps_the_last_steps(self):
+        from adump._torch_tree import ModuleTree
+        t = ModuleTree(keep=2)
+        for step in range(5):
+            t.enter("Module.a.A.forward.0")
+            t.enter("Module.a.b.B.forward.0")
+            t.add("Aten.mm.0.forward", t.current())
+            t.leave("Module.a.A.forward.0")           # closes the inner call with it
+            self.assertIsNone(t.current())
+            t.add_backward("Module.a.b.B.backward.0")
+            t.new_step(step + 1)
+        self.assertEqual(sorted(t.steps), [3, 4])
+        self.assertEqual(t.steps[4], {
+            "Module.a.A.forward.0": None, "Module.a.b.B.forward.0": "Module.a.A.forward.0",
+            "Aten.mm.0.forward": "Module.a.b.B.forward.0",
+            "Module.a.b.B.backward.0": "Module.a.A.backward.0",
+            "Module.a.A.backward.0": None})
+
+    def test_call_stacks(self):
+        model = make_model()
+        x = batches()[0]
+        for level, name in (("op", "Aten.embedding.0.forward"),
+                            ("module", "Module.emb.Embedding.forward.0")):
+            top = helpers.tmpdir("torch-stack")
+            with adump.torch.capture(model, top, level=level, backward=False,
+                                     stack=True) as cap:
+                model(x)
+            stacks = cap.tree.stack_json(0)
+            entry = [v for v in stacks.values() if name in v[0]]
+            self.assertEqual(len(entry), 1, level)
+            lines = entry[0][1]
+            self.assertTrue(any("in test_call_stacks" in ln and "model(x)" in ln
+                                for ln in lines), lines)
+            self.assertFalse(any("/adump/" in ln.split(",")[0] for ln in lines), lines)
+            # One stack per forward dump, and only those.
+            prefix = "Aten." if level == "op" else "Module."
+            self.assertEqual(sorted(n for v in stacks.values() for n in v[0]),
+                             sorted(n for n in cap.tree.steps[0] if n.startswith(prefix)),
+                             level)
+        top = helpers.tmpdir("torch-nostack")
+        with adump.torch.capture(model, top, level="op", backward=False) as cap:
+            model(x)
+        self.assertEqual(cap.tree.stack_json(0), {})
+
+    def test_batch_norm_running_stats_as_given(self):
+        # native_batch_norm updates running_mean/var in place though its schema does not
+        # say so: the dumped inputs are the values before (5.0), not after (4.5).
+        bn = nn.BatchNorm1d(3, momentum=0.1)
+        with torch.no_grad():
+            bn.running_mean.fill_(5.0)
+            bn.running_var.fill_(4.0)
+        x = torch.tensor([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]])       # mean 0
+        top = helpers.tmpdir("torch-bn")
+        with adump.torch.capture(bn, top, level="op", backward=False, keep_root=True) as cap:
+            bn(x)
+        self.assertEqual(cap.losses, [])
+        self.assertTrue(torch.allclose(bn.running_mean, torch.full((3,), 4.5)))
+        self.assertTrue(torch.allclose(bn.running_var, torch.tensor([3.8, 4.4, 5.4])))
+        d = dumps_of(top, 0)["Aten.native_batch_norm.0.forward"]
+        self.assertEqual(d.attrs.get("module"), "Module.BatchNorm1d.forward.0")
+        # inputs: input, weight, bias, running_mean, running_var
+        self.assertEqual(len(d.inputs), 5)
+        np.testing.assert_array_equal(d.inputs[0], x.numpy())
+        np.testing.assert_array_equal(d.inputs[3], np.full(3, 5.0, np.float32))
+        np.testing.assert_array_equal(d.inputs[4], np.full(3, 4.0, np.float32))
 
 
 if __name__ == "__main__":

@@ -98,16 +98,16 @@ class Losses(unittest.TestCase):
         self.assertFalse(adump.verify(top).ok)
 
     def test_unsupported_dtype(self):
-        class Cplx(nn.Module):
+        class Quant(nn.Module):         # complex tensors are dumped; quantized ones are not
             def forward(self, x):
-                return x, torch.complex(x, x)
+                return x, torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)
         top = helpers.tmpdir("tl-dtype")
-        m = Cplx()
-        with adump.torch.capture(m, top, backward=False) as cap:
+        m = Quant()
+        with adump.torch.capture(m, top, backward=False, keep_root=True) as cap:
             m(torch.ones(3))
         self.assertEqual([(l.name, l.cause) for l in cap.losses],
-                         [("Module.Cplx.forward.0", "unsupported_dtype")])
-        self.assertIn("complex64", cap.losses[0].message)
+                         [("Module.Quant.forward.0", "unsupported_dtype")])
+        self.assertIn("quint8", cap.losses[0].message)
         self.assertEqual([(e["kind"], e["index"]) for e in loss_lines(top)], [("output", 1)])
         d, = adump.walk(top)                     # the rest of the dump is there
         self.assertEqual(len(d.outputs), 1)
@@ -183,7 +183,8 @@ class Filters(unittest.TestCase):
         self.assertEqual([d.op_name for d in dumps], ["Module.1.ReLU.forward.0"])
         self.assertEqual((len(dumps[0].inputs), len(dumps[0].outputs)), (0, 1))
         top, _, _ = self.run_capture(steps=1, list=["Module.2"], data_mode="backward")
-        self.assertEqual(names_below(top), ["Module.2.Linear.backward.0"])
+        self.assertEqual(names_below(top), ["Module.2.Linear.backward.0",
+                                            "Module.2.Linear.parameters_grad"])
 
 
 class Config(unittest.TestCase):

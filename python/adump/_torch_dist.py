@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Distributed training under adump.torch: the rank directory and the collectives.
+
+Rank: taken from the process group once it exists (torch.distributed.get_rank()); until
+then a process writes into proc<pid>, never a rank it guessed (mp.spawn and srun set no
+RANK, an inherited RANK may be wrong): two processes never share a directory. When the
+group appears, every step<N>/proc<pid> this capture made is renamed step<N>/rank<R>, as
+msprobe does; a process that never joins a group takes rank<RANK> (or rank0) when it
+closes, where that name is free.
+
+Collectives: the torch.distributed functions below are wrapped while a capture is open and
+dumped as Distributed.<function>.<n>.forward once their work has completed: a synchronous
+call right after it returns, an async_op=True call when its Work's wait() returns (the
+Work is handed back wrapped; a work never waited for is dumped at the step's end if it has
+completed, else counted in cap.losses). Inputs are the tensor arguments as they were before
+the call, outputs the same arguments after it. Collectives that C++ issues without these
+functions (DistributedDataParallel's gradient buckets, its parameter broadcast) reach the
+op-level dispatch as c10d ops: there the capture waits for their work, then dumps them as
+Distributed.<c10d op>.<n>.forward/backward."""
+import os
+
+import torch
+
+from ._read import Loss
+
+# torch.distributed functions that move tensors (those this torch has are wrapped).
+COLLECTIVES = (
+    "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
+    "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base",
+    "all_to_all", "all_to_all_single", "scatter", "gather", "send", "recv", "isend", "irecv",
+)
+
+
+def group_rank():
+    """The rank in the default process group, or None while there is none."""
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    return None
+
+
+def env_rank():
+    try:
+        return int(os.environ["RANK"])
+    except (KeyError, ValueError):
+        return None
+
+
+def proc_dir():
+    return "proc%d" % os.getpid()
+
+
+def tensors_of(obj, out):
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            tensors_of(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            tensors_of(o, out)
+    return out
+
+
+class Work:
+    """A torch.distributed Work whose wait() dumps the collective once it has completed;
+    everything else is the wrapped Work's."""
+
+    def __init__(self, work, done):
+        self._adump_work = work
+        self._adump_done = done
+        self._adump_name = None
+
+    def wait(self, *args, **kwargs):
+        ret = self._adump_work.wait(*args, **kwargs)
+        self.complete()
+        return ret
+
+    def complete(self):
+        done, self._adump_done = self._adump_done, None
+        if done is not None:
+            done()
+
+    def __getattr__(self, name):
+        return getattr(self._adump_work, name)
+
+
+class Collectives:
+    """Wraps the torch.distributed collectives for one capture (install / remove)."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.orig = {}
+        self.depth = 0              # inside a wrapped call: its c10d ops are not dumped twice
+        self.pending = []           # Works handed back, not waited for yet
+
+    def install(self):
+        dist = getattr(torch, "distributed", None)
+        if dist is None or not dist.is_available():
+            return
+        from torch.distributed import distributed_c10d as c10d
+        for name in COLLECTIVES:
+            fn = getattr(c10d, name, None)
+            if fn is None:
+                continue
+            self.orig[name] = fn
+            wrapped = self._wrap(name, fn)
+            setattr(c10d, name, wrapped)
+            if getattr(dist, name, None) is fn:
+                setattr(dist, name, wrapped)
+
+    def remove(self):
+        if not self.orig:
+            return
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d as c10d
+        for name, fn in self.orig.items():
+            wrapped = getattr(c10d, name, None)
+            setattr(c10d, name, fn)
+            if getattr(dist, name, None) is wrapped:
+                setattr(dist, name, fn)
+        self.orig = {}
+
+    def _wrap(self, name, fn):
+        coll = self
+
+        def collective(*args, **kwargs):
+            cap = coll.cap
+            if not cap._active():
+                return fn(*args, **kwargs)
+            base = "Distributed.%s" % name
+            module = cap.tree.current(cap._in_backward > 0)
+            before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
+                if cap.with_inputs else []
+            coll.depth += 1
+            try:
+                ret = fn(*args, **kwargs)
+            finally:
+                coll.depth -= 1
+            n = cap._next_index(base)
+            dump_name = "%s.%d.forward" % (base, n)
+            if cap.stack:
+                cap.tree.record_stack(dump_name)
+
+            def done():
+                after = tensors_of((args, kwargs), []) if cap.with_outputs else []
+                cap.tree.add(dump_name, module)
+                cap._dump(name, dump_name, before, after,
+                          {"module": module} if module else None)
+            if ret is None or not hasattr(ret, "wait"):
+                done()              # synchronous: the work has completed
+                return ret
+            work = Work(ret, done)
+            work._adump_name = dump_name
+            coll.pending.append(work)
+            return work
+        collective.__wrapped__ = fn
+        collective.__name__ = fn.__name__
+        collective.__doc__ = fn.__doc__
+        return collective
+
+    def finish_step(self):
+        """Works of this step nobody waited for: dumped if complete, else a loss."""
+        pending, self.pending = self.pending, []
+        for w in pending:
+            if w._adump_done is None:
+                continue
+            try:
+                completed = w._adump_work.is_completed()
+            except RuntimeError:
+                completed = False
+            if completed:
+                w.complete()
+            else:
+                w._adump_done = None
+                self.cap.losses.append(Loss(w._adump_name, "not_completed",
+                                            "async collective never waited for and not "
+                                            "complete at the step's end: not dumped"))
