@@ -34,6 +34,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _adump
 from ._capture import Session, _torch_arg
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
+from . import _torch_msprobe
 from ._torch_info import STORED, describe, storable, to_json
 from ._torch_tree import ModuleTree
 
@@ -163,6 +164,12 @@ class capture:
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
+        # format="msprobe": each step's rank directory becomes msprobe's layout when the
+        # step closes (_torch_msprobe); "cann" (default) keeps the CANN files.
+        self.format = self.config.pop("format", "cann")
+        self.msprobe_md5 = bool(self.config.pop("md5", False))
+        if self.format not in ("cann", "msprobe"):
+            raise ValueError("format must be 'cann' or 'msprobe'")
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
         # (see _torch_dist); self.rank is None while it is not known.
         self.rank = group_rank()
@@ -314,6 +321,7 @@ class capture:
             else:
                 self._session.flush()
         self._check_rank()
+        _torch_msprobe.step_closed(self, self.step_no)
 
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
@@ -747,6 +755,7 @@ class capture:
             self._coll.finish_step()
             self._close_session()
             self._final_rank()
+            _torch_msprobe.step_closed(self, self.step_no)
         return False
 
     def _final_rank(self):

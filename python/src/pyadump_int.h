@@ -45,6 +45,7 @@ PyObject *pyadump_raise_closed(const char *what);
 int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
+int pyadump_export_init(PyObject *module);
 
 /* A dict item setter that steals @value; returns -1 when @value is NULL or the set fails. */
 int pyadump_dict_steal(PyObject *dict, const char *key, PyObject *value);

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: Apache-2.0
+"""msprobe's layout for adump.torch captures.
+
+Every capture writes the step's module tree beside its dumps (construct.json in
+step<N>/<rank dir>/, msprobe's shape) so `adump export --msprobe` can turn the CANN files
+into msprobe's layout later. With format="msprobe" the capture does that itself when each
+step closes: adump's pipeline writes the CANN files as always (no torch.save on the training
+thread), then the C exporter (adump_export_msprobe) turns the step's rank directory into
+dump.json, stack.json, construct.json and dump_tensor_data/*.pt in place and the CANN files
+are removed. A failed export keeps the CANN files and is recorded in cap.losses."""
+import json
+import os
+import shutil
+
+from . import _adump
+
+
+def _rank_dir(cap, step):
+    return os.path.join(cap.dump_path, "step%d" % step, cap.rank_dir)
+
+
+def write_tree(cap, step):
+    """construct.json of @step (nodes the capture dumped, with their parents)."""
+    d = _rank_dir(cap, step)
+    nodes = cap.tree.steps.get(step)
+    if not nodes or not os.path.isdir(d):
+        return
+    path = os.path.join(d, "construct.json")
+    try:
+        with open(path + ".tmp", "w") as f:
+            json.dump(nodes, f, indent=1)
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        cap.losses.append(("%s: %s" % (path, e.strerror), -e.errno))
+
+
+def export_step(cap, step):
+    """format="msprobe": the step's rank directory in msprobe's layout, in place."""
+    d = _rank_dir(cap, step)
+    if not os.path.isdir(d) or os.path.exists(os.path.join(d, "dump.json")):
+        return
+    try:
+        _adump.export_msprobe(d, d, md5=cap.msprobe_md5)
+    except (OSError, _adump.Error) as e:
+        cap.losses.append(("msprobe export of %s: %s" % (d, e), -getattr(e, "code", 5)))
+        return
+    # The CANN files (device directories) are now in dump.json and the .pt files.
+    for e in os.listdir(d):
+        p = os.path.join(d, e)
+        if e.isdigit() and os.path.isdir(p):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def step_closed(cap, step):
+    write_tree(cap, step)
+    if cap.format == "msprobe":
+        export_step(cap, step)
