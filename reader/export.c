@@ -459,7 +459,7 @@ static int export_dump(struct ex_ctx *c, const char *path, struct json_object *d
 	const struct adump_reader_header *h;
 	struct json_object *entry = NULL, *dfx = NULL, *v;
 	const char *name;
-	char prefix[1024];
+	char prefix[1024], fixed[768];
 	int ret;
 
 	ret = adump_reader_open(c->r, path);
@@ -467,6 +467,11 @@ static int export_dump(struct ex_ctx *c, const char *path, struct json_object *d
 		return ex_fail(c, ret, "%s", adump_reader_error(c->r));
 	h = adump_reader_header(c->r);
 	name = h->op_name;
+	if (has_suffix(name, ".parameters_grad")) {
+		/* msprobe counts every parameters_grad call: <...>.parameters_grad.0 */
+		snprintf(fixed, sizeof(fixed), "%s.0", name);
+		name = fixed;
+	}
 	*is_module = strncmp(name, "Module.", 7) == 0;
 	entry = json_object_new_object();
 	if (!entry) {
@@ -643,6 +648,31 @@ static struct json_object *load_json(const char *dir, const char *name)
 	return json_object_from_file(path);
 }
 
+/* The capture's construct.json with msprobe's parameters_grad names (<...>.parameters_grad.0
+ * for the first call; adump.torch leaves the first call's count off). */
+static struct json_object *construct_fix(struct json_object *in)
+{
+	struct json_object *o;
+
+	if (!in || !json_object_is_type(in, json_type_object)) {
+		json_object_put(in);
+		return NULL;
+	}
+	o = json_object_new_object();
+	if (!o) {
+		json_object_put(in);
+		return NULL;
+	}
+	json_object_object_foreach(in, k, v) {
+		char key[1024];
+
+		snprintf(key, sizeof(key), "%s%s", k, has_suffix(k, ".parameters_grad") ? ".0" : "");
+		json_object_object_add(o, key, json_object_get(v));
+	}
+	json_object_put(in);
+	return o;
+}
+
 static int save_json(struct ex_ctx *c, const char *dir, const char *name, struct json_object *o)
 {
 	char path[PATH_MAX];
@@ -692,7 +722,7 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 		}
 		c->data_dir = abs_dir;
 	}
-	construct = load_json(in, "construct.json");
+	construct = construct_fix(load_json(in, "construct.json"));
 	build_construct = !construct;
 	if (build_construct && !(construct = json_object_new_object())) {
 		ret = -ENOMEM;
