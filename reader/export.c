@@ -9,6 +9,7 @@
  * (_torch_info.py): its tensor items name the dump's tensor they refer to ("input.2"), which
  * this file replaces by msprobe's tensor description (statistics from the bytes, data_name).
  * A dump without one (a backward call) lists its inputs and outputs in order. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -564,9 +565,12 @@ out:
 
 /* A statistics dump (.csv): its tensors in order, without .pt files or argument places. */
 static int export_csv(struct ex_ctx *c, const char *path, struct json_object *data,
-		      bool *is_module)
+		      struct json_object *construct, bool *is_module)
 {
 	struct adump_compare_stats st = { 0 };
+	struct adump_reader_name nm;
+	char fname[NAME_MAX + 1];
+	const char *base;
 	struct json_object *entry = NULL, *ins = NULL, *outs = NULL;
 	const char *name;
 	int ret;
@@ -574,7 +578,34 @@ static int export_csv(struct ex_ctx *c, const char *path, struct json_object *da
 	ret = adump_compare_stats_load(path, &st, c->msg, c->cap);
 	if (ret < 0)
 		goto out;
-	name = st.header.op_name;
+	/* The file name holds the dump name with '.' made '_'; the capture's construct.json
+	 * holds the real one. */
+	base = strrchr(path, '/');
+	snprintf(fname, sizeof(fname), "%s", base ? base + 1 : path);
+	if (has_suffix(fname, ".csv"))
+		fname[strlen(fname) - 4] = '\0';
+	if (adump_reader_name_parse(fname, &nm) < 0) {
+		ret = ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: not a dump file name", path);
+		goto out;
+	}
+	name = nm.op_name;
+	if (construct) {
+		json_object_object_foreach(construct, k, v) {
+			char m[sizeof(nm.op_name)];
+			size_t i;
+
+			(void)v;
+			for (i = 0; k[i] && i + 1 < sizeof(m); i++)
+				m[i] = (isalnum((unsigned char)k[i]) || k[i] == '-') ? k[i] : '_';
+			m[i] = '\0';
+			if (strcmp(m, nm.op_name) == 0 ||
+			    (has_suffix(k, ".parameters_grad.0") && i >= 2 &&
+			     strncmp(m, nm.op_name, i - 2) == 0 && nm.op_name[i - 2] == '\0')) {
+				name = k;
+				break;
+			}
+		}
+	}
 	*is_module = strncmp(name, "Module.", 7) == 0;
 	entry = json_object_new_object();
 	ins = json_object_new_array();
@@ -746,7 +777,7 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 		bool is_module = false;
 
 		if (files.v[i].is_csv) {
-			ret = export_csv(c, files.v[i].path, data, &is_module);
+			ret = export_csv(c, files.v[i].path, data, construct, &is_module);
 		} else {
 			ret = export_dump(c, files.v[i].path, data,
 					  build_construct ? construct : NULL, &is_module);
