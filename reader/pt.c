@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <isa-l/crc.h>
@@ -390,5 +391,107 @@ out:
 		unlink(path);
 	free(pkl.p);
 	free(out.p);
+	return ret;
+}
+
+/* ---- checking ---------------------------------------------------------------------------- */
+
+static uint32_t rd_le(const unsigned char *p, unsigned n)
+{
+	uint32_t v = 0;
+
+	for (unsigned i = n; i-- > 0;)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int adump_pt_check(const char *path, char *msg, size_t cap)
+{
+	unsigned char *buf = NULL;
+	size_t len = 0, eocd = 0, at;
+	unsigned count, found_pkl = 0, found_data = 0;
+	struct stat st;
+	bool has_eocd = false;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || st.st_size < 22 || (uint64_t)st.st_size > 0xffffffffu) {
+		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: %lld bytes: not a torch zip file",
+			   path, (long long)st.st_size);
+		goto out;
+	}
+	len = (size_t)st.st_size;
+	buf = malloc(len);
+	if (!buf) {
+		ret = fail(msg, cap, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(fd, buf + done, len - done, (off_t)done);
+
+		if (n <= 0) {
+			ret = fail(msg, cap, n < 0 ? -errno : -ADUMP_ERR_CORRUPT, "%s: read failed",
+				   path);
+			goto out;
+		}
+		done += (size_t)n;
+	}
+	/* the end of central directory record: last 22 bytes, or before a comment */
+	for (size_t i = len - 22 + 1; i-- > 0 && len - i <= 22 + 0xffff;) {
+		if (rd_le(buf + i, 4) == 0x06054b50) {
+			eocd = i;
+			has_eocd = true;
+			break;
+		}
+	}
+	if (!has_eocd) {
+		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: no zip end record (cut short?)", path);
+		goto out;
+	}
+	count = rd_le(buf + eocd + 10, 2);
+	at = rd_le(buf + eocd + 16, 4);
+	for (unsigned i = 0; i < count; i++) {
+		size_t name_len, local, data_at, size;
+		uint32_t crc;
+		const char *name;
+
+		if (at + 46 > eocd || rd_le(buf + at, 4) != 0x02014b50) {
+			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: central directory entry %u bad",
+				   path, i);
+			goto out;
+		}
+		crc = rd_le(buf + at + 16, 4);
+		size = rd_le(buf + at + 20, 4);
+		name_len = rd_le(buf + at + 28, 2);
+		local = rd_le(buf + at + 42, 4);
+		name = (const char *)buf + at + 46;
+		if (rd_le(buf + at + 10, 2) != 0 || size != rd_le(buf + at + 24, 4) ||
+		    local + 30 > len || rd_le(buf + local, 4) != 0x04034b50) {
+			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %u is compressed or its "
+				   "local header is missing", path, i);
+			goto out;
+		}
+		data_at = local + 30 + rd_le(buf + local + 26, 2) + rd_le(buf + local + 28, 2);
+		if (data_at + size > len ||
+		    (uint32_t)crc32_gzip_refl(0, buf + data_at, size) != crc) {
+			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %.*s: data cut short or "
+				   "CRC mismatch", path, (int)name_len, name);
+			goto out;
+		}
+		if (name_len > 9 && memcmp(name + name_len - 9, "/data.pkl", 9) == 0)
+			found_pkl++;
+		if (name_len > 7 && memcmp(name + name_len - 7, "/data/0", 7) == 0)
+			found_data++;
+		at += 46 + name_len + rd_le(buf + at + 30, 2) + rd_le(buf + at + 32, 2);
+	}
+	if (found_pkl != 1)
+		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: no data.pkl record: not a torch file",
+			   path);
+	(void)found_data;                /* a tensor with no elements has no storage record */
+out:
+	free(buf);
+	close(fd);
 	return ret;
 }

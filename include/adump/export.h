@@ -30,6 +30,13 @@ ADUMP_API int adump_pt_write(const char *path, const char *archive, int32_t dtyp
 			     const uint64_t *dims, uint32_t dim_count, const void *data,
 			     uint64_t bytes, char *msg, size_t cap);
 
+/**
+ * adump_pt_check() - check a .pt file as a whole torch zip: every record stored, inside the
+ * file and matching its CRC-32, one <archive>/data.pkl.
+ * Return: 0; -ADUMP_ERR_CORRUPT (what is wrong in @msg); -errno, -ENOMEM.
+ */
+ADUMP_API int adump_pt_check(const char *path, char *msg, size_t cap);
+
 /** adump_pt_dtype_name() - torch's name of a dtype ("torch.float32"); NULL if none. */
 ADUMP_API const char *adump_pt_dtype_name(int32_t dtype);
 

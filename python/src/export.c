@@ -37,7 +37,30 @@ out:
 	return ret;
 }
 
+static PyObject *py_pt_check(PyObject *self, PyObject *arg)
+{
+	PyObject *path_b = NULL;
+	char msg[512];
+	int ret;
+
+	(void)self;
+	if (!PyUnicode_FSConverter(arg, &path_b))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_pt_check(PyBytes_AsString(path_b), msg, sizeof(msg));
+	Py_END_ALLOW_THREADS
+	if (ret < 0) {
+		pyadump_raise(ret, msg, PyBytes_AsString(path_b));
+		Py_DECREF(path_b);
+		return NULL;
+	}
+	Py_DECREF(path_b);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef export_methods[] = {
+	{ "pt_check", py_pt_check, METH_O,
+	  "pt_check(path): raise unless path is a whole torch zip file (.pt)" },
 	{ "export_msprobe", (PyCFunction)(void (*)(void))py_export_msprobe,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "export_msprobe(src, out, md5=False, no_data=False) -> number of entries written" },
