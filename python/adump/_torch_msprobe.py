@@ -52,6 +52,17 @@ def export_step(cap, step):
 
 
 def step_closed(cap, step):
+    """Called when step @step's dumps are all written (each step's end, and the capture's).
+    The export waits while the rank is unknown (proc<pid>, renamed rank<R> later): dump.json
+    names its dump_tensor_data by absolute path."""
     write_tree(cap, step)
-    if cap.format == "msprobe":
-        export_step(cap, step)
+    if cap.format != "msprobe":
+        return
+    pending = cap.__dict__.setdefault("_msprobe_pending", [])
+    if step not in pending:
+        pending.append(step)
+    if cap.rank is None:
+        return
+    for s in pending:
+        export_step(cap, s)
+    del pending[:]
