@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """msprobe's layout for adump.torch captures.
 
-Every capture writes the step's module tree beside its dumps (construct.json in
-step<N>/<rank dir>/, msprobe's shape) so `adump export --msprobe` can turn the CANN files
-into msprobe's layout later. With format="msprobe" the capture does that itself when each
-step closes: adump's pipeline writes the CANN files as always (no torch.save on the training
+With format="msprobe" the capture writes the step's module tree (construct.json, msprobe's
+shape, from cap.tree) beside its dumps and turns the step's rank directory into msprobe's
+layout once the step has closed and the rank is known: adump's pipeline writes the CANN files as always (no torch.save on the training
 thread), then the C exporter (adump_export_msprobe) turns the step's rank directory into
 dump.json, stack.json, construct.json and dump_tensor_data/*.pt in place and the CANN files
 are removed. A failed export keeps the CANN files and is recorded in cap.losses."""
@@ -55,9 +54,9 @@ def step_closed(cap, step):
     """Called when step @step's dumps are all written (each step's end, and the capture's).
     The export waits while the rank is unknown (proc<pid>, renamed rank<R> later): dump.json
     names its dump_tensor_data by absolute path."""
-    write_tree(cap, step)
     if cap.format != "msprobe":
-        return
+        return                  # CANN captures hold dump files only (msaccucmp, convert)
+    write_tree(cap, step)
     pending = cap.__dict__.setdefault("_msprobe_pending", [])
     if step not in pending:
         pending.append(step)
