@@ -39,7 +39,7 @@ def export_step(cap, step):
     if not os.path.isdir(d) or os.path.exists(os.path.join(d, "dump.json")):
         return
     try:
-        _adump.export_msprobe(d, d, md5=cap.msprobe_md5)
+        _adump.export_msprobe(d, d, md5=cap.msprobe_md5, no_data=cap.content == "stats")
     except (OSError, _adump.Error) as e:
         cap.losses.append(("msprobe export of %s: %s" % (d, e), -getattr(e, "code", 5)))
         return

@@ -170,6 +170,11 @@ class capture:
         self.msprobe_md5 = bool(self.config.pop("md5", False))
         if self.format not in ("cann", "msprobe"):
             raise ValueError("format must be 'cann' or 'msprobe'")
+        if self.format == "msprobe" and content == "stats":
+            # msprobe's statistics need each argument's place and full precision, which
+            # the statistics CSV does not keep: the tensors go through the pipeline and
+            # the export keeps only their statistics (_torch_msprobe).
+            self.config["content"] = "tensor"
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
         # (see _torch_dist); self.rank is None while it is not known.
         self.rank = group_rank()
