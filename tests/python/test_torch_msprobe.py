@@ -242,6 +242,11 @@ class MsprobeLayout(unittest.TestCase):
         self.assertEqual((t["dtype"], t["shape"], t["Max"], t["Min"]),
                          ("torch.int64", [2, 3], 9, 1))
         self.assertNotIn("data_name", t)
+        self.assertIsInstance(t["Norm"], float)
+        blk = doc["data"]["Module.b0.Blk.forward.0"]
+        self.assertEqual(blk["input_kwargs"]["scale"], {"type": "float", "value": 2.0})
+        self.assertEqual(blk["input_kwargs"]["mask"]["Max"], 1.0)
+        self.assertNotIn("data_name", blk["input_kwargs"]["mask"])
 
     def test_op_level(self):
         cap = helpers.tmpdir("msp-op")
