@@ -107,6 +107,10 @@ static int log_fd(struct adump_loss *l)
 	return l->fd;
 }
 
+/* Not an error code anyone returns: what adump_loss_file_end() passes for a file the
+ * producer's check refused, so its tensors take cause changed_before_written. */
+#define ADUMP_LOSS_ERR_REJECTED (-(ADUMP_ERR_DISK_GUARD + 256))
+
 static enum adump_loss_cause cause_of(int err)
 {
 	switch (-err) {
@@ -121,6 +125,8 @@ static enum adump_loss_cause cause_of(int err)
 		return ADUMP_LOSS_NO_BUFFER;
 	case ADUMP_ERR_DISK_GUARD:
 		return ADUMP_LOSS_DISK_GUARD;
+	case -ADUMP_LOSS_ERR_REJECTED:
+		return ADUMP_LOSS_CHANGED_BEFORE_WRITTEN;
 	default:
 		return ADUMP_LOSS_WRITE_ERROR;
 	}
@@ -299,7 +305,8 @@ void adump_loss_file_end(struct adump_session *s, struct file_state *fs)
 {
 	adump_guard_file_done(s, fs);
 	if (fs->is_failed)
-		adump_loss_file(s, fs->op, fs->path, fs->error);
+		adump_loss_file(s, fs->op, fs->path,
+				fs->is_rejected ? ADUMP_LOSS_ERR_REJECTED : fs->error);
 }
 
 void adump_loss_stream_detached(struct adump_loss *l, const struct adump_stream_stats *st)

@@ -182,8 +182,10 @@ void adump_file_finish(struct adump_worker *w, struct file_state *fs)
 	 * publishing what its memory held, before the file gets its name. */
 	if (!fs->is_failed) {
 		ret = adump_op_rec_check(fs->op);
-		if (ret < 0)
+		if (ret < 0) {
 			adump_file_fail(s, fs, ret, "the producer's check rejected");
+			fs->is_rejected = true;         /* loss cause changed_before_written */
+		}
 	}
 	if (s->out->file_end)
 		s->out->file_end(w, fs);

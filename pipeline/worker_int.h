@@ -22,6 +22,7 @@ struct file_state {
 	bool is_direct;                         /* aligned writes, O_DIRECT where supported */
 	bool is_whole;                          /* header not written yet: it goes with the payload */
 	bool is_fallback;                       /* meant for O_DIRECT, written buffered */
+	bool is_rejected;                       /* failed by the producer's check */
 	int error;                              /* why the file failed (adump_file_fail()) */
 	uint64_t guard_bytes;                   /* reserved by the disk guard (guard.c) */
 	uint32_t pending;                       /* writes submitted, not yet completed */

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* reader/: what the compare engine's files share: the per-tensor accumulator and its printing. */
+/* reader/: what the compare engine's files share: its state, the per-tensor accumulator and its
+ * printing. */
 #ifndef ADUMP_READER_COMPARE_INT_H
 #define ADUMP_READER_COMPARE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "adump/compare.h"
 #include "reader/reader_int.h"
@@ -62,6 +66,85 @@ ADUMP_HIDDEN void adump_compare_dims_text(const uint64_t *dims, uint32_t dim_cou
 					  const char *brackets, char *buf, size_t cap);
 /* Python's '{:.6f}'.format(). */
 ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
+
+/* ---- the engine's state (compare.c; listing and matching in compare_match.c) ---- */
+
+enum { MY = 0, GOLDEN = 1 };
+
+struct cmp_file {
+	char *path;                     /* what messages name: the file's path */
+	char *op_type;
+	char *op_name;
+	uint64_t timestamp;             /* msaccucmp's: adump_reader_name_parse() */
+	uint64_t subtask;               /* FFTS+: thread id, or the manual slice; else 0 */
+	bool is_ffts;                   /* an FFTS+ subtask's dump (task type 4) */
+	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
+	bool is_packed;
+	bool is_stats;                  /* a statistics dump: "<dump name>.csv" */
+	/* Matching (compare_match.c): the header's op name, read only where the file name's
+	 * op name is shared (is_named once read); the name matched by (op_name or hname); why
+	 * it is not compared when it cannot be told apart from another dump. */
+	char *hname;
+	bool is_named;
+	const char *key;
+	char *clash;
+};
+
+struct cmp_side {
+	struct cmp_file *files;
+	size_t count, cap;
+	struct adump_reader_packed *packed;
+	pthread_mutex_t packed_lock;    /* opening an entry updates the list's segment cache */
+	uint64_t shadowed_count;        /* dumps not compared: an older one of the same op */
+};
+
+struct cmp_row {
+	struct adump_compare_row pub;
+	char **cells;
+};
+
+struct cmp_op {
+	const char *name;
+	struct cmp_file *file[2];       /* latest file of each side; NULL when absent */
+	struct cmp_file *first[2];      /* the op's files on each side: first[s][0..count[s]) */
+	uint32_t count[2];
+	/* While it is compared: the name its rows show (msaccucmp's: the header's op_name when
+	 * my output's dump carries attributes); NULL: name. */
+	const char *shown;
+	uint64_t id;
+	struct cmp_row *rows;
+	uint32_t row_count;
+	int code;                       /* msaccucmp's per-op return code */
+};
+
+struct adump_compare {
+	struct adump_compare_config cfg;
+	struct cmp_side side[2];
+	struct cmp_op *ops;
+	size_t op_count;
+	const char *columns[64];
+	uint32_t column_count;
+	uint32_t alg_column;            /* first algorithm (statistics mode: Max diff) column */
+	bool is_stats;                  /* statistics mode: see mode_choose() */
+	struct cmp_row **rows;
+	uint64_t row_count;
+	_Atomic size_t next_op;
+	size_t *order;                  /* ops in the order workers take them; NULL: op order */
+	_Atomic uint64_t bytes[2];
+	bool is_run;
+};
+
+/* List the dump files at @path (a directory, a packed capture or one file) into @s.
+ * Return: 0; -ADUMP_ERR_NOT_FOUND (no dump file), -errno or -ENOMEM with @msg saying why. */
+ADUMP_HIDDEN int adump_compare_side_list(struct cmp_side *s, const char *path, bool is_recursive,
+					 char *msg, size_t cap);
+/* Group both sides' files into c->ops with msaccucmp's ids. Return: 0 or -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_match(struct adump_compare *c);
+/* Whether two header op names differ although their dump file names are alike ('.', '/',
+ * ' ' and '\\' all become '_' there). NULL or "" never collides. */
+ADUMP_HIDDEN bool adump_compare_names_collide(const char *a, const char *b);
+/* Free what adump_compare_side_list() listed (not the lock). */
+ADUMP_HIDDEN void adump_compare_side_fini(struct cmp_side *s);
 
 /* ---- statistics dumps (compare_stats.c) ---- */
 

@@ -10,9 +10,11 @@ out=${1:-/tmp/adump-demo}
 scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DADUMP_BUILD_TESTS=OFF -DADUMP_SKIP= >/dev/null
 cmake --build build -j"$(nproc)"
-# The Python package, for Debian's /usr/bin/python3 (the interpreter with numpy and torch).
+# The `adump` command (on PATH: /usr/local/bin), the library and headers, and the Python
+# package for Debian's /usr/bin/python3 (the interpreter with numpy and torch).
+cmake --install build >/dev/null
+echo "adump command installed: $(command -v adump) ($(adump --version))"
 if [[ -f build/python/adump/__init__.py ]]; then
-	cmake --install build --component python >/dev/null
 	/usr/bin/python3 -c "import adump" && echo "adump python package installed for /usr/bin/python3"
 fi
 

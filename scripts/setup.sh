@@ -10,6 +10,7 @@ packages=(
 	check libjson-c-dev libisal-dev
 	clang libclang-rt-14-dev
 	python3 python3-dev python3-numpy python3-torch
+	python3-setuptools python3-wheel python3-venv python3-pip
 	gnuplot-nox fio
 )
 

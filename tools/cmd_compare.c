@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "adump/compare.h"
+#include "tools/compare_out.h"
 #include "tools/tool.h"
 
 /* msaccucmp's CompareError codes the command can end with. */
@@ -35,8 +36,12 @@ static void usage(FILE *f)
 		"Compares two dumps op by op, tensor by tensor, like msaccucmp compare (NPU vs NPU, no\n"
 		"fusion rule). Each side is a directory of dump files (.lz4 too), a packed capture or\n"
 		"one dump file; two .npy files are compared as msaccucmp's file_compare does\n"
-		"(file_result_<ts>.txt; without -alg, all but KL and StandardDeviation). Files are matched by the op name in their names; of several dumps of\n"
-		"one op the latest (timestamp) is compared. Writes DIR/result_<YYYYmmddHHMMSS>.csv.\n"
+		"(file_result_<ts>.txt; without -alg, all but KL and StandardDeviation). Files are matched\n"
+		"by the op name in their names, or where one file name stands for several dumps, by the\n"
+		"op name their headers hold (modules a.b and a_b). Several dumps of one op: with call\n"
+		"numbers (adump.torch) the n-th is compared with the n-th; without (CANN) the latest, as\n"
+		"msaccucmp does, with a warning naming the others. Writes DIR/result_<YYYYmmddHHMMSS>.csv\n"
+		"(result_<ts>_1.csv ... where the name is taken).\n"
 		"Statistics dumps (content=stats, <dump name>.csv) on both sides are compared as\n"
 		"msprobe's summary mode: Max/Min/Mean/L2norm diff, their relative errors, both sides'\n"
 		"statistics and Result (Warning) after the head columns; -alg, -advisor and --msprobe\n"
@@ -53,7 +58,14 @@ static void usage(FILE *f)
 		"                   CosineSimilarity < 0.99, or the first float16 overflow)\n"
 		"  --json           the rows as JSON on stdout (one object per row)\n"
 		"  --threads N      compare on N threads (default: one per CPU)\n"
-		"  --recursive      read subdirectories too (msaccucmp reads one directory level)\n"
+		"  --recursive      two directories: pair each capture directory below them\n"
+		"                   (step<N>/rank<R>/..., any level found on both sides; one\n"
+		"                   directory each under other names pairs up) and compare pair by\n"
+		"                   pair: DIR/result_<pair>_<ts>.csv each, DIR/summary_<ts>.csv, the\n"
+		"                   first divergent step, rank and op on stderr; --json gives one\n"
+		"                   object per pair. Directories without a counterpart are listed and\n"
+		"                   give status 2 (a pair's own status comes first). Otherwise: read\n"
+		"                   subdirectories too (msaccucmp reads one directory level)\n"
 		"  --msprobe        also msprobe's One/Five Thousandth(s) Err Ratio, EucDist and\n"
 		"                   Accuracy Reached or Not columns\n"
 		"  --plot           DIR/compare_<ts>.png and .svg: cosine and max relative error along\n"
@@ -481,6 +493,13 @@ out:
 	return code;
 }
 
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static bool is_npy(const char *path)
 {
 	struct stat st;
@@ -600,6 +619,15 @@ int cmd_compare(int argc, char **argv)
 	}
 	if (is_npy(my) && is_npy(golden))
 		return npy_compare(&cfg, my, golden, out_dir, cfg.alg_count != 0);
+	if (cfg.is_recursive && is_dir(my) && is_dir(golden)) {
+		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet);
+		if (code != COMPARE_PAIRS_ONE) {
+			if (is_advisor || is_plot)
+				fprintf(stderr, "adump compare: -advisor and --plot apply to one "
+					"pair: give that pair's directories without --recursive\n");
+			return code;
+		}
+	}
 	t0 = now_seconds();
 	ret = adump_compare_open(&cfg, my, golden, &c, msg, sizeof(msg));
 	if (ret < 0) {
@@ -619,11 +647,12 @@ int cmd_compare(int argc, char **argv)
 	t = time(NULL);
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
-	snprintf(csv, sizeof(csv), "%s/result_%s.csv", out_dir, stamp);
-	csv[0] = sum.matched_count ? csv[0] : '\0';
+	csv[0] = '\0';
 	if (sum.matched_count) {
-		/* msaccucmp writes no result when no op matched. */
-		f = fopen(csv, "w");
+		/* msaccucmp writes no result when no op matched. A name already taken (two
+		 * compares in one second) gets a suffix: result_<ts>_1.csv. */
+		snprintf(path, sizeof(path), "result_%s", stamp);
+		f = compare_out_create(out_dir, path, ".csv", csv, sizeof(csv));
 		if (!f || adump_compare_write_csv(c, f) < 0 || fclose(f) != 0) {
 			fprintf(stderr, "adump compare: %s: %s\n", csv, strerror(errno));
 			adump_compare_close(c);

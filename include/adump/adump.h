@@ -172,7 +172,13 @@ ADUMP_API uint64_t adump_hist_percentile(const uint64_t *hist, double q);
 	X(ADUMP_LOSS_ENOSPC, "enospc")          /* write failed: no space (or quota) */       \
 	X(ADUMP_LOSS_EIO, "eio")                /* write failed: I/O error */                 \
 	X(ADUMP_LOSS_WRITE_ERROR, "write_error") /* any other failure of the file */          \
-	X(ADUMP_LOSS_DISK_GUARD, "disk_guard")  /* skipped by the disk guard or the quota */
+	X(ADUMP_LOSS_DISK_GUARD, "disk_guard")  /* skipped by the disk guard or the quota */  \
+	X(ADUMP_LOSS_CHANGED_BEFORE_WRITTEN, "changed_before_written") /* zero copy: the   \
+	  producer's check refused the bytes (the memory changed before it was written) */ \
+	/* Recorded by producers (adump.torch), never by the library itself: */              \
+	X(ADUMP_LOSS_CHANGED_IN_PLACE, "changed_in_place") /* the value was overwritten in  \
+	  place before it could be handed over (a module that modifies its input) */       \
+	X(ADUMP_LOSS_UNSUPPORTED_DTYPE, "unsupported_dtype") /* a dtype dumps cannot hold */
 #define ADUMP_LOSS_ENUM(name, str) name,
 enum adump_loss_cause { ADUMP_LOSS_CAUSE_LIST(ADUMP_LOSS_ENUM) ADUMP_LOSS_CAUSE_COUNT };
 #undef ADUMP_LOSS_ENUM

@@ -2,8 +2,9 @@
 """Capture: adump.Session and its host streams over the native host capture API.
 
 A Session is the native session (config keys as struct adump_config: workers, chunk_bytes,
-pool_bytes, stream_max, on_full, writer, sink/callback, io, compress, layout, segment_bytes,
-content, stats_mask, sync_bytes, time_dir). A stream is owned by the thread that made it; each
+pool_bytes, stream_max, on_full, writer, sink/callback, io ("auto", "buffered", "direct"),
+compress, layout, segment_bytes, content, stats_mask (adump.STAT_*), sync_bytes, time_dir,
+min_free_bytes (adump.GUARD_OFF: no floor), max_bytes (quota), direct_min_bytes). A stream is owned by the thread that made it; each
 producer thread makes its own."""
 import atexit
 import sys
@@ -79,6 +80,25 @@ def _arg(x):
     return _numpy_arg(np.asarray(m)) if m.format not in ("B", "b") else x
 
 
+def _tensor_list(field, value):
+    """@value as the list of tensors it must be; a single tensor or buffer is a TypeError
+    (iterating it would dump its rows as separate tensors)."""
+    if value is None:
+        return ()
+    torch = sys.modules.get("torch")
+    if isinstance(value, (np.ndarray, bytes, bytearray, memoryview, str)) or \
+            (torch is not None and isinstance(value, torch.Tensor)):
+        raise TypeError("%s: expected a list of tensors, got a single %s (write %s=[x])" %
+                        (field, type(value).__name__, field))
+    if not isinstance(value, (list, tuple)):
+        try:
+            value = list(value)
+        except TypeError:
+            raise TypeError("%s: expected a list of tensors, got %s" %
+                            (field, type(value).__name__)) from None
+    return value
+
+
 class Stream:
     """A host stream: dump ops from the thread that opened it (adump.ThreadError from any
     other). Made by Session.stream()."""
@@ -101,8 +121,8 @@ class Stream:
         the file is published and a false result fails the dump. attrs (a dict or (name,
         value) str pairs) and dfx_message (str) go into the header (DumpData.attr,
         dfx_message). Returns the task id."""
-        ins = [_arg(x) for x in inputs]
-        outs = [_arg(x) for x in outputs]
+        ins = [_arg(x) for x in _tensor_list("inputs", inputs)]
+        outs = [_arg(x) for x in _tensor_list("outputs", outputs)]
         return self._st.dump(op_type, op_name, ins, outs, copy, check, on_release,
                              attrs=attrs, dfx_message=dfx_message)
 
@@ -137,7 +157,8 @@ class Session:
     """Session(dump_path, **config): a capture session; a context manager.
 
     Files go to <dump_path>/<time_dir>/<device_id>/. An unwritable dump_path raises OSError
-    (with errno) here, before anything is captured; bad config raises adump.ConfigError."""
+    (with errno) here, before anything is captured; a bad key, value or combination raises
+    adump.ConfigError here, its message the library's reason."""
 
     def __init__(self, dump_path=None, **config):
         if dump_path is not None:

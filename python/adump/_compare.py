@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from . import _adump
+from . import _adump, _pairs
 from ._capture import _numpy_arg, _torch_arg, DTYPES
 
 
@@ -49,7 +49,7 @@ def _alg_list(algorithms):
 
 
 def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, threads=0,
-            recursive=False, out=None):
+            recursive=False, out=None, _csv=None):
     """Compare two dumps op by op, tensor by tensor, as ``adump compare`` (msaccucmp's
     compare, NPU vs NPU) does.
 
@@ -60,7 +60,13 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
                  Reached or Not columns (--msprobe)
     advisor      the OverFlow column (-advisor); with out=, also advisor_summary.txt
     threads      compare on this many threads; 0: one per CPU (--threads)
-    recursive    read subdirectories too (--recursive)
+    recursive    two directories: each capture directory below them (step<N>/rank<R>/...,
+                 any level found on both sides) compared with its counterpart, pair by pair
+                 (--recursive); the rows carry a "Pair" key and summary is a dict: "pairs"
+                 (pair, step, rank, my, golden, that pair's summary, csv), "unpaired",
+                 "first_divergent" (pair, step, rank, row, op, tensor; None) and
+                 "exit_code" (2 when a directory has no counterpart). Otherwise (one file):
+                 read subdirectories too
     out          a directory: also write result_<YYYYmmddHHMMSS>.csv there, byte for byte
                  what the command writes (-out); created if missing
 
@@ -76,8 +82,22 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
     Raises adump.ConfigError for bad algorithms, adump.NotFoundError when a side holds no dump
     file, OSError for a path that cannot be read or an output that cannot be written.
     """
+    if recursive and os.path.isdir(my) and os.path.isdir(golden):
+        # Two capture roots: pair by pair, never merged (adump/_pairs.py).
+        def one(m, g, csv):
+            return compare(m, g, algorithms=algorithms, msprobe=msprobe, advisor=False,
+                           threads=threads, _csv=csv)
+        paired = _pairs.compare_pairs(one, my, golden, out)
+        if paired is not None:
+            rows, last, pairs = paired
+            res = CompareResult(rows)
+            res.columns = list(last.columns) + ["Pair"] if last is not None else []
+            res.summary = pairs
+            return res
     csv = advice = None
-    if out is not None:
+    if _csv is not None:
+        csv = _csv
+    elif out is not None:
         out = os.fspath(out)
         os.makedirs(out, mode=0o750, exist_ok=True)
         csv = os.path.join(out, "result_%s.csv" % time.strftime("%Y%m%d%H%M%S"))

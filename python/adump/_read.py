@@ -2,13 +2,22 @@
 """Reading dumps: adump.open, adump.walk, adump.verify over the C reader.
 
 Tensors of plain files and packed captures are numpy views of a read-only memory map of the
-file (or segment): nothing is copied. Tensors of .lz4 files are decoded into memory.
-bfloat16 tensors come back as float32 (as msaccucmp converts them) unless bf16="raw", which
-gives their bits as uint16."""
+file (or segment): nothing is copied. The map is made when a Dump's tensors are first used
+and holds no file descriptor (_adump.Map), so walking any number of dumps keeps no file
+open; Dump.close() (or `with` on the Dump) lets the map go before the Dump does. Tensors of
+.lz4 files are decoded into memory. bfloat16 tensors come back as float32 (as msaccucmp
+converts them) unless bf16="raw", which gives their bits as uint16. Statistics captures
+(content="stats": one <dump name>.csv per dump) read back as Dumps whose .stats holds the
+rows."""
 import builtins
+import csv
 import json
 import os
+import re
 from collections import namedtuple
+from typing import Iterator, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 import numpy as np
 
@@ -22,13 +31,35 @@ _NOT_DUMPS = (".csv", ".part", ".failed", ".npy", ".json", ".jsonl", ".txt", ".l
 LOSS_LOG = "adump-losses.jsonl"
 
 TensorInfo = namedtuple("TensorInfo", "kind index dtype format sub_format shape orig_shape "
-                        "address bytes offset")
-TensorInfo.__doc__ = "What a dump's header says about one tensor (dtype: DumpData number)."
+                        "address bytes offset dtype_code")
+TensorInfo.__doc__ = ("What a dump's header says about one tensor: dtype by name (\"float32\", "
+                      "\"bfloat16\", \"int8\" ...), dtype_code the DumpData number.")
+
+# DumpData dtype names as numpy spells them; the others lower-case without DT_.
+_NUMPY_NAMES = {"DT_FLOAT": "float32", "DT_FLOAT16": "float16", "DT_DOUBLE": "float64",
+                "DT_BF16": "bfloat16"}
+
+
+def dtype_name(code):
+    """The name of a DumpData dtype number: "float32", "bfloat16", "int64", "complex64" ..."""
+    name = _adump.dtype_name(code)
+    if name is None:
+        return "unknown(%d)" % code
+    return _NUMPY_NAMES.get(name, name[3:].lower() if name.startswith("DT_") else name)
+
+
+def _info(t):
+    """TensorInfo of a header's tensor tuple."""
+    return TensorInfo(t[0], t[1], dtype_name(t[2]), *t[3:10], t[2])
+
+Loss = namedtuple("Loss", "name cause message")
+Loss.__doc__ = ("A dump a capture lost: name (the dump's name), cause (as the loss log spells "
+                "it: \"changed_in_place\", \"write_error\" ...), message (what happened).")
 
 
 def _storage_dtype(info, descr):
     """numpy dtype the payload bytes are stored as (bfloat16: raw uint16)."""
-    if info.dtype == _adump.DT_BF16:
+    if info.dtype_code == _adump.DT_BF16:
         return np.dtype("<u2")
     if descr is None:
         return None
@@ -46,7 +77,7 @@ def _as_array(raw, info, descr, bf16):
         count *= d
     if count == arr.size:
         arr = arr.reshape(info.shape)
-    if info.dtype == _adump.DT_BF16 and bf16 != "raw":
+    if info.dtype_code == _adump.DT_BF16 and bf16 != "raw":
         arr = (arr.astype("<u4") << 16).view("<f4")
     return arr
 
@@ -62,58 +93,111 @@ def _split_name(name):
     return fields[0], fields[2], fields[3]
 
 
+_STEP_RE = re.compile(r"step(\d+)$")
+_RANK_RE = re.compile(r"rank(\d+)$")
+
+
+def _step_rank(path):
+    """(step, rank) from the directories of a path (adump.torch writes
+    <dump_path>/step<N>/rank<R>/<device>/...); None where absent."""
+    step = rank = None
+    for part in reversed(os.path.dirname(path).split(os.sep)[-4:]):
+        m = _RANK_RE.match(part)
+        if m and rank is None:
+            rank = int(m.group(1))
+            continue
+        m = _STEP_RE.match(part)
+        if m and step is None:
+            step = int(m.group(1))
+    return step, rank
+
+
 class Dump:
-    """One dump file: its header and its tensors.
+    """One dump: its header and its tensors.
 
     Attributes: path, op_type, op_name, timestamp (dump time, µs), task_id, stream_id,
-    attrs (dict), dfx_message, version, container ("file", "lz4" or "packed"),
-    inputs, outputs, buffers, workspaces (lists of numpy arrays) and tensors (TensorInfo,
-    in file order)."""
+    step and rank (from adump.torch's step<N>/rank<R> directories, else None), attrs (dict),
+    dfx_message, version, container ("file", "lz4", "packed" or "stats"), tensors
+    (TensorInfo, in file order), stats (statistics captures: one dict per CSV row, else
+    None); inputs, outputs, buffers, workspaces: lists of numpy arrays, read (mapped) on
+    first use. close() lets them go; a Dump is a context manager."""
 
-    def __init__(self, header, path, container, arrays):
+    def __init__(self, header, path, container, load):
         self.path = path
         self.container = container
         self.op_type, self.task_id, self.stream_id = _split_name(path)
+        self.step, self.rank = _step_rank(path)
         self.op_name = header["op_name"]
         self.timestamp = header["dump_time"]
         self.version = header["version"]
         self.dfx_message = header["dfx_message"]
         self.attrs = dict(header["attrs"])
         self.file_bytes = header["file_bytes"]
-        self.tensors = [TensorInfo(*t[:10]) for t in header["tensors"]]
-        by_kind = ([], [], [], [])
-        for info, arr in zip(self.tensors, arrays):
-            by_kind[info.kind].append(arr)
-        self.inputs, self.outputs, self.buffers, self.workspaces = by_kind
+        self.tensors = [_info(t) for t in header["tensors"]]
+        self.stats = header.get("stats")
+        self._header = header
+        self._load = load
+        self._by_kind = None
+
+    def _arrays(self):
+        if self._by_kind is None:
+            if self._load is None:
+                raise _adump.ClosedError("dump %s is closed" % self.path)
+            by_kind = ([], [], [], [])
+            for info, arr in zip(self.tensors, self._load(self._header)):
+                by_kind[info.kind].append(arr)
+            self._by_kind = by_kind
+        return self._by_kind
+
+    inputs = property(lambda self: self._arrays()[INPUT])
+    outputs = property(lambda self: self._arrays()[OUTPUT])
+    buffers = property(lambda self: self._arrays()[BUFFER])
+    workspaces = property(lambda self: self._arrays()[WORKSPACE])
+
+    def close(self):
+        """Drop this Dump's arrays (the map goes once no array of it is left elsewhere)."""
+        self._by_kind = None
+        self._load = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def __repr__(self):
-        return "<adump.Dump %s %s: %d inputs, %d outputs (%s)>" % (
-            self.op_type, self.op_name, len(self.inputs), len(self.outputs), self.path)
+        return "<adump.Dump %s %s: %d tensors (%s)>" % (
+            self.op_type, self.op_name, len(self.tensors), self.path)
 
 
 def _mapped(header, path, offset, length, bf16):
-    """Arrays over a read-only map of @length bytes of @path at @offset."""
-    if length == 0:
-        mm = np.zeros(0, np.uint8)
-    else:
-        mm = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(length,))
+    """Arrays over a read-only map of @length bytes of @path at @offset (no fd kept)."""
+    mm = np.frombuffer(_adump.Map(path, offset, length), dtype=np.uint8)
     arrays = []
     for t in header["tensors"]:
-        info = TensorInfo(*t[:10])
+        info = _info(t)
         raw = mm[info.offset:info.offset + info.bytes]
         arrays.append(_as_array(raw, info, t[10], bf16))
     return arrays
 
 
-def _decoded(reader, header, bf16):
-    arrays = []
-    for i, t in enumerate(header["tensors"]):
-        info = TensorInfo(*t[:10])
-        raw = np.empty(info.bytes, np.uint8)
-        if info.bytes:
-            reader.read_into(i, raw)
-        arrays.append(_as_array(raw, info, t[10], bf16))
-    return arrays
+def _decoded(path, bf16):
+    """Loader of an .lz4 dump: opened again and decoded when its tensors are used."""
+    def load(_header):
+        reader = _adump.Reader()
+        try:
+            header = reader.open(path)
+            arrays = []
+            for i, t in enumerate(header["tensors"]):
+                info = _info(t)
+                raw = np.empty(info.bytes, np.uint8)
+                if info.bytes:
+                    reader.read_into(i, raw)
+                arrays.append(_as_array(raw, info, t[10], bf16))
+            return arrays
+        finally:
+            reader.close()
+    return load
 
 
 def _is_lz4(path):
@@ -123,20 +207,68 @@ def _is_lz4(path):
         return f.read(4) == _LZ4_MAGIC
 
 
-def open(path, bf16="float32"):
-    """Open one dump file (plain or .lz4). Raises OSError, adump.CorruptError,
-    adump.IncompleteError ... with adump's message."""
+def _number(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _stats_name(path):
+    """Fields of a statistics CSV's name (<dump name>.csv), or None for other CSVs."""
+    base = os.path.basename(path)
+    if not base.endswith(".csv"):
+        return None
+    return _adump.parse_name(base[:-4])
+
+
+def _open_stats(path):
+    """A statistics dump (<dump name>.csv): header fields from the name, rows as dicts."""
+    fields = _stats_name(path)
+    if fields is None:
+        raise _adump.CorruptError("%s: not a statistics dump (its name is not a dump's "
+                                  "name followed by .csv)" % path)
+    with builtins.open(path, newline="") as f:
+        rows = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    tensors = []
+    for row in rows:
+        try:
+            kind = {"Input": INPUT, "Output": OUTPUT}[row["Input/Output"]]
+            shape = tuple(int(d) for d in str(row["Shape"]).split("x") if d != "")
+            dt = row["Data Type"]
+            code = next((c for c in range(64) if _adump.dtype_name(c) == dt), -1)
+            tensors.append((kind, row["Index"], code, 0, 0, shape, shape, 0,
+                            row["Data Size"], 0, None))
+            row["Data Type"] = dtype_name(code) if code >= 0 else dt
+        except (KeyError, ValueError, TypeError) as e:
+            raise _adump.CorruptError("%s: not a statistics dump (row %r: %s)" %
+                                      (path, row, e)) from None
+    header = {"op_name": fields[1], "dump_time": fields[4], "version": "", "dfx_message": "",
+              "attrs": [], "file_bytes": os.path.getsize(path), "tensors": tensors,
+              "stats": rows}
+    return Dump(header, path, "stats", lambda h: [None] * len(tensors))
+
+
+def open(path: PathLike, bf16: str = "float32") -> "Dump":
+    """Open one dump file (plain, .lz4, or a statistics capture's .csv). Raises OSError,
+    adump.CorruptError, adump.IncompleteError ... with adump's message. The tensors are
+    read when first used."""
     path = os.fspath(path)
     if bf16 not in ("float32", "raw"):
         raise ValueError("bf16 must be 'float32' or 'raw'")
+    if path.endswith(".csv"):
+        return _open_stats(path)
     reader = _adump.Reader()
     try:
         header = reader.open(path)
         if _is_lz4(path):
-            return Dump(header, path, "lz4", _decoded(reader, header, bf16))
-        return Dump(header, path, "file", _mapped(header, path, 0, header["file_bytes"], bf16))
+            return Dump(header, path, "lz4", _decoded(path, bf16))
     finally:
         reader.close()
+    return Dump(header, path, "file",
+                lambda h: _mapped(h, path, 0, h["file_bytes"], bf16))
 
 
 def _packed_entries(packed_dir):
@@ -155,12 +287,10 @@ def _packed_entries(packed_dir):
 def _open_entry(reader, packed, e, bf16, checked=False):
     status, name, segment, offset, length, crc = e[:6]
     header = reader.open_packed(packed, name, segment, offset, length, crc, checked)
+    reader.close()
     seg_path = os.path.join(packed.dir(), segment)
-    try:
-        arrays = _mapped(header, seg_path, offset, length, bf16)
-    finally:
-        reader.close()
-    return Dump(header, os.path.join(packed.dir(), name), "packed", arrays)
+    return Dump(header, os.path.join(packed.dir(), name), "packed",
+                lambda h: _mapped(h, seg_path, offset, length, bf16))
 
 
 def _is_packed_dir(dirpath, files):
@@ -168,7 +298,7 @@ def _is_packed_dir(dirpath, files):
 
 
 def _tree(top):
-    """(kind, path, dirpath) for the files below @top, sorted: kind "packed" for a packed
+    """(kind, path) for the files below @top, sorted: kind "packed" for a packed
     directory, "file" for the others."""
     top = os.fspath(top)
     if os.path.isfile(top):
@@ -185,19 +315,71 @@ def _tree(top):
             yield "file", os.path.join(dirpath, f)
 
 
-def walk(top, bf16="float32"):
-    """Yield every dump below @top: plain files, .lz4 files and the entries of packed
-    captures, in name order. Statistics CSVs, .part leftovers and .failed files are not
-    dumps and are skipped (adump.verify reports the last two). A file that is not a valid dump
-    raises (adump.CorruptError ...)."""
-    reader = _adump.Reader()
+def _is_dump_file(path):
+    if path.endswith(".csv"):
+        return _stats_name(path) is not None
+    return not path.endswith(_NOT_DUMPS) and not _adump.packed_file_kind(path)
+
+
+def _time_key(path):
+    """Execution order from the name alone (nothing opened): step, rank, dump time, task
+    id; names that do not parse go last, by name."""
+    base = os.path.basename(path)
+    for suffix in (".lz4", ".csv"):
+        if base.endswith(suffix):
+            base = base[:-len(suffix)]
+    fields = _adump.parse_name(base)
+    step, rank = _step_rank(path)
+    if fields is None:
+        return (step if step is not None else -1, rank or 0, 1, 0, 0, path)
+    return (step if step is not None else -1, rank or 0, 0, fields[4], fields[2], path)
+
+
+def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator["Dump"]:
+    """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures
+    and statistics CSVs. order="time" (the default): in execution order (per step and
+    rank of an adump.torch capture, then by dump time and task id, all from the names);
+    order="name": directory by directory, in name order. .part leftovers, .failed files and
+    other CSVs are not dumps and are skipped (adump.verify reports the first two). A file
+    that is not a valid dump raises (adump.CorruptError ...). No file stays open between
+    the dumps it yields."""
+    if order not in ("time", "name"):
+        raise ValueError("order must be 'time' or 'name'")
+    if order == "name":
+        reader = _adump.Reader()
+        for kind, path in _tree(top):
+            if kind == "packed":
+                for packed, e in _packed_entries(path):
+                    if e[0] == _PACKED_ENTRY:
+                        yield _open_entry(reader, packed, e, bf16)
+            elif _is_dump_file(path):
+                yield open(path, bf16)
+        return
+    items = []              # (key, path, packed dir or None, entry or None)
     for kind, path in _tree(top):
         if kind == "packed":
-            for packed, e in _packed_entries(path):
+            for _packed, e in _packed_entries(path):
                 if e[0] == _PACKED_ENTRY:
-                    yield _open_entry(reader, packed, e, bf16)
-        elif not path.endswith(_NOT_DUMPS) and not _adump.packed_file_kind(path):
-            yield open(path, bf16)
+                    name = os.path.join(path, e[1])
+                    items.append((_time_key(name), name, path, e))
+        elif _is_dump_file(path):
+            items.append((_time_key(path), path, None, None))
+    items.sort(key=lambda i: i[0])
+    reader = _adump.Reader()
+    packed = None
+    try:
+        for _key, path, packed_dir, e in items:
+            if packed_dir is None:
+                yield open(path, bf16)
+                continue
+            if packed is None or packed.dir() != packed_dir:
+                if packed is not None:
+                    packed.close()
+                packed = _adump.Packed(packed_dir)
+            yield _open_entry(reader, packed, e, bf16)
+    finally:
+        if packed is not None:
+            packed.close()
 
 
 class VerifyReport:
@@ -223,12 +405,13 @@ class VerifyReport:
 
 def _check_shapes(header):
     for t in header["tensors"]:
-        info = TensorInfo(*t[:10])
+        info = _info(t)
+        code = info.dtype_code
         if info.kind not in (INPUT, OUTPUT):
             continue
-        if _adump.dtype_name(info.dtype) is None:
-            return "%d %d: unknown dtype %d" % (info.kind, info.index, info.dtype)
-        bits = _adump.dtype_bits(info.dtype)
+        if _adump.dtype_name(code) is None:
+            return "%d %d: unknown dtype %d" % (info.kind, info.index, code)
+        bits = _adump.dtype_bits(code)
         if not bits:
             continue
         count = 1
@@ -237,16 +420,22 @@ def _check_shapes(header):
         if (count * bits + 7) // 8 != info.bytes:
             return "%s %d: shape %s x %s is not %d bytes" % (
                 "input" if info.kind == INPUT else "output", info.index, info.shape,
-                _adump.dtype_name(info.dtype), info.bytes)
+                _adump.dtype_name(code), info.bytes)
     return None
 
 
-def verify(top):
+def verify(top: PathLike) -> "VerifyReport":
     """Check every dump below @top as `adump verify` does: the layout adds up, the header
     parses, shapes match sizes, .lz4 checksums and packed CRC32Cs match; .part and .failed
-    files are problems. Returns a VerifyReport (never raises for a bad dump)."""
+    files are problems, and so is finding no dump at all (a missing @top, a directory
+    without dumps, a statistics capture): rep.ok is False exactly where the command exits
+    non-zero. Returns a VerifyReport (never raises for a bad dump)."""
     rep = VerifyReport()
     reader = _adump.Reader()
+    top = os.fspath(top)
+    if not os.path.exists(top):
+        rep.problems.append(("bad", top, "%s: %s" % (top, os.strerror(2))))
+        return rep
 
     def check(header, name):
         msg = _check_shapes(header)
@@ -303,4 +492,7 @@ def verify(top):
                 rep.problems.append(("bad", path, str(exc)))
             finally:
                 reader.close()
+    if rep.files == 0 and not rep.problems:
+        # As `adump verify`: nothing checked is a failure, not a pass.
+        rep.problems.append(("empty", top, "no dump files found"))
     return rep

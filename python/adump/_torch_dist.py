@@ -21,6 +21,8 @@ import os
 
 import torch
 
+from ._read import Loss
+
 # torch.distributed functions that move tensors (those this torch has are wrapped).
 COLLECTIVES = (
     "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
@@ -67,6 +69,7 @@ class Work:
     def __init__(self, work, done):
         self._adump_work = work
         self._adump_done = done
+        self._adump_name = None
 
     def wait(self, *args, **kwargs):
         ret = self._adump_work.wait(*args, **kwargs)
@@ -136,6 +139,8 @@ class Collectives:
                 coll.depth -= 1
             n = cap._next_index(base)
             dump_name = "%s.%d.forward" % (base, n)
+            if cap.stack:
+                cap.tree.record_stack(dump_name)
 
             def done():
                 after = tensors_of((args, kwargs), []) if cap.with_outputs else []
@@ -146,6 +151,7 @@ class Collectives:
                 done()              # synchronous: the work has completed
                 return ret
             work = Work(ret, done)
+            work._adump_name = dump_name
             coll.pending.append(work)
             return work
         collective.__wrapped__ = fn
@@ -167,4 +173,6 @@ class Collectives:
                 w.complete()
             else:
                 w._adump_done = None
-                self.cap.losses.append(("Distributed (work never waited for)", -4106))
+                self.cap.losses.append(Loss(w._adump_name, "not_completed",
+                                            "async collective never waited for and not "
+                                            "complete at the step's end: not dumped"))

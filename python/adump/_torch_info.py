@@ -29,9 +29,11 @@ def storable(t):
     return t.dtype in STORED and not t.is_sparse and not t.is_quantized
 
 
-def describe(obj, tensors, kind):
+def describe(obj, tensors, kind, skipped=None):
     """The description of @obj; its storable tensors are appended to @tensors (in the
-    order adump.torch dumps them) and referred to as "<kind>.<index>"."""
+    order adump.torch dumps them) and referred to as "<kind>.<index>"; the others, if
+    @skipped is a list, go there as (kind, index among all tensors of @kind, bytes, dtype)
+    for the loss log."""
     if isinstance(obj, torch.Tensor):
         d = {"type": "torch.Tensor", "dtype": str(obj.dtype), "shape": list(obj.shape),
              "requires_grad": bool(obj.requires_grad)}
@@ -39,6 +41,9 @@ def describe(obj, tensors, kind):
             d["tensor"] = "%s.%d" % (kind, len(tensors))
             tensors.append(obj)
         else:
+            if skipped is not None:
+                seen = len(tensors) + sum(1 for s in skipped if s[0] == kind)
+                skipped.append((kind, seen, obj.element_size() * obj.nelement(), obj.dtype))
             d["tensor"] = None
             d["loss"] = "not stored: %s%s" % (obj.dtype, " (sparse)" if obj.is_sparse else
                                               " (quantized)" if obj.is_quantized else "")
@@ -48,9 +53,9 @@ def describe(obj, tensors, kind):
     if isinstance(obj, float):
         return {"type": "float", "value": obj if math.isfinite(obj) else str(obj)}
     if isinstance(obj, (tuple, list)):
-        return [describe(o, tensors, kind) for o in obj]
+        return [describe(o, tensors, kind, skipped) for o in obj]
     if isinstance(obj, dict):
-        return {str(k): describe(v, tensors, kind) for k, v in obj.items()}
+        return {str(k): describe(v, tensors, kind, skipped) for k, v in obj.items()}
     if isinstance(obj, (torch.dtype, torch.device, torch.memory_format, torch.layout, slice)):
         return {"type": type(obj).__name__, "value": str(obj)}
     return {"type": type(obj).__name__}

@@ -12,25 +12,32 @@ import os
 import shutil
 
 from . import _adump
+from ._read import Loss
 
 
 def _rank_dir(cap, step):
     return os.path.join(cap.dump_path, "step%d" % step, cap.rank_dir)
 
 
+def _write_json(cap, path, obj):
+    try:
+        with open(path + ".tmp", "w") as f:
+            json.dump(obj, f, indent=1)
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        cap.losses.append(Loss(path, "write_error", "%s: %s" % (path, e.strerror)))
+
+
 def write_tree(cap, step):
-    """construct.json of @step (nodes the capture dumped, with their parents)."""
+    """construct.json of @step (nodes the capture dumped, with their parents) and, with
+    stack=True, stack.json; the exporter takes both as they are."""
     d = _rank_dir(cap, step)
     nodes = cap.tree.steps.get(step)
     if not nodes or not os.path.isdir(d):
         return
-    path = os.path.join(d, "construct.json")
-    try:
-        with open(path + ".tmp", "w") as f:
-            json.dump(nodes, f, indent=1)
-        os.replace(path + ".tmp", path)
-    except OSError as e:
-        cap.losses.append(("%s: %s" % (path, e.strerror), -e.errno))
+    _write_json(cap, os.path.join(d, "construct.json"), nodes)
+    if getattr(cap, "stack", False):
+        _write_json(cap, os.path.join(d, "stack.json"), cap.tree.stack_json(step))
 
 
 def export_step(cap, step):
@@ -41,7 +48,8 @@ def export_step(cap, step):
     try:
         _adump.export_msprobe(d, d, md5=cap.msprobe_md5, no_data=cap.content == "stats")
     except (OSError, _adump.Error) as e:
-        cap.losses.append(("msprobe export of %s: %s" % (d, e), -getattr(e, "code", 5)))
+        cap.losses.append(Loss(d, "write_error", "msprobe export of %s failed (the CANN "
+                               "files are kept): %s" % (d, e)))
         return
     # The CANN files (device directories) are now in dump.json and the .pt files.
     for e in os.listdir(d):

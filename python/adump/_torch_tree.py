@@ -15,7 +15,11 @@ call's) and a post-hook clearing it, so the ops the engine runs for the node are
 to the module's backward call; ops of nodes made outside every module (the loss, gradient
 accumulation into .grad) belong to none. A backward call's parent is its parent's backward,
 as in msprobe."""
+import os
 import threading
+import traceback
+
+_OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def backward_name(forward_name):
@@ -25,10 +29,14 @@ def backward_name(forward_name):
 
 
 class ModuleTree:
-    """steps: {step: {node: parent or None}} in the order nodes first appeared."""
+    """steps: {step: {node: parent or None}} in the order nodes first appeared, for the
+    last @keep steps that dumped anything (an op-level tree holds one entry per dump: a
+    long run must not keep them all)."""
 
-    def __init__(self):
+    def __init__(self, keep=4):
+        self.keep = keep
         self.steps = {}
+        self.stacks = {}                # step -> {node: [frame lines]} (record_stack())
         self.step = 0
         self._local = threading.local()
         self.backward_call = None       # set by graph node pre-hooks while the engine runs
@@ -51,6 +59,9 @@ class ModuleTree:
     def new_step(self, step):
         self.resolve()
         self.step = step
+        for old in sorted(self.steps)[:-self.keep] if self.keep > 0 else []:
+            del self.steps[old]
+            self.stacks.pop(old, None)
         self._local = threading.local()
         self.backward_call = None
 
@@ -90,6 +101,25 @@ class ModuleTree:
     def add(self, node, parent):
         """A dump @node (an op) that ran inside module call @parent (None: outside)."""
         self._nodes()[node] = parent
+
+    # ---- call stacks (on request) ----------------------------------------------------------
+
+    def record_stack(self, node):
+        """The Python call stack of @node's call, adump's own frames left out, in msprobe's
+        line format."""
+        lines = ["File %s, line %d, in %s, \n %s" % (f.filename, f.lineno, f.name,
+                                                     (f.line or "").strip())
+                 for f in traceback.extract_stack()[:-1]
+                 if not f.filename.startswith(_OWN)]
+        self.stacks.setdefault(self.step, {})[node] = lines[::-1]   # innermost first
+
+    def stack_json(self, step):
+        """msprobe's stack.json of @step: {"0": [[nodes...], [frame lines...]], ...}, one
+        entry per distinct stack."""
+        groups = {}
+        for node, lines in self.stacks.get(step, {}).items():
+            groups.setdefault(tuple(lines), []).append(node)
+        return {str(i): [nodes, list(lines)] for i, (lines, nodes) in enumerate(groups.items())}
 
     # ---- backward attribution ----------------------------------------------------------------
 

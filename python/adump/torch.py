@@ -23,7 +23,6 @@ its bytes were written makes that dump fail (counted in cap.losses), never publi
 the later value. Gradients are taken with hooks on the autograd graph (not full backward
 hooks, which refuse models with in-place ops in PyTorch 1.13), so such models train
 unchanged."""
-import fnmatch
 import os
 import threading
 import time
@@ -31,11 +30,13 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _adump
+from . import _adump, _losses
 from ._capture import Session, _torch_arg
+from ._read import Loss as _adump_loss
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
 from . import _torch_msprobe
 from ._torch_info import STORED, describe, storable, to_json
+from ._torch_select import _Select
 from ._torch_tree import ModuleTree
 
 _ERR_CORRUPT = 4097
@@ -117,11 +118,12 @@ class _Backward:
         self.pending = n_out + n_in
 
 
-class capture:
+class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    keep_root=False, parameters=True, **config): a context manager; call cap.step() after
-    each training step.
+    keep_root=False, parameters=True, stack=False, **config): a context manager; call
+    cap.step() after each training step. stack=True records the Python call stack of each
+    forward dump (cap.tree.stack_json(step): msprobe's stack.json).
 
     Module level: a forward dump's inputs are the positional tensor arguments, then the
     keyword ones, then (parameters=True) the module's own parameters; its header's
@@ -130,18 +132,25 @@ class capture:
     (msprobe's rule) unless keep_root=True. Complex tensors are dumped with the header's
     complex dtypes; tensors adump cannot store are described with the reason.
 
-    scope: globs matched against the dump name without its .forward/.backward part (e.g.
-    "Module.layers.0.*", "Aten.mm*") and against the module path; steps: the step numbers
-    to dump (a list or range; None: all). config: more adump.Session keys (workers,
-    compress, layout, io ...).
+    scope: a pattern or a list of them, each a glob matched against the dump name with and
+    without its direction and call number ("Module.layers.0.*", "Aten.mm*",
+    "Module.0.Linear.forward.0", "Aten.addmm.0.forward") and against the module path
+    ("layers.0") or the op ("addmm"); a pattern that matched nothing by the end of the first
+    captured step is warned about by name. list: msprobe's "list": dumps whose name
+    contains one of these strings. steps: the step numbers to dump (an int, a range or a
+    list; None: all). data_mode: msprobe's ("all", "input", "output", "forward",
+    "backward", or a list of them), in place of mode. cap.stop()/cap.start(), or
+    `with cap.paused():`, leave parts of a step out (the optimizer). config: more
+    adump.Session keys (workers, compress, layout, io ...), checked now (adump.ConfigError).
 
-    After the block: cap.losses lists (name, status) of dumps that failed, cap.stats the
-    summed session counters, cap.dumps the number of dumps handed over and
+    After the block: cap.losses lists adump.Loss(name, cause, message) of dumps that were
+    lost (also in the step's adump-losses.jsonl, which adump.verify and `adump verify` list),
+    cap.stats the summed session counters, cap.dumps the number of dumps handed over and
     cap.handover_seconds the time the model's threads spent handing them over."""
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
-                 steps=None, content="tensor", zero_copy=False, keep_root=False,
-                 parameters=True, **config):
+                 steps=None, content="tensor", zero_copy=False, list=None, data_mode=None,
+                 keep_root=False, parameters=True, stack=False, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -153,13 +162,14 @@ class capture:
         self.level = level
         self.with_inputs = mode in ("all", "input")
         self.with_outputs = mode in ("all", "output")
+        self.with_forward = True
         self.backward = backward
-        self.scope = list(scope) if scope else None
-        self.steps = None if steps is None else set(steps)
+        self._init_select(scope, list, steps, data_mode)
         self.content = content
         self.zero_copy = zero_copy
         self.keep_root = keep_root
         self.parameters = parameters
+        self.stack = stack
         self._undo = []
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
@@ -175,6 +185,8 @@ class capture:
             # the statistics CSV does not keep: the tensors go through the pipeline and
             # the export keeps only their statistics (_torch_msprobe).
             self.config["content"] = "tensor"
+        # The whole config is checked now, not at the first dump inside a forward hook.
+        _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
         # (see _torch_dist); self.rank is None while it is not known.
         self.rank = group_rank()
@@ -222,17 +234,6 @@ class capture:
 
     # ---- session per step ----------------------------------------------------------------
 
-    def _active(self):
-        return self.steps is None or self.step_no in self.steps
-
-    def _in_scope(self, name, path=None):
-        if self.scope is None:
-            return True
-        for g in self.scope:
-            if fnmatch.fnmatchcase(name, g) or (path is not None and fnmatch.fnmatchcase(path, g)):
-                return True
-        return False
-
     def _step_dir(self):
         return os.path.join("step%d" % self.step_no, self.rank_dir)
 
@@ -263,7 +264,9 @@ class capture:
                 # Taken (an earlier capture, or a process with the same rank): our dumps
                 # stay in proc<pid> rather than mix with those.
                 # Known from now on, so never tried again.
-                self.losses.append(("%s: %s" % (dst, e.strerror), -e.errno))
+                self.losses.append(_adump_loss(dst, "rank_taken", "%s: %s; this process's "
+                                               "dumps stay in %s" % (dst, e.strerror,
+                                                                     self.rank_dir)))
                 return
         self._proc_steps = set()
         self.rank_dir = name
@@ -310,9 +313,10 @@ class capture:
                 self.stats[k] = self.stats.get(k, 0) + v
         ret = s.close(check=False)
         if ret < 0 and ret != -_ERR_CORRUPT:
-            # Dropped chunks or failed writes (zero-copy check failures are in losses
-            # already, one per dump).
-            self.losses.append(("session", ret))
+            # Dropped chunks or failed writes, each file in the library's loss log (zero-copy
+            # check failures are in losses already, one per dump).
+            self.losses.append(_adump_loss("session", _losses.cause_of_status(ret),
+                                           _adump.strerror(-ret)))
 
     def _finish_step(self):
         """Everything the step handed over is written (or failed) when this returns."""
@@ -331,6 +335,7 @@ class capture:
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
         self._finish_step()
+        self._warn_unmatched()
         self.step_no += 1
         self._counts = {}
         self.tree.new_step(self.step_no)
@@ -342,23 +347,32 @@ class capture:
         self._counts[base] = n + 1
         return n
 
-    def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None):
+    def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
         t0 = time.perf_counter()
         try:
-            self._dump_now(op_type, name, inputs, outputs, attrs, info)
+            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
             self.handover_seconds += time.perf_counter() - t0
 
-    def _dump_now(self, op_type, name, inputs, outputs, attrs, info):
+    def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):
         ins = []
         outs = []
         keep = []
-        for src, dst in ((inputs, ins), (outputs, outs)):
-            for t in src:
+        # Tensors describe() found unstorable (kind, index, bytes, dtype), of the parts dumped.
+        skipped = [x for x in skipped or () if (x[0] == "input" and self.with_inputs) or
+                   (x[0] == "output" and self.with_outputs)]
+        for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
+            for i, t in enumerate(src):
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
                     keep.append((t, t._version))
+                else:
+                    skipped.append((kind, i, t.element_size() * t.nelement(), t.dtype))
+        if skipped:
+            self._lost(op_type, name, [s[:3] for s in skipped], "unsupported_dtype",
+                       "%s not dumped: %s" % (", ".join("%s %d" % s[:2] for s in skipped),
+                                              ", ".join(sorted({str(s[3]) for s in skipped}))))
         if not ins and not outs:
             return
         st = self._stream()
@@ -372,8 +386,10 @@ class capture:
             return all(t._version == v for t, v in keep)
 
         def released(task_id, status, name=name):
+            # The library logged the file's tensors in the loss log; here only cap.losses.
             if status < 0:
-                self.losses.append((name, status))
+                cause = _losses.cause_of_status(status)
+                self.losses.append(_adump_loss(name, cause, _losses.CAUSES[cause]))
 
         st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released,
                 attrs=attrs, dfx_message=dfx)
@@ -446,7 +462,10 @@ class capture:
                 if frame is not None and frame[1] is not None:
                     frame[1]["kwargs"] = kwargs
             return orig(*args, **kwargs)
-        module.forward = forward
+        try:
+            module.forward = forward
+        except (AttributeError, TypeError, RuntimeError):
+            return                      # e.g. a scripted module: its kwargs go undumped
 
         def undo():
             if had:
@@ -483,12 +502,14 @@ class capture:
                 frames.append(None)
                 return None
             n = self._next_index(base)
-            self.tree.enter("%s.forward.%d" % (base, n))
-            if not self._in_scope(base, path):
+            fwd = "%s.forward.%d" % (base, n)
+            self.tree.enter(fwd)
+            if not self._in_scope(base, path, (fwd, "%s.backward.%d" % (base, n),
+                                               base + ".forward", base + ".backward")):
                 frames.append((n, None))
                 return None
-            inputs = []
-            info = {"input_args": describe(args, inputs, "input")}
+            inputs, skipped = [], []
+            info = {"input_args": describe(args, inputs, "input", skipped)}
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
                 # This module modified its input in place before: keep the value at entry.
@@ -506,7 +527,7 @@ class capture:
                 args = _rebuild(args, wrap)
             frames.append((n, {"inputs": inputs, "versions": versions, "copies": copies,
                                "views": [(v, v._version) for v in views.values()],
-                               "info": info}))
+                               "info": info, "skipped": skipped}))
             return args if views else None
         return pre
 
@@ -525,30 +546,39 @@ class capture:
             changed = any(t._version != v for t, v in zip(inputs, versions))
             if changed:
                 self._inplace_modules.add(id(module))
-            outputs = []
-            info["output"] = describe(output, outputs, "output")
-            if not self.with_outputs:
+            outputs, skipped = [], frame["skipped"]
+            info["output"] = describe(output, outputs, "output", skipped)
+            if not (self.with_outputs and self.with_forward):
                 outputs = []
             fwd_inputs = []
-            if self.with_inputs:
+            if self.with_inputs and self.with_forward:
                 if copies is not None:
                     fwd_inputs = list(copies)
                 elif changed:
                     # The value at entry is gone (first call of an in-place module): record
                     # a loss rather than dump the modified value as the input.
-                    self.losses.append(("%s.forward.%d" % (base, n), -_ERR_INCOMPLETE))
+                    self._lost(cls, "%s.forward.%d" % (base, n),
+                               [(k, i, t.element_size() * t.nelement())
+                                for k, ts in (("input", inputs), ("output", outputs))
+                                for i, t in enumerate(ts)], "changed_in_place",
+                               "%s changed its input in place; the value at entry was not "
+                               "kept on this first call (later calls copy it)" % base)
                     fwd_inputs = None
                 else:
                     fwd_inputs = list(inputs)
-            if fwd_inputs is not None and self.with_inputs:
+            if fwd_inputs is not None and self.with_inputs and self.with_forward:
                 # Keyword arguments, then the module's own parameters, after the positional
                 # arguments; dfx_message says which input is which.
-                info["input_kwargs"] = describe(frame.get("kwargs", {}), fwd_inputs, "input")
+                info["input_kwargs"] = describe(frame.get("kwargs", {}), fwd_inputs, "input",
+                                                skipped)
                 if self.parameters:
                     info["parameters"] = describe(dict(module.named_parameters(recurse=False)),
-                                                  fwd_inputs, "input")
-            if fwd_inputs is not None:
-                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info)
+                                                  fwd_inputs, "input", skipped)
+            if fwd_inputs is not None and self.with_forward:
+                if self.stack:
+                    self.tree.record_stack("%s.forward.%d" % (base, n))
+                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info,
+                           skipped)
             if self.backward and torch.is_grad_enabled():
                 self._hook_backward(base, cls, n, output, views)
             return None
@@ -605,7 +635,8 @@ class capture:
         self.tree.add_backward(rec.name)
         held = [x for x in rec.grad_out + rec.grad_in if x is not None]
         if any(g._version != v for g, v in held):
-            self.losses.append((rec.name, -_ERR_INCOMPLETE))
+            self._lost(rec.op_type, rec.name, [], "changed_in_place",
+                       "a gradient of this call was modified in place before it was dumped")
             return
         ins = [g for g, _ in filter(None, rec.grad_out)] if self.with_inputs else []
         outs = [g for g, _ in filter(None, rec.grad_in)] if self.with_outputs else []
@@ -657,7 +688,8 @@ class capture:
     def _op(self, func, args, kwargs):
         """Run one aten op and dump it (called by the dispatch mode, which is off inside)."""
         in_bwd = self._in_backward > 0
-        if (in_bwd and not self.backward) or not self._active():
+        if (in_bwd and not self.backward) or (not in_bwd and not self.with_forward) or \
+                not self._active():
             return func(*args, **kwargs)
         pkt = func.overloadpacket.__name__
         if pkt.startswith("_record_function"):
@@ -670,37 +702,39 @@ class capture:
             return self._c10d(func, args, kwargs, pkt, in_bwd, module)
         overload = func._overloadname
         base = "Aten.%s" % pkt if overload == "default" else "Aten.%s.%s" % (pkt, overload)
-        if not self._in_scope(base, pkt):
+        direction = "backward" if in_bwd else "forward"
+        n = self._next_index((base, direction))
+        name = "%s.%d.%s" % (base, n, direction)
+        if not self._in_scope(base, pkt, (name, "%s.%s" % (base, direction))):
             out = func(*args, **kwargs)
             if not in_bwd:
                 # Not dumped, but its graph node's backward ops may be.
                 tree.forward_op(_flatten(out, []), module, func._schema.is_mutable)
             return out
-        inputs = []
+        inputs, skipped = [], []
         if self.with_inputs and pkt in _UNDECLARED_INPLACE and not func._schema.is_mutable:
             a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
-            info = {"input_args": describe(a, inputs, "input"),
-                    "input_kwargs": describe(k, inputs, "input")}
+            info = {"input_args": describe(a, inputs, "input", skipped),
+                    "input_kwargs": describe(k, inputs, "input", skipped)}
         else:
-            info = {"input_args": describe(args, inputs, "input"),
-                    "input_kwargs": describe(kwargs, inputs, "input")}
+            info = {"input_args": describe(args, inputs, "input", skipped),
+                    "input_kwargs": describe(kwargs, inputs, "input", skipped)}
             if not self.with_inputs:
                 inputs = []
             elif inputs and func._schema.is_mutable:
                 # In-place and out= ops change their arguments: dump the values they had.
                 inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
-        direction = "backward" if in_bwd else "forward"
-        n = self._next_index((base, direction))
-        name = "%s.%d.%s" % (base, n, direction)
         flat_out = []
-        info["output"] = describe(out, flat_out, "output")
+        info["output"] = describe(out, flat_out, "output", skipped)
         if module is not None and in_bwd:
             tree.add_backward(module)
         tree.add(name, module)
+        if self.stack and not in_bwd:
+            tree.record_stack(name)
         # The contract with compare: attribute `module` = the module call's dump name.
         self._dump(pkt, name, inputs, flat_out if self.with_outputs else [],
-                   {"module": module} if module else None, info)
+                   {"module": module} if module else None, info, skipped)
         if not in_bwd:
             tree.forward_op(flat_out, module, func._schema.is_mutable)
         return out
@@ -712,7 +746,9 @@ class capture:
         if self._coll.depth > 0:
             return func(*args, **kwargs)
         base = "Distributed.%s" % pkt         # c10d::allreduce_ -> Distributed.allreduce_
-        if not self._in_scope(base, pkt):
+        direction = "backward" if in_bwd else "forward"
+        name = "%s.%d.%s" % (base, self._next_index((base, direction)), direction)
+        if not self._in_scope(base, pkt, (name, "%s.%s" % (base, direction))):
             return func(*args, **kwargs)
         before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
             if self.with_inputs else []
@@ -720,8 +756,6 @@ class capture:
         work = out[-1] if isinstance(out, tuple) and out else out
         if hasattr(work, "wait"):
             work.wait()
-        direction = "backward" if in_bwd else "forward"
-        name = "%s.%d.%s" % (base, self._next_index((base, direction)), direction)
         self.tree.add(name, module)
         self._dump(pkt, name, before, tensors_of(out, []) if self.with_outputs else [],
                    {"module": module} if module else None)
@@ -761,6 +795,8 @@ class capture:
             self._close_session()
             self._final_rank()
             _torch_msprobe.step_closed(self, self.step_no)
+        if exc_type is None:
+            self._warn_unmatched()
         return False
 
     def _final_rank(self):

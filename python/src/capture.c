@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "adump/adump.h"
@@ -117,6 +118,7 @@ static void drain(struct py_session *sess)
 {
 	struct zc_pending *p;
 
+	pyadump_log_drain();
 	pthread_mutex_lock(&sess->lock);
 	p = sess->done;
 	sess->done = NULL;
@@ -135,153 +137,6 @@ static void drain(struct py_session *sess)
 		zc_free(p);
 		p = next;
 	}
-}
-
-/* ---- config ------------------------------------------------------------------------------ */
-
-struct enum_name {
-	const char *name;
-	int value;
-};
-
-static const struct enum_name on_full_names[] = { { "block", ADUMP_ON_FULL_BLOCK },
-						  { "drop", ADUMP_ON_FULL_DROP },
-						  { NULL, 0 } };
-static const struct enum_name writer_names[] = { { "auto", ADUMP_WRITER_AUTO },
-						 { "uring", ADUMP_WRITER_URING },
-						 { "pwrite", ADUMP_WRITER_PWRITE },
-						 { NULL, 0 } };
-static const struct enum_name sink_names[] = { { "file", ADUMP_SINK_FILE },
-					       { "callback", ADUMP_SINK_CALLBACK },
-					       { NULL, 0 } };
-static const struct enum_name io_names[] = { { "buffered", ADUMP_IO_BUFFERED },
-					     { "direct", ADUMP_IO_DIRECT },
-					     { NULL, 0 } };
-static const struct enum_name compress_names[] = { { "none", ADUMP_COMPRESS_NONE },
-						   { "lz4", ADUMP_COMPRESS_LZ4 },
-						   { NULL, 0 } };
-static const struct enum_name layout_names[] = { { "files", ADUMP_LAYOUT_FILES },
-						 { "packed", ADUMP_LAYOUT_PACKED },
-						 { NULL, 0 } };
-static const struct enum_name content_names[] = { { "tensor", ADUMP_CONTENT_TENSOR },
-						  { "stats", ADUMP_CONTENT_STATS },
-						  { NULL, 0 } };
-
-/* An enum key: a string naming one of @names (None: leave the default). */
-static int parse_enum(const char *key, PyObject *v, const struct enum_name *names, int *out)
-{
-	const char *s;
-
-	if (v == Py_None)
-		return 0;
-	s = PyUnicode_Check(v) ? PyUnicode_AsUTF8AndSize(v, NULL) : NULL;
-	if (s)
-		for (const struct enum_name *n = names; n->name; n++)
-			if (!strcmp(n->name, s)) {
-				*out = n->value;
-				return 0;
-			}
-	PyErr_Clear();
-	{
-		char allowed[128] = "";
-
-		for (const struct enum_name *n = names; n->name; n++) {
-			strncat(allowed, n->name, sizeof(allowed) - strlen(allowed) - 1);
-			if (n[1].name)
-				strncat(allowed, ", ", sizeof(allowed) - strlen(allowed) - 1);
-		}
-		PyErr_Format(pyadump_err.config, "config %s: expected one of %s, got %R", key,
-			     allowed, v);
-	}
-	return -1;
-}
-
-static int parse_size(const char *key, PyObject *v, size_t *out)
-{
-	unsigned long long n;
-
-	if (v == Py_None)
-		return 0;
-	n = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : (unsigned long long)-1;
-	if (PyErr_Occurred() || !PyLong_Check(v)) {
-		PyErr_Clear();
-		PyErr_Format(pyadump_err.config, "config %s: expected a non-negative integer, got %R",
-			     key, v);
-		return -1;
-	}
-	*out = (size_t)n;
-	return 0;
-}
-
-/* Fill @cfg from the keyword dict. Strings (dump_path, time_dir) are borrowed from @kw. */
-static int parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback)
-{
-	PyObject *key, *v;
-	Py_ssize_t pos = 0;
-
-	while (kw && PyDict_Next(kw, &pos, &key, &v)) {
-		const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
-		size_t n = 0;
-		int e = 0, ret = 0;
-
-		if (!k)
-			return -1;
-		if (!strcmp(k, "dump_path") || !strcmp(k, "time_dir")) {
-			const char *s = v == Py_None ? NULL : PyUnicode_AsUTF8AndSize(v, NULL);
-
-			if (v != Py_None && !s)
-				return -1;
-			if (k[0] == 'd')
-				cfg->dump_path = s;
-			else
-				cfg->time_dir = s;
-			continue;
-		}
-		if (!strcmp(k, "callback")) {
-			if (v != Py_None && !PyCallable_Check(v)) {
-				PyErr_SetString(PyExc_TypeError, "config callback: not callable");
-				return -1;
-			}
-			*callback = v == Py_None ? NULL : v;
-			continue;
-		}
-#define SIZE_KEY(name, field)                                             \
-	if (!strcmp(k, name)) {                                           \
-		n = cfg->field;                                           \
-		ret = parse_size(k, v, &n);                               \
-		cfg->field = n;                                           \
-		if (ret < 0)                                              \
-			return -1;                                        \
-		continue;                                         \
-	}
-#define ENUM_KEY(name, field, names)                                      \
-	if (!strcmp(k, name)) {                                           \
-		e = (int)cfg->field;                                      \
-		if (parse_enum(k, v, names, &e) < 0)                      \
-			return -1;                                        \
-		cfg->field = e;                                           \
-		continue;                                                 \
-	}
-		SIZE_KEY("workers", worker_count)
-		SIZE_KEY("chunk_bytes", chunk_bytes)
-		SIZE_KEY("pool_bytes", pool_bytes)
-		SIZE_KEY("stream_max", stream_max)
-		SIZE_KEY("segment_bytes", segment_bytes)
-		SIZE_KEY("stats_mask", stats_mask)
-		SIZE_KEY("sync_bytes", sync_bytes)
-		ENUM_KEY("on_full", on_full, on_full_names)
-		ENUM_KEY("writer", writer, writer_names)
-		ENUM_KEY("sink", sink, sink_names)
-		ENUM_KEY("io", io, io_names)
-		ENUM_KEY("compress", compress, compress_names)
-		ENUM_KEY("layout", layout, layout_names)
-		ENUM_KEY("content", content, content_names)
-#undef SIZE_KEY
-#undef ENUM_KEY
-		PyErr_Format(PyExc_TypeError, "unknown config key '%s'", k);
-		return -1;
-	}
-	return 0;
 }
 
 /* Worker thread: hand one chunk of the callback sink to the Python callable. */
@@ -314,16 +169,9 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTuple(args, ":_Session"))
 		return NULL;
-	if (parse_config(kw, &cfg, &callback) < 0)
+	if (pyadump_parse_config(kw, &cfg, &callback) < 0 ||
+	    pyadump_config_check(&cfg, callback) < 0)
 		return NULL;
-	if (cfg.sink == ADUMP_SINK_CALLBACK && !callback) {
-		PyErr_SetString(pyadump_err.config, "config sink='callback' needs callback=");
-		return NULL;
-	}
-	if (cfg.sink == ADUMP_SINK_FILE && !cfg.dump_path) {
-		PyErr_SetString(pyadump_err.config, "config dump_path is required for the file sink");
-		return NULL;
-	}
 	self = (struct py_session *)PyType_GenericNew(type, NULL, NULL);
 	if (!self)
 		return NULL;
@@ -341,6 +189,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	ret = adump_session_create(&cfg, &self->s);
 	signals_restore(&saved);
 	Py_END_ALLOW_THREADS
+	pyadump_log_drain();
 	if (ret < 0) {
 		Py_DECREF(self);
 		return pyadump_raise(ret, NULL, cfg.dump_path);
@@ -611,122 +460,6 @@ static struct adump_host_stream *stream_get(struct py_stream *st)
 	return st->hs;
 }
 
-/* The adump dtype of a buffer format (struct module syntax, native or little-endian). */
-static int format_dtype(const Py_buffer *v, int32_t *out)
-{
-	const char *f = v->format ? v->format : "B";
-	char c;
-
-	if (*f == '@' || *f == '=' || *f == '<')
-		f++;
-	c = f[0];
-	if (c && !f[1]) {
-		switch (c) {
-		case 'e': *out = ADUMP_DT_FLOAT16; return 0;
-		case 'f': *out = ADUMP_DT_FLOAT; return 0;
-		case 'd': *out = ADUMP_DT_DOUBLE; return 0;
-		case '?': *out = ADUMP_DT_BOOL; return 0;
-		case 'b': case 'h': case 'i': case 'l': case 'q':
-			switch (v->itemsize) {
-			case 1: *out = ADUMP_DT_INT8; return 0;
-			case 2: *out = ADUMP_DT_INT16; return 0;
-			case 4: *out = ADUMP_DT_INT32; return 0;
-			case 8: *out = ADUMP_DT_INT64; return 0;
-			}
-			break;
-		case 'B': case 'H': case 'I': case 'L': case 'Q':
-			switch (v->itemsize) {
-			case 1: *out = ADUMP_DT_UINT8; return 0;
-			case 2: *out = ADUMP_DT_UINT16; return 0;
-			case 4: *out = ADUMP_DT_UINT32; return 0;
-			case 8: *out = ADUMP_DT_UINT64; return 0;
-			}
-			break;
-		}
-	}
-	PyErr_Format(PyExc_TypeError, "unsupported dtype: buffer format '%s' (item size %zd)",
-		     v->format ? v->format : "B", v->itemsize);
-	return -1;
-}
-
-/* One tensor argument: a C-contiguous buffer of a supported format, or a tuple
- * (buffer, dtype, shape) whose bytes are taken as they are with the given adump dtype and
- * shape (bfloat16, or any dtype a buffer format cannot say). The view is filled in @view. */
-static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t)
-{
-	PyObject *obj = item, *shape = NULL;
-	int dtype = -1;
-
-	memset(t, 0, sizeof(*t));
-	t->format = ADUMP_FORMAT_ND;
-	if (PyTuple_Check(item)) {
-		if (!PyArg_ParseTuple(item, "OiO:tensor", &obj, &dtype, &shape))
-			return -1;
-		if (!PyTuple_Check(shape)) {
-			PyErr_SetString(PyExc_TypeError, "tensor shape must be a tuple");
-			return -1;
-		}
-	}
-	if (PyObject_GetBuffer(obj, view, shape ? PyBUF_C_CONTIGUOUS
-						: PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-		return -1;
-	t->data = view->buf;
-	t->bytes = (uint64_t)view->len;
-	if (shape) {
-		Py_ssize_t n = PyTuple_Size(shape);
-
-		t->dtype = dtype;
-		if (n > ADUMP_MAX_DIMS) {
-			PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n,
-				     ADUMP_MAX_DIMS);
-			goto fail;
-		}
-		t->dim_count = (uint32_t)n;
-		for (Py_ssize_t i = 0; i < n; i++) {
-			t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-			if (t->dims[i] == -1 && PyErr_Occurred())
-				goto fail;
-		}
-		return 0;
-	}
-	if (format_dtype(view, &t->dtype) < 0)
-		goto fail;
-	if (view->ndim > ADUMP_MAX_DIMS) {
-		PyErr_Format(PyExc_ValueError, "%d dimensions; at most %d", view->ndim,
-			     ADUMP_MAX_DIMS);
-		goto fail;
-	}
-	t->dim_count = (uint32_t)view->ndim;
-	for (int i = 0; i < view->ndim; i++)
-		t->dims[i] = view->shape ? view->shape[i] : view->len / view->itemsize;
-	return 0;
-fail:
-	PyBuffer_Release(view);
-	return -1;
-}
-
-/* Views of a sequence of tensors into @views/@tensors from index @at; returns the new count
- * or -1 (views taken so far are left for the caller to release). */
-static Py_ssize_t tensors_from(PyObject *seq, Py_buffer *views, struct adump_host_tensor *tensors,
-			       Py_ssize_t at, Py_ssize_t *taken)
-{
-	Py_ssize_t n = PySequence_Size(seq);
-
-	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *item = PySequence_GetItem(seq, i);
-		int ret;
-
-		if (!item)
-			return -1;
-		ret = tensor_from(item, &views[at + i], &tensors[at + i]);
-		Py_DECREF(item);
-		if (ret < 0)
-			return -1;
-		(*taken)++;
-	}
-	return n;
-}
-
 /* The header attributes of dump(attrs=...): a dict or a sequence of (name, value) str tuples,
  * into @out (PyMem, *@count entries; strings borrowed from the items, which @keep holds). */
 static int attrs_from(PyObject *obj, PyObject **keep, struct adump_attr **out, uint32_t *count)
@@ -775,6 +508,7 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	unsigned long long ts = 0;
 	Py_buffer *views;
 	uint32_t task_id = 0;
+	char reason[512], msg[700];
 	int copy = 1, ret;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOKOz:dump", kwlist, &op.op_type,
@@ -807,8 +541,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		goto fail_attrs;
 	}
 	views = p->views;
-	if ((nin && tensors_from(inputs, views, tensors, 0, &taken) < 0) ||
-	    (nout && tensors_from(outputs, views, tensors, nin, &taken) < 0))
+	if ((nin && pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken) < 0) ||
+	    (nout && pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken) < 0))
 		goto fail;
 	p->view_count = (uint32_t)taken;
 	op.inputs = nin ? tensors : NULL;
@@ -831,20 +565,25 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		op.user = p;
 	}
 	Py_BEGIN_ALLOW_THREADS
+	pyadump_reason_begin(reason, sizeof(reason));
 	ret = adump_host_dump_op(hs, &op, &task_id);
+	pyadump_reason_end();
 	Py_END_ALLOW_THREADS
 	PyMem_Free(tensors);
 	tensors = NULL;
 	PyMem_Free(attr_list);              /* the op record holds its own copy */
 	Py_XDECREF(attrs_keep);
 	if (ret < 0) {
+		/* The library logged which field is at fault: that is the message. */
+		snprintf(msg, sizeof(msg), "dump of op %s '%s': %s", op.op_type, op.op_name,
+			 reason[0] ? reason : adump_strerror(ret));
 		if (ret == -ADUMP_ERR_UNSUPPORTED)
-			PyErr_Format(PyExc_TypeError, "%s: unsupported dtype", op.op_name);
+			PyErr_Format(PyExc_TypeError, "%s (unsupported dtype)", msg);
 		else if (ret == -ADUMP_ERR_WRONG_THREAD)
 			pyadump_raise(ret, "stream is owned by another thread: open a stream in "
 				      "each thread that dumps", NULL);
 		else
-			pyadump_raise(ret, NULL, NULL);
+			pyadump_raise(ret, msg, NULL);
 		zc_free(p);
 		return NULL;
 	}

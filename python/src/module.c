@@ -10,6 +10,12 @@
 
 #include "adump/adump.h"
 
+/* The version `adump --version` prints. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define ADUMP_VERSION_STRING \
+	STR(ADUMP_VERSION_MAJOR) "." STR(ADUMP_VERSION_MINOR) "." STR(ADUMP_VERSION_PATCH)
+
 struct pyadump_errors pyadump_err;
 
 /* The adump.Error subclass of each ADUMP_ERR_* code. */
@@ -51,6 +57,7 @@ PyObject *pyadump_raise(int ret, const char *message, const char *filename)
 {
 	int code = ret < 0 ? -ret : ret;
 
+	pyadump_log_drain();
 	if (!message || !*message)
 		message = adump_strerror(-code);
 	if (code == ENOMEM)
@@ -65,6 +72,13 @@ PyObject *pyadump_raise(int ret, const char *message, const char *filename)
 			Py_DECREF(exc);
 		}
 		return NULL;
+	}
+	if (filename && strncmp(message, filename, strlen(filename))) {
+		/* adump's own errors carry no filename attribute: the path goes in the text. */
+		char buf[1200];
+
+		snprintf(buf, sizeof(buf), "%s: %s", filename, message);
+		return raise_with_code(class_of(code), code, buf);
 	}
 	return raise_with_code(class_of(code), code, message);
 }
@@ -171,9 +185,11 @@ PyMODINIT_FUNC PyInit__adump(void)
 	if (!m)
 		return NULL;
 	if (add_errors(m) < 0 || pyadump_reader_init(m) < 0 || pyadump_capture_init(m) < 0 ||
-	    pyadump_compare_init(m) < 0 ||
+	    pyadump_compare_init(m) < 0 || pyadump_scan_init(m) < 0 ||
 	    pyadump_export_init(m) < 0 ||
-	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0) {
+	    pyadump_config_init(m) < 0 || pyadump_map_init(m) < 0 ||
+	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
+	    PyModule_AddStringConstant(m, "__version__", ADUMP_VERSION_STRING) < 0) {
 		Py_DECREF(m);
 		return NULL;
 	}

@@ -46,6 +46,37 @@ int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
 int pyadump_export_init(PyObject *module);
+int pyadump_config_init(PyObject *module);
+int pyadump_scan_init(PyObject *module);
+int pyadump_map_init(PyObject *module);
+
+/* Between begin and end, the first warning or error the calling thread's library calls log
+ * is copied into @buf (""  if none): the reason to put in the exception. */
+void pyadump_reason_begin(char *buf, size_t cap);
+void pyadump_reason_end(void);
+
+struct adump_config;
+
+/* Fill @cfg from Session keywords (every struct adump_config key, by its name); strings are
+ * borrowed from @kw; *@callback (borrowed) for the callback sink. Return: 0, or -1 with
+ * adump.ConfigError set. */
+int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback);
+
+/* Validate @cfg as adump_session_create() will. Return: 0, or -1 with adump.ConfigError
+ * set, its message the library's reason. */
+int pyadump_config_check(const struct adump_config *cfg, PyObject *callback);
+
+struct adump_host_tensor;
+
+/* Views of the tensors of sequence @seq (the dump() argument @field) into @views/@tensors
+ * from index @at. Return: their count, or -1 with an exception naming the bad item (views
+ * taken so far, counted in *@taken, are left for the caller to release). */
+Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *views,
+				struct adump_host_tensor *tensors, Py_ssize_t at,
+				Py_ssize_t *taken);
+
+/* Hand the library's queued log lines to Python's logging; keeps a pending exception. */
+void pyadump_log_drain(void);
 
 /* A dict item setter that steals @value; returns -1 when @value is NULL or the set fails. */
 int pyadump_dict_steal(PyObject *dict, const char *key, PyObject *value);

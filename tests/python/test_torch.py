@@ -336,7 +336,7 @@ class ModuleLevel(unittest.TestCase):
                                      zero_copy=True) as cap:
                 with torch.no_grad():
                     model(x)            # ReLU changes fc's output right after its dump
-            names = [n for n, _ in cap.losses]
+            names = [loss.name for loss in cap.losses]
             files = helpers.files_below(top)
             fc = [f for f in files if "Module_fc_Linear_forward_0" in f]
             self.assertEqual(len(fc), 1, files)
@@ -402,7 +402,7 @@ class ModuleLevel(unittest.TestCase):
         self.assertEqual([x.dtype for x in d.inputs], [np.float32, np.float32, np.bool_])
         np.testing.assert_array_equal(d.outputs[0], a.t().numpy())     # made contiguous
         np.testing.assert_array_equal(d.outputs[1], np.array([3.0, -4.0], np.float32))
-        self.assertEqual(d.tensors[1].dtype, adump.DTYPES["bfloat16"])
+        self.assertEqual(d.tensors[1].dtype, "bfloat16")
 
 
 class Recorder(TorchDispatchMode):
@@ -521,6 +521,50 @@ class OpLevel(unittest.TestCase):
         self.assertEqual(sorted(cap.tree.steps), [0, 1, 2])
         rc, out = helpers.tool("verify", "--quiet", top)
         self.assertEqual(rc, 0, out)
+
+    def test_tree_keeps_the_last_steps(self):
+        from adump._torch_tree import ModuleTree
+        t = ModuleTree(keep=2)
+        for step in range(5):
+            t.enter("Module.a.A.forward.0")
+            t.enter("Module.a.b.B.forward.0")
+            t.add("Aten.mm.0.forward", t.current())
+            t.leave("Module.a.A.forward.0")           # closes the inner call with it
+            self.assertIsNone(t.current())
+            t.add_backward("Module.a.b.B.backward.0")
+            t.new_step(step + 1)
+        self.assertEqual(sorted(t.steps), [3, 4])
+        self.assertEqual(t.steps[4], {
+            "Module.a.A.forward.0": None, "Module.a.b.B.forward.0": "Module.a.A.forward.0",
+            "Aten.mm.0.forward": "Module.a.b.B.forward.0",
+            "Module.a.b.B.backward.0": "Module.a.A.backward.0",
+            "Module.a.A.backward.0": None})
+
+    def test_call_stacks(self):
+        model = make_model()
+        x = batches()[0]
+        for level, name in (("op", "Aten.embedding.0.forward"),
+                            ("module", "Module.emb.Embedding.forward.0")):
+            top = helpers.tmpdir("torch-stack")
+            with adump.torch.capture(model, top, level=level, backward=False,
+                                     stack=True) as cap:
+                model(x)
+            stacks = cap.tree.stack_json(0)
+            entry = [v for v in stacks.values() if name in v[0]]
+            self.assertEqual(len(entry), 1, level)
+            lines = entry[0][1]
+            self.assertTrue(any("in test_call_stacks" in ln and "model(x)" in ln
+                                for ln in lines), lines)
+            self.assertFalse(any("/adump/" in ln.split(",")[0] for ln in lines), lines)
+            # One stack per forward dump, and only those.
+            prefix = "Aten." if level == "op" else "Module."
+            self.assertEqual(sorted(n for v in stacks.values() for n in v[0]),
+                             sorted(n for n in cap.tree.steps[0] if n.startswith(prefix)),
+                             level)
+        top = helpers.tmpdir("torch-nostack")
+        with adump.torch.capture(model, top, level="op", backward=False) as cap:
+            model(x)
+        self.assertEqual(cap.tree.stack_json(0), {})
 
     def test_batch_norm_running_stats_as_given(self):
         # native_batch_norm updates running_mean/var in place though its schema does not

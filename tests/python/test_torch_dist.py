@@ -5,8 +5,10 @@ from rank 0 every forward) and call all_reduce and an async broadcast, at module
 level, with the capture created before and after init_process_group, with and without RANK
 set. Checked: each rank writes only into its own step<N>/rank<R> (no proc<pid> left, nothing
 shared), collectives' dumped outputs are the completed values (all_reduce's sum, rank 0's
-broadcast data, DDP's reduced gradients equal on both ranks). Bounded: one pair of processes
-runs the four cases, each process under a timeout. Exits 77 without torch or gloo."""
+broadcast data, DDP's reduced gradients equal on both ranks). Also: a capture killed with
+SIGKILL leaves nothing stale; a second capture into a used dump_path never mixes with the
+first. Bounded: one pair of processes runs the four cases, each process under a timeout.
+Exits 77 without torch or gloo."""
 import json
 import os
 import socket
@@ -196,6 +198,42 @@ class TwoRanks(unittest.TestCase):
         self.check_case("module", False, True)
 
 
+KILLED = r"""
+import sys, torch, torch.nn as nn, adump.torch
+model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+with adump.torch.capture(model, sys.argv[1], level="op") as cap:
+    for step in range(100000):
+        model(torch.randn(32, 64)).sum().backward()
+        cap.step()
+        if step == 2:
+            print("ready", flush=True)
+"""
+
+
+class Killed(unittest.TestCase):
+    def test_nothing_stale(self):
+        """SIGKILL mid-capture leaves no link, no temporary name: what was published reads
+        back whole (adump verify), in step<N>/proc<pid> (the rank was never known)."""
+        top = helpers.tmpdir("torch-kill")
+        p = subprocess.Popen([sys.executable, "-c", KILLED, top], stdout=subprocess.PIPE)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), b"ready")
+        finally:
+            p.kill()
+            p.wait(timeout=60)
+        entries = []
+        for root, dirs, files in os.walk(top):
+            for e in dirs + files:
+                path = os.path.join(root, e)
+                self.assertFalse(os.path.islink(path), path)
+                entries.append(os.path.relpath(path, top))
+        self.assertFalse([e for e in entries if e.endswith((".part", ".tmp"))
+                          or ".adump" in e], entries[:20])
+        self.assertIn(os.path.join("step0", "proc%d" % p.pid), entries)
+        rc, out = helpers.tool("verify", "--quiet", top)
+        self.assertEqual(rc, 0, out)
+
+
 class Rerun(unittest.TestCase):
     """A second capture into a dump_path that holds one never mixes with it."""
 
@@ -218,7 +256,8 @@ class Rerun(unittest.TestCase):
         second = self.run_once(top)
         # rank0 is taken: the second capture stays in proc<pid>, and says so.
         self.assertEqual(len(second.losses), 1, second.losses)
-        self.assertIn("rank0", second.losses[0][0])
+        self.assertIn("rank0", second.losses[0].name)
+        self.assertEqual(second.losses[0].cause, "rank_taken")
         self.assertEqual(sorted(os.listdir(os.path.join(top, "step0"))),
                          ["proc%d" % os.getpid(), "rank0"])
         self.assertEqual(helpers.files_below(os.path.join(top, "step0", "rank0")), before)

@@ -170,7 +170,6 @@ class MsprobeLayout(unittest.TestCase):
         self.assertIsNone(con["Module.b0.Blk.forward.0"])
         self.assertIsNone(con["Module.fc.Linear.forward.0"])
         self.assertEqual(con["Module.b0.lin.Linear.backward.0"], "Module.b0.Blk.backward.0")
-        self.assertEqual(json.load(open(os.path.join(d, "stack.json"))), {})
         return data
 
     def test_export_cli(self):
@@ -182,6 +181,7 @@ class MsprobeLayout(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(out)), ["step0", "step1"])
         data = self.check_rank_dir(os.path.join(out, "step0", "rank0"), seen)
         self.check_rank_dir(os.path.join(out, "step1", "rank0"))
+        self.assertEqual(json.load(open(os.path.join(out, "step0", "rank0", "stack.json"))), {})
         # each .pt equals the tensor of the CANN file it came from
         files = {os.path.basename(p).split(".")[1]: p
                  for p in glob.glob(os.path.join(cap, "step0", "rank0", "*", "*"))
@@ -226,6 +226,14 @@ class MsprobeLayout(unittest.TestCase):
             self.assertEqual(sorted(os.listdir(d)), ["construct.json", "dump.json",
                                                      "dump_tensor_data", "stack.json"])
         self.check_rank_dir(os.path.join(cap, "step0", "rank0"), seen)
+        # stack=True: msprobe's stack.json, each forward entry under some stack
+        cap2 = helpers.tmpdir("msp-stack")
+        run(cap2, steps=1, format="msprobe", stack=True)
+        st = json.load(open(os.path.join(cap2, "step0", "rank0", "stack.json")))
+        named = {n for nodes, _ in st.values() for n in nodes}
+        self.assertIn("Module.b0.lin.Linear.forward.0", named)
+        self.assertTrue(any("test_torch_msprobe.py" in line
+                            for _, lines in st.values() for line in lines))
         with self.assertRaises(ValueError):
             adump.torch.capture(Net(), cap, format="npy")
 

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump scan` (adump/scan.h): every dump of one capture read on a pool of threads for NaN,
+ * Inf and float16 values at the dtype's limit; then, in execution order (timestamps), the op
+ * that made them and the ops they reached. Listing is compare's (compare_match.c). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "adump/scan.h"
+#include "reader/compare_int.h"
+
+#define FP16_MAX 65504.0
+/* Bytes read per step from a dump that is not in memory. */
+#define STEP_BYTES ((size_t)1 << 20)
+
+struct scan_result {
+	struct adump_scan_counts counts[2];     /* inputs, outputs */
+	char first[48];                         /* first anomalous tensor: "output:0" */
+	char *op_name;                          /* the header's; NULL: the file name's */
+	char *message;                          /* unreadable: why */
+	uint64_t bytes;
+};
+
+struct adump_scan {
+	struct adump_scan_config cfg;
+	struct cmp_side side;
+	struct scan_result *res;                /* per file, in the files' order */
+	struct adump_scan_op *ops;
+	uint64_t op_count;
+	_Atomic size_t next;
+	_Atomic uint64_t bytes;
+	bool is_run;
+};
+
+int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
+		    struct adump_scan **out, char *msg, size_t cap)
+{
+	struct adump_scan *s;
+	char scratch[1];
+	int ret;
+
+	if (!msg || !cap) {
+		msg = scratch;
+		cap = sizeof(scratch);
+	}
+	msg[0] = '\0';
+	if (!path || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
+		snprintf(msg, cap, "invalid arguments");
+		return -ADUMP_ERR_CONFIG;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->cfg = (struct adump_scan_config)ADUMP_SCAN_CONFIG_INIT;
+	if (cfg)
+		memcpy(&s->cfg, cfg,
+		       cfg->struct_size < sizeof(s->cfg) ? cfg->struct_size : sizeof(s->cfg));
+	s->cfg.struct_size = sizeof(s->cfg);
+	if (!s->cfg.thread_count) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		s->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
+	}
+	pthread_mutex_init(&s->side.packed_lock, NULL);
+	ret = adump_compare_side_list(&s->side, path, !s->cfg.is_flat, msg, cap);
+	if (ret == 0) {
+		s->res = calloc(s->side.count + 1, sizeof(*s->res));
+		if (!s->res) {
+			snprintf(msg, cap, "out of memory");
+			ret = -ENOMEM;
+		}
+	}
+	if (ret < 0) {
+		adump_scan_close(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+
+/* ---- the element kernels -------------------------------------------------------------------
+ * Almost every tensor is finite: a pass takes the largest magnitude's bits (sign cleared),
+ * which is below the exponent-all-ones pattern exactly when every element is finite (and,
+ * for float16, below 0x7bff = 65504 when none is at the limit). Only a piece that fails that
+ * is counted element by element. */
+
+struct bits {
+	unsigned width;                 /* bytes per element: 2 or 4 */
+	uint32_t magnitude;             /* sign cleared */
+	uint32_t exponent;              /* exponent all ones: Inf (mantissa 0) or NaN */
+	uint32_t limit;                 /* float16: the largest finite value; else exponent */
+};
+
+static bool bits_of(int32_t dtype, struct bits *b)
+{
+	if (dtype == ADUMP_DT_FLOAT)
+		*b = (struct bits){ 4, 0x7fffffffu, 0x7f800000u, 0x7f800000u };
+	else if (dtype == ADUMP_DT_FLOAT16)
+		*b = (struct bits){ 2, 0x7fffu, 0x7c00u, 0x7bffu };
+	else if (dtype == ADUMP_DT_BF16)
+		*b = (struct bits){ 2, 0x7fffu, 0x7f80u, 0x7f80u };
+	else
+		return false;
+	return true;
+}
+
+static uint32_t max_scalar(const struct bits *b, const unsigned char *p, size_t n)
+{
+	uint32_t m = 0;
+
+	if (b->width == 4) {
+		for (size_t i = 0; i < n; i++) {
+			uint32_t v;
+
+			memcpy(&v, p + 4 * i, 4);
+			v &= b->magnitude;
+			m = v > m ? v : m;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			uint16_t v;
+
+			memcpy(&v, p + 2 * i, 2);
+			v &= (uint16_t)b->magnitude;
+			m = v > m ? v : m;
+		}
+	}
+	return m;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static uint32_t max_avx2(const struct bits *b,
+							  const unsigned char *p, size_t n)
+{
+	size_t per = 32 / b->width, i = 0, k;
+	__m256i acc = _mm256_setzero_si256();
+	uint32_t lanes[8], m;
+
+	if (b->width == 4) {
+		__m256i mask = _mm256_set1_epi32((int)b->magnitude);
+
+		for (; i + per <= n; i += per)
+			acc = _mm256_max_epu32(acc, _mm256_and_si256(mask, _mm256_loadu_si256(
+						(const __m256i *)(p + 4 * i))));
+	} else {
+		__m256i mask = _mm256_set1_epi16((short)b->magnitude);
+
+		for (; i + per <= n; i += per)
+			acc = _mm256_max_epu16(acc, _mm256_and_si256(mask, _mm256_loadu_si256(
+						(const __m256i *)(p + 2 * i))));
+		/* 16 lanes of 16 bits into 8 of 32: the larger of each pair. */
+		acc = _mm256_max_epu32(_mm256_and_si256(acc, _mm256_set1_epi32(0xffff)),
+				       _mm256_srli_epi32(acc, 16));
+	}
+	_mm256_storeu_si256((__m256i *)lanes, acc);
+	m = max_scalar(b, p + b->width * i, n - i);
+	for (k = 0; k < 8; k++)
+		m = lanes[k] > m ? lanes[k] : m;
+	return m;
+}
+#endif
+
+static uint32_t magnitude_max(const struct bits *b, const unsigned char *p, size_t n)
+{
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2"))
+		return max_avx2(b, p, n);
+#endif
+	return max_scalar(b, p, n);
+}
+
+/* Count one piece's NaN, Inf and (float16) limit elements. */
+static void count_piece(const struct bits *b, const unsigned char *p, size_t n,
+			struct adump_scan_counts *c, bool *is_limit)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t v = 0;
+
+		if (b->width == 4) {
+			memcpy(&v, p + 4 * i, 4);
+		} else {
+			uint16_t h;
+
+			memcpy(&h, p + 2 * i, 2);
+			v = h;
+		}
+		v &= b->magnitude;
+		if (v > b->exponent)
+			c->nan_count++;
+		else if (v == b->exponent)
+			c->inf_count++;
+		else if (v >= b->limit && b->limit != b->exponent)
+			*is_limit = true;
+	}
+}
+
+/* One tensor of 2- or 4-byte floats: NaN, Inf and limit counts, read piece by piece. Return:
+ * 0 or the reader's error. */
+static int scan_floats(struct adump_reader *rd, uint32_t tensor, const struct bits *b,
+		       uint64_t bytes, unsigned char *buf, struct adump_scan_counts *c,
+		       bool *is_limit)
+{
+	const unsigned char *mapped = adump_reader_map(rd, tensor);
+	size_t step = STEP_BYTES - STEP_BYTES % b->width;
+	uint64_t done = 0;
+
+	while (done + b->width <= bytes) {
+		size_t len = bytes - done < step ? (size_t)(bytes - done) : step;
+		const unsigned char *p;
+		size_t n;
+		int ret;
+
+		len -= len % b->width;
+		if (mapped) {
+			p = mapped + done;
+		} else {
+			ret = adump_reader_read(rd, tensor, done, buf, len);
+			if (ret < 0)
+				return ret;
+			p = buf;
+		}
+		n = len / b->width;
+		if (magnitude_max(b, p, n) >= b->limit)
+			count_piece(b, p, n, c, is_limit);
+		done += len;
+	}
+	return 0;
+}
+
+static void count_stat(struct adump_scan_counts *c, int32_t dtype, const double v[3],
+		       const bool present[3])
+{
+	bool is_nan = false, is_inf = false, is_limit = false;
+
+	for (int k = 0; k < 3; k++) {
+		if (!present[k])
+			continue;
+		is_nan |= isnan(v[k]);
+		is_inf |= isinf(v[k]);
+		is_limit |= dtype == ADUMP_DT_FLOAT16 && fabs(v[k]) >= FP16_MAX;
+	}
+	c->nan_count += is_nan;
+	c->inf_count += is_inf;
+	c->limit_count += is_limit && !is_inf && !is_nan;
+}
+
+static bool is_bad(const struct adump_scan_counts *c)
+{
+	return c->nan_count || c->inf_count || c->limit_count;
+}
+
+static void first_set(struct scan_result *r, enum adump_tensor_kind kind, uint32_t index)
+{
+	if (!r->first[0])
+		snprintf(r->first, sizeof(r->first), "%s:%u", adump_reader_kind_name(kind), index);
+}
+
+/* A statistics dump: max, min and mean of each tensor as written. */
+static int scan_stats(struct cmp_file *f, struct scan_result *r)
+{
+	struct adump_compare_stats st;
+	char msg[1024];
+	int ret = adump_compare_stats_load(f->path, &st, msg, sizeof(msg));
+
+	if (ret == 0) {
+		for (uint32_t i = 0; i < st.count; i++) {
+			const struct adump_compare_stats_tensor *t = &st.tensors[i];
+			bool is_out = t->t.info.kind == ADUMP_TENSOR_OUTPUT;
+			struct adump_scan_counts *c = &r->counts[is_out];
+			const double v[3] = { t->stat[0].value, t->stat[1].value, t->stat[2].value };
+			const bool p[3] = { t->stat[0].is_present, t->stat[1].is_present,
+					    t->stat[2].is_present };
+			struct adump_scan_counts before = *c;
+
+			count_stat(c, t->t.info.dtype, v, p);
+			if (memcmp(&before, c, sizeof(before)))
+				first_set(r, t->t.info.kind, t->t.index);
+		}
+	} else if (ret != -ENOMEM) {
+		r->message = strdup(msg);
+		ret = r->message ? 0 : -ENOMEM;
+	}
+	adump_compare_stats_free(&st);
+	return ret;
+}
+
+/* A tensor dump: each floating-point tensor streamed (@buf: STEP_BYTES); integers cannot
+ * hold NaN or Inf and are not read. */
+static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned char *buf,
+			struct cmp_file *f, struct scan_result *r)
+{
+	const struct adump_reader_header *h;
+	int ret;
+
+	if (f->is_packed) {
+		pthread_mutex_lock(&s->side.packed_lock);
+		ret = adump_reader_open_packed(rd, s->side.packed, &f->entry, false);
+		pthread_mutex_unlock(&s->side.packed_lock);
+	} else {
+		ret = adump_reader_open(rd, f->path);
+	}
+	if (ret < 0)
+		goto fail;
+	h = adump_reader_header(rd);
+	if (h->op_name && h->op_name[0]) {
+		r->op_name = strdup(h->op_name);
+		if (!r->op_name)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < h->tensor_count; i++) {
+		const struct adump_reader_tensor *t = &h->tensors[i];
+		struct adump_scan_counts *c, before;
+		bool is_limit = false;
+		struct bits b;
+
+		if (t->info.kind != ADUMP_TENSOR_INPUT && t->info.kind != ADUMP_TENSOR_OUTPUT)
+			continue;
+		c = &r->counts[t->info.kind == ADUMP_TENSOR_OUTPUT];
+		before = *c;
+		if (bits_of(t->info.dtype, &b)) {
+			ret = scan_floats(rd, i, &b, t->info.bytes, buf, c, &is_limit);
+		} else if (t->info.dtype == ADUMP_DT_DOUBLE) {
+			struct adump_reader_stats st;
+
+			ret = adump_reader_tensor_stats(rd, i, &st);
+			c->nan_count += ret == 0 ? st.nan_count : 0;
+			c->inf_count += ret == 0 ? st.inf_count : 0;
+		} else {
+			continue;
+		}
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0)
+			goto fail;
+		r->bytes += t->info.bytes;
+		c->limit_count += is_limit;
+		if (memcmp(&before, c, sizeof(before)))
+			first_set(r, t->info.kind, t->index);
+	}
+	adump_reader_close(rd);
+	return 0;
+fail:
+	r->message = strdup(adump_reader_error(rd));
+	adump_reader_close(rd);
+	return r->message ? 0 : -ENOMEM;
+}
+
+static void *scan_worker(void *arg)
+{
+	struct adump_scan *s = arg;
+	struct adump_reader *rd = NULL;
+	unsigned char *buf = malloc(STEP_BYTES);
+	intptr_t ret = buf ? adump_reader_create(&rd) : -ENOMEM;
+	size_t i;
+
+	while (ret == 0 &&
+	       (i = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed)) < s->side.count) {
+		struct cmp_file *f = &s->side.files[i];
+
+		ret = f->is_stats ? scan_stats(f, &s->res[i])
+				  : scan_tensors(s, rd, buf, f, &s->res[i]);
+		atomic_fetch_add_explicit(&s->bytes, s->res[i].bytes, memory_order_relaxed);
+	}
+	adump_reader_destroy(rd);
+	free(buf);
+	return (void *)ret;
+}
+
+static int exec_cmp(const void *a, const void *b)
+{
+	const struct cmp_file *x = a, *y = b;
+
+	if (x->timestamp != y->timestamp)
+		return x->timestamp < y->timestamp ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+int adump_scan_run(struct adump_scan *s)
+{
+	unsigned n, started = 0;
+	pthread_t *threads;
+	int ret = 0;
+
+	if (!s || s->is_run)
+		return -ADUMP_ERR_STATE;
+	s->is_run = true;
+	/* Execution order: the dumps' timestamps (in their names), then paths. */
+	qsort(s->side.files, s->side.count, sizeof(*s->side.files), exec_cmp);
+	n = s->cfg.thread_count;
+	if (n > s->side.count)
+		n = s->side.count ? (unsigned)s->side.count : 1;
+	threads = calloc(n, sizeof(*threads));
+	if (!threads)
+		return -ENOMEM;
+	for (started = 1; started < n; started++) {
+		ret = -pthread_create(&threads[started], NULL, scan_worker, s);
+		if (ret < 0)
+			break;
+	}
+	{
+		/* The calling thread is worker 0. */
+		intptr_t r0 = (intptr_t)scan_worker(s);
+
+		if (r0 < 0 && ret == 0)
+			ret = (int)r0;
+	}
+	for (unsigned i = 1; i < started; i++) {
+		void *rv;
+
+		pthread_join(threads[i], &rv);
+		if ((intptr_t)rv < 0 && ret == 0)
+			ret = (int)(intptr_t)rv;
+	}
+	free(threads);
+	if (ret < 0)
+		return ret;
+	s->ops = calloc(s->side.count + 1, sizeof(*s->ops));
+	if (!s->ops)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->side.count; i++) {
+		const struct cmp_file *f = &s->side.files[i];
+		const struct scan_result *r = &s->res[i];
+		enum adump_scan_kind kind = r->message ? ADUMP_SCAN_UNREADABLE
+					    : is_bad(&r->counts[0]) ? ADUMP_SCAN_REACHED
+					    : is_bad(&r->counts[1]) ? ADUMP_SCAN_ORIGIN : 0;
+
+		if (!kind)
+			continue;
+		s->ops[s->op_count++] = (struct adump_scan_op){
+			.kind = kind, .order = i, .timestamp = f->timestamp, .path = f->path,
+			.op_type = f->op_type, .op_name = r->op_name ? r->op_name : f->op_name,
+			.inputs = r->counts[0], .outputs = r->counts[1], .first_tensor = r->first,
+			.message = r->message ? r->message : "",
+		};
+	}
+	return 0;
+}
+
+uint64_t adump_scan_dump_count(const struct adump_scan *s)
+{
+	return s ? s->side.count : 0;
+}
+
+uint64_t adump_scan_bytes(const struct adump_scan *s)
+{
+	return s ? atomic_load_explicit(&s->bytes, memory_order_relaxed) : 0;
+}
+
+uint64_t adump_scan_op_count(const struct adump_scan *s)
+{
+	return s ? s->op_count : 0;
+}
+
+const struct adump_scan_op *adump_scan_op(const struct adump_scan *s, uint64_t i)
+{
+	return s && i < s->op_count ? &s->ops[i] : NULL;
+}
+
+void adump_scan_close(struct adump_scan *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->res && i < s->side.count; i++) {
+		free(s->res[i].op_name);
+		free(s->res[i].message);
+	}
+	free(s->res);
+	free(s->ops);
+	adump_compare_side_fini(&s->side);
+	pthread_mutex_destroy(&s->side.packed_lock);
+	free(s);
+}

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `adump compare --recursive` over two capture roots: steps, ranks and any other level found on
+ * both sides pair up and are compared pair by pair (one result CSV each), never merged; one
+ * summary names the first divergent step, rank and op, and the directories without a
+ * counterpart. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "adump/compare_pairs.h"
+#include "tools/compare_out.h"
+#include "tools/tool.h"
+
+FILE *compare_out_create(const char *dir, const char *stem, const char *ext, char *path,
+			 size_t cap)
+{
+	for (unsigned k = 0; k < 10000; k++) {
+		FILE *f;
+		int fd;
+
+		if (k)
+			snprintf(path, cap, "%s/%s_%u%s", dir, stem, k, ext);
+		else
+			snprintf(path, cap, "%s/%s%s", dir, stem, ext);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+		if (fd < 0 && errno == EEXIST)
+			continue;
+		if (fd < 0)
+			return NULL;
+		f = fdopen(fd, "w");
+		if (!f)
+			close(fd);
+		return f;
+	}
+	errno = EEXIST;
+	return NULL;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+/* Python csv.writer's minimal quoting. */
+static void csv_str(FILE *f, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* What one pair came to. */
+struct pair_result {
+	int code;
+	struct adump_compare_summary sum;
+	char index[32], op[1024], tensor[1024], csv[4096], why[1024];
+};
+
+/* "step0/rank0/0" -> "step0_rank0_0"; the root -> "root". */
+static void label_stem(const char *label, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	if (!strcmp(label, "."))
+		label = "root";
+	for (; *label && n + 1 < cap; label++)
+		buf[n++] = *label == '/' || *label == ' ' ? '_' : *label;
+	buf[n] = '\0';
+}
+
+static void pair_compare(const struct adump_compare_config *cfg,
+			 const struct adump_compare_pair *p, const char *out_dir,
+			 const char *stamp, struct pair_result *r)
+{
+	struct adump_compare *c = NULL;
+	char msg[8192], stem[4200];
+	FILE *f;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->sum.first_divergent_row = -1;
+	ret = adump_compare_open(cfg, p->my, p->golden, &c, msg, sizeof(msg));
+	if (ret == 0)
+		ret = adump_compare_run(c);
+	if (ret < 0) {
+		snprintf(r->why, sizeof(r->why), "%.1000s", ret == -ENOMEM || !msg[0] ? adump_strerror(ret)
+										   : msg);
+		r->code = ret == -ADUMP_ERR_NOT_FOUND ? 2 : ret == -ENOMEM ? 1 : 3;
+		adump_compare_close(c);
+		return;
+	}
+	adump_compare_summary_get(c, &r->sum);
+	r->code = r->sum.exit_code;
+	if (r->sum.first_divergent_row >= 0) {
+		const struct adump_compare_row *row =
+			adump_compare_row(c, (uint64_t)r->sum.first_divergent_row);
+
+		snprintf(r->index, sizeof(r->index), "%llu", (unsigned long long)row->index);
+		snprintf(r->op, sizeof(r->op), "%s", row->op_name);
+		snprintf(r->tensor, sizeof(r->tensor), "%s", row->tensor_id);
+	}
+	if (r->sum.matched_count) {
+		char stem_label[4096];
+
+		label_stem(p->label, stem_label, sizeof(stem_label));
+		snprintf(stem, sizeof(stem), "result_%s_%s", stem_label, stamp);
+		f = compare_out_create(out_dir, stem, ".csv", r->csv, sizeof(r->csv));
+		if (!f || adump_compare_write_csv(c, f) < 0 || fclose(f) != 0) {
+			snprintf(r->why, sizeof(r->why), "%s: %s", r->csv, strerror(errno));
+			r->code = 19;
+			r->csv[0] = '\0';
+		}
+	} else {
+		snprintf(r->why, sizeof(r->why), "no op is on both sides");
+	}
+	adump_compare_close(c);
+}
+
+int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
+		      const char *golden, const char *out_dir, bool is_json, bool is_quiet)
+{
+	struct adump_compare_config one = *cfg;
+	struct adump_compare_pairs *pairs = NULL;
+	struct pair_result *res;
+	char msg[8192], stamp[32], path[4096];
+	size_t n, unpaired = 0, first = SIZE_MAX;
+	struct tm tm;
+	time_t t = time(NULL);
+	FILE *f;
+	int ret, code = 0;
+
+	ret = adump_compare_pairs_list(my, golden, &pairs, msg, sizeof(msg));
+	if (ret < 0) {
+		fprintf(stderr, "adump compare: %s\n", msg);
+		return ret == -ADUMP_ERR_NOT_FOUND ? 2 : 3;
+	}
+	n = adump_compare_pairs_count(pairs);
+	if (n == 1 && adump_compare_pairs_get(pairs, 0)->my &&
+	    adump_compare_pairs_get(pairs, 0)->golden &&
+	    !strcmp(adump_compare_pairs_get(pairs, 0)->label, ".")) {
+		/* Two capture directories without levels below: one ordinary compare. */
+		adump_compare_pairs_free(pairs);
+		return COMPARE_PAIRS_ONE;
+	}
+	res = calloc(n, sizeof(*res));
+	if (!res) {
+		adump_compare_pairs_free(pairs);
+		fprintf(stderr, "adump compare: out of memory\n");
+		return 1;
+	}
+	/* Each pair is one capture directory a side: read on its own, never merged. */
+	one.is_recursive = false;
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
+	for (size_t i = 0; i < n; i++) {
+		const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
+
+		if (!p->my || !p->golden) {
+			unpaired++;
+			res[i].code = 2;
+			res[i].sum.first_divergent_row = -1;
+			snprintf(res[i].why, sizeof(res[i].why), "only in %s: %s",
+				 p->my ? "my output" : "the ground truth", p->my ? p->my : p->golden);
+			fprintf(stderr, "adump compare: %s has no counterpart: %s only in %s\n",
+				p->label, p->my ? p->my : p->golden,
+				p->my ? "my output" : "the ground truth");
+			continue;
+		}
+		pair_compare(&one, p, out_dir, stamp, &res[i]);
+		if (first == SIZE_MAX && res[i].sum.first_divergent_row >= 0)
+			first = i;
+		if (!code && res[i].code && res[i].code != 2)
+			code = res[i].code;
+	}
+	/* A pair's own status first (11, 18 ...), then 2 for what is on one side only. */
+	for (size_t i = 0; i < n && !code; i++)
+		code = res[i].code;
+	snprintf(msg, sizeof(msg), "summary_%s", stamp);
+	f = compare_out_create(out_dir, msg, ".csv", path, sizeof(path));
+	if (!f) {
+		fprintf(stderr, "adump compare: %s/%s.csv: %s\n", out_dir, msg, strerror(errno));
+		code = 19;
+	} else {
+		fputs("Pair,Step,Rank,NPUDump,GroundTruth,Ops,Matched,MyOnly,GroundTruthOnly,"
+		      "FirstDivergentIndex,FirstDivergentOp,FirstDivergentTensor,ExitCode,Result,"
+		      "Message\r\n", f);
+		for (size_t i = 0; i < n; i++) {
+			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
+			const struct pair_result *r = &res[i];
+
+			csv_str(f, p->label);
+			fprintf(f, ",%lld,%lld,", (long long)p->step, (long long)p->rank);
+			csv_str(f, p->my ? p->my : "*");
+			fputc(',', f);
+			csv_str(f, p->golden ? p->golden : "*");
+			fprintf(f, ",%llu,%llu,%llu,%llu,%s,", (unsigned long long)r->sum.op_count,
+				(unsigned long long)r->sum.matched_count,
+				(unsigned long long)r->sum.my_only_count,
+				(unsigned long long)r->sum.golden_only_count,
+				r->index[0] ? r->index : "NaN");
+			csv_str(f, r->op[0] ? r->op : "NaN");
+			fputc(',', f);
+			csv_str(f, r->tensor[0] ? r->tensor : "NaN");
+			fprintf(f, ",%d,", r->code);
+			csv_str(f, r->csv);
+			fputc(',', f);
+			csv_str(f, r->why);
+			fputs("\r\n", f);
+		}
+		if (fclose(f) != 0) {
+			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(errno));
+			code = 19;
+		}
+	}
+	if (is_json)
+		for (size_t i = 0; i < n; i++) {
+			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
+			const struct pair_result *r = &res[i];
+
+			printf("{\"pair\": ");
+			json_str(stdout, p->label);
+			printf(", \"step\": %lld, \"rank\": %lld, \"my\": ", (long long)p->step,
+			       (long long)p->rank);
+			if (p->my)
+				json_str(stdout, p->my);
+			else
+				printf("null");
+			printf(", \"golden\": ");
+			if (p->golden)
+				json_str(stdout, p->golden);
+			else
+				printf("null");
+			printf(", \"op_count\": %llu, \"matched_count\": %llu, \"exit_code\": %d, "
+			       "\"first_divergent\": ", (unsigned long long)r->sum.op_count,
+			       (unsigned long long)r->sum.matched_count, r->code);
+			if (r->index[0]) {
+				printf("{\"index\": %s, \"op\": ", r->index);
+				json_str(stdout, r->op);
+				printf(", \"tensor\": ");
+				json_str(stdout, r->tensor);
+				printf("}");
+			} else {
+				printf("null");
+			}
+			printf(", \"result\": ");
+			if (r->csv[0])
+				json_str(stdout, r->csv);
+			else
+				printf("null");
+			printf(", \"message\": ");
+			json_str(stdout, r->why);
+			printf("}\n");
+		}
+	if (!is_quiet) {
+		fprintf(stderr, "adump compare --recursive: %zu pairs compared, %zu directories "
+			"without a counterpart\n", n - unpaired, unpaired);
+		for (size_t i = 0; i < n; i++) {
+			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
+
+			fprintf(stderr, "  %-28s %s%s\n", p->label,
+				!p->my || !p->golden ? res[i].why
+				: res[i].index[0] ? "first divergent: " : res[i].why[0] ? res[i].why
+				: "no divergent op",
+				res[i].index[0] ? res[i].op : "");
+		}
+		if (first != SIZE_MAX) {
+			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, first);
+
+			fprintf(stderr, "  first divergent pair: %s (step %lld, rank %lld): Index %s %s, "
+				"tensor %s\n", p->label, (long long)p->step, (long long)p->rank,
+				res[first].index, res[first].op, res[first].tensor);
+		} else {
+			fprintf(stderr, "  no divergent op in any pair\n");
+		}
+		if (f)
+			fprintf(stderr, "  summary: %s\n", path);
+	}
+	free(res);
+	adump_compare_pairs_free(pairs);
+	return code;
+}
