@@ -256,6 +256,22 @@ class MsprobeLayout(unittest.TestCase):
         self.assertEqual(blk["input_kwargs"]["mask"]["Max"], 1.0)
         self.assertNotIn("data_name", blk["input_kwargs"]["mask"])
 
+    def test_bad_input(self):
+        # a dump whose dfx_message is not JSON, or names a tensor it does not hold: a clear
+        # error naming the file, exit status 1, the capture untouched
+        for dfx in ("not json", '{"input_args": [{"type": "torch.Tensor", "tensor": "input.7"}]}'):
+            top = helpers.tmpdir("msp-bad")
+            with adump.Session(top) as s:
+                st = s.stream()
+                st.dump("Linear", "Module.x.Linear.forward.0",
+                        inputs=[np.ones((2, 2), np.float32)], dfx_message=dfx)
+            before = helpers.files_below(top)
+            code, text = helpers.tool("export", "--msprobe", top, helpers.tmpdir("msp-bad-out"))
+            self.assertEqual(code, 1, text)
+            self.assertIn("Module_x_Linear_forward_0", text)
+            self.assertIn("dfx_message", text)
+            self.assertEqual(helpers.files_below(top), before)
+
     def test_op_level(self):
         cap = helpers.tmpdir("msp-op")
         out = helpers.tmpdir("msp-op-out")
