@@ -3,13 +3,16 @@
 
 With format="msprobe" the capture writes the step's module tree (construct.json, msprobe's
 shape, from cap.tree) beside its dumps and turns the step's rank directory into msprobe's
-layout once the step has closed and the rank is known: adump's pipeline writes the CANN files as always (no torch.save on the training
+layout once the step has closed and the rank is known, on a thread of its own beside the
+training (the capture's end waits for it): adump's pipeline writes the CANN files as always (no torch.save on the training
 thread), then the C exporter (adump_export_msprobe) turns the step's rank directory into
 dump.json, stack.json, construct.json and dump_tensor_data/*.pt in place and the CANN files
 are removed. A failed export keeps the CANN files and is recorded in cap.losses."""
 import json
 import os
+import queue
 import shutil
+import threading
 
 from . import _adump
 from ._read import Loss
@@ -58,18 +61,44 @@ def export_step(cap, step):
             shutil.rmtree(p, ignore_errors=True)
 
 
-def step_closed(cap, step):
-    """Called when step @step's dumps are all written (each step's end, and the capture's).
-    The export waits while the rank is unknown (proc<pid>, renamed rank<R> later): dump.json
-    names its dump_tensor_data by absolute path."""
+def _exporter(cap):
+    """The capture's export thread: exports run beside training (the C exporter releases
+    the GIL), one step at a time, in step order."""
+    ex = cap.__dict__.get("_msprobe_thread")
+    if ex is None:
+        q = queue.Queue()
+
+        def run():
+            while True:
+                step = q.get()
+                if step is None:
+                    return
+                export_step(cap, step)
+
+        t = threading.Thread(target=run, name="adump-msprobe-export", daemon=True)
+        t.start()
+        ex = cap._msprobe_thread = (t, q)
+    return ex
+
+
+def step_closed(cap, step, last=False):
+    """Called when step @step's dumps are all written (each step's end, and the capture's
+    with @last). The export waits while the rank is unknown (proc<pid>, renamed rank<R>
+    later: dump.json names its dump_tensor_data by absolute path), then runs on the export
+    thread; the capture's end waits for it."""
     if cap.format != "msprobe":
         return                  # CANN captures hold dump files only (msaccucmp, convert)
     write_tree(cap, step)
     pending = cap.__dict__.setdefault("_msprobe_pending", [])
     if step not in pending:
         pending.append(step)
-    if cap.rank is None:
-        return
-    for s in pending:
-        export_step(cap, s)
-    del pending[:]
+    if cap.rank is not None:
+        t, q = _exporter(cap)
+        for s in pending:
+            q.put(s)
+        del pending[:]
+    if last and "_msprobe_thread" in cap.__dict__:
+        t, q = cap._msprobe_thread
+        q.put(None)
+        t.join()
+        del cap._msprobe_thread

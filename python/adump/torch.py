@@ -794,7 +794,7 @@ class capture(_Select):
             self._coll.finish_step()
             self._close_session()
             self._final_rank()
-            _torch_msprobe.step_closed(self, self.step_no)
+            _torch_msprobe.step_closed(self, self.step_no, last=True)
         if exc_type is None:
             self._warn_unmatched()
         return False
