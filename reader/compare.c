@@ -19,7 +19,6 @@
 
 #define CHUNK_ELEMENTS_DEFAULT ((size_t)64 << 10)
 #define MSG_BYTES 8192
-#define ACCURACY_THRESHOLD 0.99
 #define FP16_MAX 65504.0
 /* Bytes of each tensor asked for ahead of the reads (posix_fadvise WILLNEED), renewed when
  * half of the window has been read. */
@@ -184,7 +183,10 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	}
 	for (int s = 0; s < 2; s++)
 		pthread_mutex_init(&c->side[s].packed_lock, NULL);
-	ret = adump_compare_side_list(&c->side[MY], my, c->cfg.is_recursive, msg, cap);
+	ret = adump_compare_thresholds_parse(&c->thresholds, c->cfg.thresholds, msg, cap);
+	c->cfg.thresholds = NULL;       /* borrowed only until now */
+	if (ret == 0)
+		ret = adump_compare_side_list(&c->side[MY], my, c->cfg.is_recursive, msg, cap);
 	if (ret == 0)
 		ret = adump_compare_side_list(&c->side[GOLDEN], golden, c->cfg.is_recursive, msg, cap);
 	if (ret == 0)
@@ -245,6 +247,11 @@ static struct cmp_row *op_row_add(struct adump_compare *c, struct cmp_op *op)
 	row->pub.cosine = NAN;
 	row->pub.max_relative_error = NAN;
 	row->pub.op_name = op->name;
+	row->pub.timestamp = op->file[MY] ? op->file[MY]->timestamp : 0;
+	if (op->module) {
+		row->module = xstrdup(op->module);
+		row->pub.module = row->module;
+	}
 	return row;
 }
 
@@ -293,16 +300,21 @@ static void row_head(struct adump_compare *c, struct cmp_row *row, struct cmp_op
 			row_set(row, i, "NaN");
 }
 
-/* msprobe's "Accuracy Reached or Not" from the cosine and the max absolute error. */
-static const char *accuracy_reached(double cos, double max_abs)
+/* The module an op ran in: its header's `module` attribute (adump.torch at level="op"), or
+ * for a module's own dump (adump.torch names them "Module.<path>.<Class>.<pass>.<n>") the op
+ * itself, by its header's dotted name as the attribute gives it (@name, the file name's, when
+ * there is no header: statistics dumps); NULL when neither. */
+static const char *module_of(const struct adump_reader_header *h, const char *name)
 {
-	if (isnan(cos) || isnan(max_abs))
-		return "None";
-	if (cos < 0.99 && max_abs > 0.001)
-		return "No";
-	if (cos < 0.9 || max_abs > 1)
-		return "No";
-	return "Yes";
+	for (uint32_t i = 0; i < h->attr_count; i++)
+		if (h->attrs[i].name && !strcmp(h->attrs[i].name, "module") && h->attrs[i].value &&
+		    h->attrs[i].value[0])
+			return h->attrs[i].value;
+	if (h->op_name && !strncmp(h->op_name, "Module.", 7))
+		return h->op_name;
+	if (!strncmp(name, "Module.", 7) || !strncmp(name, "Module_", 7))
+		return name;
+	return NULL;
 }
 
 /* The empty, NaN-filled row for an op that could not be compared; @op_type may be NULL. */
@@ -585,7 +597,22 @@ static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_ty
 		adump_compare_fmt6(buf, sizeof(buf), m.euclid);
 		row_set(row, col + 2, buf);
 		row_set(row, col + 3,
-			accuracy_reached(m.value[ADUMP_COMPARE_COSINE], m.value[ADUMP_COMPARE_MAX_ABS]));
+			adump_compare_accuracy_reached(m.value[ADUMP_COMPARE_COSINE], m.value[ADUMP_COMPARE_MAX_ABS]));
+	}
+	{
+		char reason[1024];
+		bool is_scalar = adump_compare_is_scalar(t[MY]->dims, t[MY]->dim_count);
+
+		row->pub.verdict = adump_compare_verdict_judge(&c->thresholds, dtype[MY], dtype[GOLDEN],
+							       is_scalar, &m, reason, sizeof(reason));
+		row->reason = xstrdup(reason);
+		/* A NaN/Inf difference is the one verdict the CSV shows: msaccucmp leaves the
+		 * reason empty and the cells nan, which reads as nothing wrong. */
+		if (m.nonfinite_diff_count) {
+			adump_compare_msg_add(w->msg, sizeof(w->msg), reason);
+			if (c->cfg.has_msprobe)
+				row_set(row, c->column_count - 2, "No");
+		}
 	}
 	row_set(row, c->column_count - 1, w->msg);
 	row->pub.is_compared = true;
@@ -752,6 +779,12 @@ static int side_open(struct worker *w, struct cmp_op *op, int s,
 	return 0;
 }
 
+/* A count column of a statistics dump; 0 when absent or not a count. */
+static uint64_t stat_count(const struct adump_compare_stat *st)
+{
+	return st->is_present && st->value >= 0 && st->value < 1e18 ? (uint64_t)st->value : 0;
+}
+
 /* One tensor pair of two statistics dumps: msprobe's summary-mode cells. */
 static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 				const struct adump_compare_stats st[2],
@@ -763,19 +796,42 @@ static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 	char tensor_id[4096 + 32], cells[ADUMP_COMPARE_STATS_COLUMNS][ADUMP_COMPARE_CELL_BYTES];
 	double diff[4];
 	struct cmp_row *row;
-	bool is_warning;
+	char reason[1024], message[1200];
+	enum adump_compare_verdict verdict;
+	bool is_msprobe, is_nonfinite;
 
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
 	row = op_row_add(c, op);
 	if (!row)
 		return -ENOMEM;
-	is_warning = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat, cells, diff);
+	verdict = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat,
+					    &c->thresholds.of[adump_compare_class_of(t[MY]->dtype,
+										     t[GOLDEN]->dtype)],
+					    cells, diff, reason, sizeof(reason));
 	for (uint32_t k = 0; k < ADUMP_COMPARE_STATS_COLUMNS; k++)
 		row_set(row, c->alg_column + k, cells[k]);
-	row_set(row, c->column_count - 1, is_warning ? "Need double check api accuracy." : "");
+	/* The CSV keeps msprobe's Err_message, but for the NaN/Inf reason (Result Warning). */
+	is_msprobe = !strcmp(cells[ADUMP_COMPARE_STATS_COLUMNS - 1], "Warning");
+	is_nonfinite = verdict == ADUMP_COMPARE_ERROR && is_msprobe && strstr(reason, " differs: ");
+	snprintf(message, sizeof(message), "%s%s%s",
+		 is_msprobe ? "Need double check api accuracy." : "",
+		 is_nonfinite ? "," : "", is_nonfinite ? reason : "");
+	row_set(row, c->column_count - 1, message);
 	row_head(c, row, op, op->file[MY]->op_type, t, tensor_id);
 	row->pub.is_compared = true;
+	row->pub.verdict = verdict;
+	row->reason = xstrdup(verdict == ADUMP_COMPARE_PASS ? "" :
+			      reason[0] ? reason : "msprobe's summary rule: Warning");
+	for (int s = 0; s < 2; s++) {
+		const struct adump_compare_stat *st = x[s]->stat;
+
+		row->pub.metrics.nan_count[s] = stat_count(&st[4]);
+		row->pub.metrics.inf_count[s] = stat_count(&st[5]) + stat_count(&st[6]);
+	}
+	row->pub.metrics.first_nonfinite_diff = UINT64_MAX;
+	if (is_nonfinite)                       /* NaN/Inf differ: no element to name */
+		row->pub.metrics.nonfinite_diff_count = 1;
 	return 0;
 }
 
@@ -868,8 +924,14 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 			op->code = 2;
 			return row_failed(c, op, op_type, op->file[s]->clash);
 		}
-	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats)
-		return op_compare_stats(w, op);
+	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats) {
+		static const struct adump_reader_header no_attrs;
+
+		op->module = module_of(&no_attrs, op->name);
+		ret = op_compare_stats(w, op);
+		op->module = NULL;
+		return ret;
+	}
 	for (int s = 0; s < 2; s++) {
 		char text[MSG_BYTES];
 
@@ -880,6 +942,8 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		if (ret == 0 && s == MY && !w->merged[MY] && h[MY]->attr_count && h[MY]->op_name &&
 		    h[MY]->op_name[0])
 			op->shown = h[MY]->op_name;
+		if (ret == 0 && s == MY)
+			op->module = module_of(h[MY], op->shown ? op->shown : op->name);
 		if (ret > 0) {
 			adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
 			op->code = ret;
@@ -930,6 +994,7 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 	}
 out:
 	op->shown = NULL;
+	op->module = NULL;
 	for (int s = 0; s < 2; s++) {
 		subs_close(w, s);
 		adump_reader_close(w->r[s]);
@@ -1112,162 +1177,10 @@ int adump_compare_run(struct adump_compare *c)
 			row->pub.cells = (const char *const *)row->cells;
 			row->pub.cell_count = c->column_count;
 			row->pub.tensor_id = row->cells[8];
+			row->pub.reason = row->reason ? row->reason : "";
 			c->rows[c->row_count++] = row;
 		}
 	return 0;
-}
-
-/* ---- results ------------------------------------------------------------------------------ */
-
-uint32_t adump_compare_column_count(const struct adump_compare *c)
-{
-	return c ? c->column_count : 0;
-}
-
-const char *adump_compare_column(const struct adump_compare *c, uint32_t i)
-{
-	return c && i < c->column_count ? c->columns[i] : NULL;
-}
-
-uint64_t adump_compare_row_count(const struct adump_compare *c)
-{
-	return c ? c->row_count : 0;
-}
-
-const struct adump_compare_row *adump_compare_row(const struct adump_compare *c, uint64_t i)
-{
-	return c && i < c->row_count ? &c->rows[i]->pub : NULL;
-}
-
-void adump_compare_summary_get(const struct adump_compare *c, struct adump_compare_summary *out)
-{
-	bool has_overflow_col;
-	uint32_t of_col = 0;
-
-	memset(out, 0, sizeof(*out));
-	out->first_divergent_row = -1;
-	out->first_overflow_row = -1;
-	if (!c)
-		return;
-	has_overflow_col = c->cfg.has_overflow;
-	if (has_overflow_col)
-		of_col = c->alg_column - 1;
-	out->op_count = c->op_count;
-	for (size_t i = 0; i < c->op_count; i++) {
-		const struct cmp_op *op = &c->ops[i];
-
-		if (op->file[MY] && op->file[GOLDEN])
-			out->matched_count++;
-		else if (op->file[MY])
-			out->my_only_count++;
-		else
-			out->golden_only_count++;
-		if (!out->exit_code && op->code)
-			out->exit_code = op->code;
-	}
-	if (!out->matched_count)
-		out->exit_code = 2;
-	for (int s = 0; s < 2; s++)
-		out->bytes[s] = atomic_load_explicit(&c->bytes[s], memory_order_relaxed);
-	for (uint64_t i = 0; i < c->row_count; i++) {
-		const struct cmp_row *row = c->rows[i];
-
-		if (row->pub.is_compared)
-			out->tensor_count++;
-		else
-			out->failed_count++;
-		if (out->first_divergent_row < 0 && row->pub.cosine < ACCURACY_THRESHOLD)
-			out->first_divergent_row = (int64_t)i;
-		if (has_overflow_col && out->first_overflow_row < 0 &&
-		    !strcmp(row->cells[of_col], "YES"))
-			out->first_overflow_row = (int64_t)i;
-	}
-}
-
-/* Python csv.writer's minimal quoting. */
-static void csv_cell(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
-{
-	if (!c || !f)
-		return -ADUMP_ERR_CONFIG;
-	for (uint32_t i = 0; i < c->column_count; i++) {
-		if (i)
-			fputc(',', f);
-		csv_cell(f, c->columns[i]);
-	}
-	fputs("\r\n", f);
-	for (uint64_t r = 0; r < c->row_count; r++) {
-		for (uint32_t i = 0; i < c->column_count; i++) {
-			if (i)
-				fputc(',', f);
-			csv_cell(f, c->rows[r]->cells[i]);
-		}
-		fputs("\r\n", f);
-	}
-	return ferror(f) ? -EIO : 0;
-}
-
-#define OVERFLOW_SUGGEST "Float16 data overflow occurs. Rectify the fault and perform comparison again."
-#define CONSISTENCY_SUGGEST                                                                        \
-	"All data in the comparison result meets the accuracy requirements. If data accuracy of "   \
-	"the model is still not up to standard in practical application, please check the "        \
-	"post-processing process of model outputs."
-#define PROBLEM_SUGGEST                                                                            \
-	"The accuracy of some tensors is low, resulting in an unqualified final accuracy. This may " \
-	"be caused by quantization. Calibrate the data or contact Huawei for further diagnosis. "
-#define DEVIATION_SUGGEST                                                                          \
-	"The accuracy of some tensors is low, while the final accuracy is qualified. This may be "  \
-	"caused by Ascend internal optimization. Ignore or contact Huawei for further diagnosis. "
-
-int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
-{
-	struct adump_compare_summary sum;
-	const char *type = "NA", *advice = "NA";
-	char index[32] = "NA";
-	bool has_cos = false;
-	int64_t last = -1;
-
-	if (!c || !f)
-		return -ADUMP_ERR_CONFIG;
-	adump_compare_summary_get(c, &sum);
-	for (uint32_t k = 0; k < c->cfg.alg_count; k++)
-		has_cos |= c->cfg.algs[k] == ADUMP_COMPARE_COSINE;
-	for (uint64_t i = 0; i < c->row_count; i++)
-		if (!isnan(c->rows[i]->pub.cosine))
-			last = (int64_t)i;
-	if (sum.first_overflow_row >= 0) {
-		type = "FP16 Overflow";
-		snprintf(index, sizeof(index), "%llu",
-			 (unsigned long long)c->rows[sum.first_overflow_row]->pub.index);
-		advice = OVERFLOW_SUGGEST;
-	} else if (has_cos && last >= 0) {
-		type = "Global Consistency";
-		if (sum.first_divergent_row < 0) {
-			advice = CONSISTENCY_SUGGEST;
-		} else {
-			snprintf(index, sizeof(index), "%llu",
-				 (unsigned long long)c->rows[sum.first_divergent_row]->pub.index);
-			advice = c->rows[last]->pub.cosine < ACCURACY_THRESHOLD ? PROBLEM_SUGGEST
-									       : DEVIATION_SUGGEST;
-		}
-	}
-	fprintf(f, "Detection Type: %s\nOperator Index: %s\nExpert Advice: %s\n", type, index,
-		advice);
-	return ferror(f) ? -EIO : 0;
 }
 
 void adump_compare_close(struct adump_compare *c)
@@ -1279,6 +1192,8 @@ void adump_compare_close(struct adump_compare *c)
 			for (uint32_t j = 0; j < c->column_count; j++)
 				free(c->ops[i].rows[k].cells[j]);
 			free(c->ops[i].rows[k].cells);
+			free(c->ops[i].rows[k].reason);
+			free(c->ops[i].rows[k].module);
 		}
 		free(c->ops[i].rows);
 	}

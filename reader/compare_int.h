@@ -10,6 +10,14 @@
 #include "adump/compare.h"
 #include "reader/reader_int.h"
 
+/* The threshold below which a cosine is a divergence (msaccucmp's advisor). */
+#define ADUMP_COMPARE_ACCURACY_THRESHOLD 0.99
+
+/* ---- verdicts (compare_verdict.c) ---- */
+
+/* msprobe's "Accuracy Reached or Not" from the cosine and the max absolute error. */
+ADUMP_HIDDEN const char *adump_compare_accuracy_reached(double cos, double max_abs);
+
 struct adump_compare_ksum {
 	double sum;
 	double comp;
@@ -25,6 +33,12 @@ struct adump_compare_acc {
 	double min[2], max[2];
 	double mean[2], m2[2];
 	uint64_t below1, below5;
+	uint64_t nan[2], inf[2];        /* NaN and infinite elements of each side */
+	uint64_t nonfinite_diff_count;  /* elements whose NaN/Inf differ between the sides */
+	uint64_t first_nonfinite_diff;  /* the first one's index (valid when counted) */
+	/* The same sums and maxima over the elements finite on both sides, for the verdict. */
+	struct adump_compare_ksum fin_sxx, fin_syy, fin_sxy;
+	double fin_max_abs, fin_max_y;  /* max |x - y|, max |y| */
 	bool has_msprobe;               /* count msprobe's relative-error shares (set after init) */
 	/* Both sides are the same bytes of the same dtype (set by the caller after the first
 	 * pass): KL is then exactly 0 (p == q everywhere, and the sums of p and q are equal),
@@ -101,6 +115,8 @@ struct cmp_side {
 struct cmp_row {
 	struct adump_compare_row pub;
 	char **cells;
+	char *reason;                   /* pub.reason; NULL: "" */
+	char *module;                   /* pub.module */
 };
 
 struct cmp_op {
@@ -111,6 +127,7 @@ struct cmp_op {
 	/* While it is compared: the name its rows show (msaccucmp's: the header's op_name when
 	 * my output's dump carries attributes); NULL: name. */
 	const char *shown;
+	const char *module;             /* while it is compared: see module_of() */
 	uint64_t id;
 	struct cmp_row *rows;
 	uint32_t row_count;
@@ -132,6 +149,7 @@ struct adump_compare {
 	size_t *order;                  /* ops in the order workers take them; NULL: op order */
 	_Atomic uint64_t bytes[2];
 	bool is_run;
+	struct adump_compare_thresholds thresholds;
 };
 
 /* List the dump files at @path (a directory, a packed capture or one file) into @s.
@@ -155,9 +173,12 @@ struct adump_compare_stat {
 	bool is_present;                /* a number was written (not NA, empty or missing) */
 };
 
+#define ADUMP_COMPARE_STAT_COUNT 7
+
 struct adump_compare_stats_tensor {
 	struct adump_reader_tensor t;   /* kind, dtype, format, shape, size; index */
-	struct adump_compare_stat stat[4];      /* max, min, mean, l2norm */
+	/* max, min, mean, l2norm; then the NaN, -Inf and +Inf counts (absent in older dumps) */
+	struct adump_compare_stat stat[ADUMP_COMPARE_STAT_COUNT];
 };
 
 /* A statistics dump read whole: @header lists its tensors as a dump header would. */
@@ -178,10 +199,15 @@ ADUMP_HIDDEN int adump_compare_stats_load(const char *path, struct adump_compare
 					  char *msg, size_t cap);
 ADUMP_HIDDEN void adump_compare_stats_free(struct adump_compare_stats *s);
 /* The ADUMP_COMPARE_STATS_COLUMNS cells of one tensor pair (diffs, relative errors, both
- * sides' statistics, Result) and the signed diffs (NaN where absent). Return: Warning. */
-ADUMP_HIDDEN bool adump_compare_stats_cells(const struct adump_compare_stat my[4],
-					    const struct adump_compare_stat golden[4],
-					    char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4]);
+ * sides' statistics, Result) and the signed diffs (NaN where absent). Result is Warning by
+ * msprobe's rule, and also when the NaN/Inf counts or a non-finite max/min differ: then
+ * @reason (@cap bytes) says how. Return: the verdict: error for NaN/Inf, then @lim's
+ * scaled limits on the statistics (NULL: none), at least a warning by msprobe's rule. */
+ADUMP_HIDDEN enum adump_compare_verdict
+adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_COUNT],
+			  const struct adump_compare_stat golden[ADUMP_COMPARE_STAT_COUNT],
+			  const struct adump_compare_limits *lim, char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
+			  size_t cap);
 
 /* ---- FFTS+ subtask dumps (compare_ffts.c) ---- */
 

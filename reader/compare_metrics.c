@@ -237,6 +237,7 @@ void adump_compare_acc_init(struct adump_compare_acc *a)
 	a->max_abs = -INFINITY;
 	a->max_rel = -INFINITY;
 	a->max_abs_x = -INFINITY;
+	a->fin_max_abs = -INFINITY;
 	for (int s = 0; s < 2; s++) {
 		a->min[s] = INFINITY;
 		a->max[s] = -INFINITY;
@@ -254,6 +255,7 @@ struct lanes {
 	float max_abs[LANES], max_rel[LANES], max_abs_x[LANES];
 	float min_x[LANES], max_x[LANES], min_y[LANES], max_y[LANES];
 	uint32_t nan_d[LANES], nan_r[LANES], nan_x[LANES], nan_y[LANES];
+	uint32_t inf_x[LANES], inf_y[LANES];
 };
 
 static void lanes_run_scalar(struct lanes *l, const float *restrict x, const float *restrict y,
@@ -280,6 +282,8 @@ static void lanes_run_scalar(struct lanes *l, const float *restrict x, const flo
 			l->nan_r[j] += rf != rf;
 			l->nan_x[j] += xf != xf;
 			l->nan_y[j] += yf != yf;
+			l->inf_x[j] += fabsf(xf) == INFINITY;
+			l->inf_y[j] += fabsf(yf) == INFINITY;
 			l->max_abs[j] = af > l->max_abs[j] ? af : l->max_abs[j];
 			l->max_rel[j] = rf > l->max_rel[j] ? rf : l->max_rel[j];
 			l->max_abs_x[j] = fabsf(xf) > l->max_abs_x[j] ? fabsf(xf) : l->max_abs_x[j];
@@ -338,7 +342,8 @@ __attribute__((target("avx2"))) static void lanes_run_avx2(struct lanes *l, cons
 	       max = _mm256_loadu_ps(l->max_abs_x), mnx = _mm256_loadu_ps(l->min_x),
 	       mxx = _mm256_loadu_ps(l->max_x), mny = _mm256_loadu_ps(l->min_y),
 	       mxy = _mm256_loadu_ps(l->max_y);
-	__m256i nd = _mm256_setzero_si256(), nr = nd, nx = nd, ny = nd;
+	const __m256 inf = _mm256_set1_ps(INFINITY);
+	__m256i nd = _mm256_setzero_si256(), nr = nd, nx = nd, ny = nd, ix = nd, iy = nd;
 
 	for (size_t i = 0; i < n; i += 8) {
 		__m256 xf = _mm256_loadu_ps(x + i), yf = _mm256_loadu_ps(y + i);
@@ -352,6 +357,10 @@ __attribute__((target("avx2"))) static void lanes_run_avx2(struct lanes *l, cons
 		nr = _mm256_sub_epi32(nr, _mm256_castps_si256(_mm256_cmp_ps(rf, rf, _CMP_UNORD_Q)));
 		nx = _mm256_sub_epi32(nx, _mm256_castps_si256(_mm256_cmp_ps(xf, xf, _CMP_UNORD_Q)));
 		ny = _mm256_sub_epi32(ny, _mm256_castps_si256(_mm256_cmp_ps(yf, yf, _CMP_UNORD_Q)));
+		ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(
+						  _mm256_and_ps(xf, abs_mask), inf, _CMP_EQ_OQ)));
+		iy = _mm256_sub_epi32(iy, _mm256_castps_si256(_mm256_cmp_ps(
+						  _mm256_and_ps(yf, abs_mask), inf, _CMP_EQ_OQ)));
 		mab = _mm256_max_ps(af, mab);
 		mrl = _mm256_max_ps(rf, mrl);
 		max = _mm256_max_ps(_mm256_and_ps(xf, abs_mask), max);
@@ -403,6 +412,8 @@ __attribute__((target("avx2"))) static void lanes_run_avx2(struct lanes *l, cons
 	COUNT(nr, nan_r);
 	COUNT(nx, nan_x);
 	COUNT(ny, nan_y);
+	COUNT(ix, inf_x);
+	COUNT(iy, inf_y);
 #undef COUNT
 	_mm256_storeu_ps(l->max_abs, mab);
 	_mm256_storeu_ps(l->max_rel, mrl);
@@ -638,6 +649,41 @@ static double m2_run(const float *v, size_t n, double mean)
 	return m2_run_scalar(v, n, mean);
 }
 
+/* A chunk holding NaN or Inf, element by element: elements where one side is NaN and the other
+ * is not, or one is infinite and the other is not that same infinity, are counted (the first
+ * one's index kept); the verdict's sums and maxima take the elements finite on both sides. */
+static void nonfinite_scan(struct adump_compare_acc *a, const float *x, const float *y, size_t n)
+{
+	double sxx = 0, syy = 0, sxy = 0, max_abs = a->fin_max_abs, max_y = a->fin_max_y;
+
+	for (size_t i = 0; i < n; i++) {
+		float xf = x[i], yf = y[i];
+		bool is_diff;
+
+		if (isfinite(xf) && isfinite(yf)) {
+			double xv = xf, yv = yf, d = fabsf(xf - yf);
+
+			sxx += xv * xv;
+			syy += yv * yv;
+			sxy += xv * yv;
+			max_abs = d > max_abs ? d : max_abs;
+			max_y = fabs(yv) > max_y ? fabs(yv) : max_y;
+			continue;
+		}
+		is_diff = xf != xf ? yf == yf : (yf != yf || xf != yf);
+		if (!is_diff)
+			continue;
+		if (!a->nonfinite_diff_count)
+			a->first_nonfinite_diff = a->count + i;
+		a->nonfinite_diff_count++;
+	}
+	ksum_add(&a->fin_sxx, sxx);
+	ksum_add(&a->fin_syy, syy);
+	ksum_add(&a->fin_sxy, sxy);
+	a->fin_max_abs = max_abs;
+	a->fin_max_y = max_y;
+}
+
 void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const float *y, size_t n)
 {
 	struct lanes l;
@@ -645,7 +691,7 @@ void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const fl
 	double sums[8] = { 0 };
 	double max_abs = a->max_abs, max_rel = a->max_rel, max_abs_x = a->max_abs_x;
 	double min_x = a->min[0], max_x = a->max[0], min_y = a->min[1], max_y = a->max[1];
-	uint64_t nan_d = 0, nan_r = 0, nan_x = 0, nan_y = 0;
+	uint64_t nan_d = 0, nan_r = 0, nan_x = 0, nan_y = 0, inf_x = 0, inf_y = 0;
 
 	if (!n)
 		return;
@@ -674,6 +720,8 @@ void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const fl
 		l.nan_r[0] += rf != rf;
 		l.nan_x[0] += xf != xf;
 		l.nan_y[0] += yf != yf;
+		l.inf_x[0] += fabsf(xf) == INFINITY;
+		l.inf_y[0] += fabsf(yf) == INFINITY;
 		l.max_abs[0] = af > l.max_abs[0] ? af : l.max_abs[0];
 		l.max_rel[0] = rf > l.max_rel[0] ? rf : l.max_rel[0];
 		l.max_abs_x[0] = fabsf(xf) > l.max_abs_x[0] ? fabsf(xf) : l.max_abs_x[0];
@@ -695,6 +743,8 @@ void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const fl
 		nan_r += l.nan_r[j];
 		nan_x += l.nan_x[j];
 		nan_y += l.nan_y[j];
+		inf_x += l.inf_x[j];
+		inf_y += l.inf_y[j];
 		max_abs = nanmax(max_abs, l.max_abs[j]);
 		max_rel = nanmax(max_rel, l.max_rel[j]);
 		max_abs_x = nanmax(max_abs_x, l.max_abs_x[j]);
@@ -702,6 +752,28 @@ void adump_compare_acc_add(struct adump_compare_acc *a, const float *x, const fl
 		max_x = nanmax(max_x, l.max_x[j]);
 		min_y = nanmin(min_y, l.min_y[j]);
 		max_y = nanmax(max_y, l.max_y[j]);
+	}
+	a->nan[0] += nan_x;
+	a->nan[1] += nan_y;
+	a->inf[0] += inf_x;
+	a->inf[1] += inf_y;
+	/* Where non-finite values are, they are rare: the chunk is looked at again, element by
+	 * element, only when it holds some, to find where the sides' NaN/Inf differ. */
+	if (nan_x | nan_y | inf_x | inf_y) {
+		nonfinite_scan(a, x, y, n);
+	} else {
+		double chunk_abs = -INFINITY, chunk_y = 0;
+
+		for (int j = 0; j < LANES; j++) {
+			chunk_abs = l.max_abs[j] > chunk_abs ? l.max_abs[j] : chunk_abs;
+			if (l.min_y[j] <= l.max_y[j])   /* a lane that saw elements */
+				chunk_y = fmax(chunk_y, fmax(fabs(l.min_y[j]), fabs(l.max_y[j])));
+		}
+		ksum_add(&a->fin_sxx, sums[0]);
+		ksum_add(&a->fin_syy, sums[1]);
+		ksum_add(&a->fin_sxy, sums[2]);
+		a->fin_max_abs = chunk_abs > a->fin_max_abs ? chunk_abs : a->fin_max_abs;
+		a->fin_max_y = chunk_y > a->fin_max_y ? chunk_y : a->fin_max_y;
 	}
 	/* numpy's max() is NaN once any element is. */
 	if (nan_d)
@@ -869,6 +941,26 @@ void adump_compare_acc_finish(const struct adump_compare_acc *a, bool is_scalar,
 
 	memset(m, 0, sizeof(*m));
 	m->element_count = a->count;
+	for (int s = 0; s < 2; s++) {
+		m->nan_count[s] = a->nan[s];
+		m->inf_count[s] = a->inf[s];
+	}
+	m->nonfinite_diff_count = a->nonfinite_diff_count;
+	m->first_nonfinite_diff = a->nonfinite_diff_count ? a->first_nonfinite_diff : UINT64_MAX;
+	/* Over the elements finite on both sides: what the verdict judges once the NaN/Inf
+	 * rule has had its say (msaccucmp's cells are NaN as soon as one element is). */
+	m->finite_max_abs = a->count ? (a->fin_max_abs < 0 ? 0.0 : a->fin_max_abs) : NAN;
+	m->max_abs_golden = a->count ? a->fin_max_y : NAN;
+	nx = sqrt(ksum_get(&a->fin_sxx));
+	ny = sqrt(ksum_get(&a->fin_syy));
+	m->finite_cosine = !a->count ? NAN : nx <= EPS64 && ny <= EPS64 ? 1.0 :
+			   nx <= EPS64 || ny <= EPS64 ? 0.0 : ksum_get(&a->fin_sxy) / nx / ny;
+	if (m->finite_cosine > 1.0)
+		m->finite_cosine = 1.0;
+	/* The largest error against the golden side's scale: what a tensor of small values
+	 * (gradients, scaled activations) shows where the absolute error reads 0.000000. */
+	m->scaled_error = !a->count ? NAN : m->finite_max_abs == 0 ? 0.0 :
+			  m->max_abs_golden > 0 ? m->finite_max_abs / m->max_abs_golden : INFINITY;
 	for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++) {
 		m->value[i] = NAN;
 		snprintf(c[i], ADUMP_COMPARE_CELL_BYTES, "NaN");

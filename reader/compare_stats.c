@@ -89,8 +89,9 @@ int adump_compare_stats_load(const char *path, struct adump_compare_stats *out, 
 {
 	static const char *const want[] = { "Input/Output", "Index", "Data Size", "Data Type",
 					    "Format", "Shape", "Max Value", "Min Value",
-					    "Avg Value", "l2norm" };
-	enum { IO, INDEX, SIZE, DTYPE, FORMAT, SHAPE, STAT0, COLS = STAT0 + 4 };
+					    "Avg Value", "l2norm", "Nan Count", "Negative Inf Count",
+					    "Positive Inf Count" };
+	enum { IO, INDEX, SIZE, DTYPE, FORMAT, SHAPE, STAT0, COLS = STAT0 + ADUMP_COMPARE_STAT_COUNT };
 	int col[COLS];
 	char *field[64], *line, *next;
 	uint32_t n, lines = 0;
@@ -174,7 +175,7 @@ int adump_compare_stats_load(const char *path, struct adump_compare_stats *out, 
 		t->bytes = strtoull(field[col[SIZE]], NULL, 10);
 		t->dtype = name_lookup(adump_dtype_name, field[col[DTYPE]]);
 		t->format = name_lookup(adump_format_name, field[col[FORMAT]]);
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < ADUMP_COMPARE_STAT_COUNT; k++)
 			stat_parse(col[STAT0 + k] >= 0 && (uint32_t)col[STAT0 + k] < n ?
 				   field[col[STAT0 + k]] : NULL, &st->stat[k]);
 		out->count++;
@@ -230,11 +231,77 @@ static void fmt_repr(char *buf, size_t cap, double v)
 		strncat(buf, ".0", cap - strlen(buf) - 1);
 }
 
-bool adump_compare_stats_cells(const struct adump_compare_stat my[4],
-			       const struct adump_compare_stat golden[4],
-			       char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4])
+/* NaN/Inf the statistics show differently on the two sides: counts that differ, or a max/min
+ * that is NaN or infinite on one side and not the same on the other. */
+static bool stats_nonfinite(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_COUNT],
+			    const struct adump_compare_stat golden[ADUMP_COMPARE_STAT_COUNT],
+			    char *reason, size_t cap)
 {
-	bool is_warning = false;
+	static const char *const what[ADUMP_COMPARE_STAT_COUNT] = {
+		"max", "min", "mean", "l2norm", "NaN count", "-Inf count", "+Inf count"
+	};
+	size_t len = 0;
+
+	for (int k = 0; k < ADUMP_COMPARE_STAT_COUNT; k++) {
+		double n = my[k].value, b = golden[k].value;
+		bool is_diff;
+
+		if (k == 2 || k == 3)   /* mean and l2norm follow from the counts and max/min */
+			continue;
+		if (k >= 4)
+			is_diff = my[k].is_present && golden[k].is_present && n != b;
+		else
+			is_diff = (!isfinite(n) || !isfinite(b)) && my[k].is_present &&
+				  golden[k].is_present && !(n == b || (isnan(n) && isnan(b)));
+		if (is_diff && len < cap)
+			len += (size_t)snprintf(reason + len, cap - len, "%s%s differs: %s vs %s",
+						len ? "; " : "", what[k], my[k].text, golden[k].text);
+	}
+	return len > 0;
+}
+
+/* The verdict's limits on statistics: max, min and mean differences against the golden side's
+ * scale (max(|max|, |min|)), the l2norm difference against its own l2norm, judged as a tensor
+ * dump's scaled error is. */
+static enum adump_compare_verdict stats_limits(const struct adump_compare_stat my[4],
+					       const struct adump_compare_stat golden[4],
+					       const struct adump_compare_limits *lim,
+					       char *reason, size_t cap)
+{
+	static const char *const what[4] = { "max", "min", "mean", "l2norm" };
+	double scale = fmax(fabs(golden[0].value), fabs(golden[1].value)), worst = 0;
+	int worst_k = -1;
+
+	for (int k = 0; k < 4; k++) {
+		double d, den = k == 3 ? fabs(golden[3].value) : scale;
+
+		if (!my[k].is_present || !golden[k].is_present || !isfinite(my[k].value) ||
+		    !isfinite(golden[k].value) || my[k].value == golden[k].value)
+			continue;
+		d = fabs(my[k].value - golden[k].value);
+		d = den > 0 && isfinite(den) ? d / den : INFINITY;
+		if (d > worst) {
+			worst = d;
+			worst_k = k;
+		}
+	}
+	if (worst_k < 0 || !(worst > lim->scaled_warning))
+		return ADUMP_COMPARE_PASS;
+	snprintf(reason, cap, "%s differs by %.6g of the ground truth's scale (%s %.6g)",
+		 what[worst_k], worst, worst > lim->scaled ? "limit" : "warning limit",
+		 worst > lim->scaled ? lim->scaled : lim->scaled_warning);
+	return worst > lim->scaled ? ADUMP_COMPARE_ERROR : ADUMP_COMPARE_WARNING;
+}
+
+enum adump_compare_verdict
+adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_COUNT],
+			  const struct adump_compare_stat golden[ADUMP_COMPARE_STAT_COUNT],
+			  const struct adump_compare_limits *lim,
+			  char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
+			  size_t cap)
+{
+	bool is_warning = false, is_nonfinite;
+	enum adump_compare_verdict v;
 
 	for (int k = 0; k < 4; k++) {
 		char *d = cells[k], *rel = cells[4 + k];
@@ -265,6 +332,18 @@ bool adump_compare_stats_cells(const struct adump_compare_stat my[4],
 		if (fabs(diff[k]) / (fmax(fabs(n), fabs(b)) + 1e-10) > 0.5)
 			is_warning = true;
 	}
-	snprintf(cells[16], ADUMP_COMPARE_CELL_BYTES, "%s", is_warning ? "Warning" : "");
-	return is_warning;
+	reason[0] = '\0';
+	is_nonfinite = stats_nonfinite(my, golden, reason, cap);
+	snprintf(cells[16], ADUMP_COMPARE_CELL_BYTES, "%s",
+		 is_warning || is_nonfinite ? "Warning" : "");
+	if (is_nonfinite)
+		return ADUMP_COMPARE_ERROR;
+	/* msprobe's Warning is the floor: at least a warning, whatever the limits say. */
+	v = lim ? stats_limits(my, golden, lim, reason, cap) : ADUMP_COMPARE_PASS;
+	if (is_warning && v == ADUMP_COMPARE_PASS) {
+		snprintf(reason, cap, "msprobe's summary rule: a statistic differs by more than "
+			 "half");
+		v = ADUMP_COMPARE_WARNING;
+	}
+	return v;
 }

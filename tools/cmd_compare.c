@@ -32,7 +32,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: adump compare -m MY_DUMP -g GROUND_TRUTH [-out DIR] [-alg LIST] [-advisor]\n"
-		"                     [--json] [--threads N] [--recursive] [--msprobe] [--plot] [--quiet]\n\n"
+		"                     [--json] [--threads N] [--recursive] [--msprobe] [--plot] [--quiet]\n"
+		"                     [--threshold KEY=VALUE,...]\n\n"
 		"Compares two dumps op by op, tensor by tensor, like msaccucmp compare (NPU vs NPU, no\n"
 		"fusion rule). Each side is a directory of dump files (.lz4 too), a packed capture or\n"
 		"one dump file; two .npy files are compared as msaccucmp's file_compare does\n"
@@ -54,8 +55,12 @@ static void usage(FILE *f)
 		"                   3 RelativeEuclideanDistance 4 KullbackLeiblerDivergence\n"
 		"                   5 StandardDeviation 6 MeanAbsoluteError 7 RootMeanSquareError\n"
 		"                   8 MaxRelativeError 9 MeanRelativeError\n"
-		"  -advisor         OverFlow column and DIR/advisor_summary.txt (first op with\n"
-		"                   CosineSimilarity < 0.99, or the first float16 overflow)\n"
+		"  -advisor         OverFlow column and DIR/advisor_summary.txt (the first op whose\n"
+		"                   NaN/Inf differ, else the first float16 overflow, else the first\n"
+		"                   divergent op)\n"
+		"  --threshold L    the verdicts' limits (README \"Verdicts\"): KEY=VALUE,... with KEY\n"
+		"                   cosine, cosine_warning, scaled, scaled_warning, max_abs or\n"
+		"                   max_abs_warning, alone or after float32. float16. bfloat16. integer.\n"
 		"  --json           the rows as JSON on stdout (one object per row)\n"
 		"  --threads N      compare on N threads (default: one per CPU)\n"
 		"  --recursive      two directories: pair each capture directory below them\n"
@@ -78,7 +83,11 @@ static void usage(FILE *f)
 		"Exit status as msaccucmp's: 0 every op matched; 2 an op on one side only, or no op\n"
 		"matched, or usage error; 3 a path that cannot be read; 11 an op whose inputs and\n"
 		"outputs both failed the count/shape checks; 18 an unreadable dump file; 31 bad -alg;\n"
-		"40 FFTS+ subtask data that does not fill its shape.\n");
+		"40 FFTS+ subtask data that does not fill its shape; 100 (adump's own) a tensor\n"
+		"whose NaN/Inf differ between the sides (it takes precedence).\n"
+		"Each compared tensor gets a verdict (pass, warning, error: --json, the summary);\n"
+		"the first divergent op is the first in execution order (my output's timestamps)\n"
+		"whose verdict is not pass.\n");
 }
 
 static void json_string(FILE *f, const char *s)
@@ -125,6 +134,30 @@ static void json_rows(const struct adump_compare *c, FILE *f)
 			json_string(f, key);
 			fputs(": ", f);
 			json_string(f, row->cells[i]);
+		}
+		/* adump's own keys: the verdict and the numbers behind it. */
+		fputs(", \"verdict\": ", f);
+		json_string(f, adump_compare_verdict_name(row->verdict));
+		fputs(", \"reason\": ", f);
+		json_string(f, row->reason ? row->reason : "");
+		fputs(", \"module\": ", f);
+		if (row->module)
+			json_string(f, row->module);
+		else
+			fputs("null", f);
+		if (row->is_compared) {
+			const struct adump_compare_metrics *m = &row->metrics;
+
+			fprintf(f, ", \"nan_count\": [%llu, %llu], \"inf_count\": [%llu, %llu], "
+				"\"nonfinite_diff_count\": %llu",
+				(unsigned long long)m->nan_count[0], (unsigned long long)m->nan_count[1],
+				(unsigned long long)m->inf_count[0], (unsigned long long)m->inf_count[1],
+				(unsigned long long)m->nonfinite_diff_count);
+			if (m->nonfinite_diff_count && m->first_nonfinite_diff != UINT64_MAX)
+				fprintf(f, ", \"first_nonfinite_diff\": %llu",
+					(unsigned long long)m->first_nonfinite_diff);
+			if (isfinite(m->scaled_error))
+				fprintf(f, ", \"scaled_error\": %.17g", m->scaled_error);
 		}
 		fputc('}', f);
 	}
@@ -181,6 +214,14 @@ static void stats_summary_print(const struct adump_compare *c)
 			first->cells[12], first->cells[13]);
 }
 
+/* " in " and the module a row's op ran in, when that is not the op itself; "" otherwise. */
+static const char *in_module(const struct adump_compare_row *row, bool is_name)
+{
+	if (!row->module || adump_compare_is_self(row))
+		return "";
+	return is_name ? row->module : " in ";
+}
+
 /* A screenful: counts, speed, the first divergent tensor and the five lowest cosines. */
 static void summary_print(const struct adump_compare *c, const struct adump_compare_summary *s,
 			  double seconds, const char *csv)
@@ -201,21 +242,35 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 		seconds, seconds > 0 ? (double)(s->bytes[0] > s->bytes[1] ? s->bytes[0] : s->bytes[1]) /
 						 seconds / 1e9
 				     : 0.0);
-	if (is_stats_mode(c)) {
+	fprintf(stderr, "  verdicts: %llu error, %llu warning; %llu tensors whose NaN/Inf differ\n",
+		(unsigned long long)s->error_count, (unsigned long long)s->warning_count,
+		(unsigned long long)s->nonfinite_count);
+	if (is_stats_mode(c))
 		stats_summary_print(c);
-	} else if (s->first_divergent_row >= 0) {
+	if (s->first_nonfinite_row >= 0) {
+		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_nonfinite_row);
+
+		fprintf(stderr, "  first NaN/Inf difference: Index %llu %s%s%s, tensor %s: %s\n",
+			(unsigned long long)row->index, row->op_name, in_module(row, false),
+			in_module(row, true), row->tensor_id, row->reason);
+	}
+	if (s->first_divergent_row >= 0) {
 		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_divergent_row);
 
 		fprintf(stderr,
-			"  first divergent op (CosineSimilarity < 0.99): Index %llu %s, tensor %s\n"
-			"    CosineSimilarity %.6f  MaxAbsoluteError %.6g  MaxRelativeError %.6g  "
-			"RelativeEuclideanDistance %.6g\n",
-			(unsigned long long)row->index, row->op_name, row->tensor_id, row->cosine,
-			row->metrics.value[ADUMP_COMPARE_MAX_ABS],
-			row->metrics.value[ADUMP_COMPARE_MAX_REL],
-			row->metrics.value[ADUMP_COMPARE_REL_EUCLID]);
+			"  first divergent op (execution order): Index %llu %s%s%s, tensor %s: %s (%s)\n",
+			(unsigned long long)row->index, row->op_name, in_module(row, false),
+			in_module(row, true), row->tensor_id,
+			adump_compare_verdict_name(row->verdict), row->reason);
+		if (!is_stats_mode(c))
+			fprintf(stderr,
+				"    CosineSimilarity %.6f  MaxAbsoluteError %.6g  MaxRelativeError %.6g  "
+				"RelativeEuclideanDistance %.6g\n",
+				row->cosine, row->metrics.value[ADUMP_COMPARE_MAX_ABS],
+				row->metrics.value[ADUMP_COMPARE_MAX_REL],
+				row->metrics.value[ADUMP_COMPARE_REL_EUCLID]);
 	} else if (s->tensor_count) {
-		fprintf(stderr, "  no tensor below CosineSimilarity 0.99\n");
+		fprintf(stderr, "  every compared tensor passes\n");
 	}
 	/* The lowest cosines, by selection: there are at most five to keep. */
 	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
@@ -290,10 +345,11 @@ static int plot(const struct adump_compare *c, const struct adump_compare_summar
 			adump_compare_row(c, (uint64_t)s->first_divergent_row);
 
 		fprintf(f, "set arrow from %lld, graph 0 to %lld, graph 1 nohead lc rgb 'red' lw 2\n"
-			   "set label \"first divergent: Index %llu %s\" at %lld, graph 0.95 "
+			   "set label \"first divergent: Index %llu %s (%s)\" at %lld, graph 0.95 "
 			   "offset 1,0 tc rgb 'red' noenhanced\n",
 			(long long)s->first_divergent_row, (long long)s->first_divergent_row,
-			(unsigned long long)row->index, row->op_name, (long long)s->first_divergent_row);
+			(unsigned long long)row->index, row->op_name,
+			adump_compare_verdict_name(row->verdict), (long long)s->first_divergent_row);
 	}
 	fprintf(f, "set title 'adump compare: %llu ops, %llu tensors' noenhanced\n",
 		(unsigned long long)s->op_count, (unsigned long long)s->tensor_count);
@@ -512,7 +568,7 @@ static bool is_npy(const char *path)
 int cmd_compare(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_THREADS, OPT_RECURSIVE, OPT_MSPROBE, OPT_PLOT, OPT_QUIET,
-	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK };
+	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK, OPT_THRESHOLD };
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, OPT_OUT },
 		{ "alg", required_argument, NULL, OPT_ALG },
@@ -524,6 +580,7 @@ int cmd_compare(int argc, char **argv)
 		{ "plot", no_argument, NULL, OPT_PLOT },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "chunk", required_argument, NULL, OPT_CHUNK },
+		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -585,6 +642,16 @@ int cmd_compare(int argc, char **argv)
 				return 2;
 			}
 			cfg.chunk_elements = (size_t)v;
+			break;
+		}
+		case OPT_THRESHOLD: {
+			struct adump_compare_thresholds th;
+
+			if (adump_compare_thresholds_parse(&th, optarg, msg, sizeof(msg)) < 0) {
+				fprintf(stderr, "adump compare: --threshold: %s\n", msg);
+				return 2;
+			}
+			cfg.thresholds = optarg;
 			break;
 		}
 		case OPT_RECURSIVE:

@@ -96,7 +96,7 @@ static void pair_compare(const struct adump_compare_config *cfg,
 			 const char *stamp, struct pair_result *r)
 {
 	struct adump_compare *c = NULL;
-	char msg[8192], stem[4200];
+	char msg[8192], stem[256];
 	FILE *f;
 	int ret;
 
@@ -123,13 +123,15 @@ static void pair_compare(const struct adump_compare_config *cfg,
 		snprintf(r->tensor, sizeof(r->tensor), "%s", row->tensor_id);
 	}
 	if (r->sum.matched_count) {
-		char stem_label[4096];
+		/* A file name's component is at most 255 bytes: a longer label is cut, and
+		 * compare_out_create() gives a cut name that is taken a suffix of its own. */
+		char stem_label[200];
 
 		label_stem(p->label, stem_label, sizeof(stem_label));
 		snprintf(stem, sizeof(stem), "result_%s_%s", stem_label, stamp);
 		f = compare_out_create(out_dir, stem, ".csv", r->csv, sizeof(r->csv));
 		if (!f || adump_compare_write_csv(c, f) < 0 || fclose(f) != 0) {
-			snprintf(r->why, sizeof(r->why), "%s: %s", r->csv, strerror(errno));
+			snprintf(r->why, sizeof(r->why), "%.900s: %s", r->csv, strerror(errno));
 			r->code = 19;
 			r->csv[0] = '\0';
 		}
@@ -195,7 +197,11 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		if (!code && res[i].code && res[i].code != 2)
 			code = res[i].code;
 	}
-	/* A pair's own status first (11, 18 ...), then 2 for what is on one side only. */
+	/* A NaN/Inf divergence is the answer and wins, as in one compare; then a pair's own
+	 * status (11, 18 ...), then 2 for what is on one side only. */
+	for (size_t i = 0; i < n; i++)
+		if (res[i].code == ADUMP_COMPARE_EXIT_NONFINITE)
+			code = ADUMP_COMPARE_EXIT_NONFINITE;
 	for (size_t i = 0; i < n && !code; i++)
 		code = res[i].code;
 	snprintf(msg, sizeof(msg), "summary_%s", stamp);

@@ -42,6 +42,10 @@ struct adump_compare_config {
 	bool has_msprobe;                       /* msprobe's tensor metrics as extra columns */
 	bool is_recursive;                      /* descend into subdirectories */
 	size_t chunk_elements;                  /* 0: 64 Ki elements per read and side */
+	/* The verdicts' limits as `--threshold` takes them ("cosine=0.995,float16.scaled=0.02",
+	 * see adump_compare_thresholds_parse()); NULL or "": the defaults. Borrowed until open
+	 * returns. */
+	const char *thresholds;
 };
 
 #define ADUMP_COMPARE_CONFIG_INIT { .struct_size = sizeof(struct adump_compare_config) }
@@ -59,7 +63,54 @@ struct adump_compare_metrics {
 	double five_thousandths;                /* share with r < 0.005 */
 	double euclid;                          /* ||x - y||2 */
 	double max_abs_x;                       /* OverFlow: max |x| (NaN propagates) */
+	/* NaN/Inf: counted in the same pass. [0] my output, [1] ground truth. */
+	uint64_t nan_count[2], inf_count[2];
+	/* Elements NaN on one side only, or infinite where the other side is not that same
+	 * infinity; the first one's index (UINT64_MAX: none). */
+	uint64_t nonfinite_diff_count;
+	uint64_t first_nonfinite_diff;
+	/* Over the elements finite on both sides (all of them when there is no NaN/Inf): */
+	double finite_cosine;                   /* 1 when both are all zero, 0 when one is */
+	double finite_max_abs;                  /* max |x - y| */
+	double max_abs_golden;                  /* max |y| */
+	/* finite_max_abs / max_abs_golden: scale-free, so small-magnitude differences show (0
+	 * when equal, inf when y is all zero and x is not). */
+	double scaled_error;
 };
+
+/* A compared tensor's verdict. */
+enum adump_compare_verdict {
+	ADUMP_COMPARE_NONE = 0,                 /* not compared (no numbers) */
+	ADUMP_COMPARE_PASS = 1,
+	ADUMP_COMPARE_WARNING = 2,
+	ADUMP_COMPARE_ERROR = 3,
+};
+
+/* Which limits a tensor pair is judged by: bfloat16 if a side is, else float16 if a side is,
+ * else integer if both sides are integers or bool, else float32 (float64 too). */
+enum adump_compare_class {
+	ADUMP_COMPARE_CLASS_FLOAT32 = 0,
+	ADUMP_COMPARE_CLASS_FLOAT16 = 1,
+	ADUMP_COMPARE_CLASS_BFLOAT16 = 2,
+	ADUMP_COMPARE_CLASS_INTEGER = 3,
+	ADUMP_COMPARE_CLASS_COUNT = 4,
+};
+
+/* One class's limits: an error below cosine / above scaled or max_abs, else a warning below
+ * cosine_warning / above scaled_warning or max_abs_warning. */
+struct adump_compare_limits {
+	double cosine, cosine_warning;
+	double scaled, scaled_warning;          /* max abs error / max |ground truth| */
+	double max_abs, max_abs_warning;
+};
+
+struct adump_compare_thresholds {
+	struct adump_compare_limits of[ADUMP_COMPARE_CLASS_COUNT];
+};
+
+/* The exit status `adump compare` gives (and the summary's exit_code) when some tensor's NaN/Inf
+ * differ between the sides: msaccucmp has no such status, and none of its codes is 100. */
+#define ADUMP_COMPARE_EXIT_NONFINITE 100
 
 /* One result row: the CSV cells plus what a summary or plot needs as numbers. */
 struct adump_compare_row {
@@ -72,6 +123,12 @@ struct adump_compare_row {
 	double cosine;                          /* NaN when absent or not a number */
 	double max_relative_error;              /* NaN when absent or not a number */
 	struct adump_compare_metrics metrics;   /* valid when is_compared */
+	enum adump_compare_verdict verdict;
+	const char *reason;                     /* why the verdict is not pass; "" when it is */
+	/* The module the op ran in (its dump header's `module` attribute; for a module's own
+	 * dump, the op's name); NULL when not known. */
+	const char *module;
+	uint64_t timestamp;                     /* my output's dump time (execution order) */
 };
 
 struct adump_compare_summary {
@@ -81,9 +138,16 @@ struct adump_compare_summary {
 	uint64_t tensor_count;                  /* rows whose tensors were compared */
 	uint64_t failed_count;                  /* rows with an error message and no numbers */
 	uint64_t bytes[2];                      /* payload bytes read: my output, ground truth */
-	int64_t first_divergent_row;            /* first row with cosine < 0.99, or -1 */
+	/* The first row in execution order (my output's timestamps, then row order) whose
+	 * verdict is warning or error; -1 when none. */
+	int64_t first_divergent_row;
+	int64_t first_nonfinite_row;            /* the first with NaN/Inf differing, or -1 */
+	uint64_t warning_count, error_count;    /* rows of each verdict */
+	uint64_t nonfinite_count;               /* rows whose NaN/Inf differ */
 	int64_t first_overflow_row;             /* first row with OverFlow YES, or -1 */
-	int exit_code;                          /* msaccucmp's: 0, 2 (unmatched), 11, 18 ... */
+	/* ADUMP_COMPARE_EXIT_NONFINITE when a tensor's NaN/Inf differ; else msaccucmp's: 0,
+	 * 2 (unmatched), 11, 18 ... */
+	int exit_code;
 };
 
 struct adump_compare;
@@ -154,10 +218,47 @@ ADUMP_API int adump_compare_write_csv(const struct adump_compare *c, FILE *f);
 
 /**
  * adump_compare_write_advice() - msaccucmp's advisor: FP16 overflow first (needs has_overflow),
- * then the first row with CosineSimilarity < 0.99, written as the three lines of
- * advisor_summary.txt. @f: borrowed. Return: 0 or -EIO.
+ * then the first divergent row (summary's first_divergent_row: NaN/Inf, then the verdicts),
+ * written as the three lines of advisor_summary.txt; a NaN/Inf difference gets its own
+ * Detection Type and advice, naming the op and its module. @f: borrowed. Return: 0 or -EIO.
  */
 ADUMP_API int adump_compare_write_advice(const struct adump_compare *c, FILE *f);
+
+/**
+ * adump_compare_thresholds_parse() - the default limits, then @list's changes applied:
+ * "KEY=VALUE,..." where KEY is cosine, cosine_warning, scaled, scaled_warning, max_abs or
+ * max_abs_warning, alone (all three float classes) or after "float32.", "float16.",
+ * "bfloat16." or "integer.". Return: 0; -ADUMP_ERR_CONFIG with @msg naming the key; -ENOMEM.
+ */
+ADUMP_API int adump_compare_thresholds_parse(struct adump_compare_thresholds *t,
+					     const char *list, char *msg, size_t cap);
+
+/** adump_compare_thresholds_default() - the documented defaults (README "Verdicts"). */
+ADUMP_API void adump_compare_thresholds_default(struct adump_compare_thresholds *t);
+
+/** adump_compare_class_of() - the limits a pair of dtypes is judged by. */
+ADUMP_API enum adump_compare_class adump_compare_class_of(int32_t dtype_x, int32_t dtype_y);
+
+/**
+ * adump_compare_verdict_judge() - the verdict on one tensor pair's metrics: error when the
+ * NaN/Inf differ (@reason gives the counts per side and the first index), when msprobe's
+ * "Accuracy Reached or Not" says No, or when a limit of @t (NULL: the defaults) is crossed;
+ * warning when a warning limit is; else pass. @is_scalar: one-element rule (no cosine).
+ * @reason: receives why ("" for pass); may be NULL.
+ */
+ADUMP_API enum adump_compare_verdict
+adump_compare_verdict_judge(const struct adump_compare_thresholds *t, int32_t dtype_x,
+			    int32_t dtype_y, bool is_scalar, const struct adump_compare_metrics *m,
+			    char *reason, size_t cap);
+
+/**
+ * adump_compare_is_self() - whether @row's module is its op itself (a module's own dump, its
+ * name in the file's spelling, '_' for '.'): then there is no other module to name.
+ */
+ADUMP_API bool adump_compare_is_self(const struct adump_compare_row *row);
+
+/** adump_compare_verdict_name() - "pass", "warning", "error" or "none". */
+ADUMP_API const char *adump_compare_verdict_name(enum adump_compare_verdict v);
 
 /** adump_compare_close() - free everything; NULL does nothing. */
 ADUMP_API void adump_compare_close(struct adump_compare *c);

@@ -16,7 +16,7 @@ Capture::
         st.sync()
         s.stats()
 
-Comparing (msaccucmp's compare; rows as dicts of the result CSV's cells)::
+Comparing (msaccucmp's compare; rows as dicts of numbers and verdicts, CSV text in row.cells)::
 
     rows = adump.compare("my_dump", "golden_dump", out="result")   # + result_<ts>.csv
     rows[0]["CosineSimilarity"], rows.columns, rows.summary["first_divergent_row"]

@@ -10,14 +10,35 @@ from . import _adump, _pairs
 from ._capture import _numpy_arg, _torch_arg, DTYPES
 
 
+class CompareRow(dict):
+    """One compared tensor: the CSV columns as numbers where they are numbers (float, NaN as
+    float('nan'), at full precision; Index an int; StandardDeviation ((mean, std), (mean,
+    std))), text where they are text; plus adump's own keys:
+
+    verdict                "pass", "warning", "error", or "none" (not compared)
+    reason                 why the verdict is not pass ("" when it is)
+    module                 the module the op ran in (None when not known)
+    nan_count, inf_count   (my output, ground truth)
+    nonfinite_diff_count   elements whose NaN/Inf differ; first_nonfinite_diff: the first
+    scaled_error           max |x - y| / max |y| over the elements finite on both sides
+
+    .cells holds the CSV strings, keyed as the row.
+    """
+    cells = None
+
+
 class CompareResult(list):
-    """The rows of a comparison, a list of dicts in op order (Index, then the tensor: inputs,
-    then outputs). Also:
+    """The rows of a comparison, a list of CompareRow in op order (Index, then the tensor:
+    inputs, then outputs). Also:
 
     columns   the CSV header exactly as msaccucmp writes it (DataType and Address twice)
     summary   dict: op_count, matched_count, my_only_count, golden_only_count, tensor_count,
-              failed_count, my_bytes, golden_bytes, first_divergent_row, first_overflow_row
-              (row numbers, -1 for none) and exit_code (msaccucmp's: 0, 2, 11, 18 ...)
+              failed_count, my_bytes, golden_bytes, first_divergent_row (the first row in
+              execution order whose verdict is not pass), first_nonfinite_row (NaN/Inf
+              differ), first_overflow_row (row numbers, -1 for none), warning_count,
+              error_count, nonfinite_count, first_divergent_op / _tensor / _module /
+              _verdict / _reason (None when no row diverges) and exit_code (100 when a
+              tensor's NaN/Inf differ, else msaccucmp's: 0, 2, 11, 18 ...)
     csv       path of result_<ts>.csv when out= was given and some op matched, else None
     advice    path of advisor_summary.txt likewise (advisor=True)
     """
@@ -40,6 +61,63 @@ def _keys(columns):
     return keys
 
 
+_NO_NUMBER = ("", "NaN", "Nan", "nan", "N/A", "NA", "None")
+_STATS_TEXT = ("Result",)
+_ALG_NAMES = None
+
+
+def _number(text):
+    if text in _NO_NUMBER:
+        return float("nan")
+    try:
+        return float(text[:-1] if text.endswith("%") else text)
+    except ValueError:
+        return text
+
+
+def _row(keys, cells, info, is_stats):
+    global _ALG_NAMES
+    if _ALG_NAMES is None:
+        _ALG_NAMES = {n: i for i, n in enumerate(_adump.compare_alg_names())}
+    row = CompareRow()
+    compared = info["compared"]
+    nan = float("nan")
+    for i, (key, text) in enumerate(zip(keys, cells)):
+        if key == "Index":
+            value = int(text) if text.isdigit() else text
+        elif is_stats and 10 <= i < len(keys) - 2:
+            value = _number(text)
+        elif key == "StandardDeviation":
+            value = ((info["mean"][0], info["std"][0]),
+                     (info["mean"][1], info["std"][1])) if compared and text != "NaN" else nan
+        elif key in _ALG_NAMES:
+            value = info["values"][_ALG_NAMES[key]] if compared else nan
+        elif key == "One Thousandth Err Ratio":
+            value = info["one_thousandth"] if compared else nan
+        elif key == "Five Thousandths Err Ratio":
+            value = info["five_thousandths"] if compared else nan
+        elif key == "EucDist":
+            value = info["euclid"] if compared else nan
+        else:
+            value = text
+        row[key] = value
+    for key in ("verdict", "reason", "module", "nan_count", "inf_count",
+                "nonfinite_diff_count", "first_nonfinite_diff", "scaled_error"):
+        row[key] = info[key]
+    row.cells = dict(zip(keys, cells))
+    return row
+
+
+def _threshold_list(thresholds):
+    """None, "KEY=VALUE,..." or a dict {KEY: VALUE} -> the string the library parses."""
+    if thresholds is None or isinstance(thresholds, str):
+        return thresholds
+    if isinstance(thresholds, dict):
+        return ",".join("%s=%r" % (k, float(v)) for k, v in thresholds.items())
+    raise TypeError("thresholds: a dict or a 'KEY=VALUE,...' string, not %s"
+                    % type(thresholds).__name__)
+
+
 def _alg_list(algorithms):
     if algorithms is None:
         return None
@@ -49,7 +127,7 @@ def _alg_list(algorithms):
 
 
 def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, threads=0,
-            recursive=False, out=None, _csv=None):
+            recursive=False, out=None, thresholds=None, _csv=None):
     """Compare two dumps op by op, tensor by tensor, as ``adump compare`` (msaccucmp's
     compare, NPU vs NPU) does.
 
@@ -69,24 +147,25 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
                  read subdirectories too
     out          a directory: also write result_<YYYYmmddHHMMSS>.csv there, byte for byte
                  what the command writes (-out); created if missing
+    thresholds   the verdicts' limits (--threshold): {"cosine": 0.995, "float16.scaled":
+                 0.02} or "cosine=0.995,float16.scaled=0.02" (README "Verdicts")
 
-    Returns a CompareResult: a list with one dict per CSV row, keyed by the CSV column names
-    (DataType and Address, which the CSV has once per side, become NPUDumpDataType,
+    Returns a CompareResult: a list with one CompareRow per CSV row, keyed by the CSV column
+    names (DataType and Address, which the CSV has once per side, become NPUDumpDataType,
     NPUDumpAddress, GroundTruthDataType and GroundTruthAddress, as in ``adump compare
-    --json``; .columns keeps the header as written). Every value is the CSV cell as a string
-    ("0.999998", "NaN", "inf", "[2, 3]", "") -- cells mix numbers with tokens, so nothing is
-    converted: float(row["CosineSimilarity"]) where a number is wanted.
+    --json``; .columns keeps the header as written). Numbers are floats at full precision
+    (NaN as float('nan')); row.cells keeps the CSV strings.
 
     The comparison runs without the GIL. A problem with one op becomes its CompareFailReason;
     an op on one side only is a row, not an exception (summary["exit_code"] is then 2).
-    Raises adump.ConfigError for bad algorithms, adump.NotFoundError when a side holds no dump
+    Raises adump.ConfigError for bad algorithms or thresholds, adump.NotFoundError when a side holds no dump
     file, OSError for a path that cannot be read or an output that cannot be written.
     """
     if recursive and os.path.isdir(my) and os.path.isdir(golden):
         # Two capture roots: pair by pair, never merged (adump/_pairs.py).
         def one(m, g, csv):
             return compare(m, g, algorithms=algorithms, msprobe=msprobe, advisor=False,
-                           threads=threads, _csv=csv)
+                           threads=threads, _csv=csv, thresholds=thresholds)
         paired = _pairs.compare_pairs(one, my, golden, out)
         if paired is not None:
             rows, last, pairs = paired
@@ -108,10 +187,18 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
     columns, rows, summary = _adump.compare(os.fspath(my), os.fspath(golden),
                                             _alg_list(algorithms), bool(msprobe),
                                             bool(advisor), threads, bool(recursive), csv,
-                                            advice)
+                                            advice, _threshold_list(thresholds))
     keys = _keys(columns)
-    res = CompareResult(dict(zip(keys, r)) for r in rows)
+    is_stats = len(columns) > 10 and columns[10] == "Max diff"
+    res = CompareResult(_row(keys, cells, info, is_stats) for cells, info in rows)
     res.columns = list(columns)
+    first = summary["first_divergent_row"]
+    for key, name in (("op", "NPUDump"), ("tensor", "TensorIndex"), ("module", "module"),
+                      ("verdict", "verdict"), ("reason", "reason")):
+        summary["first_divergent_" + key] = res[first][name] if first >= 0 else None
+    nonfinite = summary["first_nonfinite_row"]
+    summary["first_nonfinite_op"] = res[nonfinite]["NPUDump"] if nonfinite >= 0 else None
+    summary["first_nonfinite_module"] = res[nonfinite]["module"] if nonfinite >= 0 else None
     res.summary = summary
     if summary["matched_count"]:
         res.csv, res.advice = csv, advice
@@ -128,17 +215,20 @@ def _flat(a):
     return a, DTYPES[a.dtype.name], a.size, a.shape
 
 
-def compare_arrays(my, golden):
-    """The ten msaccucmp metrics of two arrays (numpy, or torch tensors on any device), as
-    one row of ``adump.compare`` has them: a dict of algorithm name -> the cell string
-    ("1.000000", "NaN", "(mean;std),(mean;std)" for StandardDeviation ...), plus
-    "CompareFailReason" ("" when none). Element counts must match (else every cell is "NaN"
-    and the reason says why); my's shape decides msaccucmp's scalar rule.
-    Raises TypeError for an unsupported dtype, adump.UnsupportedError for a non-numeric one.
+def compare_arrays(my, golden, *, thresholds=None):
+    """The ten msaccucmp metrics of two arrays (numpy, or torch tensors on any device) and
+    their verdict, as one row of ``adump.compare`` has them: a CompareRow of algorithm name
+    -> float (NaN as float('nan'); StandardDeviation ((mean, std), (mean, std))),
+    "CompareFailReason" ("" when none), verdict, reason, nan_count, inf_count,
+    scaled_error ...; .cells holds the CSV strings ("1.000000", "NaN" ...). Element counts
+    must match (else every number is NaN, the verdict "none" and the reason says why); my's
+    shape decides msaccucmp's scalar rule. thresholds: as adump.compare's.
+    Raises TypeError for an unsupported dtype, adump.UnsupportedError for a non-numeric one,
+    adump.ConfigError for bad thresholds.
     """
     x, dtx, nx, shape = _flat(my)
     y, dty, ny, _ = _flat(golden)
-    cells, msg = _adump.compare_buffers(x, dtx, nx, y, dty, ny, tuple(shape))
-    res = dict(zip(_adump.compare_alg_names(), cells))
-    res["CompareFailReason"] = msg
-    return res
+    cells, msg, info = _adump.compare_buffers(x, dtx, nx, y, dty, ny, tuple(shape),
+                                              _threshold_list(thresholds))
+    keys = list(_adump.compare_alg_names()) + ["CompareFailReason"]
+    return _row(keys, list(cells) + [msg], info, False)

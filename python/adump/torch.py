@@ -121,12 +121,13 @@ class _Backward:
 class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    keep_root=False, parameters=True, stack=False, **config): a context manager; call
+    keep_root=False, parameters=False, stack=False, **config): a context manager; call
     cap.step() after each training step. stack=True records the Python call stack of each
     forward dump (cap.tree.stack_json(step): msprobe's stack.json).
 
     Module level: a forward dump's inputs are the positional tensor arguments, then the
-    keyword ones, then (parameters=True) the module's own parameters; its header's
+    keyword ones, then (parameters=True; off by default, since adump scan and compare take
+    every input for an argument) the module's own parameters; its header's
     dfx_message describes them in msprobe's model (see _torch_info: which input is which,
     dtype, shape, requires_grad, non-tensor values). The root module is not dumped
     (msprobe's rule) unless keep_root=True. Complex tensors are dumped with the header's
@@ -150,7 +151,7 @@ class capture(_Select):
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
                  steps=None, content="tensor", zero_copy=False, list=None, data_mode=None,
-                 keep_root=False, parameters=True, stack=False, **config):
+                 keep_root=False, parameters=False, stack=False, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -415,7 +416,7 @@ class capture(_Select):
             self._handles.append(module.register_forward_hook(post))
             if self.level == "module" and self.with_inputs:
                 self._wrap_forward(module)
-            if self.level == "module" and self.backward and self.parameters:
+            if self.level == "module" and self.backward:
                 self._hook_parameters(module, base, cls, path)
 
     def _hook_parameters(self, module, base, cls, path):

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* _adump.compare and _adump.compare_buffers: the compare API (include/adump/compare.h) for
- * Python. Rows are handed out as tuples of the CSV cells; adump/_compare.py makes dicts. */
+ * Python. Rows are handed out as (tuple of the CSV cells, dict of the numbers and verdict);
+ * adump/_compare.py makes dicts of them. */
 #include "pyadump_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,6 +29,56 @@ static PyObject *str_tuple(const char *const *s, uint32_t n)
 	return t;
 }
 
+static PyObject *optional_str(const char *s)
+{
+	if (!s)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
+
+/* The numbers behind a row (full precision, NaN as float nan) and its verdict. */
+static PyObject *row_info(const struct adump_compare_metrics *m, bool is_compared,
+			  enum adump_compare_verdict verdict, const char *reason,
+			  const char *module, uint64_t timestamp)
+{
+	PyObject *values = PyTuple_New(ADUMP_COMPARE_ALG_COUNT), *first;
+
+	if (!values)
+		return NULL;
+	for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++) {
+		PyObject *v = PyFloat_FromDouble(is_compared ? m->value[i] : NAN);
+
+		if (!v || PyTuple_SetItem(values, i, v) < 0) {
+			Py_DECREF(values);
+			return NULL;
+		}
+	}
+	if (is_compared && m->nonfinite_diff_count && m->first_nonfinite_diff != UINT64_MAX) {
+		first = PyLong_FromUnsignedLongLong(m->first_nonfinite_diff);
+	} else {
+		first = Py_None;
+		Py_INCREF(first);
+	}
+	return Py_BuildValue("{s:N,s:O,s:s,s:s,s:N,s:K,s:(dd),s:(dd),s:d,s:d,s:d,s:(KK),s:(KK),"
+			     "s:K,s:N,s:d,s:d,s:d}",
+			     "values", values, "compared", is_compared ? Py_True : Py_False,
+			     "verdict", adump_compare_verdict_name(verdict),
+			     "reason", reason ? reason : "", "module", optional_str(module),
+			     "timestamp", (unsigned long long)timestamp,
+			     "mean", m->mean[0], m->mean[1], "std", m->std[0], m->std[1],
+			     "one_thousandth", m->one_thousandth,
+			     "five_thousandths", m->five_thousandths, "euclid", m->euclid,
+			     "nan_count", (unsigned long long)m->nan_count[0],
+			     (unsigned long long)m->nan_count[1],
+			     "inf_count", (unsigned long long)m->inf_count[0],
+			     (unsigned long long)m->inf_count[1],
+			     "nonfinite_diff_count", (unsigned long long)m->nonfinite_diff_count,
+			     "first_nonfinite_diff", first,
+			     "scaled_error", is_compared ? m->scaled_error : NAN,
+			     "finite_cosine", is_compared ? m->finite_cosine : NAN,
+			     "finite_max_abs", is_compared ? m->finite_max_abs : NAN);
+}
+
 static PyObject *summary_dict(const struct adump_compare_summary *s)
 {
 	PyObject *d = PyDict_New();
@@ -44,6 +96,10 @@ static PyObject *summary_dict(const struct adump_compare_summary *s)
 	    pyadump_dict_steal(d, "golden_bytes", PyLong_FromUnsignedLongLong(s->bytes[1])) ||
 	    pyadump_dict_steal(d, "first_divergent_row", PyLong_FromLongLong(s->first_divergent_row)) ||
 	    pyadump_dict_steal(d, "first_overflow_row", PyLong_FromLongLong(s->first_overflow_row)) ||
+	    pyadump_dict_steal(d, "first_nonfinite_row", PyLong_FromLongLong(s->first_nonfinite_row)) ||
+	    pyadump_dict_steal(d, "warning_count", PyLong_FromUnsignedLongLong(s->warning_count)) ||
+	    pyadump_dict_steal(d, "error_count", PyLong_FromUnsignedLongLong(s->error_count)) ||
+	    pyadump_dict_steal(d, "nonfinite_count", PyLong_FromUnsignedLongLong(s->nonfinite_count)) ||
 	    pyadump_dict_steal(d, "exit_code", PyLong_FromLong(s->exit_code))) {
 		Py_DECREF(d);
 		return NULL;
@@ -92,9 +148,16 @@ static PyObject *result_of(const struct adump_compare *c, const char *csv, const
 		goto fail;
 	for (uint64_t r = 0; r < n; r++) {
 		const struct adump_compare_row *row = adump_compare_row(c, r);
-		PyObject *t = str_tuple(row->cells, row->cell_count);
+		PyObject *t = str_tuple(row->cells, row->cell_count), *info, *pair;
 
-		if (!t || PyList_SetItem(rows, (Py_ssize_t)r, t) < 0)
+		info = t ? row_info(&row->metrics, row->is_compared, row->verdict, row->reason,
+				    row->module, row->timestamp) : NULL;
+		pair = info ? Py_BuildValue("(NN)", t, info) : NULL;
+		if (!pair) {
+			Py_XDECREF(t);
+			goto fail;
+		}
+		if (PyList_SetItem(rows, (Py_ssize_t)r, pair) < 0)
 			goto fail;
 	}
 	sum = summary_dict(&s);
@@ -107,22 +170,23 @@ fail:
 	return NULL;
 }
 
-/* compare(my, golden, algs, msprobe, advisor, threads, recursive, csv_path, advice_path) */
+/* compare(my, golden, algs, msprobe, advisor, threads, recursive, csv_path, advice_path,
+ * thresholds) */
 static PyObject *py_compare(PyObject *self, PyObject *args)
 {
 	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
 	PyObject *my_b = NULL, *golden_b = NULL, *csv_b = NULL, *advice_b = NULL, *res = NULL;
 	PyObject *csv_o, *advice_o;
-	const char *algs, *my, *golden;
+	const char *algs, *my, *golden, *thresholds = NULL;
 	struct adump_compare *c = NULL;
 	int msprobe, advisor, recursive, ret;
 	unsigned threads;
 	char msg[4096];
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "O&O&zppIpOO:compare", PyUnicode_FSConverter, &my_b,
+	if (!PyArg_ParseTuple(args, "O&O&zppIpOO|z:compare", PyUnicode_FSConverter, &my_b,
 			      PyUnicode_FSConverter, &golden_b, &algs, &msprobe, &advisor,
-			      &threads, &recursive, &csv_o, &advice_o))
+			      &threads, &recursive, &csv_o, &advice_o, &thresholds))
 		goto out;
 	if ((csv_o != Py_None && !PyUnicode_FSConverter(csv_o, &csv_b)) ||
 	    (advice_o != Py_None && !PyUnicode_FSConverter(advice_o, &advice_b)))
@@ -135,6 +199,7 @@ static PyObject *py_compare(PyObject *self, PyObject *args)
 	cfg.has_overflow = advisor;
 	cfg.is_recursive = recursive;
 	cfg.thread_count = threads;
+	cfg.thresholds = thresholds;
 	my = PyBytes_AsString(my_b);
 	golden = PyBytes_AsString(golden_b);
 	msg[0] = '\0';
@@ -158,8 +223,18 @@ out:
 	return res;
 }
 
-/* compare_buffers(x, dtype_x, count_x, y, dtype_y, count_y, dims) -> (cells, message): the
- * buffers contiguous, of at least count * dtype size bytes. */
+/* msaccucmp's scalar: the dims add up to their count ([], [1], [1, 1] ...). */
+static bool is_scalar(const uint64_t *dims, uint32_t dim_count)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < dim_count; i++)
+		sum += dims[i];
+	return sum == dim_count;
+}
+
+/* compare_buffers(x, dtype_x, count_x, y, dtype_y, count_y, dims[, thresholds]) ->
+ * (cells, message, info): the buffers contiguous, of at least count * dtype size bytes. */
 static PyObject *py_compare_buffers(PyObject *self, PyObject *args)
 {
 	char cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES], msg[4096];
@@ -170,12 +245,21 @@ static PyObject *py_compare_buffers(PyObject *self, PyObject *args)
 	struct adump_compare_metrics m;
 	int dtype_x, dtype_y, ret;
 	PyObject *shape, *res = NULL;
+	const char *thresholds = NULL;
+	struct adump_compare_thresholds th;
+	enum adump_compare_verdict verdict = ADUMP_COMPARE_NONE;
+	char reason[1024] = "";
 	Py_ssize_t n;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "y*iKy*iKO!:compare_buffers", &vx, &dtype_x, &count_x, &vy,
-			      &dtype_y, &count_y, &PyTuple_Type, &shape))
+	if (!PyArg_ParseTuple(args, "y*iKy*iKO!|z:compare_buffers", &vx, &dtype_x, &count_x, &vy,
+			      &dtype_y, &count_y, &PyTuple_Type, &shape, &thresholds))
 		return NULL;
+	ret = adump_compare_thresholds_parse(&th, thresholds, msg, sizeof(msg));
+	if (ret < 0) {
+		pyadump_raise(ret, msg, NULL);
+		goto out;
+	}
 	n = PyTuple_Size(shape);
 	if (n > ADUMP_MAX_DIMS) {
 		PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n, ADUMP_MAX_DIMS);
@@ -197,6 +281,10 @@ static PyObject *py_compare_buffers(PyObject *self, PyObject *args)
 	Py_BEGIN_ALLOW_THREADS
 	ret = adump_compare_buffers(dtype_x, vx.buf, count_x, dtype_y, vy.buf, count_y, dims,
 				    (uint32_t)n, &m, cells, msg, sizeof(msg));
+	if (ret == 0 && count_x == count_y)
+		verdict = adump_compare_verdict_judge(&th, dtype_x, dtype_y,
+						      is_scalar(dims, (uint32_t)n),
+						      &m, reason, sizeof(reason));
 	Py_END_ALLOW_THREADS
 	if (ret < 0) {
 		pyadump_raise(ret, msg, NULL);
@@ -204,7 +292,8 @@ static PyObject *py_compare_buffers(PyObject *self, PyObject *args)
 	}
 	for (int i = 0; i < ADUMP_COMPARE_ALG_COUNT; i++)
 		cell_ptr[i] = cells[i];
-	res = Py_BuildValue("(Ns)", str_tuple(cell_ptr, ADUMP_COMPARE_ALG_COUNT), msg);
+	res = Py_BuildValue("(NsN)", str_tuple(cell_ptr, ADUMP_COMPARE_ALG_COUNT), msg,
+			    row_info(&m, count_x == count_y, verdict, reason, NULL, 0));
 out:
 	PyBuffer_Release(&vx);
 	PyBuffer_Release(&vy);
@@ -224,10 +313,11 @@ static PyObject *py_alg_names(PyObject *self, PyObject *unused)
 
 static PyMethodDef compare_methods[] = {
 	{ "compare", py_compare, METH_VARARGS,
-	  "compare(my, golden, algs, msprobe, advisor, threads, recursive, csv, advice) -> "
-	  "(columns, rows, summary)" },
+	  "compare(my, golden, algs, msprobe, advisor, threads, recursive, csv, advice"
+	  "[, thresholds]) -> (columns, rows of (cells, info), summary)" },
 	{ "compare_buffers", py_compare_buffers, METH_VARARGS,
-	  "compare_buffers(x, dtype_x, count_x, y, dtype_y, count_y, dims) -> (cells, message)" },
+	  "compare_buffers(x, dtype_x, count_x, y, dtype_y, count_y, dims[, thresholds]) -> "
+	  "(cells, message, info)" },
 	{ "compare_alg_names", py_alg_names, METH_NOARGS,
 	  "compare_alg_names() -> the ten algorithm names in index order" },
 	{ NULL, NULL, 0, NULL },

@@ -3,6 +3,7 @@
 ops, one tensor perturbed), the rows checked cell by cell against the CSV `adump compare`
 writes for the same pair; bad paths and algorithms."""
 import csv
+import math
 import os
 import sys
 import unittest
@@ -68,10 +69,20 @@ class Compare(unittest.TestCase):
         header, cells = read_csv(path)
         self.assertEqual(rows.columns, header)
         self.assertEqual(len(rows), len(cells))
-        keys = list(rows[0])
+        keys = list(rows[0].cells)
         self.assertEqual(len(keys), len(header))          # no key lost to the repeats
         for row, want in zip(rows, cells):
-            self.assertEqual([row[k] for k in keys], want)
+            self.assertEqual([row.cells[k] for k in keys], want)
+            # The numbers are the cells' numbers, at full precision.
+            for k, text in zip(keys, want):
+                if k == "Index":
+                    self.assertEqual(row[k], int(text))
+                elif k in adump._adump.compare_alg_names() and k != "StandardDeviation":
+                    if text == "NaN" or text == "nan":
+                        self.assertTrue(math.isnan(row[k]), (k, row[k]))
+                    else:
+                        self.assertIsInstance(row[k], float)
+                        self.assertEqual("%.6f" % row[k] if text != "1.0" else "1.0", text)
         return path
 
     def test_rows_equal_cli_csv(self):
@@ -97,12 +108,21 @@ class Compare(unittest.TestCase):
         self.assertEqual(len(perturbed), 1)
         for r in rows:
             if r is perturbed[0]:
-                self.assertLess(float(r["CosineSimilarity"]), 1.0)
-                self.assertGreater(float(r["MaxAbsoluteError"]), 2.0)
+                self.assertLess(r["CosineSimilarity"], 1.0)
+                self.assertGreater(r["MaxAbsoluteError"], 2.0)
+                self.assertEqual(r["verdict"], "error")
+                self.assertIn("floor", r["reason"])
             else:
-                self.assertEqual(r["CosineSimilarity"], "1.000000", r)
-                self.assertEqual(r["MaxAbsoluteError"], "0.000000", r)
+                self.assertEqual(r.cells["CosineSimilarity"], "1.000000", r)
+                self.assertEqual(r["MaxAbsoluteError"], 0.0, r)
+                self.assertEqual(r["verdict"], "pass", r)
+                self.assertEqual(r["reason"], "")
+            self.assertIsNone(r["module"])
+            self.assertEqual(r["nan_count"], (0, 0))
         self.assertEqual(rows.summary["first_divergent_row"], rows.index(perturbed[0]))
+        self.assertEqual(rows.summary["first_divergent_op"], "layer_0_add")
+        self.assertEqual(rows.summary["first_divergent_verdict"], "error")
+        self.assertEqual(rows.summary["error_count"], 1)
 
     def test_options_match_cli(self):
         rows = adump.compare(self.my_dir, self.golden_dir, algorithms=[0, "MaxRelativeError"],
@@ -134,7 +154,10 @@ class Compare(unittest.TestCase):
         rows = adump.compare(only, self.golden_dir)
         self.assertEqual(rows.summary["golden_only_count"], 1)
         self.assertEqual(rows.summary["exit_code"], 2)
-        self.assertEqual(rows[0]["CosineSimilarity"], "1.000000")
+        self.assertEqual(rows[0]["CosineSimilarity"], 1.0)
+        self.assertEqual(rows[0].cells["CosineSimilarity"], "1.000000")
+        self.assertEqual(rows[0]["verdict"], "pass")
+        self.assertEqual(rows[-1]["verdict"], "none")     # the op on one side only
 
     def test_errors(self):
         with self.assertRaises(OSError):
@@ -158,15 +181,103 @@ class Compare(unittest.TestCase):
         for name, row in (("a", rows[0]), ("d", rows[4])):
             m = adump.compare_arrays(self.mine[name], self.golden[name])
             for alg in adump._adump.compare_alg_names():
+                self.assertEqual(m.cells[alg], row.cells[alg], (name, alg))
                 self.assertEqual(m[alg], row[alg], (name, alg))
             self.assertEqual(m["CompareFailReason"], row["CompareFailReason"])
+            self.assertEqual(m["verdict"], row["verdict"])
         m = adump.compare_arrays(self.mine["d"], self.golden["d"])
-        self.assertLess(float(m["CosineSimilarity"]), 1.0)
+        self.assertLess(m["CosineSimilarity"], 1.0)
         m = adump.compare_arrays(self.mine["a"], self.mine["a"][:, ::2])   # 32 vs 16 elements
-        self.assertEqual(m["CosineSimilarity"], "NaN")
+        self.assertTrue(math.isnan(m["CosineSimilarity"]))
+        self.assertEqual(m.cells["CosineSimilarity"], "NaN")
+        self.assertEqual(m["verdict"], "none")
         self.assertTrue(m["CompareFailReason"])
         with self.assertRaises(TypeError):
             adump.compare_arrays(np.zeros(3, np.complex64), np.zeros(3, np.complex64))
+
+    def test_small_magnitudes(self):
+        # A gradient bug at small magnitude: the 6-decimal cells read as equal, the numbers,
+        # the scale-free error and the verdict do not.
+        a = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+        m = adump.compare_arrays(a * 1e-7, a * 1.5e-7)
+        self.assertEqual(m.cells["MaxAbsoluteError"], "0.000000")
+        self.assertEqual(m.cells["CosineSimilarity"], "1.000000")
+        self.assertGreater(m["MaxAbsoluteError"], 0.0)
+        self.assertAlmostEqual(m["scaled_error"], 1 / 3, places=5)
+        self.assertAlmostEqual(m["MaxRelativeError"], 1 / 3, places=5)
+        self.assertEqual(m["verdict"], "error")
+        # Rounding-sized differences pass; float16 limits are wider than float32's.
+        b = a + a * np.float32(1e-6)
+        self.assertEqual(adump.compare_arrays(a, b)["verdict"], "pass")
+        c = (a * np.float32(1.001)).astype(np.float16)
+        self.assertEqual(adump.compare_arrays(c, a.astype(np.float16))["verdict"], "pass")
+        self.assertEqual(adump.compare_arrays(a * np.float32(1.001), a)["verdict"], "error")
+        # Integers are exact.
+        i = np.arange(10, dtype=np.int32)
+        j = i.copy()
+        j[9] += 1
+        self.assertEqual(adump.compare_arrays(i, i)["verdict"], "pass")
+        self.assertEqual(adump.compare_arrays(j, i)["verdict"], "error")
+
+    def test_nonfinite(self):
+        a = np.linspace(1, 2, 100, dtype=np.float32)
+        b = a.copy()
+        b[7] = np.nan
+        m = adump.compare_arrays(b, a)
+        self.assertEqual(m["verdict"], "error")
+        self.assertEqual(m["nan_count"], (1, 0))
+        self.assertEqual(m["first_nonfinite_diff"], 7)
+        self.assertIn("first at index 7", m["reason"])
+        self.assertTrue(math.isnan(m["CosineSimilarity"]))
+        c = a.copy()
+        c[50] = np.inf
+        m = adump.compare_arrays(a, c)
+        self.assertEqual(m["verdict"], "error")
+        self.assertEqual(m["inf_count"], (0, 1))
+        self.assertEqual(m["first_nonfinite_diff"], 50)
+        # -inf against +inf differs; the same NaN and Inf on both sides do not, and the
+        # rest is judged on the finite elements.
+        d = c.copy()
+        d[50] = -np.inf
+        self.assertEqual(adump.compare_arrays(d, c)["nonfinite_diff_count"], 1)
+        e = b.copy()
+        e[50] = np.inf
+        m = adump.compare_arrays(e, e.copy())
+        self.assertEqual(m["verdict"], "pass", m["reason"])
+        f = e.copy()
+        f[60] += 1
+        m = adump.compare_arrays(f, e)
+        self.assertEqual(m["verdict"], "error")
+        self.assertIn("finite on both sides", m["reason"])
+
+    def test_thresholds(self):
+        a = np.linspace(1, 2, 100, dtype=np.float32)
+        b = a * np.float32(1.0005)             # scaled error 5e-4: a float32 warning
+        self.assertEqual(adump.compare_arrays(b, a)["verdict"], "warning")
+        self.assertEqual(adump.compare_arrays(b, a, thresholds={"scaled_warning": 1e-3})
+                         ["verdict"], "pass")
+        self.assertEqual(adump.compare_arrays(b, a, thresholds="float32.scaled=1e-4")
+                         ["verdict"], "error")
+        self.assertEqual(adump.compare_arrays(b, a, thresholds="float16.scaled=1e-9")
+                         ["verdict"], "warning")
+        with self.assertRaises(adump.ConfigError) as cm:
+            adump.compare_arrays(b, a, thresholds="cosine=0.9,bogus=1")
+        self.assertIn("bogus", str(cm.exception))
+        with self.assertRaises(adump.ConfigError) as cm:
+            adump.compare(self.my_dir, self.golden_dir, thresholds={"cosine": 2})
+        self.assertIn("cosine", str(cm.exception))
+        rows = adump.compare(self.my_dir, self.golden_dir,
+                             thresholds="scaled=1e9,scaled_warning=1e9,max_abs=1e9,cosine=-1,"
+                                        "cosine_warning=-1")
+        # msprobe's rule is the floor: a cosine < 0.99 with MaxAbsErr > 0.001 stays an error.
+        bad = [r for r in rows if r["verdict"] != "pass"]
+        for r in bad:
+            self.assertIn("floor", r["reason"])
+        code, text = helpers.tool("compare", "-m", self.my_dir, "-g", self.golden_dir,
+                                  "-out", helpers.tmpdir("cmp-th"), "--threshold",
+                                  "float16.cosine=abc")
+        self.assertEqual(code, 2, text)
+        self.assertIn("float16.cosine", text)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def capture_dotted(top, bump):
     if bump:
         with torch.no_grad():
             m.a_b.weight[0, 0] += 1.0
-    with adump.torch.capture(m, top, level="module") as cap:
+    with adump.torch.capture(m, top, level="module", keep_root=True) as cap:
         m(torch.ones(2, 4))
         cap.step()
 

@@ -129,7 +129,8 @@ class ModuleLevel(unittest.TestCase):
         ref = reference_modules(ref_model, xs)
         top = helpers.tmpdir("torch-mod")
         model = make_model()
-        with adump.torch.capture(model, top, level="module", backward=True) as cap:
+        with adump.torch.capture(model, top, level="module", backward=True,
+                                 parameters=True) as cap:
             train(model, xs, cap)
         self.assertEqual(cap.losses, [])
         # Capture changed nothing: the same parameters as the plain run.
@@ -212,7 +213,8 @@ class ModuleLevel(unittest.TestCase):
         m = torch.tensor([[True, False, False], [False, True, False]])
         for keep_root in (False, True):
             top = helpers.tmpdir("torch-kw")
-            with adump.torch.capture(model, top, backward=False, keep_root=keep_root) as cap:
+            with adump.torch.capture(model, top, backward=False, keep_root=keep_root,
+                                     parameters=True) as cap:
                 y, c = model(x, m)
             self.assertEqual(cap.losses, [])
             dumps = dumps_of(top, 0)
@@ -243,6 +245,13 @@ class ModuleLevel(unittest.TestCase):
             np.testing.assert_array_equal(w, model.lin.weight.detach().numpy())
         # The wrapped forward is gone after the capture.
         self.assertNotIn("forward", model.kw.__dict__)
+        # By default parameters are not inputs (scan and compare read inputs as arguments).
+        top = helpers.tmpdir("torch-kw-noparam")
+        with adump.torch.capture(model, top, backward=False) as cap:
+            model(x, m)
+        lin = dumps_of(top, 0)["Module.lin.Linear.forward.0"]
+        self.assertEqual(len(lin.inputs), 1)
+        self.assertNotIn("parameters", json.loads(lin.dfx_message))
 
     def test_parameters_grad(self):
         class Twice(nn.Module):

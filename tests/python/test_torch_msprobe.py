@@ -68,6 +68,7 @@ def run(dump_path, steps=2, **kw):
 
     handles = [mod.register_forward_hook(hook(name)) for name, mod in m.named_modules() if name]
     opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    kw.setdefault("parameters", True)       # msprobe's L0 records each module's parameters
     with adump.torch.capture(m, dump_path, **kw) as cap:
         for _ in range(steps):
             counts.clear()

@@ -1258,6 +1258,196 @@ static void check_stat_cells(const struct adump_compare *c, int row, const char 
 		      fabs(want / b * 100.0));
 }
 
+/* One float32 dump <dir>/<side>/MatMul.<name>.1.2.<ts>: input 0 and output 0 of @n values;
+ * @module, when set, the header's `module` attribute (adump.torch at level="op"). */
+static void verdict_write(const char *side, const char *name, uint64_t ts, const char *module,
+			  const float *in, const float *out, uint32_t n)
+{
+	struct adump_attr at = { .name = "module", .value = module };
+	uint64_t dims[1] = { n };
+	struct adump_tensor t[2] = { rt_tensor(ADUMP_TENSOR_INPUT, ADUMP_DT_FLOAT, 1, dims, n * 4),
+				     rt_tensor(ADUMP_TENSOR_OUTPUT, ADUMP_DT_FLOAT, 1, dims, n * 4) };
+	struct adump_op op = { .op_type = "MatMul", .op_name = name, .task_id = 1, .stream_id = 2,
+			       .timestamp_us = ts, .tensor_count = 2, .tensors = t,
+			       .attr_count = module ? 1 : 0, .attrs = &at };
+	const void *data[2] = { in, out };
+	char path[4096];
+	size_t len;
+	void *buf = rt_dump_mem(&op, data, &len);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, side);
+	mkdir(path, 0755);
+	/* msaccucmp reads a timestamp of 16 digits only. */
+	snprintf(path, sizeof(path), "%s/%s/MatMul.%s.1.2.%llu", dir, side, name,
+		 (unsigned long long)(1700000000000000ull + ts));
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+	fclose(f);
+	free(buf);
+}
+
+/* Issue 22: NaN/Inf are divergences (whatever the cosine), the first divergent row is the
+ * first not-pass verdict in execution order, the module is named beside the op, and the
+ * CSV stays msaccucmp's but for the NaN/Inf reason. */
+START_TEST(test_verdicts)
+{
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	const struct adump_compare_row *row;
+	struct adump_compare *c;
+	float x[64], noisy[64], nan_out[64], small[64], small2[64];
+	char *text = NULL, msg[512];
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	for (int i = 0; i < 64; i++) {
+		x[i] = (float)(i % 7) - 3.0f + 0.25f * (float)i;
+		noisy[i] = x[i] * (1.0f + (i % 2 ? 0.003f : -0.003f));
+		nan_out[i] = x[i];
+		small[i] = x[i] * 1e-8f;
+		small2[i] = x[i] * 1.5e-8f;
+	}
+	nan_out[5] = NAN;
+	dir = t_tmpdir("compare");
+	/* Execution order: clean (100), noise (200: cosine 0.99999, msaccucmp sees nothing),
+	 * NaN (300, in a module), tiny values 1.5x (400). */
+	for (int s2 = 0; s2 < 2; s2++) {
+		const char *side = s2 ? "golden" : "my";
+
+		verdict_write(side, "clean", 100, NULL, x, x, 64);
+		verdict_write(side, "noise", 200, NULL, x, s2 ? x : noisy, 64);
+		verdict_write(side, "nan", 300, "Module.layers.1.linear1.Linear.forward.0", x,
+			      s2 ? x : nan_out, 64);
+		verdict_write(side, "tiny", 400, NULL, x, s2 ? small2 : small, 64);
+	}
+	c = run_compare(&cfg);
+	adump_compare_summary_get(c, &s);
+	ck_assert_int_eq(s.exit_code, ADUMP_COMPARE_EXIT_NONFINITE);
+	ck_assert_uint_eq(s.nonfinite_count, 1);
+
+	r = find_row(c, "clean:output:0");
+	ck_assert_int_eq(adump_compare_row(c, (uint64_t)r)->verdict, ADUMP_COMPARE_PASS);
+	ck_assert_str_eq(adump_compare_row(c, (uint64_t)r)->reason, "");
+
+	r = find_row(c, "noise:output:0");
+	row = adump_compare_row(c, (uint64_t)r);
+	ck_assert(row->cosine > 0.99);
+	ck_assert_int_eq(row->verdict, ADUMP_COMPARE_ERROR);
+	ck_assert_msg(strstr(row->reason, "max abs error / max |ground truth|"), "%s", row->reason);
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"), "");
+	ck_assert_msg(s.first_divergent_row == r, "first divergent %lld: %s %s",
+		      (long long)s.first_divergent_row,
+		      adump_compare_row(c, (uint64_t)s.first_divergent_row)->tensor_id,
+		      adump_compare_row(c, (uint64_t)s.first_divergent_row)->reason);
+
+	r = find_row(c, "nan:output:0");
+	row = adump_compare_row(c, (uint64_t)r);
+	ck_assert_int_eq(s.first_nonfinite_row, r);
+	ck_assert_int_eq(row->verdict, ADUMP_COMPARE_ERROR);
+	ck_assert_str_eq(row->module, "Module.layers.1.linear1.Linear.forward.0");
+	ck_assert_uint_eq(row->metrics.nan_count[0], 1);
+	ck_assert_uint_eq(row->metrics.nan_count[1], 0);
+	ck_assert_uint_eq(row->metrics.first_nonfinite_diff, 5);
+	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "nan");
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"),
+			 "NaN/Inf differ at 1 elements, the first at index 5 (my output: 1 NaN, "
+			 "0 Inf; ground truth: 0 NaN, 0 Inf)");
+	ck_assert_ptr_null(adump_compare_row(c, (uint64_t)find_row(c, "noise:input:0"))->module);
+
+	r = find_row(c, "tiny:output:0");
+	row = adump_compare_row(c, (uint64_t)r);
+	ck_assert_str_eq(cell(c, r, "MaxAbsoluteError"), "0.000000");
+	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "1.000000");
+	ck_assert_int_eq(row->verdict, ADUMP_COMPARE_ERROR);
+	ck_assert(fabs(row->metrics.scaled_error - 1.0 / 3.0) < 1e-5);
+
+	/* The advisor names the NaN first, with its module, never "All data ... meets". */
+	f = open_memstream(&text, &len);
+	ck_assert_int_eq(adump_compare_write_advice(c, f), 0);
+	fclose(f);
+	ck_assert_msg(strstr(text, "Detection Type: NaN/Inf\nOperator Index: 2\n") &&
+		      strstr(text, "Operator Name: nan (in module "
+				   "Module.layers.1.linear1.Linear.forward.0)\n"), "%s", text);
+	ck_assert_ptr_null(strstr(text, "meets the accuracy requirements"));
+	free(text);
+	adump_compare_close(c);
+
+	/* Looser limits: the noise passes, the NaN still fails (no limit turns it off). */
+	cfg.thresholds = "scaled=1,scaled_warning=1,cosine_warning=0.99";
+	c = run_compare(&cfg);
+	adump_compare_summary_get(c, &s);
+	ck_assert_int_eq(adump_compare_row(c, (uint64_t)find_row(c, "noise:output:0"))->verdict,
+			 ADUMP_COMPARE_PASS);
+	ck_assert_int_eq(s.first_divergent_row, find_row(c, "nan:output:0"));
+	ck_assert_int_eq(s.exit_code, ADUMP_COMPARE_EXIT_NONFINITE);
+	adump_compare_close(c);
+
+	/* Limits that do not parse: the open fails naming the key. */
+	cfg.thresholds = "cosine=0.9,float16.bogus=2";
+	snprintf(msg, sizeof(msg), "%s/my", dir);
+	{
+		char golden[4096];
+
+		snprintf(golden, sizeof(golden), "%s/golden", dir);
+		ck_assert_int_eq(adump_compare_open(&cfg, msg, golden, &c, msg, sizeof(msg)),
+				 -ADUMP_ERR_CONFIG);
+	}
+	ck_assert_msg(strstr(msg, "float16.bogus"), "%s", msg);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* The limits parser: keys alone or per class, values checked. */
+START_TEST(test_thresholds_parse)
+{
+	struct adump_compare_thresholds t;
+	char msg[256];
+
+	ck_assert_int_eq(adump_compare_thresholds_parse(&t, NULL, msg, sizeof(msg)), 0);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_INTEGER].max_abs == 0);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_FLOAT16].scaled > t.of[ADUMP_COMPARE_CLASS_FLOAT32].scaled);
+	ck_assert_int_eq(adump_compare_thresholds_parse(&t, "cosine=0.5, bfloat16.scaled=0.2",
+							msg, sizeof(msg)), 0);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_FLOAT32].cosine == 0.5);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_BFLOAT16].cosine == 0.5);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_INTEGER].cosine == -1);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_BFLOAT16].scaled == 0.2);
+	ck_assert(t.of[ADUMP_COMPARE_CLASS_FLOAT32].scaled == 1e-3);
+	ck_assert_int_eq(adump_compare_thresholds_parse(&t, "cosine=1.5", msg, sizeof(msg)),
+			 -ADUMP_ERR_CONFIG);
+	ck_assert_msg(strstr(msg, "cosine"), "%s", msg);
+	ck_assert_int_eq(adump_compare_thresholds_parse(&t, "max_abs", msg, sizeof(msg)),
+			 -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_compare_thresholds_parse(&t, "scaled=nan", msg, sizeof(msg)),
+			 -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_compare_thresholds_parse(&t, "int.max_abs=1", msg, sizeof(msg)),
+			 -ADUMP_ERR_CONFIG);
+	ck_assert_msg(strstr(msg, "int.max_abs"), "%s", msg);
+	ck_assert_int_eq(adump_compare_class_of(ADUMP_DT_FLOAT, ADUMP_DT_BF16),
+			 ADUMP_COMPARE_CLASS_BFLOAT16);
+	ck_assert_int_eq(adump_compare_class_of(ADUMP_DT_INT32, ADUMP_DT_INT64),
+			 ADUMP_COMPARE_CLASS_INTEGER);
+	ck_assert_int_eq(adump_compare_class_of(ADUMP_DT_INT32, ADUMP_DT_FLOAT),
+			 ADUMP_COMPARE_CLASS_FLOAT32);
+	{
+		struct adump_compare_row row = { .op_name = "Module_a_b_Linear_forward_0",
+						 .module = "Module.a.b.Linear.forward.0" };
+
+		ck_assert(adump_compare_is_self(&row));
+		row.module = "Module.a.c.Linear.forward.0";
+		ck_assert(!adump_compare_is_self(&row));
+		row.module = "Module.a.b.Linear.forward.00";
+		ck_assert(!adump_compare_is_self(&row));
+		row.module = NULL;
+		ck_assert(!adump_compare_is_self(&row));
+	}
+}
+END_TEST
+
 START_TEST(test_stats_values)
 {
 	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
@@ -1314,7 +1504,12 @@ START_TEST(test_stats_values)
 	ck_assert_str_eq(cell(c, r, "L2norm diff"), "0");
 	ck_assert_str_eq(cell(c, r, "NPU max"), "nan");
 	ck_assert_str_eq(cell(c, r, "NPU mean"), "inf");
-	ck_assert_str_eq(cell(c, r, "Result"), "");                     /* inf/inf is no number */
+	/* msprobe leaves Result empty here (inf/inf is no number); a NaN max where the bench's
+	 * is 1 is a divergence (issue 22), and the reason says which statistic. */
+	ck_assert_str_eq(cell(c, r, "Result"), "Warning");
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"),
+			 "Need double check api accuracy.,max differs: nan vs 1");
+	ck_assert_int_eq(adump_compare_row(c, (uint64_t)r)->verdict, ADUMP_COMPARE_ERROR);
 
 	r = find_row(c, "a:output:0");
 	ck_assert_str_eq(cell(c, r, "Min diff"), "-2.0");
@@ -1341,7 +1536,12 @@ START_TEST(test_stats_values)
 	adump_compare_summary_get(c, &s);
 	ck_assert_uint_eq(s.matched_count, 1);
 	ck_assert_uint_eq(s.tensor_count, 4);
-	ck_assert_int_eq(s.exit_code, 0);
+	/* input:1's NaN max against a finite one: the NaN/Inf status, and the first
+	 * divergent row in execution order is input:0 (its mean differs: a warning). */
+	ck_assert_int_eq(s.exit_code, ADUMP_COMPARE_EXIT_NONFINITE);
+	ck_assert_int_eq(s.first_nonfinite_row, find_row(c, "a:input:1"));
+	ck_assert_int_eq(s.first_divergent_row, find_row(c, "a:input:0"));
+	ck_assert_uint_eq(s.nonfinite_count, 1);
 
 	/* The result CSV read back: the same cells. */
 	f = open_memstream(&text, &len);
@@ -1581,6 +1781,8 @@ int main(void)
 	tcase_add_test(td, test_ffts_merge_random);
 	tcase_add_test(td, test_open_errors);
 	tcase_add_test(td, test_stats_values);
+	tcase_add_test(td, test_verdicts);
+	tcase_add_test(td, test_thresholds_parse);
 	tcase_add_test(td, test_stats_matching);
 	tcase_add_test(td, test_stats_capture);
 	suite_add_tcase(s, tc);

@@ -4,10 +4,12 @@
  * that op, a one-sided op gives exit 2, and two .npy files give file_result_<ts>.txt. */
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adump/compare.h"
 #include "reader_helpers.h"
 
 #ifndef ADUMP_TOOL
@@ -125,12 +127,59 @@ START_TEST(test_bench_pair)
 	ck_assert_ptr_nonnull(strstr(csv, "\"TensorIndex\": \"bench_add_1_1:output:0\""));
 	free(csv);
 	csv = t_slurp(dir, "stderr");
-	ck_assert_msg(strstr(csv, "first divergent op (CosineSimilarity < 0.99): Index") &&
-		      strstr(csv, "bench_add_1_1, tensor bench_add_1_1:output:0"), "%s", csv);
+	ck_assert_msg(strstr(csv, "first divergent op (execution order): Index") &&
+		      strstr(csv, "bench_add_1_1, tensor bench_add_1_1:output:0: error ("), "%s",
+		      csv);
 	free(csv);
 	advice = t_slurp(out, "advisor_summary.txt");
 	ck_assert_ptr_nonnull(strstr(advice, "Detection Type: Global Consistency\n"));
 	ck_assert_ptr_null(strstr(advice, "Operator Index: NA"));
+	free(advice);
+	t_rmtree(out);
+
+	/* Limits that do not parse: exit 2 naming the key, nothing compared. */
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s --threshold cosine=0.9,float16.cos=1",
+			     my, golden, out), 2);
+	csv = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(csv, "--threshold: threshold 'float16.cos'"), "%s", csv);
+	free(csv);
+	ck_assert_int_ne(access(out, F_OK), 0);            /* not even -out made */
+
+	/* One NaN in the victim's first input: adump's own exit status 100, the reason in
+	 * CompareFailReason, the advisor on the NaN. */
+	{
+		struct adump_reader *r;
+		const struct adump_reader_header *h;
+		size_t len;
+		unsigned char *bytes = t_read_file(victim, &len);
+		FILE *f;
+
+		ck_assert_int_eq(adump_reader_create(&r), 0);
+		ck_assert_int_eq(adump_reader_open(r, victim), 0);
+		h = adump_reader_header(r);
+		if (h->tensors[0].info.dtype == ADUMP_DT_FLOAT16) {
+			bytes[h->tensors[0].offset + 6] = 0x00;
+			bytes[h->tensors[0].offset + 7] = 0x7e;
+		} else {
+			float nan = NAN;
+
+			memcpy(bytes + h->tensors[0].offset + 12, &nan, 4);
+		}
+		adump_reader_destroy(r);
+		f = fopen(victim, "wb");
+		ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+		fclose(f);
+		free(bytes);
+	}
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s -advisor", my, golden, out),
+			 ADUMP_COMPARE_EXIT_NONFINITE);
+	csv = slurp_prefix(out, "result_");
+	ck_assert_msg(strstr(csv, "NaN/Inf differ at 1 elements, the first at index 3 (my output: "
+				  "1 NaN, 0 Inf; ground truth: 0 NaN, 0 Inf)"), "%s", csv);
+	free(csv);
+	advice = t_slurp(out, "advisor_summary.txt");
+	ck_assert_msg(strstr(advice, "Detection Type: NaN/Inf\n") &&
+		      strstr(advice, "Operator Name: bench_add_1_1\n"), "%s", advice);
 	free(advice);
 	t_rmtree(out);
 
