@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "adump/export.h"
 #include "adump/reader.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
@@ -25,7 +26,9 @@ static void usage(FILE *f)
 		"the tensor sizes equals the file size, the DumpData header parses, and each\n"
 		"input's and output's shape x dtype size equals its size. Lists leftover .part\n"
 		"files (writes that never finished) and .failed files (write errors, dropped data).\n"
-		".csv files (statistics mode) are not dump files and are skipped.\n"
+		".csv files (statistics mode) are not dump files and are skipped, and so are\n"
+		".json files; .pt files (msprobe's layout, adump export --msprobe) are checked as\n"
+		"torch zip files: every record whole and matching its CRC-32.\n"
 		"<name>.lz4 files (dump_compress lz4) are decoded in full: the frame checksum must\n"
 		"match and the content must be a whole dump; .lz4.part and .lz4.failed count as\n"
 		"leftovers and failed files.\n"
@@ -124,8 +127,13 @@ static enum verdict verify_one(struct adump_reader *r, const char *path, char *m
 		snprintf(msg, cap, "%s: leftover .part file (a write that never finished)", path);
 		return VERDICT_PART;
 	}
-	if (tool_has_suffix(path, ".csv"))
+	if (tool_has_suffix(path, ".csv") || tool_has_suffix(path, ".json"))
 		return VERDICT_SKIPPED;
+	if (tool_has_suffix(path, ".pt")) {     /* msprobe layout (adump export --msprobe) */
+		if (adump_pt_check(path, msg, cap) < 0)
+			return VERDICT_BAD;
+		return VERDICT_OK;
+	}
 	if (tool_has_suffix(path, ".failed")) {
 		snprintf(msg, cap, "%s: failed dump (write error or dropped data)", path);
 		return VERDICT_FAILED;

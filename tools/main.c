@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "bench", cmd_bench, "capture a synthetic multi-stream workload on the simulated NPU" },
 	{ "compare", cmd_compare, "compare two dumps tensor by tensor (like msaccucmp compare)" },
 	{ "convert", cmd_convert, "dump files -> numpy .npy arrays (like msaccucmp convert)" },
+	{ "export", cmd_export, "a torch capture in msprobe's layout (dump.json, .pt files)" },
 	{ "inspect", cmd_inspect, "header and per-tensor statistics of dump files" },
 	{ "scan", cmd_scan, "NaN/Inf in one capture: the op that made them, the ops they reached" },
 	{ "verify", cmd_verify, "check that every dump file of a directory is complete" },

@@ -18,6 +18,7 @@ bool tool_is_tty(void);
 int cmd_bench(int argc, char **argv);
 int cmd_compare(int argc, char **argv) __attribute__((weak));
 int cmd_convert(int argc, char **argv) __attribute__((weak));
+int cmd_export(int argc, char **argv) __attribute__((weak));
 int cmd_inspect(int argc, char **argv) __attribute__((weak));
 int cmd_scan(int argc, char **argv) __attribute__((weak));
 int cmd_verify(int argc, char **argv) __attribute__((weak));

@@ -26,7 +26,8 @@ from . import _adump
 INPUT, OUTPUT, BUFFER, WORKSPACE = 0, 1, 2, 3
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _PACKED_ENTRY = 0
-_NOT_DUMPS = (".csv", ".part", ".failed", ".npy", ".json", ".jsonl", ".txt", ".log")
+_NOT_DUMPS = (".csv", ".part", ".failed", ".npy", ".json", ".jsonl", ".txt", ".log",
+              ".pt")             # msprobe layout: dump_tensor_data/*.pt (adump export)
 LOSS_LOG = "adump-losses.jsonl"
 
 TensorInfo = namedtuple("TensorInfo", "kind index dtype format sub_format shape orig_shape "
@@ -465,8 +466,14 @@ def verify(top: PathLike) -> "VerifyReport":
                                  "finished)"))
         elif path.endswith(".failed"):
             rep.problems.append(("failed", path, "failed dump (write error or dropped data)"))
-        elif path.endswith(".csv"):
-            continue
+        elif path.endswith((".csv", ".json")):
+            continue                    # statistics; msprobe layout's dump/construct.json
+        elif path.endswith(".pt"):
+            rep.files += 1              # msprobe layout: a torch zip, checked whole
+            try:
+                _adump.pt_check(path)
+            except (_adump.Error, OSError) as exc:
+                rep.problems.append(("bad", path, str(exc)))
         elif os.path.basename(path) == LOSS_LOG:
             # One line per tensor the capture lost, each a problem (as `adump verify` does).
             with builtins.open(path, "rb") as f:

@@ -34,6 +34,7 @@ from . import _adump, _losses
 from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
+from . import _torch_msprobe
 from ._torch_info import STORED, describe, storable, to_json
 from ._torch_select import _Select
 from ._torch_tree import ModuleTree
@@ -174,6 +175,17 @@ class capture(_Select):
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
+        # format="msprobe": each step's rank directory becomes msprobe's layout when the
+        # step closes (_torch_msprobe); "cann" (default) keeps the CANN files.
+        self.format = self.config.pop("format", "cann")
+        self.msprobe_md5 = bool(self.config.pop("md5", False))
+        if self.format not in ("cann", "msprobe"):
+            raise ValueError("format must be 'cann' or 'msprobe'")
+        if self.format == "msprobe" and content == "stats":
+            # msprobe's statistics need each argument's place and full precision, which
+            # the statistics CSV does not keep: the tensors go through the pipeline and
+            # the export keeps only their statistics (_torch_msprobe).
+            self.config["content"] = "tensor"
         # The whole config is checked now, not at the first dump inside a forward hook.
         _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
@@ -319,6 +331,7 @@ class capture(_Select):
             else:
                 self._session.flush()
         self._check_rank()
+        _torch_msprobe.step_closed(self, self.step_no)
 
     def step(self):
         """End the current step: wait until its dumps are written, then count the next."""
@@ -782,6 +795,7 @@ class capture(_Select):
             self._coll.finish_step()
             self._close_session()
             self._final_rank()
+            _torch_msprobe.step_closed(self, self.step_no, last=True)
         if exc_type is None:
             self._warn_unmatched()
         return False

@@ -45,6 +45,7 @@ PyObject *pyadump_raise_closed(const char *what);
 int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
+int pyadump_export_init(PyObject *module);
 int pyadump_config_init(PyObject *module);
 int pyadump_scan_init(PyObject *module);
 int pyadump_map_init(PyObject *module);

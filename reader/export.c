@@ -1,0 +1,985 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* An adump.torch capture in msprobe's PyTorch layout. Per rank directory:
+ *     dump.json         {"task", "level", "framework", "dump_data_dir", "data": {entry: ...}}
+ *     stack.json        the capture's, else {}
+ *     construct.json    the capture's (adump.torch writes it per step), else from each dump's
+ *                       `module` attribute
+ *     dump_tensor_data/<entry>.<input|kwargs|output|parameters>.<key path>.pt
+ * The dfx_message adump.torch writes into each header describes the call in msprobe's terms
+ * (_torch_info.py): its tensor items name the dump's tensor they refer to ("input.2"), which
+ * this file replaces by msprobe's tensor description (statistics from the bytes, data_name).
+ * A dump without one (a backward call) lists its inputs and outputs in order. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <isa-l/crc.h>
+#include <json-c/json.h>
+
+#include "adump/export.h"
+#include "reader/compare_int.h"
+#include "reader/reader_int.h"
+
+struct ex_file {
+	char *path;
+	uint64_t timestamp;
+	uint64_t task_id;
+	bool is_csv;
+};
+
+struct ex_files {
+	struct ex_file *v;
+	size_t n, cap;
+};
+
+struct ex_ctx {
+	unsigned flags;
+	char *msg;
+	size_t cap;
+	struct adump_reader *r;
+	const char *data_dir;           /* absolute dump_tensor_data, NULL: no .pt files */
+	unsigned char *buf;             /* one tensor's bytes */
+	size_t buf_cap;
+	bool op_level;
+};
+
+static int ex_fail(struct ex_ctx *c, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->msg && c->cap) {
+		va_start(ap, fmt);
+		vsnprintf(c->msg, c->cap, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static int files_add(struct ex_files *f, const char *path, const struct adump_reader_name *nm,
+		     bool is_csv)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		struct ex_file *v = realloc(f->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n].path = strdup(path);
+	if (!f->v[f->n].path)
+		return -ENOMEM;
+	f->v[f->n].timestamp = nm->timestamp;
+	f->v[f->n].task_id = nm->task_id;
+	f->v[f->n].is_csv = is_csv;
+	f->n++;
+	return 0;
+}
+
+static void files_free(struct ex_files *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->v[i].path);
+	free(f->v);
+}
+
+/* Every dump file (and statistics .csv) under @dir, any depth. */
+static int collect(const char *dir, struct ex_files *f, int depth)
+{
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	if (depth > 16)
+		return 0;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX], name[NAME_MAX + 1];
+		struct adump_reader_name nm;
+		struct stat st;
+		bool csv;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (stat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (strcmp(e->d_name, "dump_tensor_data") == 0)
+				continue;
+			ret = collect(path, f, depth + 1);
+			if (ret < 0)
+				break;
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || has_suffix(e->d_name, ".json"))
+			continue;
+		csv = has_suffix(e->d_name, ".csv");
+		snprintf(name, sizeof(name), "%s", e->d_name);
+		if (csv)
+			name[strlen(name) - 4] = '\0';
+		if (adump_reader_name_parse(name, &nm) < 0)
+			continue;
+		ret = files_add(f, path, &nm, csv);
+		if (ret < 0)
+			break;
+	}
+	closedir(d);
+	return ret;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+	const struct ex_file *x = a, *y = b;
+
+	if (x->timestamp != y->timestamp)
+		return x->timestamp < y->timestamp ? -1 : 1;
+	if (x->task_id != y->task_id)
+		return x->task_id < y->task_id ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* ---- one tensor ------------------------------------------------------------------------- */
+
+static double elem_double(const unsigned char *p, int32_t dtype, size_t i)
+{
+	switch (dtype) {
+	case ADUMP_DT_FLOAT: { float v; memcpy(&v, p + 4 * i, 4); return v; }
+	case ADUMP_DT_DOUBLE: { double v; memcpy(&v, p + 8 * i, 8); return v; }
+	case ADUMP_DT_FLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return adump_half_to_float(v); }
+	case ADUMP_DT_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return adump_bf16_to_float(v); }
+	case ADUMP_DT_INT8: return (int8_t)p[i];
+	case ADUMP_DT_UINT8: return p[i];
+	case ADUMP_DT_BOOL: return p[i] != 0;
+	case ADUMP_DT_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+	case ADUMP_DT_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+	case ADUMP_DT_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
+	default: return NAN;
+	}
+}
+
+static bool dtype_is_float(int32_t dt)
+{
+	return dt == ADUMP_DT_FLOAT || dt == ADUMP_DT_DOUBLE || dt == ADUMP_DT_FLOAT16 ||
+	       dt == ADUMP_DT_BF16;
+}
+
+static bool dt_has_stats(int32_t dt)
+{
+	return dt != ADUMP_DT_COMPLEX64 && dt != ADUMP_DT_COMPLEX128;
+}
+
+static struct json_object *stat_value(double v, int32_t dt)
+{
+	if (dt == ADUMP_DT_BOOL)
+		return json_object_new_boolean(v != 0);
+	if (!dtype_is_float(dt))
+		return json_object_new_int64((int64_t)v);
+	if (isnan(v))
+		return json_object_new_string("nan");
+	if (isinf(v))
+		return json_object_new_string(v > 0 ? "inf" : "-inf");
+	return json_object_new_double(v);
+}
+
+/* msprobe's description of tensor @ti of the open dump; its bytes go to @data_name. */
+static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, bool requires_grad,
+		       struct json_object **out)
+{
+	const struct adump_reader_tensor *t = &adump_reader_header(c->r)->tensors[ti];
+	const char *dtn = adump_pt_dtype_name(t->info.dtype);
+	struct json_object *o = json_object_new_object(), *shape = json_object_new_array();
+	uint64_t bytes = t->info.bytes;
+	unsigned bits = adump_dtype_bits(t->info.dtype);
+	int ret;
+
+	if (!o || !shape) {
+		json_object_put(o);
+		json_object_put(shape);
+		return -ENOMEM;
+	}
+	json_object_object_add(o, "type", json_object_new_string("torch.Tensor"));
+	json_object_object_add(o, "dtype", json_object_new_string(dtn ? dtn : "unknown"));
+	for (uint32_t i = 0; i < t->info.dim_count; i++)
+		json_object_array_add(shape, json_object_new_int64((int64_t)t->info.dims[i]));
+	json_object_object_add(o, "shape", shape);
+	*out = o;
+	if (bytes > SIZE_MAX / 2)
+		return ex_fail(c, -EFBIG, "%s: tensor %u too large", adump_reader_name(c->r), ti);
+	if (bytes > c->buf_cap) {
+		unsigned char *b = realloc(c->buf, bytes);
+
+		if (!b)
+			return -ENOMEM;
+		c->buf = b;
+		c->buf_cap = bytes;
+	}
+	if (bytes) {
+		ret = adump_reader_read(c->r, ti, 0, c->buf, bytes);
+		if (ret < 0)
+			return ex_fail(c, ret, "%s", adump_reader_error(c->r));
+	}
+	if (dtn && bits && dt_has_stats(t->info.dtype)) {
+		size_t n = bytes / (bits / 8);
+		double mx = -INFINITY, mn = INFINITY, sum = 0, sq = 0;
+		bool nan = false;
+
+		for (size_t i = 0; i < n; i++) {
+			double v = elem_double(c->buf, t->info.dtype, i);
+
+			if (isnan(v)) {
+				nan = true;
+				continue;
+			}
+			mx = v > mx ? v : mx;
+			mn = v < mn ? v : mn;
+			sum += v;
+			sq += v * v;
+		}
+		if (n == 0) {
+			json_object_object_add(o, "Max", NULL);
+			json_object_object_add(o, "Min", NULL);
+			json_object_object_add(o, "Mean", NULL);
+			json_object_object_add(o, "Norm", NULL);
+		} else {
+			/* torch.max and friends propagate NaN */
+			json_object_object_add(o, "Max", stat_value(nan ? NAN : mx, t->info.dtype));
+			json_object_object_add(o, "Min", stat_value(nan ? NAN : mn, t->info.dtype));
+			if (t->info.dtype == ADUMP_DT_BOOL) {
+				json_object_object_add(o, "Mean", NULL);
+				json_object_object_add(o, "Norm", NULL);
+			} else {
+				json_object_object_add(o, "Mean",
+						       stat_value(nan ? NAN : sum / (double)n,
+								  ADUMP_DT_DOUBLE));
+				json_object_object_add(o, "Norm",
+						       stat_value(nan ? NAN : sqrt(sq),
+								  ADUMP_DT_DOUBLE));
+			}
+		}
+	} else {
+		json_object_object_add(o, "Max", NULL);
+		json_object_object_add(o, "Min", NULL);
+		json_object_object_add(o, "Mean", NULL);
+		json_object_object_add(o, "Norm", NULL);
+	}
+	json_object_object_add(o, "requires_grad", json_object_new_boolean(requires_grad));
+	if (c->flags & ADUMP_EXPORT_MD5) {
+		char hex[16];
+
+		snprintf(hex, sizeof(hex), "%08x",
+			 (unsigned)crc32_gzip_refl(0, c->buf, bytes));
+		json_object_object_add(o, "md5", json_object_new_string(hex));
+	}
+	if (c->data_dir && dtn) {
+		char path[PATH_MAX], archive[256];
+		size_t an;
+
+		snprintf(archive, sizeof(archive), "%s", data_name);
+		an = strlen(archive);
+		if (an > 3 && strcmp(archive + an - 3, ".pt") == 0)
+			archive[an - 3] = '\0';
+		for (char *p = archive; *p; p++)        /* archive names: [A-Za-z0-9_.-] */
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+				*p = '_';
+		if (snprintf(path, sizeof(path), "%s/%s", c->data_dir, data_name) >=
+		    (int)sizeof(path))
+			return ex_fail(c, -ENAMETOOLONG, "%s: name too long", data_name);
+		ret = adump_pt_write(path, archive, t->info.dtype, t->info.dims, t->info.dim_count,
+				     c->buf, bytes, c->msg, c->cap);
+		if (ret < 0)
+			return ret;
+		json_object_object_add(o, "data_name", json_object_new_string(data_name));
+	}
+	return 0;
+}
+
+/* ---- one dump --------------------------------------------------------------------------- */
+
+/* The header tensor "input.2" / "output.0" names, or -1. */
+static int find_tensor(struct ex_ctx *c, const char *ref)
+{
+	const struct adump_reader_header *h = adump_reader_header(c->r);
+	enum adump_tensor_kind kind;
+	const char *dot = strchr(ref, '.');
+	char *end;
+	unsigned long idx;
+
+	if (!dot)
+		return -1;
+	if (strncmp(ref, "input.", 6) == 0)
+		kind = ADUMP_TENSOR_INPUT;
+	else if (strncmp(ref, "output.", 7) == 0)
+		kind = ADUMP_TENSOR_OUTPUT;
+	else
+		return -1;
+	idx = strtoul(dot + 1, &end, 10);
+	if (*end)
+		return -1;
+	for (uint32_t i = 0; i < h->tensor_count; i++)
+		if (h->tensors[i].info.kind == kind && h->tensors[i].index == idx)
+			return (int)i;
+	return -1;
+}
+
+static bool is_leaf(struct json_object *o)
+{
+	struct json_object *t;
+
+	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
+}
+
+/* @item of a dfx_message in msprobe's terms; @prefix is the data name so far. */
+static int transform(struct ex_ctx *c, struct json_object *item, const char *prefix,
+		     struct json_object **out)
+{
+	char sub[1024];
+	int ret = 0;
+
+	*out = NULL;
+	if (!item)
+		return 0;
+	if (json_object_is_type(item, json_type_array)) {
+		struct json_object *a = json_object_new_array();
+
+		if (!a)
+			return -ENOMEM;
+		for (size_t i = 0; i < json_object_array_length(item); i++) {
+			struct json_object *v;
+
+			snprintf(sub, sizeof(sub), "%s.%zu", prefix, i);
+			ret = transform(c, json_object_array_get_idx(item, i), sub, &v);
+			json_object_array_add(a, v);
+			if (ret < 0)
+				break;
+		}
+		*out = a;
+		return ret;
+	}
+	if (!json_object_is_type(item, json_type_object)) {
+		*out = json_object_get(item);
+		return 0;
+	}
+	if (!is_leaf(item)) {
+		struct json_object *d = json_object_new_object();
+
+		if (!d)
+			return -ENOMEM;
+		json_object_object_foreach(item, k, v) {
+			struct json_object *nv;
+
+			snprintf(sub, sizeof(sub), "%s.%s", prefix, k);
+			ret = transform(c, v, sub, &nv);
+			json_object_object_add(d, k, nv);
+			if (ret < 0)
+				break;
+		}
+		*out = d;
+		return ret;
+	}
+	{
+		struct json_object *tref, *rg, *ty;
+		const char *type;
+		int ti;
+
+		json_object_object_get_ex(item, "type", &ty);
+		type = json_object_get_string(ty);
+		if (strcmp(type, "torch.Tensor") != 0 || !json_object_object_get_ex(item, "tensor", &tref) ||
+		    !json_object_is_type(tref, json_type_string)) {
+			/* a non-tensor, or a tensor adump did not store: as described */
+			struct json_object *d = json_object_new_object();
+
+			json_object_object_foreach(item, k, v)
+				if (strcmp(k, "tensor") != 0)
+					json_object_object_add(d, k, json_object_get(v));
+			*out = d;
+			return 0;
+		}
+		ti = find_tensor(c, json_object_get_string(tref));
+		if (ti < 0)
+			return ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: dfx_message names tensor %s, "
+				       "which the dump does not hold", adump_reader_name(c->r),
+				       json_object_get_string(tref));
+		snprintf(sub, sizeof(sub), "%s.pt", prefix);
+		ret = tensor_json(c, (uint32_t)ti, sub,
+				  json_object_object_get_ex(item, "requires_grad", &rg) &&
+				  json_object_get_boolean(rg), out);
+		return ret;
+	}
+}
+
+/* A dump without dfx_message (a module's backward call): inputs and outputs in order. */
+static int plain_list(struct ex_ctx *c, enum adump_tensor_kind kind, const char *prefix,
+		      struct json_object **out)
+{
+	const struct adump_reader_header *h = adump_reader_header(c->r);
+	struct json_object *a = json_object_new_array();
+	char sub[1024];
+	int ret;
+
+	*out = a;
+	if (!a)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < h->tensor_count; i++) {
+		struct json_object *v;
+
+		if (h->tensors[i].info.kind != kind)
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%u.pt", prefix, h->tensors[i].index);
+		ret = tensor_json(c, i, sub, false, &v);
+		json_object_array_add(a, v);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int export_dump(struct ex_ctx *c, const char *path, struct json_object *data,
+		       struct json_object *construct, bool *is_module)
+{
+	const struct adump_reader_header *h;
+	struct json_object *entry = NULL, *dfx = NULL, *v;
+	const char *name;
+	char prefix[1024], fixed[768];
+	int ret;
+
+	ret = adump_reader_open(c->r, path);
+	if (ret < 0)
+		return ex_fail(c, ret, "%s", adump_reader_error(c->r));
+	h = adump_reader_header(c->r);
+	name = h->op_name;
+	if (has_suffix(name, ".parameters_grad")) {
+		/* msprobe counts every parameters_grad call: <...>.parameters_grad.0 */
+		snprintf(fixed, sizeof(fixed), "%s.0", name);
+		name = fixed;
+	}
+	*is_module = strncmp(name, "Module.", 7) == 0;
+	entry = json_object_new_object();
+	if (!entry) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (h->dfx_message[0]) {
+		dfx = json_tokener_parse(h->dfx_message);
+		if (!dfx || !json_object_is_type(dfx, json_type_object)) {
+			ret = ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: dfx_message is not a JSON object",
+				      path);
+			goto out;
+		}
+	}
+	if (dfx && json_object_object_get_ex(dfx, "parameters_grad", &v)) {
+		/* {param: [tensor]}, data names <entry>.<param>.pt */
+		struct json_object *t;
+
+		snprintf(prefix, sizeof(prefix), "%s", name);
+		ret = transform(c, v, prefix, &t);
+		if (t) {
+			json_object_object_foreach(t, k, tv) {
+				struct json_object *one = json_object_new_array();
+
+				json_object_array_add(one, json_object_get(tv));
+				json_object_object_add(entry, k, one);
+			}
+			json_object_put(t);
+		}
+	} else if (dfx) {
+		static const char *const keys[][2] = {
+			{ "input_args", "input" }, { "input_kwargs", "kwargs" },
+			{ "output", "output" }, { "parameters", "parameters" },
+			{ "input", "input" },
+		};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret >= 0; i++) {
+			struct json_object *t;
+
+			if (!json_object_object_get_ex(dfx, keys[i][0], &v))
+				continue;
+			snprintf(prefix, sizeof(prefix), "%s.%s", name, keys[i][1]);
+			if (strcmp(keys[i][0], "output") == 0 &&
+			    !json_object_is_type(v, json_type_array)) {
+				/* msprobe lists a single output (its output tuple) */
+				struct json_object *one = json_object_new_array();
+
+				json_object_array_add(one, json_object_get(v));
+				ret = transform(c, one, prefix, &t);
+				json_object_put(one);
+			} else {
+				ret = transform(c, v, prefix, &t);
+			}
+			json_object_object_add(entry, keys[i][0], t);
+		}
+	} else {
+		bool bwd = strstr(name, ".backward") != NULL;
+		struct json_object *t;
+
+		snprintf(prefix, sizeof(prefix), "%s.input", name);
+		ret = plain_list(c, ADUMP_TENSOR_INPUT, prefix, &t);
+		json_object_object_add(entry, bwd ? "input" : "input_args", t);
+		if (!bwd)
+			json_object_object_add(entry, "input_kwargs", json_object_new_object());
+		if (ret >= 0) {
+			snprintf(prefix, sizeof(prefix), "%s.output", name);
+			ret = plain_list(c, ADUMP_TENSOR_OUTPUT, prefix, &t);
+			json_object_object_add(entry, "output", t);
+		}
+	}
+	if (ret < 0)
+		goto out;
+	/* an op's module call, when the capture left no construct.json */
+	if (construct) {
+		const char *mod = NULL;
+
+		for (uint32_t i = 0; i < h->attr_count; i++)
+			if (strcmp(h->attrs[i].name, "module") == 0)
+				mod = h->attrs[i].value;
+		json_object_object_add(construct, name, mod ? json_object_new_string(mod) : NULL);
+	}
+	json_object_object_add(data, name, entry);
+	entry = NULL;
+out:
+	json_object_put(entry);
+	json_object_put(dfx);
+	adump_reader_close(c->r);
+	return ret;
+}
+
+/* A statistics dump (.csv): its tensors in order, without .pt files or argument places. */
+static int export_csv(struct ex_ctx *c, const char *path, struct json_object *data,
+		      struct json_object *construct, bool *is_module)
+{
+	struct adump_compare_stats st = { 0 };
+	struct adump_reader_name nm;
+	char fname[NAME_MAX + 1];
+	const char *base;
+	struct json_object *entry = NULL, *ins = NULL, *outs = NULL;
+	const char *name;
+	int ret;
+
+	ret = adump_compare_stats_load(path, &st, c->msg, c->cap);
+	if (ret < 0)
+		goto out;
+	/* The file name holds the dump name with '.' made '_'; the capture's construct.json
+	 * holds the real one. */
+	base = strrchr(path, '/');
+	snprintf(fname, sizeof(fname), "%s", base ? base + 1 : path);
+	if (has_suffix(fname, ".csv"))
+		fname[strlen(fname) - 4] = '\0';
+	if (adump_reader_name_parse(fname, &nm) < 0) {
+		ret = ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: not a dump file name", path);
+		goto out;
+	}
+	name = nm.op_name;
+	if (construct) {
+		json_object_object_foreach(construct, k, v) {
+			char m[sizeof(nm.op_name)];
+			size_t i;
+
+			(void)v;
+			for (i = 0; k[i] && i + 1 < sizeof(m); i++)
+				m[i] = (isalnum((unsigned char)k[i]) || k[i] == '-') ? k[i] : '_';
+			m[i] = '\0';
+			if (strcmp(m, nm.op_name) == 0 ||
+			    (has_suffix(k, ".parameters_grad.0") && i >= 2 &&
+			     strncmp(m, nm.op_name, i - 2) == 0 && nm.op_name[i - 2] == '\0')) {
+				name = k;
+				break;
+			}
+		}
+	}
+	*is_module = strncmp(name, "Module.", 7) == 0;
+	entry = json_object_new_object();
+	ins = json_object_new_array();
+	outs = json_object_new_array();
+	if (!entry || !ins || !outs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < st.count; i++) {
+		const struct adump_compare_stats_tensor *t = &st.tensors[i];
+		const char *dtn = adump_pt_dtype_name(t->t.info.dtype);
+		static const char *const keys[4] = { "Max", "Min", "Mean", "Norm" };
+		struct json_object *o = json_object_new_object(), *shape = json_object_new_array();
+
+		json_object_object_add(o, "type", json_object_new_string("torch.Tensor"));
+		json_object_object_add(o, "dtype", json_object_new_string(dtn ? dtn : "unknown"));
+		for (uint32_t d = 0; d < t->t.info.dim_count; d++)
+			json_object_array_add(shape, json_object_new_int64((int64_t)t->t.info.dims[d]));
+		json_object_object_add(o, "shape", shape);
+		for (int k = 0; k < 4; k++)
+			json_object_object_add(o, keys[k], t->stat[k].is_present ?
+					       stat_value(t->stat[k].value, k < 2 ? t->t.info.dtype
+										  : ADUMP_DT_DOUBLE)
+					       : NULL);
+		json_object_object_add(o, "requires_grad", json_object_new_boolean(false));
+		json_object_array_add(t->t.info.kind == ADUMP_TENSOR_INPUT ? ins : outs, o);
+	}
+	json_object_object_add(entry, strstr(name, ".backward") ? "input" : "input_args", ins);
+	if (!strstr(name, ".backward"))
+		json_object_object_add(entry, "input_kwargs", json_object_new_object());
+	json_object_object_add(entry, "output", outs);
+	ins = outs = NULL;
+	json_object_object_add(data, name, entry);
+	entry = NULL;
+out:
+	json_object_put(ins);
+	json_object_put(outs);
+	json_object_put(entry);
+	adump_compare_stats_free(&st);
+	return ret;
+}
+
+/* The module path of "Module.<path>.<Class>.<forward|backward>.<n>" into @out; false if
+ * @name is not a module call of that shape. */
+static bool module_path(const char *name, const char *dir, char *out, size_t cap)
+{
+	const char *end = name + strlen(name);
+	int dots = 0;
+
+	if (strncmp(name, "Module.", 7) != 0)
+		return false;
+	while (end > name + 7 && dots < 3)
+		if (*--end == '.')
+			dots++;
+	if (dots < 3 || end <= name + 7 || (size_t)(end - name - 7) >= cap)
+		return false;
+	{
+		const char *tail = strchr(end + 1, '.');        /* .<dir>.<n> */
+
+		if (!tail || strncmp(tail + 1, dir, strlen(dir)) != 0 ||
+		    tail[1 + strlen(dir)] != '.')
+			return false;
+	}
+	memcpy(out, name + 7, (size_t)(end - name - 7));
+	out[end - name - 7] = '\0';
+	return true;
+}
+
+/* Parents of module calls for a capture that left no construct.json: module calls are
+ * dumped when they return (post-order), so a call's parent is the first later forward call
+ * whose module path is a proper prefix of its own at a '.'; a backward call's parent is
+ * its forward parent's backward. Ops keep the `module` attribute they were given. */
+static void construct_infer(struct json_object *data, struct json_object *construct)
+{
+	size_t n = 0, i = 0;
+	const char **names;
+
+	json_object_object_foreach(data, k0, v0) {
+		(void)k0;
+		(void)v0;
+		n++;
+	}
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (!names)
+		return;
+	{
+		json_object_object_foreach(data, k, v) {
+			(void)v;
+			names[i++] = k;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		char path[512], other[512];
+		size_t pl;
+
+		if (!module_path(names[i], "forward", path, sizeof(path)))
+			continue;
+		pl = strlen(path);
+		for (size_t j = i + 1; j < n; j++) {
+			size_t ol;
+
+			if (!module_path(names[j], "forward", other, sizeof(other)))
+				continue;
+			ol = strlen(other);
+			if (ol < pl && strncmp(path, other, ol) == 0 && path[ol] == '.') {
+				json_object_object_add(construct, names[i],
+						       json_object_new_string(names[j]));
+				break;
+			}
+		}
+	}
+	for (i = 0; i < n; i++) {
+		char fwd[1024], pb[1024];
+		struct json_object *p;
+		const char *b = strstr(names[i], ".backward.");
+
+		if (!b || strncmp(names[i], "Module.", 7) != 0 || (size_t)(b - names[i]) > 900)
+			continue;
+		snprintf(fwd, sizeof(fwd), "%.*s.forward.%s", (int)(b - names[i]), names[i],
+			 b + 10);
+		if (!json_object_object_get_ex(construct, fwd, &p) || !p)
+			continue;
+		{
+			const char *pf = json_object_get_string(p);
+			const char *f = strstr(pf, ".forward.");
+
+			if (!f || (size_t)(f - pf) > 900)
+				continue;
+			snprintf(pb, sizeof(pb), "%.*s.backward.%s", (int)(f - pf), pf, f + 9);
+			json_object_object_add(construct, names[i], json_object_new_string(pb));
+		}
+	}
+	free(names);
+}
+
+/* ---- one rank directory ----------------------------------------------------------------- */
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static struct json_object *load_json(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    access(path, R_OK) < 0)
+		return NULL;
+	return json_object_from_file(path);
+}
+
+/* The capture's construct.json with msprobe's parameters_grad names (<...>.parameters_grad.0
+ * for the first call; adump.torch leaves the first call's count off). */
+static struct json_object *construct_fix(struct json_object *in)
+{
+	struct json_object *o;
+
+	if (!in || !json_object_is_type(in, json_type_object)) {
+		json_object_put(in);
+		return NULL;
+	}
+	o = json_object_new_object();
+	if (!o) {
+		json_object_put(in);
+		return NULL;
+	}
+	json_object_object_foreach(in, k, v) {
+		char key[1024];
+
+		snprintf(key, sizeof(key), "%s%s", k, has_suffix(k, ".parameters_grad") ? ".0" : "");
+		json_object_object_add(o, key, json_object_get(v));
+	}
+	json_object_put(in);
+	return o;
+}
+
+static int save_json(struct ex_ctx *c, const char *dir, const char *name, struct json_object *o)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return ex_fail(c, -ENAMETOOLONG, "%s/%s: name too long", dir, name);
+	if (json_object_to_file_ext(path, o, JSON_C_TO_STRING_PRETTY |
+				    JSON_C_TO_STRING_NOSLASHESCAPE) < 0)
+		return ex_fail(c, errno ? -errno : -EIO, "%s: %s", path, json_util_get_last_err());
+	return 0;
+}
+
+static long export_rank(struct ex_ctx *c, const char *in, const char *out)
+{
+	struct ex_files files = { 0 };
+	struct json_object *doc = NULL, *data, *construct = NULL, *stack = NULL;
+	char data_dir[PATH_MAX], abs_dir[PATH_MAX];
+	bool any_module = false, any_api = false, stats = false, build_construct;
+	long n = 0;
+	int ret;
+
+	ret = collect(in, &files, 0);
+	if (ret < 0) {
+		ex_fail(c, ret, "%s: %s", in, strerror(-ret));
+		goto out;
+	}
+	if (files.n == 0) {
+		ret = ex_fail(c, -ENOENT, "%s: no dump files", in);
+		goto out;
+	}
+	qsort(files.v, files.n, sizeof(files.v[0]), file_cmp);
+	for (size_t i = 0; i < files.n; i++)
+		stats |= files.v[i].is_csv;
+	ret = mkdir_p(out);
+	if (ret < 0) {
+		ex_fail(c, ret, "%s: %s", out, strerror(-ret));
+		goto out;
+	}
+	c->data_dir = NULL;
+	if (!stats && !(c->flags & ADUMP_EXPORT_NO_DATA)) {
+		snprintf(data_dir, sizeof(data_dir), "%s/dump_tensor_data", out);
+		ret = mkdir_p(data_dir);
+		if (ret < 0 || !realpath(data_dir, abs_dir)) {
+			ret = ex_fail(c, ret < 0 ? ret : -errno, "%s: %s", data_dir,
+				      strerror(ret < 0 ? -ret : errno));
+			goto out;
+		}
+		c->data_dir = abs_dir;
+	}
+	construct = construct_fix(load_json(in, "construct.json"));
+	build_construct = !construct;
+	if (build_construct && !(construct = json_object_new_object())) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	doc = json_object_new_object();
+	data = json_object_new_object();
+	if (!doc || !data) {
+		json_object_put(data);
+		ret = -ENOMEM;
+		goto out;
+	}
+	json_object_object_add(doc, "task", json_object_new_string(c->data_dir ? "tensor"
+									       : "statistics"));
+	json_object_object_add(doc, "level", NULL);     /* set below */
+	json_object_object_add(doc, "framework", json_object_new_string("pytorch"));
+	json_object_object_add(doc, "dump_data_dir", c->data_dir ?
+			       json_object_new_string(c->data_dir) : NULL);
+	json_object_object_add(doc, "data", data);
+	for (size_t i = 0; i < files.n; i++) {
+		bool is_module = false;
+
+		if (files.v[i].is_csv) {
+			ret = export_csv(c, files.v[i].path, data, construct, &is_module);
+		} else {
+			ret = export_dump(c, files.v[i].path, data,
+					  build_construct ? construct : NULL, &is_module);
+		}
+		if (ret < 0)
+			goto out;
+		any_module |= is_module;
+		any_api |= !is_module;
+		n++;
+	}
+	if (build_construct)
+		construct_infer(data, construct);
+	json_object_object_add(doc, "level", json_object_new_string(any_module && any_api ? "mix" :
+								   any_module ? "L0" : "L1"));
+	stack = load_json(in, "stack.json");
+	if (!stack)
+		stack = json_object_new_object();
+	ret = save_json(c, out, "dump.json", doc);
+	if (!ret)
+		ret = save_json(c, out, "construct.json", construct);
+	if (!ret)
+		ret = save_json(c, out, "stack.json", stack);
+out:
+	json_object_put(doc);
+	json_object_put(construct);
+	json_object_put(stack);
+	files_free(&files);
+	return ret < 0 ? ret : n;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_step_name(const char *n)
+{
+	return strncmp(n, "step", 4) == 0 && n[4] >= '0' && n[4] <= '9';
+}
+
+long adump_export_msprobe(const char *in, const char *out, unsigned flags, char *msg,
+			  size_t cap)
+{
+	struct ex_ctx c = { .flags = flags, .msg = msg, .cap = cap };
+	struct dirent **steps = NULL;
+	long total = 0, ret;
+	int ns;
+
+	if (msg && cap)
+		msg[0] = '\0';
+	if (!in || !out)
+		return ex_fail(&c, -EINVAL, "no input or output directory");
+	if (!is_dir(in))
+		return ex_fail(&c, -ENOENT, "%s: not a directory", in);
+	ret = adump_reader_create(&c.r);
+	if (ret < 0)
+		return ret;
+	ns = scandir(in, &steps, NULL, alphasort);
+	if (ns < 0) {
+		ret = ex_fail(&c, -errno, "%s: %s", in, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < ns && ret >= 0; i++) {
+		char sdir[PATH_MAX], odir[PATH_MAX];
+		struct dirent **ranks = NULL;
+		int nr;
+
+		if (!is_step_name(steps[i]->d_name))
+			continue;
+		if (snprintf(sdir, sizeof(sdir), "%s/%s", in, steps[i]->d_name) >=
+		    (int)sizeof(sdir) || !is_dir(sdir))
+			continue;
+		nr = scandir(sdir, &ranks, NULL, alphasort);
+		for (int j = 0; j < nr; j++) {
+			char rdir[PATH_MAX];
+
+			if (ret >= 0 && ranks[j]->d_name[0] != '.' &&
+			    (strncmp(ranks[j]->d_name, "rank", 4) == 0 ||
+			     strncmp(ranks[j]->d_name, "proc", 4) == 0)) {
+				int a = snprintf(rdir, sizeof(rdir), "%s/%s", sdir,
+						 ranks[j]->d_name);
+				int b = snprintf(odir, sizeof(odir), "%s/%s/%s", out,
+						 steps[i]->d_name, ranks[j]->d_name);
+
+				if (a < (int)sizeof(rdir) && b < (int)sizeof(odir) && is_dir(rdir)) {
+					ret = export_rank(&c, rdir, odir);
+					if (ret == -ENOENT)
+						ret = 0;        /* a rank with nothing this step */
+					else if (ret >= 0)
+						total += ret;
+				}
+			}
+			free(ranks[j]);
+		}
+		free(ranks);
+	}
+	if (ret >= 0 && total == 0) {
+		/* one rank directory given */
+		ret = export_rank(&c, in, out);
+		if (ret >= 0)
+			total = ret;
+	}
+out:
+	for (int i = 0; i < ns; i++)
+		free(steps[i]);
+	free(steps);
+	free(c.buf);
+	adump_reader_destroy(c.r);
+	return ret < 0 ? ret : total;
+}

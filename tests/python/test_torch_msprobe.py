@@ -1,0 +1,300 @@
+# SPDX-License-Identifier: Apache-2.0
+"""msprobe's layout: a tiny model's adump.torch capture exported with `adump export
+--msprobe` and written directly with format="msprobe". Every .pt loads with
+torch.load(weights_only=True) and equals the tensor the capture recorded (read back from the
+CANN files) and what plain hooks saw; dump.json has msprobe's names and fields, statistics
+equal torch's; construct.json gives each call's parent; statistics captures export as task
+"statistics" without .pt files; adump verify and adump.walk accept the layout and find a
+damaged .pt. Exits 77 without torch."""
+import glob
+import json
+import os
+import sys
+import unittest
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import helpers  # noqa: E402
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    print("test_torch_msprobe: torch is not installed (python3-torch): skipped")
+    sys.exit(77)
+
+import adump  # noqa: E402
+import adump.torch  # noqa: E402
+
+
+class Blk(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+        self.act = nn.ReLU()
+
+    def forward(self, x, mask=None, scale=1.0):
+        return self.act(self.lin(x) * mask) * scale
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.b0 = Blk()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        return self.fc(self.b0(h, mask=torch.ones(3), scale=2.0))
+
+
+def run(dump_path, steps=2, **kw):
+    """Train @steps steps under capture; returns {module call: output seen by a hook}."""
+    torch.manual_seed(0)
+    m = Net()
+    ids = torch.tensor([[1, 2, 3], [4, 5, 9]])
+    seen = {}
+    counts = {}
+
+    def hook(name):
+        def h(mod, args, out):
+            n = counts.get(name, 0)
+            counts[name] = n + 1
+            seen["Module.%s.%s.forward.%d" % (name, type(mod).__name__, n)] = out.detach().clone()
+        return h
+
+    handles = [mod.register_forward_hook(hook(name)) for name, mod in m.named_modules() if name]
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    kw.setdefault("parameters", True)       # msprobe's L0 records each module's parameters
+    with adump.torch.capture(m, dump_path, **kw) as cap:
+        for _ in range(steps):
+            counts.clear()
+            m(ids).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            cap.step()
+            if _ == 0:
+                step0 = dict(seen)
+    for h in handles:
+        h.remove()
+    assert not cap.losses, cap.losses
+    return step0
+
+
+def tensors_of(obj):
+    """Every tensor description (with data_name or statistics) in a dump.json entry."""
+    if isinstance(obj, dict):
+        if obj.get("type") == "torch.Tensor":
+            yield obj
+        else:
+            for v in obj.values():
+                yield from tensors_of(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from tensors_of(v)
+
+
+EXPECTED = [
+    "Module.emb.Embedding.forward.0", "Module.b0.lin.Linear.forward.0",
+    "Module.b0.act.ReLU.forward.0", "Module.b0.Blk.forward.0", "Module.fc.Linear.forward.0",
+    "Module.fc.Linear.backward.0", "Module.b0.Blk.backward.0",
+    "Module.b0.act.ReLU.backward.0", "Module.b0.lin.Linear.backward.0",
+    "Module.emb.Embedding.backward.0", "Module.fc.Linear.parameters_grad.0",
+    "Module.b0.lin.Linear.parameters_grad.0", "Module.emb.Embedding.parameters_grad.0",
+]
+
+
+class MsprobeLayout(unittest.TestCase):
+    def check_rank_dir(self, d, seen=None):
+        doc = json.load(open(os.path.join(d, "dump.json")))
+        self.assertEqual(doc["task"], "tensor")
+        self.assertEqual(doc["level"], "L0")
+        self.assertEqual(doc["framework"], "pytorch")
+        self.assertEqual(doc["dump_data_dir"],
+                         os.path.realpath(os.path.join(d, "dump_tensor_data")))
+        data = doc["data"]
+        self.assertEqual(sorted(data), sorted(EXPECTED))
+        # forward entries: msprobe's four keys; the kwargs by name, non-tensors as values
+        blk = data["Module.b0.Blk.forward.0"]
+        self.assertEqual(set(blk), {"input_args", "input_kwargs", "output", "parameters"}
+                         & set(blk) | {"input_args", "input_kwargs", "output"})
+        self.assertEqual(blk["input_kwargs"]["scale"], {"type": "float", "value": 2.0})
+        self.assertEqual(blk["input_kwargs"]["mask"]["data_name"],
+                         "Module.b0.Blk.forward.0.kwargs.mask.pt")
+        lin = data["Module.b0.lin.Linear.forward.0"]
+        self.assertEqual(sorted(lin["parameters"]), ["bias", "weight"])
+        self.assertEqual(lin["parameters"]["weight"]["data_name"],
+                         "Module.b0.lin.Linear.forward.0.parameters.weight.pt")
+        self.assertTrue(lin["parameters"]["weight"]["requires_grad"])
+        self.assertEqual(lin["output"][0]["data_name"],
+                         "Module.b0.lin.Linear.forward.0.output.0.pt")
+        emb = data["Module.emb.Embedding.forward.0"]
+        self.assertEqual(emb["input_args"][0]["dtype"], "torch.int64")
+        self.assertEqual(emb["input_args"][0]["Max"], 9)
+        bwd = data["Module.fc.Linear.backward.0"]
+        self.assertEqual(set(bwd), {"input", "output"})
+        self.assertEqual(bwd["input"][0]["data_name"], "Module.fc.Linear.backward.0.input.0.pt")
+        pg = data["Module.fc.Linear.parameters_grad.0"]
+        self.assertEqual(sorted(pg), ["bias", "weight"])
+        self.assertEqual(pg["weight"][0]["data_name"],
+                         "Module.fc.Linear.parameters_grad.0.weight.pt")
+        # every tensor: its .pt loads with weights_only and matches the description
+        n = 0
+        for name, entry in data.items():
+            for t in tensors_of(entry):
+                for k in ("dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad"):
+                    self.assertIn(k, t, name)
+                v = torch.load(os.path.join(d, "dump_tensor_data", t["data_name"]),
+                               weights_only=True)
+                self.assertEqual(str(v.dtype), t["dtype"])
+                self.assertEqual(list(v.shape), t["shape"])
+                self.assertEqual(float(v.max()), float(t["Max"]))
+                self.assertEqual(float(v.min()), float(t["Min"]))
+                if v.dtype.is_floating_point:
+                    d64 = v.double()
+                    self.assertAlmostEqual(float(d64.mean()), t["Mean"], places=12)
+                    self.assertAlmostEqual(float(d64.norm()), t["Norm"], places=12)
+                n += 1
+        self.assertGreaterEqual(n, 30)
+        if seen is not None:
+            for name, out in seen.items():
+                v = torch.load(os.path.join(d, "dump_tensor_data", name + ".output.0.pt"),
+                               weights_only=True)
+                self.assertTrue(torch.equal(v, out), name)
+        # construct.json: each call's parent
+        con = json.load(open(os.path.join(d, "construct.json")))
+        self.assertEqual(con["Module.b0.lin.Linear.forward.0"], "Module.b0.Blk.forward.0")
+        self.assertEqual(con["Module.b0.act.ReLU.forward.0"], "Module.b0.Blk.forward.0")
+        self.assertIsNone(con["Module.b0.Blk.forward.0"])
+        self.assertIsNone(con["Module.fc.Linear.forward.0"])
+        self.assertEqual(con["Module.b0.lin.Linear.backward.0"], "Module.b0.Blk.backward.0")
+        return data
+
+    def test_export_cli(self):
+        cap = helpers.tmpdir("msp-cap")
+        out = helpers.tmpdir("msp-out")
+        seen = run(cap)
+        code, text = helpers.tool("export", "--msprobe", cap, out)
+        self.assertEqual(code, 0, text)
+        self.assertEqual(sorted(os.listdir(out)), ["step0", "step1"])
+        data = self.check_rank_dir(os.path.join(out, "step0", "rank0"), seen)
+        self.check_rank_dir(os.path.join(out, "step1", "rank0"))
+        self.assertEqual(json.load(open(os.path.join(out, "step0", "rank0", "stack.json"))), {})
+        # each .pt equals the tensor of the CANN file it came from
+        files = {os.path.basename(p).split(".")[1]: p
+                 for p in glob.glob(os.path.join(cap, "step0", "rank0", "*", "*"))
+                 if not p.endswith(".json")}
+        d = adump.open(files["Module_fc_Linear_forward_0"])
+        pt = torch.load(os.path.join(out, "step0", "rank0", "dump_tensor_data",
+                                     "Module.fc.Linear.forward.0.output.0.pt"),
+                        weights_only=True)
+        self.assertTrue((np.asarray(d.outputs[0]) == pt.numpy()).all())
+        # --md5: msprobe's CRC-32 of the bytes
+        out5 = helpers.tmpdir("msp-md5")
+        code, text = helpers.tool("export", "--msprobe", "--md5", cap, out5)
+        self.assertEqual(code, 0, text)
+        t = json.load(open(os.path.join(out5, "step0", "rank0", "dump.json")))["data"][
+            "Module.fc.Linear.forward.0"]["output"][0]
+        self.assertEqual(t["md5"], "%08x" % zlib.crc32(pt.numpy().tobytes()))
+        self.assertIn("Module.fc.Linear.forward.0", data)
+        # verify and walk accept the layout; a damaged .pt is found
+        code, text = helpers.tool("verify", out)
+        self.assertEqual(code, 0, text)
+        self.assertEqual(list(adump.walk(out)), [])
+        self.assertTrue(adump.verify(out))
+        victim = os.path.join(out, "step1", "rank0", "dump_tensor_data",
+                              "Module.fc.Linear.forward.0.output.0.pt")
+        with open(victim, "r+b") as f:
+            f.seek(-30, os.SEEK_END)
+            f.truncate()
+        code, text = helpers.tool("verify", out)
+        self.assertNotEqual(code, 0)
+        self.assertIn("Module.fc.Linear.forward.0.output.0.pt", text)
+        self.assertFalse(adump.verify(out))
+        # nothing to export: a clear error
+        code, text = helpers.tool("export", "--msprobe", helpers.tmpdir("msp-empty"), out5)
+        self.assertEqual(code, 3, text)
+        self.assertIn("no dump files", text)
+
+    def test_format_msprobe(self):
+        cap = helpers.tmpdir("msp-fmt")
+        seen = run(cap, format="msprobe")
+        for step in ("step0", "step1"):
+            d = os.path.join(cap, step, "rank0")
+            self.assertEqual(sorted(os.listdir(d)), ["construct.json", "dump.json",
+                                                     "dump_tensor_data", "stack.json"])
+        self.check_rank_dir(os.path.join(cap, "step0", "rank0"), seen)
+        # stack=True: msprobe's stack.json, each forward entry under some stack
+        cap2 = helpers.tmpdir("msp-stack")
+        run(cap2, steps=1, format="msprobe", stack=True)
+        st = json.load(open(os.path.join(cap2, "step0", "rank0", "stack.json")))
+        named = {n for nodes, _ in st.values() for n in nodes}
+        self.assertIn("Module.b0.lin.Linear.forward.0", named)
+        self.assertTrue(any("test_torch_msprobe.py" in line
+                            for _, lines in st.values() for line in lines))
+        with self.assertRaises(ValueError):
+            adump.torch.capture(Net(), cap, format="npy")
+
+    def test_statistics(self):
+        cap = helpers.tmpdir("msp-stats")
+        run(cap, content="stats", format="msprobe")
+        d = os.path.join(cap, "step0", "rank0")
+        self.assertFalse(os.path.exists(os.path.join(d, "dump_tensor_data")))
+        doc = json.load(open(os.path.join(d, "dump.json")))
+        self.assertEqual(doc["task"], "statistics")
+        self.assertIsNone(doc["dump_data_dir"])
+        self.assertEqual(sorted(doc["data"]), sorted(EXPECTED))
+        t = doc["data"]["Module.emb.Embedding.forward.0"]["input_args"][0]
+        self.assertEqual((t["dtype"], t["shape"], t["Max"], t["Min"]),
+                         ("torch.int64", [2, 3], 9, 1))
+        self.assertNotIn("data_name", t)
+        self.assertIsInstance(t["Norm"], float)
+        blk = doc["data"]["Module.b0.Blk.forward.0"]
+        self.assertEqual(blk["input_kwargs"]["scale"], {"type": "float", "value": 2.0})
+        self.assertEqual(blk["input_kwargs"]["mask"]["Max"], 1.0)
+        self.assertNotIn("data_name", blk["input_kwargs"]["mask"])
+
+    def test_bad_input(self):
+        # a dump whose dfx_message is not JSON, or names a tensor it does not hold: a clear
+        # error naming the file, exit status 1, the capture untouched
+        for dfx in ("not json", '{"input_args": [{"type": "torch.Tensor", "tensor": "input.7"}]}'):
+            top = helpers.tmpdir("msp-bad")
+            with adump.Session(top) as s:
+                st = s.stream()
+                st.dump("Linear", "Module.x.Linear.forward.0",
+                        inputs=[np.ones((2, 2), np.float32)], dfx_message=dfx)
+            before = helpers.files_below(top)
+            code, text = helpers.tool("export", "--msprobe", top, helpers.tmpdir("msp-bad-out"))
+            self.assertEqual(code, 1, text)
+            self.assertIn("Module_x_Linear_forward_0", text)
+            self.assertIn("dfx_message", text)
+            self.assertEqual(helpers.files_below(top), before)
+
+    def test_op_level(self):
+        cap = helpers.tmpdir("msp-op")
+        out = helpers.tmpdir("msp-op-out")
+        run(cap, steps=1, level="op")
+        code, text = helpers.tool("export", "--msprobe", cap, out)
+        self.assertEqual(code, 0, text)
+        d = os.path.join(out, "step0", "rank0")
+        data = json.load(open(os.path.join(d, "dump.json")))["data"]
+        con = json.load(open(os.path.join(d, "construct.json")))
+        aten = [n for n in data if n.startswith("Aten.")]
+        self.assertTrue(aten)
+        mm = [n for n in aten if n.startswith("Aten.addmm") and n.endswith(".forward")]
+        self.assertTrue(mm, aten)
+        self.assertIn(con[mm[0]], ("Module.b0.lin.Linear.forward.0",
+                                   "Module.fc.Linear.forward.0"))
+        for name, entry in data.items():
+            for t in tensors_of(entry):
+                if "data_name" in t:
+                    v = torch.load(os.path.join(d, "dump_tensor_data", t["data_name"]),
+                                   weights_only=True)
+                    self.assertEqual(list(v.shape), t["shape"], name)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
