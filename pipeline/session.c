@@ -163,12 +163,15 @@ static int decide_backend(struct adump_session *s)
 
 	if (s->cfg.writer == ADUMP_WRITER_PWRITE) {
 		s->backend = ADUMP_WRITER_PWRITE;
+		s->backend_reason = ADUMP_WRITER_REASON_CONFIGURED;
 		adump_log(ADUMP_LOG_INFO, "iouring", "writer: pwrite (requested)");
 		return 0;
 	}
 	ret = adump_writer_probe_uring();
 	if (ret == 0) {
 		s->backend = ADUMP_WRITER_URING;
+		s->backend_reason = s->cfg.writer == ADUMP_WRITER_URING ? ADUMP_WRITER_REASON_CONFIGURED :
+									 ADUMP_WRITER_REASON_AUTO;
 		adump_log(ADUMP_LOG_INFO, "iouring", "writer: io_uring");
 		return 0;
 	}
@@ -178,6 +181,8 @@ static int decide_backend(struct adump_session *s)
 		return ret;
 	}
 	s->backend = ADUMP_WRITER_PWRITE;
+	s->backend_reason = ADUMP_WRITER_REASON_REFUSED;
+	s->backend_error = ret;
 	adump_log(ADUMP_LOG_WARN, "iouring", "io_uring unavailable (%s): writing with pwrite",
 		  adump_strerror(ret));
 	return 0;
@@ -536,6 +541,8 @@ void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
 	out->producer_wait_count = atomic_load_explicit(&s->detached_wait_count, memory_order_relaxed);
 	out->producer_wait_ns = atomic_load_explicit(&s->detached_wait_ns, memory_order_relaxed);
 	out->backend = s->backend;
+	out->backend_reason = s->backend_reason;
+	out->backend_error = s->backend_error;
 	out->first_error = adump_session_error(s);
 	out->files_direct = atomic_load_explicit(&s->files_direct, memory_order_relaxed);
 	out->files_buffered = atomic_load_explicit(&s->files_buffered, memory_order_relaxed);
