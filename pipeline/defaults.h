@@ -12,6 +12,9 @@
 #define ADUMP_MIN_BUFFERS_PER_STREAM 2u
 #define ADUMP_WORKER_MAX 64u
 #define ADUMP_URING_DEPTH 256u
+/* The pwrite writer's I/O threads per worker: positional writes in flight at once where
+ * io_uring is refused (bench/RESULTS.md, "pwrite writer"). */
+#define ADUMP_PWRITE_THREADS 4u
 /* A worker polls this long before sleeping: a busy producer posts again within
  * microseconds. Not longer: the poll takes a core from the producers it waits for. */
 #define ADUMP_WORKER_SPIN_NS 5000u
