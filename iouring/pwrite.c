@@ -4,9 +4,11 @@
  * there with pwrite() (fdatasync() for a sync) and handed back by the owner's next wait, so
  * the worker keeps draining rings while the disk works, and several positional writes (of
  * one file or of many) are in the kernel at once, each O_DIRECT one a queued disk request.
- * With no threads each request is written on the owner's thread when queued (syncs are
- * then refused with -EOPNOTSUPP rather than block it). */
+ * Small buffered writes are written on the owner's thread either way. With no threads each
+ * request is written there when queued (syncs are then refused with -EOPNOTSUPP rather than
+ * block it). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ struct pwrite_writer {
 	bool should_stop;                       /* under @lock */
 	bool is_owner_waiting;                  /* under @lock: a completion rings @done_fd */
 	int done_fd;                            /* eventfd the owner polls beside its doorbell */
+	size_t inline_bytes;
 };
 
 static void list_append(struct adump_wreq **head, struct adump_wreq **tail, struct adump_wreq *req)
@@ -115,6 +118,19 @@ static void *io_thread_main(void *arg)
 	return NULL;
 }
 
+/* A small buffered write is a copy into the page cache: done here in less time than handing
+ * it to a thread and back costs (tiny files are one such write each). O_DIRECT ones wait
+ * for the disk and go to the threads whatever their size. */
+static bool is_inline(const struct pwrite_writer *pw, const struct adump_wreq *req)
+{
+	int flags;
+
+	if (req->is_datasync || req->len > pw->inline_bytes)
+		return false;
+	flags = fcntl(req->fd, F_GETFL);
+	return flags >= 0 && !(flags & O_DIRECT);
+}
+
 static int pw_write(struct adump_writer *w, struct adump_wreq *req)
 {
 	struct pwrite_writer *pw = (struct pwrite_writer *)w;
@@ -124,6 +140,11 @@ static int pw_write(struct adump_writer *w, struct adump_wreq *req)
 			return -EOPNOTSUPP;
 		request_run(req);
 		list_append(&pw->done_head, &pw->done_tail, req);
+	} else if (is_inline(pw, req)) {
+		request_run(req);
+		pthread_mutex_lock(&pw->lock);
+		list_append(&pw->done_head, &pw->done_tail, req);
+		pthread_mutex_unlock(&pw->lock);
 	} else {
 		pthread_mutex_lock(&pw->lock);
 		list_append(&pw->todo_head, &pw->todo_tail, req);
@@ -223,6 +244,7 @@ int adump_pwrite_writer_create(const struct adump_writer_cfg *cfg, struct adump_
 	pw->base.ops = &pwrite_ops;
 	pw->base.kind = ADUMP_WRITER_PWRITE;
 	pw->base.doorbell_fd = cfg->doorbell_fd;
+	pw->inline_bytes = cfg->inline_bytes;
 	if (!cfg->threads) {
 		*out = &pw->base;
 		return 0;

@@ -41,6 +41,8 @@ struct adump_writer_cfg {
 	int doorbell_fd;                        /* eventfd to wait on, or -1 */
 	unsigned threads;                       /* pwrite: I/O threads (0: write on the owner's
 						 * thread, syncs refused) */
+	size_t inline_bytes;                    /* pwrite with threads: buffered writes up to
+						 * this size are written on the owner's thread */
 };
 
 struct adump_writer;

@@ -15,6 +15,9 @@
 /* The pwrite writer's I/O threads per worker: positional writes in flight at once where
  * io_uring is refused (bench/RESULTS.md, "pwrite writer"). */
 #define ADUMP_PWRITE_THREADS 4u
+/* ... and the largest buffered write it makes on the worker's own thread: a copy into the
+ * page cache takes less time than handing it to a thread and back (tiny files). */
+#define ADUMP_PWRITE_INLINE_BYTES (64u << 10)
 /* A worker polls this long before sleeping: a busy producer posts again within
  * microseconds. Not longer: the poll takes a core from the producers it waits for. */
 #define ADUMP_WORKER_SPIN_NS 5000u

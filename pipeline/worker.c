@@ -246,7 +246,7 @@ int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned
 {
 	struct adump_writer_cfg wcfg = {
 		.kind = s->backend, .depth = ADUMP_URING_DEPTH, .threads = ADUMP_PWRITE_THREADS,
-		.fixed = s->pool_iov,
+		.inline_bytes = ADUMP_PWRITE_INLINE_BYTES, .fixed = s->pool_iov,
 		.fixed_count = s->buffer_count,
 	};
 	int ret;

@@ -21,6 +21,7 @@
 static char *dir;
 /* The pwrite backend's I/O threads in writers this test opens (0: inline). */
 static unsigned pool_threads;
+static size_t pool_inline_bytes;                /* ... and their inline write limit */
 
 static void setup(void)
 {
@@ -32,6 +33,7 @@ static void teardown(void)
 {
 	adump_testpoint_disarm_all();
 	pool_threads = 0;
+	pool_inline_bytes = 0;
 	t_rmtree(dir);
 	free(dir);
 }
@@ -39,7 +41,7 @@ static void teardown(void)
 static struct adump_writer *writer_open(enum adump_writer_kind kind, int doorbell_fd)
 {
 	struct adump_writer_cfg cfg = { .kind = kind, .depth = 8, .doorbell_fd = doorbell_fd,
-					.threads = pool_threads };
+					.threads = pool_threads, .inline_bytes = pool_inline_bytes };
 	struct adump_writer *w = NULL;
 
 	ck_assert_int_eq(adump_writer_create(&cfg, &w), 0);
@@ -282,6 +284,10 @@ START_TEST(test_pool_writes_land)
 	write_and_check(ADUMP_WRITER_PWRITE, -1);
 	adump_testpoint_arm("uring.short", 1, 2, 2);
 	write_and_check(ADUMP_WRITER_PWRITE, -1);
+	/* Small buffered writes on the owner's thread, completed through the same list. */
+	pool_inline_bytes = REQ_BYTES;
+	write_and_check(ADUMP_WRITER_PWRITE, -1);
+	pool_inline_bytes = 0;
 	adump_testpoint_disarm_all();
 	complete_means_written(ADUMP_WRITER_PWRITE);
 	error_reaches_its_request(ADUMP_WRITER_PWRITE);
