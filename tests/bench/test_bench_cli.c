@@ -534,7 +534,7 @@ START_TEST(test_uring_refused)
 	json_object *o, *b;
 
 	ck_assert_int_eq(t_run_tool(ADUMP_NO_URING " " ADUMP_TOOL, dir, BENCH " --profile tiny "
-				    "--streams 2 --ops 5 --out %s/d --baselines fio,disk --json",
+				    "--streams 2 --ops 5 --out %s/d --baselines fio,disk --no-sync --json",
 				    dir), 0);
 	o = last_json();
 	ck_assert_str_eq(json_object_get_string(field(o, "backend")), "pwrite");
@@ -549,7 +549,7 @@ START_TEST(test_uring_refused)
 	ck_assert(json_object_get_double(field(field(b, "disk_limit"), "gbps")) > 0);
 	json_object_put(o);
 	ck_assert_int_eq(t_run_tool(ADUMP_NO_URING " " ADUMP_TOOL, dir, "bench --fio-only buffered "
-				    "--total 2M --out %s/f --json", dir), 0);
+				    "--total 2M --out %s/f --no-sync --json", dir), 0);
 	o = last_json();
 	ck_assert_str_eq(json_object_get_string(field(o, "engine")), "psync");
 	ck_assert_str_eq(json_object_get_string(field(o, "engine_why")), "refused");
