@@ -566,6 +566,8 @@ void adump_stats_get(const struct adump_session *cs, struct adump_stats *out)
 	out->direct_fallbacks = atomic_load_explicit(&s->direct_fallbacks, memory_order_relaxed);
 	pthread_mutex_lock(&s->lock);
 	out->worker_count = s->worker_count;
+	out->writer_threads = s->backend == ADUMP_WRITER_PWRITE ?
+			      s->worker_count * ADUMP_PWRITE_THREADS : s->worker_count;
 	for (unsigned i = 0; i < s->cfg.stream_max; i++) {
 		struct adump_stream_stats *st;
 

@@ -463,7 +463,7 @@ int tool_bench_capture(struct bench *b)
 
 unsigned tool_bench_writer_threads(const struct adump_stats *st)
 {
-	return st->worker_count ? st->worker_count : 1;
+	return st->writer_threads ? st->writer_threads : 1;
 }
 
 const char *tool_bench_backend_why(const struct bench_opts *o, const struct adump_stats *st)

@@ -235,6 +235,8 @@ struct adump_stats {
 	uint64_t files_buffered;
 	uint64_t direct_fallbacks;
 	unsigned worker_count;          /* workers running */
+	unsigned writer_threads;        /* threads writing files: the workers, and with pwrite
+					 * each worker's I/O threads */
 	unsigned stream_count;          /* entries filled in streams[] */
 	struct adump_stream_stats streams[64];
 };
