@@ -116,16 +116,30 @@ double adump_bench_cpu_seconds(void);
 int adump_bench_disk_limit(const char *dir, uint64_t bytes, size_t chunk, unsigned depth,
 			   bool is_direct, bool sync, struct adump_bench_timing *out);
 
+/* fio's I/O engine for the ceiling runs: io_uring at depth 16 where the kernel allows it,
+ * else psync (pwrite), @jobs processes each writing its share of the file at its own offset,
+ * as the capture's pwrite writer does. */
+enum adump_bench_fio_engine { ADUMP_BENCH_FIO_URING, ADUMP_BENCH_FIO_PSYNC };
+#define ADUMP_BENCH_FIO_JOBS_MAX 64
+extern const char *const adump_bench_fio_engine_names[];      /* "io_uring", "psync" */
+
+struct adump_bench_fio_cfg {
+	bool is_direct;                         /* O_DIRECT, else buffered */
+	bool is_sync;                           /* end with a syncfs, as a capture ends */
+	enum adump_bench_fio_engine engine;
+	unsigned jobs;                          /* psync: fio jobs, 1..64 (0: 1) */
+};
+
 /**
  * adump_bench_fio() - run fio (bench/fio.c) on @dir: @bytes (rounded up to whole blocks) to one
- * new file, sequential 1 MiB io_uring writes at depth 16 (smaller blocks for less than 1 MiB),
- * buffered or @is_direct (O_DIRECT), ending, when @sync, with a syncfs as a capture ends.
+ * new file, sequential 1 MiB writes (smaller blocks for less than 1 MiB) with @cfg's engine,
+ * buffered or O_DIRECT, ending, when cfg->is_sync, with a syncfs as a capture ends.
  * out->seconds is fio's write time (first write to last completion) plus that syncfs;
  * out->cpu_seconds all of fio's processes' CPU time. Its file and report are removed after.
  * Return: 0 or negative (also in out->error): -ENOENT if fio is not installed, -EIO if it
  * failed or its report could not be read.
  */
-int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
+int adump_bench_fio(const char *dir, uint64_t bytes, const struct adump_bench_fio_cfg *cfg,
 		    struct adump_bench_timing *out);
 
 /**

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fio as the disk's ceiling: the tool the field uses to state what a disk can do, run on the
- * dump directory's filesystem with the capture's byte count, buffered io_uring or O_DIRECT,
- * its JSON report read with json-c. */
+ * dump directory's filesystem with the capture's byte count, buffered or O_DIRECT, with
+ * io_uring or (where the kernel refuses io_uring) psync, its JSON report read with json-c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -20,6 +20,8 @@ extern char **environ;
 #define FIO_BLOCK_BYTES (1u << 20)
 #define FIO_DEPTH "16"
 #define FIO_ALIGN 4096u
+
+const char *const adump_bench_fio_engine_names[] = { "io_uring", "psync" };
 
 static double tv_seconds(const struct timeval *tv)
 {
@@ -55,16 +57,28 @@ out:
 	return ret;
 }
 
-int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
+int adump_bench_fio(const char *dir, uint64_t bytes, const struct adump_bench_fio_cfg *cfg,
 		    struct adump_bench_timing *out)
 {
+	bool is_direct = cfg->is_direct, sync = cfg->is_sync;
+	bool is_psync = cfg->engine == ADUMP_BENCH_FIO_PSYNC;
+	unsigned jobs = is_psync && cfg->jobs > 1 ? cfg->jobs : 1;
 	const char *kind = is_direct ? "direct" : "buffered";
-	uint64_t block = FIO_BLOCK_BYTES, size;
-	char a_dir[4200], a_file[64], a_bs[64], a_size[64], a_out[4400], report[4300];
-	char *argv[] = { "fio", "--name=adump", a_dir, a_file, "--rw=write", a_bs, a_size,
-			 "--ioengine=io_uring", "--iodepth=" FIO_DEPTH, "--end_fsync=0",
-			 is_direct ? "--direct=1" : "--direct=0", "--unlink=0",
-			 "--output-format=json", a_out, NULL };
+	uint64_t block = FIO_BLOCK_BYTES, share, offset = 0;
+	char a_dir[4200], a_file[64], a_bs[64], a_out[4400], report[4300];
+	char a_job[ADUMP_BENCH_FIO_JOBS_MAX][3][48];
+	/* Global options, then one job section per job: job k writes its share of the one file
+	 * at its own offset, the last job the rest, so the jobs write exactly the bytes asked
+	 * (rounded up to whole blocks, as one job does), reported as one job (group_reporting:
+	 * bytes summed, the slowest job's time). */
+	char *argv[16 + 3 * ADUMP_BENCH_FIO_JOBS_MAX] = {
+		"fio", a_dir, a_file, "--rw=write", a_bs,
+		is_psync ? "--ioengine=psync" : "--ioengine=io_uring",
+		is_psync ? "--iodepth=1" : "--iodepth=" FIO_DEPTH, "--group_reporting",
+		"--end_fsync=0", is_direct ? "--direct=1" : "--direct=0", "--unlink=0",
+		"--output-format=json", a_out,
+	};
+	unsigned argc = 13;
 	posix_spawn_file_actions_t fa;
 	struct rusage ru;
 	double t0, fio_seconds = 0;
@@ -72,16 +86,32 @@ int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
 	pid_t pid;
 
 	memset(out, 0, sizeof(*out));
+	if (jobs > ADUMP_BENCH_FIO_JOBS_MAX)
+		jobs = ADUMP_BENCH_FIO_JOBS_MAX;
 	/* fio wants at least one block; O_DIRECT wants whole 4 KiB blocks. */
 	if (bytes < block)
 		block = (bytes + FIO_ALIGN - 1) / FIO_ALIGN * FIO_ALIGN;
 	if (!block)
 		block = FIO_ALIGN;
-	size = (bytes + block - 1) / block * block;
+	share = bytes / jobs / block * block;
+	if (!share)
+		jobs = 1;
+	for (unsigned k = 0; k < jobs; k++) {
+		uint64_t len = k + 1 < jobs ? share : (bytes - offset + block - 1) / block * block;
+
+		if (!len)
+			len = block;
+		snprintf(a_job[k][0], sizeof(a_job[k][0]), "--name=adump%u", k);
+		snprintf(a_job[k][1], sizeof(a_job[k][1]), "--offset=%llu", (unsigned long long)offset);
+		snprintf(a_job[k][2], sizeof(a_job[k][2]), "--size=%llu", (unsigned long long)len);
+		for (unsigned i = 0; i < 3; i++)
+			argv[argc++] = a_job[k][i];
+		offset += len;
+	}
+	argv[argc] = NULL;
 	snprintf(a_dir, sizeof(a_dir), "--directory=%s", dir);
 	snprintf(a_file, sizeof(a_file), "--filename=adump-fio.%s", kind);
 	snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)block);
-	snprintf(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)size);
 	snprintf(report, sizeof(report), "%s/adump-fio.%s.json", dir, kind);
 	snprintf(a_out, sizeof(a_out), "--output=%s", report);
 
@@ -104,7 +134,8 @@ int adump_bench_fio(const char *dir, uint64_t bytes, bool is_direct, bool sync,
 	/* fio's processes, its I/O workers included: the whole cost of its run. */
 	out->cpu_seconds = tv_seconds(&ru.ru_utime) + tv_seconds(&ru.ru_stime);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "adump bench: fio (%s) failed (exit status %d)\n", kind,
+		fprintf(stderr, "adump bench: fio (%s, %s) failed (exit status %d)\n", kind,
+			adump_bench_fio_engine_names[cfg->engine],
 			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		out->error = -EIO;
 		goto cleanup;

@@ -17,8 +17,9 @@
  * rest and -EAGAIN/-EINTR retried; @res is then the byte count or the first other -errno.
  * The request and its buffer belong to the writer from adump_writer_write() until it is
  * returned by adump_writer_wait(). With @is_datasync it is an fdatasync() of @fd instead
- * (buf, len and offset unused; @res 0 or -errno), run asynchronously by io_uring; the
- * pwrite backend refuses it with -EOPNOTSUPP rather than block its worker. */
+ * (buf, len and offset unused; @res 0 or -errno), run asynchronously (by io_uring, or by the
+ * pwrite backend's I/O threads; pwrite without threads refuses it with -EOPNOTSUPP rather
+ * than block its worker). */
 struct adump_wreq {
 	int fd;
 	bool is_datasync;
@@ -38,6 +39,10 @@ struct adump_writer_cfg {
 	const struct iovec *fixed;              /* staging buffers to register, or NULL */
 	unsigned fixed_count;
 	int doorbell_fd;                        /* eventfd to wait on, or -1 */
+	unsigned threads;                       /* pwrite: I/O threads (0: write on the owner's
+						 * thread, syncs refused) */
+	size_t inline_bytes;                    /* pwrite with threads: buffered writes up to
+						 * this size are written on the owner's thread */
 };
 
 struct adump_writer;

@@ -12,6 +12,14 @@
 #define ADUMP_MIN_BUFFERS_PER_STREAM 2u
 #define ADUMP_WORKER_MAX 64u
 #define ADUMP_URING_DEPTH 256u
+/* The pwrite writer's I/O threads per worker: positional writes in flight at once where
+ * io_uring is refused (bench/RESULTS.md, "pwrite writer"). */
+#define ADUMP_PWRITE_THREADS 4u
+/* ... and the largest buffered write it makes on the worker's own thread: a copy into the
+ * page cache takes less time than handing it to a thread and back. As large as io AUTO's
+ * smallest O_DIRECT file, so AUTO's buffered files never wait for a hand-off (range
+ * profile: 0.84x -> 0.90x io_uring against 64 KiB, one sitting, provisional). */
+#define ADUMP_PWRITE_INLINE_BYTES (256u << 10)
 /* A worker polls this long before sleeping: a busy producer posts again within
  * microseconds. Not longer: the poll takes a core from the producers it waits for. */
 #define ADUMP_WORKER_SPIN_NS 5000u

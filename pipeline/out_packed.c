@@ -88,7 +88,7 @@ struct packed_state {
 	/* Background data syncs (packed_sync()): bytes written since the last one started. */
 	uint64_t sync_owed;
 	bool is_sync_in_flight;
-	bool is_sync_unsupported;               /* the pwrite writer: no background syncs */
+	bool is_sync_unsupported;               /* a writer without background syncs (inline pwrite) */
 	struct adump_chunk_write sync_write;
 };
 

@@ -74,6 +74,8 @@ struct adump_session {
 	struct iovec *pool_iov;
 	struct adump_chunk_write *writes;       /* one per staging buffer */
 	enum adump_writer_kind backend;
+	enum adump_writer_reason backend_reason;
+	int backend_error;                      /* why io_uring was refused, or 0 */
 
 	pthread_mutex_t lock;                   /* attach/detach/workers */
 	struct stream_slot slots[ADUMP_STREAM_MAX_LIMIT];

@@ -245,7 +245,8 @@ static void output_fini(struct adump_worker *w)
 int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned index)
 {
 	struct adump_writer_cfg wcfg = {
-		.kind = s->backend, .depth = ADUMP_URING_DEPTH, .fixed = s->pool_iov,
+		.kind = s->backend, .depth = ADUMP_URING_DEPTH, .threads = ADUMP_PWRITE_THREADS,
+		.inline_bytes = ADUMP_PWRITE_INLINE_BYTES, .fixed = s->pool_iov,
 		.fixed_count = s->buffer_count,
 	};
 	int ret;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "iouring/writer.h"
 #include "tools/bench_int.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
@@ -311,14 +312,45 @@ static void ring_limit(struct bench *b)
 	adump_bench_ring_limit(records, slots, true, &ph->ring_read);
 }
 
+enum adump_bench_fio_engine tool_bench_fio_engine(const struct bench_opts *o, const char **why,
+						  int *refused)
+{
+	*refused = 0;
+	if (o->fio_engine >= 0) {
+		*why = "configured";
+		return (enum adump_bench_fio_engine)o->fio_engine;
+	}
+	/* fio runs as our child: what refuses io_uring here (a seccomp profile, the sysctl)
+	 * refuses it there too, and fio would fail instead of measuring. */
+	*refused = adump_writer_probe_uring();
+	*why = *refused ? "refused" : "auto";
+	return *refused ? ADUMP_BENCH_FIO_PSYNC : ADUMP_BENCH_FIO_URING;
+}
+
+static void fio_engine_say(enum adump_bench_fio_engine engine, const char *why, int refused,
+			   unsigned jobs)
+{
+	if (engine != ADUMP_BENCH_FIO_PSYNC)
+		return;
+	fprintf(stderr, "adump bench: fio with psync, %u job%s (%s%s)\n", jobs, jobs == 1 ? "" : "s",
+		refused ? "io_uring refused: " : why, refused ? adump_strerror(refused) : "");
+}
+
 /* fio on the capture's filesystem and byte count, buffered then O_DIRECT, each from a
  * synced start and timed until synced, as the capture is. O_DIRECT refused by the
- * filesystem: fio-direct is left out, and said so. */
+ * filesystem: fio-direct is left out, and said so. With psync, as many jobs as the capture
+ * had writer threads. */
 static void fio(struct bench *b)
 {
 	char dir[BENCH_PATH_CAP + 16];
+	struct adump_bench_fio_cfg cfg = { .is_sync = b->o.is_sync };
 	int ret;
 
+	cfg.engine = tool_bench_fio_engine(&b->o, &b->fio_why, &b->fio_refused);
+	cfg.jobs = b->o.fio_jobs ? b->o.fio_jobs : tool_bench_writer_threads(&b->r.st);
+	b->fio_engine = cfg.engine;
+	b->fio_jobs = cfg.engine == ADUMP_BENCH_FIO_PSYNC ? cfg.jobs : 1;
+	fio_engine_say(cfg.engine, b->fio_why, b->fio_refused, b->fio_jobs);
 	snprintf(dir, sizeof(dir), "%s/fio", b->base_dir);
 	ret = tool_bench_make_dir(dir);
 	for (int base = BENCH_BASE_FIO_BUFFERED; base <= BENCH_BASE_FIO_DIRECT; base++) {
@@ -334,7 +366,8 @@ static void fio(struct bench *b)
 			continue;
 		}
 		tool_bench_sync_before(b);
-		adump_bench_fio(dir, b->r.bytes, base == BENCH_BASE_FIO_DIRECT, b->o.is_sync, &ph->t);
+		cfg.is_direct = base == BENCH_BASE_FIO_DIRECT;
+		adump_bench_fio(dir, b->r.bytes, &cfg, &ph->t);
 	}
 	if (ret == 0)
 		rmdir(dir);
@@ -375,30 +408,41 @@ void tool_bench_baselines_after(struct bench *b)
 int tool_bench_fio_only(const struct bench_opts *o)
 {
 	bool is_direct = o->fio_only == BENCH_FIO_ONLY_DIRECT;
-	const char *kind = is_direct ? "direct" : "buffered";
+	const char *kind = is_direct ? "direct" : "buffered", *why;
+	struct adump_bench_fio_cfg cfg = { .is_direct = is_direct, .is_sync = o->is_sync };
 	struct adump_bench_timing t;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int refused, ret;
 	double gbps;
-	int ret;
 
+	cfg.engine = tool_bench_fio_engine(o, &why, &refused);
+	cfg.jobs = o->fio_jobs ? o->fio_jobs : o->workers ? o->workers : cores > 0 ? (unsigned)cores : 1;
+	if (cfg.engine != ADUMP_BENCH_FIO_PSYNC)
+		cfg.jobs = 1;
+	fio_engine_say(cfg.engine, why, refused, cfg.jobs);
 	ret = tool_bench_make_dir(o->out);
 	if (ret < 0) {
 		fprintf(stderr, "adump bench: cannot create %s: %s\n", o->out, strerror(-ret));
 		return 1;
 	}
 	adump_bench_syncfs(o->out);
-	adump_bench_fio(o->out, o->w.total_bytes, is_direct, o->is_sync, &t);
+	adump_bench_fio(o->out, o->w.total_bytes, &cfg, &t);
 	gbps = tool_bench_per_s((double)t.bytes / 1e9, t.seconds);
 	if (t.error < 0)
 		fprintf(stderr, "adump bench: fio (%s) in %s: %s\n", kind, o->out,
 			adump_strerror(t.error));
 	else
-		printf("fio-%s  %llu bytes in %.3f s (writes %.3f s%s), %.3f GB/s, %.2f CPU s\n",
+		printf("fio-%s  %llu bytes in %.3f s (writes %.3f s%s), %.3f GB/s, %.2f CPU s "
+		       "(%s, %u job%s)\n",
 		       kind, (unsigned long long)t.bytes, t.seconds, t.seconds_unsynced,
-		       o->is_sync ? ", then syncfs" : "", gbps, t.cpu_seconds);
+		       o->is_sync ? ", then syncfs" : "", gbps, t.cpu_seconds,
+		       adump_bench_fio_engine_names[cfg.engine], cfg.jobs, cfg.jobs == 1 ? "" : "s");
 	if (o->json)
 		printf("{\"fio\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"seconds_unsynced\":%.6f,"
-		       "\"cpu_seconds\":%.6f,\"gbps\":%.6f,\"error\":%d}\n",
+		       "\"cpu_seconds\":%.6f,\"gbps\":%.6f,\"engine\":\"%s\",\"engine_why\":\"%s\","
+		       "\"jobs\":%u,\"error\":%d}\n",
 		       kind, (unsigned long long)t.bytes, t.seconds, t.seconds_unsynced,
-		       t.cpu_seconds, gbps, t.error);
+		       t.cpu_seconds, gbps, adump_bench_fio_engine_names[cfg.engine], why, cfg.jobs,
+		       t.error);
 	return t.error < 0 ? 1 : 0;
 }

@@ -78,7 +78,19 @@ struct bench_opts {
 	bool is_verify_crc;                     /* the soak instead (tools/bench_soak.c) */
 	bool is_max_set;                        /* --max-size given */
 	enum bench_fio_only fio_only;
+	/* fio's engine: -1 auto (io_uring where this process can set it up, else psync), or
+	 * an enum adump_bench_fio_engine given with --fio-engine; psync's jobs (--fio-jobs;
+	 * 0: as many as the capture's writer threads). */
+	int fio_engine;
+	unsigned fio_jobs;
+	bool is_writer_forced;                  /* ADUMP_IO=pwrite set the writer */
 };
+
+/* fio's engine as run: the one --fio-engine named, else io_uring where it works here, else
+ * psync. @why: "configured", "auto" or "refused"; @refused: the -errno io_uring setup
+ * failed with (0 unless refused). */
+enum adump_bench_fio_engine tool_bench_fio_engine(const struct bench_opts *o, const char **why,
+						  int *refused);
 
 /* Device-side buffers: per input class a self and an other buffer, per stream
  * BENCH_OUT_BUFFERS outs used in turn, as a training step writes each activation to a buffer
@@ -156,6 +168,11 @@ struct bench {
 	double compute_gbps;
 	enum bench_base compute_base;           /* --compute-gbps auto: the pass R is half of */
 	double overhead_adump, overhead_naive;
+	/* The fio baselines as run (tool_bench_fio_engine()). */
+	enum adump_bench_fio_engine fio_engine;
+	const char *fio_why;
+	int fio_refused;
+	unsigned fio_jobs;
 };
 
 /* ---- bench_opts.c ---- */
@@ -167,6 +184,12 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o);
 bool tool_bench_has_program(const char *name);
 
 /* ---- bench_run.c ---- */
+
+/* The threads that wrote the capture's files: what fio's psync jobs match. */
+unsigned tool_bench_writer_threads(const struct adump_stats *st);
+/* Why the capture wrote with its backend: "auto", "configured", "forced" (ADUMP_IO=pwrite)
+ * or "refused". */
+const char *tool_bench_backend_why(const struct bench_opts *o, const struct adump_stats *st);
 
 /* mkdir -p. Return: 0 or -errno. */
 int tool_bench_make_dir(const char *path);

@@ -103,7 +103,8 @@ static void usage(FILE *f)
 		"                     the 'chan hand-off' row, also given as a fraction of ring-limit.\n"
 		"                     When fio is installed, also fio-buffered and fio-direct: fio on\n"
 		"                     the dump filesystem with the capture's byte count (1 MiB io_uring\n"
-		"                     writes at depth 16; buffered, then O_DIRECT), timed until\n"
+		"                     writes at depth 16, or psync where io_uring is refused;\n"
+		"                     buffered, then O_DIRECT), timed until\n"
 		"                     synced (syncfs) as the capture is; the faster is the 'ceiling' the\n"
 		"                     capture is held against (disk-limit is the in-process figure;\n"
 		"                     fio-direct is left out where the filesystem refuses O_DIRECT)\n"
@@ -131,6 +132,11 @@ static void usage(FILE *f)
 		"                     seconds, seconds_unsynced, cpu_seconds and gbps (--json: one\n"
 		"                     JSON line). For scripts that alternate fio with whole bench\n"
 		"                     runs (bench/alternate.py); exit 2 if fio is not installed\n"
+		"  --fio-engine E     auto (default: io_uring where this kernel allows it, else psync,\n"
+		"                     as in a container that refuses io_uring), io_uring or psync\n"
+		"  --fio-jobs N       psync: fio jobs writing the file in N parts at once (default:\n"
+		"                     the capture's writer threads; --fio-only: --workers, else one\n"
+		"                     per core)\n"
 		"  --help             this text\n\n"
 		"Timing: a phase runs from its first op to its last byte written; for file sinks and\n"
 		"the disk baselines that includes a final syncfs() of the dump filesystem, so buffered\n"
@@ -247,6 +253,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		{ "producer", required_argument, NULL, 'R' }, { "verify", no_argument, NULL, 'V' },
 		{ "verify-crc", no_argument, NULL, 'Z' },
 		{ "fio-only", required_argument, NULL, 'O' },
+		{ "fio-engine", required_argument, NULL, 'E' }, { "fio-jobs", required_argument, NULL, 'J' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -262,6 +269,7 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 		.is_sync = true,
 		.is_warmup = true,
 		.io = ADUMP_IO_AUTO,
+		.fio_engine = -1,
 	};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -414,6 +422,22 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 			else
 				return bad("--fio-only takes buffered or direct, not", optarg);
 			break;
+		case 'E':
+			if (!strcmp(optarg, "auto"))
+				o->fio_engine = -1;
+			else if (!strcmp(optarg, "io_uring") || !strcmp(optarg, "uring"))
+				o->fio_engine = ADUMP_BENCH_FIO_URING;
+			else if (!strcmp(optarg, "psync"))
+				o->fio_engine = ADUMP_BENCH_FIO_PSYNC;
+			else
+				return bad("--fio-engine takes auto, io_uring or psync, not", optarg);
+			break;
+		case 'J':
+			v = strtoull(optarg, &end, 10);
+			if (*end || v < 1 || v > 64)
+				return bad("--fio-jobs takes 1 to 64, not", optarg);
+			o->fio_jobs = (unsigned)v;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -425,8 +449,10 @@ int tool_bench_opts_parse(int argc, char **argv, struct bench_opts *o)
 			return -1;
 		}
 	}
-	if (is_pwrite_forced)
+	if (is_pwrite_forced) {
 		o->writer = ADUMP_WRITER_PWRITE;
+		o->is_writer_forced = true;
+	}
 	if (optind < argc)
 		return bad("unexpected argument", argv[optind]);
 	if (o->describe)

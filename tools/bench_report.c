@@ -274,6 +274,12 @@ static void human_summary(const struct bench *b)
 	       io_name(o->io),
 	       o->compress == ADUMP_COMPRESS_LZ4 ? "lz4" : "none",
 	       plan->w.data == ADUMP_BENCH_DATA_RELU ? "relu" : "random");
+	if (o->sink != BENCH_SINK_CALLBACK && r->st.backend_reason == ADUMP_WRITER_REASON_REFUSED)
+		printf("  writer     %s: io_uring refused here (%s)\n", r->backend,
+		       adump_strerror(r->st.backend_error));
+	else if (o->sink != BENCH_SINK_CALLBACK)
+		printf("  writer     %s (%s%s)\n", r->backend, tool_bench_backend_why(o, &r->st),
+		       o->is_writer_forced ? ": ADUMP_IO=pwrite" : "");
 	if (plan->w.profile == ADUMP_BENCH_PROFILE_RANGE)
 		printf("  tensors    %llu..%llu B\n", (unsigned long long)plan->w.min_bytes,
 		       (unsigned long long)plan->w.max_bytes);
@@ -394,6 +400,12 @@ static void human_compare(const struct bench *b)
 		       "%.2f x it\n", tool_bench_base_names[top_base],
 		       tool_bench_per_s(gb(top->t.bytes), top->t.seconds),
 		       per_gb(top->t.cpu_seconds, top->t.bytes), ratio_to(top_base, &top->t, r));
+	if (top && b->fio_engine == ADUMP_BENCH_FIO_PSYNC)
+		printf("  fio engine psync, %u job%s (%s%s%s)\n", b->fio_jobs, b->fio_jobs == 1 ? "" : "s",
+		       b->fio_why, b->fio_refused ? ": " : "",
+		       b->fio_refused ? adump_strerror(b->fio_refused) : "");
+	else if (top)
+		printf("  fio engine io_uring, depth 16 (%s)\n", b->fio_why);
 	else if (b->o.is_fio_skipped)
 		printf("  ceiling    fio skipped: not installed (Debian package fio)\n");
 	if (nodump->has_run && nodump->t.error == 0 && nodump->t.seconds > 0) {
@@ -446,6 +458,8 @@ static void json_capture(const struct bench *b, struct fields *fs)
 	add(fs, F_U64("workers", r->st.worker_count));
 	add(fs, F_STR("sink", tool_bench_sink_names[o->sink]));
 	add(fs, F_STR("backend", r->backend));
+	add(fs, F_STR("backend_why", tool_bench_backend_why(o, &r->st)));
+	add(fs, F_INT("backend_error", r->st.backend_error));
 	add(fs, F_STR("io", io_name(o->io)));
 	add(fs, F_STR("compress", o->compress == ADUMP_COMPRESS_LZ4 ? "lz4" : "none"));
 	add(fs, F_STR("data", plan->w.data == ADUMP_BENCH_DATA_RELU ? "relu" : "random"));
@@ -570,6 +584,9 @@ static void json_compare(const struct bench *b)
 		printf(",\"ceiling\":null");
 	}
 	printf(",\"fio_skipped\":%s", b->o.is_fio_skipped ? "true" : "false");
+	if (b->fio_why)
+		printf(",\"fio_engine\":\"%s\",\"fio_engine_why\":\"%s\",\"fio_jobs\":%u",
+		       adump_bench_fio_engine_names[b->fio_engine], b->fio_why, b->fio_jobs);
 }
 
 void tool_bench_report(const struct bench *b)

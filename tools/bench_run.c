@@ -460,3 +460,22 @@ int tool_bench_capture(struct bench *b)
 	capture_collect(b);
 	return 0;
 }
+
+unsigned tool_bench_writer_threads(const struct adump_stats *st)
+{
+	return st->writer_threads ? st->writer_threads : 1;
+}
+
+const char *tool_bench_backend_why(const struct bench_opts *o, const struct adump_stats *st)
+{
+	switch (st->backend_reason) {
+	case ADUMP_WRITER_REASON_AUTO:
+		return "auto";
+	case ADUMP_WRITER_REASON_CONFIGURED:
+		return o->is_writer_forced ? "forced" : "configured";
+	case ADUMP_WRITER_REASON_REFUSED:
+		return "refused";
+	default:
+		return "undecided";
+	}
+}

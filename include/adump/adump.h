@@ -34,6 +34,14 @@ enum adump_writer_kind {
 	ADUMP_WRITER_PWRITE = 2,
 };
 
+/* Why the session writes with the backend it does (struct adump_stats.backend_reason). */
+enum adump_writer_reason {
+	ADUMP_WRITER_REASON_UNDECIDED = 0,
+	ADUMP_WRITER_REASON_AUTO = 1,           /* AUTO, and io_uring works here */
+	ADUMP_WRITER_REASON_CONFIGURED = 2,     /* the config named the backend */
+	ADUMP_WRITER_REASON_REFUSED = 3,        /* AUTO, io_uring refused (backend_error says how) */
+};
+
 enum adump_sink {
 	ADUMP_SINK_FILE = 0,            /* dump files under dump_path */
 	ADUMP_SINK_CALLBACK = 1,        /* the same bytes, as chunks, to chunk_fn; no files */
@@ -216,6 +224,8 @@ struct adump_stats {
 	uint64_t producer_wait_count;
 	uint64_t producer_wait_ns;
 	enum adump_writer_kind backend;     /* URING or PWRITE once decided; AUTO before */
+	enum adump_writer_reason backend_reason;
+	int backend_error;              /* REFUSED: the -errno io_uring setup failed with */
 	/* Latency histograms over all streams (buckets: adump_hist_bucket()):
 	 * producer waits for a free buffer (every wait), and enqueue latency: a reserve that found
 	 * a free buffer plus its commit, without the copy between them (sampled: one record in
@@ -231,6 +241,8 @@ struct adump_stats {
 	uint64_t files_buffered;
 	uint64_t direct_fallbacks;
 	unsigned worker_count;          /* workers running */
+	unsigned writer_threads;        /* threads writing files: the workers, and with pwrite
+					 * each worker's I/O threads */
 	unsigned stream_count;          /* entries filled in streams[] */
 	struct adump_stream_stats streams[64];
 };

@@ -5,6 +5,7 @@
  * fio as the ceiling (missing: a usage error for --baselines fio, skipped by --compare), and
  * fio alone (--fio-only).
  * Correctness only: no timing is asserted. */
+#include <errno.h>
 #include <json-c/json.h>
 #include <glob.h>
 #include <limits.h>
@@ -502,6 +503,62 @@ START_TEST(test_fio_only)
 }
 END_TEST
 
+/* fio with psync: jobs that write the file in parts, exactly the bytes one job would write;
+ * said in the JSON line. */
+START_TEST(test_fio_psync)
+{
+	json_object *o;
+
+	ck_assert_int_eq(run("bench --fio-only direct --fio-engine psync --fio-jobs 2 --total "
+			     "7000000 --out %s/f --json", dir), 0);
+	o = last_json();
+	ck_assert_str_eq(json_object_get_string(field(o, "engine")), "psync");
+	ck_assert_str_eq(json_object_get_string(field(o, "engine_why")), "configured");
+	ck_assert_int_eq(json_object_get_int(field(o, "jobs")), 2);
+	ck_assert_int_eq(json_object_get_int(field(o, "error")), 0);
+	/* 3 MiB for the first job, the rest in whole 1 MiB blocks for the second: 7 MiB, as
+	 * one io_uring job writes it. */
+	ck_assert_int_eq(json_object_get_int64(field(o, "bytes")), 7ll << 20);
+	json_object_put(o);
+	ck_assert_int_eq(run("bench --fio-only direct --fio-engine sideways --total 1M --out %s/f",
+			     dir), 2);
+	ck_assert_int_eq(run("bench --fio-only direct --fio-jobs 0 --total 1M --out %s/f", dir), 2);
+}
+END_TEST
+
+#ifdef ADUMP_NO_URING
+/* Where io_uring is refused (adump_no_uring: a seccomp filter, as in a container): the
+ * capture writes with pwrite and says why, fio measures with psync, nothing fails. */
+START_TEST(test_uring_refused)
+{
+	json_object *o, *b;
+
+	ck_assert_int_eq(t_run_tool(ADUMP_NO_URING " " ADUMP_TOOL, dir, BENCH " --profile tiny "
+				    "--streams 2 --ops 5 --out %s/d --baselines fio,disk --no-sync --json",
+				    dir), 0);
+	o = last_json();
+	ck_assert_str_eq(json_object_get_string(field(o, "backend")), "pwrite");
+	ck_assert_str_eq(json_object_get_string(field(o, "backend_why")), "refused");
+	ck_assert_int_eq(json_object_get_int(field(o, "backend_error")), -EPERM);
+	ck_assert_str_eq(json_object_get_string(field(o, "fio_engine")), "psync");
+	ck_assert_str_eq(json_object_get_string(field(o, "fio_engine_why")), "refused");
+	ck_assert_int_ge(json_object_get_int(field(o, "fio_jobs")), 1);
+	b = field(o, "baselines");
+	ck_assert_int_eq(json_object_get_int(field(field(b, "fio_buffered"), "error")), 0);
+	ck_assert_int_eq(json_object_get_int(field(field(b, "disk_limit"), "error")), 0);
+	ck_assert(json_object_get_double(field(field(b, "disk_limit"), "gbps")) > 0);
+	json_object_put(o);
+	ck_assert_int_eq(t_run_tool(ADUMP_NO_URING " " ADUMP_TOOL, dir, "bench --fio-only buffered "
+				    "--total 2M --out %s/f --no-sync --json", dir), 0);
+	o = last_json();
+	ck_assert_str_eq(json_object_get_string(field(o, "engine")), "psync");
+	ck_assert_str_eq(json_object_get_string(field(o, "engine_why")), "refused");
+	ck_assert_int_eq(json_object_get_int64(field(o, "bytes")), 2ll << 20);
+	json_object_put(o);
+}
+END_TEST
+#endif
+
 int main(void)
 {
 	Suite *s = suite_create("bench_cli");
@@ -512,10 +569,10 @@ int main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_help_and_bad_options);
 	tcase_add_test(tc, test_json_fields);
-	t_tcase_add_test_needing(tc, T_URING, test_compare_tiny);
-	t_tcase_add_test_needing(tc, T_URING, test_compute_auto);
+	tcase_add_test(tc, test_compare_tiny);
+	tcase_add_test(tc, test_compute_auto);
 #ifdef T_HAVE_TESTPOINTS
-	t_tcase_add_test_needing(tc, T_URING, test_direct_refused);
+	tcase_add_test(tc, test_direct_refused);
 #else
 	printf("test_direct_refused: skipped, testpoints are not compiled in\n");
 #endif
@@ -525,6 +582,10 @@ int main(void)
 	if (has_fio()) {
 		t_tcase_add_test_needing(tc, T_DIRECT, test_fio_run);
 		t_tcase_add_test_needing(tc, T_DIRECT, test_fio_only);
+		t_tcase_add_test_needing(tc, T_DIRECT, test_fio_psync);
+#ifdef ADUMP_NO_URING
+		tcase_add_test(tc, test_uring_refused);
+#endif
 	} else {
 		printf("test_fio_run, test_fio_only: skipped, fio is not installed\n");
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* iouring/ on its own: both backends complete every request whole and exactly once, at its
- * offset, through short writes and -EAGAIN; errors reach the one request they hit; a refused
- * io_uring falls back (AUTO) or fails (URING); the doorbell wakes a blocked wait. */
+/* iouring/ on its own: both backends (pwrite inline and with its I/O threads) complete every
+ * request whole and exactly once, at its offset, through short writes and -EAGAIN; errors
+ * reach the one request they hit; a refused io_uring falls back (AUTO) or fails (URING); the
+ * doorbell wakes a blocked wait. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@
 #define REQ_BYTES 8192
 
 static char *dir;
+/* The pwrite backend's I/O threads in writers this test opens (0: inline). */
+static unsigned pool_threads;
+static size_t pool_inline_bytes;                /* ... and their inline write limit */
 
 static void setup(void)
 {
@@ -28,13 +32,16 @@ static void setup(void)
 static void teardown(void)
 {
 	adump_testpoint_disarm_all();
+	pool_threads = 0;
+	pool_inline_bytes = 0;
 	t_rmtree(dir);
 	free(dir);
 }
 
 static struct adump_writer *writer_open(enum adump_writer_kind kind, int doorbell_fd)
 {
-	struct adump_writer_cfg cfg = { .kind = kind, .depth = 8, .doorbell_fd = doorbell_fd };
+	struct adump_writer_cfg cfg = { .kind = kind, .depth = 8, .doorbell_fd = doorbell_fd,
+					.threads = pool_threads, .inline_bytes = pool_inline_bytes };
 	struct adump_writer *w = NULL;
 
 	ck_assert_int_eq(adump_writer_create(&cfg, &w), 0);
@@ -113,8 +120,8 @@ static void write_and_check(enum adump_writer_kind kind, int expect_res_fail_ind
 		ck_assert_int_eq(pread(fd, back, sizeof(back), 0), (ssize_t)sizeof(back));
 		ck_assert_int_eq(memcmp(back, data, sizeof(data)), 0);
 	}
-	/* pwrite completes synchronously, so in the order the writes were queued. */
-	if (kind == ADUMP_WRITER_PWRITE)
+	/* pwrite inline completes synchronously, so in the order the writes were queued. */
+	if (kind == ADUMP_WRITER_PWRITE && !pool_threads)
 		for (unsigned i = 0; i < REQ_COUNT; i++)
 			ck_assert_uint_eq(order[i], i);
 	close(fd);
@@ -200,9 +207,9 @@ START_TEST(test_eagain_retried_uring)
 END_TEST
 
 /* A failed write is that request's result; the others still complete. */
-START_TEST(test_error_reaches_its_request_uring)
+static void error_reaches_its_request(enum adump_writer_kind kind)
 {
-	struct adump_writer *w = writer_open(ADUMP_WRITER_URING, -1);
+	struct adump_writer *w = writer_open(kind, -1);
 	struct adump_wreq reqs[3];
 	unsigned order[3];
 	char buf[64] = "x";
@@ -221,6 +228,11 @@ START_TEST(test_error_reaches_its_request_uring)
 	close(fd);
 	adump_writer_destroy(w);
 }
+
+START_TEST(test_error_reaches_its_request_uring)
+{
+	error_reaches_its_request(ADUMP_WRITER_URING);
+}
 END_TEST
 
 START_TEST(test_error_reaches_its_request_pwrite)
@@ -230,11 +242,11 @@ START_TEST(test_error_reaches_its_request_pwrite)
 }
 END_TEST
 
-START_TEST(test_injected_error_uring)
+/* Completion order is the kernel's (or the I/O threads'): find the failed one by its result. */
+static void injected_error(enum adump_writer_kind kind)
 {
 	adump_testpoint_arm("uring.write", -EIO, 5, 0);
-	/* Completion order is the kernel's: find the failed one by its result. */
-	struct adump_writer *w = writer_open(ADUMP_WRITER_URING, -1);
+	struct adump_writer *w = writer_open(kind, -1);
 	struct adump_wreq reqs[8];
 	unsigned order[8], failed = 0;
 	char buf[32] = "y";
@@ -256,6 +268,30 @@ START_TEST(test_injected_error_uring)
 	ck_assert_uint_eq(failed, 1);
 	close(fd);
 	adump_writer_destroy(w);
+}
+
+START_TEST(test_injected_error_uring)
+{
+	injected_error(ADUMP_WRITER_URING);
+}
+END_TEST
+
+/* The pwrite backend with I/O threads: as asynchronous as io_uring, every request whole and
+ * once (in any order), short writes continued, errors on their own request, syncs run. */
+START_TEST(test_pool_writes_land)
+{
+	pool_threads = 3;
+	write_and_check(ADUMP_WRITER_PWRITE, -1);
+	adump_testpoint_arm("uring.short", 1, 2, 2);
+	write_and_check(ADUMP_WRITER_PWRITE, -1);
+	/* Small buffered writes on the owner's thread, completed through the same list. */
+	pool_inline_bytes = REQ_BYTES;
+	write_and_check(ADUMP_WRITER_PWRITE, -1);
+	pool_inline_bytes = 0;
+	adump_testpoint_disarm_all();
+	complete_means_written(ADUMP_WRITER_PWRITE);
+	error_reaches_its_request(ADUMP_WRITER_PWRITE);
+	injected_error(ADUMP_WRITER_PWRITE);
 }
 END_TEST
 
@@ -295,6 +331,14 @@ START_TEST(test_datasync)
 	ck_assert_int_eq(adump_writer_write(w, &req), -EOPNOTSUPP);
 	ck_assert_uint_eq(adump_writer_in_flight(w), 0);
 	adump_writer_destroy(w);
+	/* With I/O threads a sync runs on one of them. */
+	pool_threads = 2;
+	w = writer_open(ADUMP_WRITER_PWRITE, -1);
+	ck_assert_int_eq(adump_writer_write(w, &req), 0);
+	ck_assert_uint_eq(reap_all(w, &req, 1, order), 1);
+	ck_assert_int_eq(req.res, 0);
+	adump_writer_destroy(w);
+	req.owner = NULL;
 	if (t_feature_probe(T_URING) == 0) {
 		w = writer_open(ADUMP_WRITER_URING, -1);
 		ck_assert_int_eq(adump_writer_write(w, &req), 0);
@@ -336,6 +380,8 @@ END_TEST
 START_TEST(test_doorbell_pwrite)
 {
 	doorbell_wakes(ADUMP_WRITER_PWRITE);
+	pool_threads = 2;
+	doorbell_wakes(ADUMP_WRITER_PWRITE);
 }
 END_TEST
 
@@ -353,6 +399,7 @@ int main(void)
 	t_tcase_add_test_needing(tc, T_URING, test_eagain_retried_uring);
 	t_tcase_add_test_needing(tc, T_URING, test_error_reaches_its_request_uring);
 	tcase_add_test(tc, test_error_reaches_its_request_pwrite);
+	tcase_add_test(tc, test_pool_writes_land);
 	t_tcase_add_test_needing(tc, T_URING, test_injected_error_uring);
 	tcase_add_test(tc, test_setup_refused_falls_back);
 	tcase_add_test(tc, test_datasync);
