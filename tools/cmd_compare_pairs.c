@@ -40,22 +40,6 @@ FILE *compare_out_create(const char *dir, const char *stem, const char *ext, cha
 	return NULL;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 /* Python csv.writer's minimal quoting. */
 static void csv_str(FILE *f, const char *s)
 {
@@ -247,16 +231,16 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			const struct pair_result *r = &res[i];
 
 			printf("{\"pair\": ");
-			json_str(stdout, p->label);
+			tool_json_str(stdout, p->label);
 			printf(", \"step\": %lld, \"rank\": %lld, \"my\": ", (long long)p->step,
 			       (long long)p->rank);
 			if (p->my)
-				json_str(stdout, p->my);
+				tool_json_str(stdout, p->my);
 			else
 				printf("null");
 			printf(", \"golden\": ");
 			if (p->golden)
-				json_str(stdout, p->golden);
+				tool_json_str(stdout, p->golden);
 			else
 				printf("null");
 			printf(", \"op_count\": %llu, \"matched_count\": %llu, \"exit_code\": %d, "
@@ -264,20 +248,20 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			       (unsigned long long)r->sum.matched_count, r->code);
 			if (r->index[0]) {
 				printf("{\"index\": %s, \"op\": ", r->index);
-				json_str(stdout, r->op);
+				tool_json_str(stdout, r->op);
 				printf(", \"tensor\": ");
-				json_str(stdout, r->tensor);
+				tool_json_str(stdout, r->tensor);
 				printf("}");
 			} else {
 				printf("null");
 			}
 			printf(", \"result\": ");
 			if (r->csv[0])
-				json_str(stdout, r->csv);
+				tool_json_str(stdout, r->csv);
 			else
 				printf("null");
 			printf(", \"message\": ");
-			json_str(stdout, r->why);
+			tool_json_str(stdout, r->why);
 			printf("}\n");
 		}
 	if (!is_quiet) {
