@@ -40,22 +40,6 @@ FILE *compare_out_create(const char *dir, const char *stem, const char *ext, cha
 	return NULL;
 }
 
-/* Python csv.writer's minimal quoting. */
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 /* What one pair came to. */
 struct pair_result {
 	int code;
@@ -201,23 +185,23 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
 			const struct pair_result *r = &res[i];
 
-			csv_str(f, p->label);
+			adump_compare_csv_cell(f, p->label);
 			fprintf(f, ",%lld,%lld,", (long long)p->step, (long long)p->rank);
-			csv_str(f, p->my ? p->my : "*");
+			adump_compare_csv_cell(f, p->my ? p->my : "*");
 			fputc(',', f);
-			csv_str(f, p->golden ? p->golden : "*");
+			adump_compare_csv_cell(f, p->golden ? p->golden : "*");
 			fprintf(f, ",%llu,%llu,%llu,%llu,%s,", (unsigned long long)r->sum.op_count,
 				(unsigned long long)r->sum.matched_count,
 				(unsigned long long)r->sum.my_only_count,
 				(unsigned long long)r->sum.golden_only_count,
 				r->index[0] ? r->index : "NaN");
-			csv_str(f, r->op[0] ? r->op : "NaN");
+			adump_compare_csv_cell(f, r->op[0] ? r->op : "NaN");
 			fputc(',', f);
-			csv_str(f, r->tensor[0] ? r->tensor : "NaN");
+			adump_compare_csv_cell(f, r->tensor[0] ? r->tensor : "NaN");
 			fprintf(f, ",%d,", r->code);
-			csv_str(f, r->csv);
+			adump_compare_csv_cell(f, r->csv);
 			fputc(',', f);
-			csv_str(f, r->why);
+			adump_compare_csv_cell(f, r->why);
 			fputs("\r\n", f);
 		}
 		if (fclose(f) != 0) {
