@@ -140,11 +140,7 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	char scratch[1];
 	int ret;
 
-	if (!msg || !cap) {
-		msg = scratch;
-		cap = sizeof(scratch);
-	}
-	msg[0] = '\0';
+	adump_msg_begin(&msg, &cap, scratch);
 	if (!my || !golden || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
 		snprintf(msg, cap, "invalid arguments");
 		return -ADUMP_ERR_CONFIG;

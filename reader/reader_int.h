@@ -58,6 +58,17 @@ ADUMP_HIDDEN void adump_reader_willneed(struct adump_reader *r, uint32_t tensor,
 					uint64_t len);
 
 
+/* An API function's message buffer, made empty: the caller's (*msg, *cap), or @scratch (one
+ * byte) when it gave none, so that the error paths write into it without checking. */
+static inline void adump_msg_begin(char **msg, size_t *cap, char scratch[static 1])
+{
+	if (!*msg || !*cap) {
+		*msg = scratch;
+		*cap = 1;
+	}
+	(*msg)[0] = '\0';
+}
+
 /* Record a failure message "<name>: <fmt...>" in the reader and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -47,11 +47,7 @@ int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
 	char scratch[1];
 	int ret;
 
-	if (!msg || !cap) {
-		msg = scratch;
-		cap = sizeof(scratch);
-	}
-	msg[0] = '\0';
+	adump_msg_begin(&msg, &cap, scratch);
 	if (!path || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
 		snprintf(msg, cap, "invalid arguments");
 		return -ADUMP_ERR_CONFIG;
