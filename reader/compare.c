@@ -149,10 +149,7 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	if (!c)
 		return -ENOMEM;
 	c->cfg = (struct adump_compare_config)ADUMP_COMPARE_CONFIG_INIT;
-	if (cfg)
-		memcpy(&c->cfg, cfg,
-		       cfg->struct_size < sizeof(c->cfg) ? cfg->struct_size : sizeof(c->cfg));
-	c->cfg.struct_size = sizeof(c->cfg);
+	adump_config_take(&c->cfg, sizeof(c->cfg), cfg);
 	if (c->cfg.alg_count > ADUMP_COMPARE_ALG_COUNT) {
 		snprintf(msg, cap, "alg_count %u is more than %d", c->cfg.alg_count,
 			 ADUMP_COMPARE_ALG_COUNT);
@@ -172,11 +169,7 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	}
 	if (!c->cfg.chunk_elements)
 		c->cfg.chunk_elements = CHUNK_ELEMENTS_DEFAULT;
-	if (!c->cfg.thread_count) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		c->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
-	}
+	adump_threads_default(&c->cfg.thread_count);
 	for (int s = 0; s < 2; s++)
 		pthread_mutex_init(&c->side[s].packed_lock, NULL);
 	ret = adump_compare_thresholds_parse(&c->thresholds, c->cfg.thresholds, msg, cap);

@@ -56,15 +56,8 @@ int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
 	if (!s)
 		return -ENOMEM;
 	s->cfg = (struct adump_scan_config)ADUMP_SCAN_CONFIG_INIT;
-	if (cfg)
-		memcpy(&s->cfg, cfg,
-		       cfg->struct_size < sizeof(s->cfg) ? cfg->struct_size : sizeof(s->cfg));
-	s->cfg.struct_size = sizeof(s->cfg);
-	if (!s->cfg.thread_count) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		s->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
-	}
+	adump_config_take(&s->cfg, sizeof(s->cfg), cfg);
+	adump_threads_default(&s->cfg.thread_count);
 	pthread_mutex_init(&s->side.packed_lock, NULL);
 	ret = adump_compare_side_list(&s->side, path, !s->cfg.is_flat, msg, cap);
 	if (ret == 0) {
