@@ -1132,20 +1132,8 @@ int adump_compare_run(struct adump_compare *c)
 			break;
 		}
 	}
-	if (started > 0) {
-		/* The calling thread is worker 0. */
-		intptr_t r0 = (intptr_t)worker_main(&w[0]);
-
-		if (r0 < 0 && ret == 0)
-			ret = (int)r0;
-		for (unsigned i = 1; i < started; i++) {
-			void *rv;
-
-			pthread_join(threads[i], &rv);
-			if ((intptr_t)rv < 0 && ret == 0)
-				ret = (int)(intptr_t)rv;
-		}
-	}
+	if (started > 0)        /* the calling thread is worker 0 */
+		ret = adump_workers_finish(threads, started, worker_main, &w[0], ret);
 	for (unsigned i = 0; i < started; i++)
 		worker_fini(&w[i]);
 	free(w);

@@ -395,20 +395,8 @@ int adump_scan_run(struct adump_scan *s)
 		if (ret < 0)
 			break;
 	}
-	{
-		/* The calling thread is worker 0. */
-		intptr_t r0 = (intptr_t)scan_worker(s);
-
-		if (r0 < 0 && ret == 0)
-			ret = (int)r0;
-	}
-	for (unsigned i = 1; i < started; i++) {
-		void *rv;
-
-		pthread_join(threads[i], &rv);
-		if ((intptr_t)rv < 0 && ret == 0)
-			ret = (int)(intptr_t)rv;
-	}
+	/* The calling thread is worker 0. */
+	ret = adump_workers_finish(threads, started, scan_worker, s, ret);
 	free(threads);
 	if (ret < 0)
 		return ret;
