@@ -140,11 +140,7 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	char scratch[1];
 	int ret;
 
-	if (!msg || !cap) {
-		msg = scratch;
-		cap = sizeof(scratch);
-	}
-	msg[0] = '\0';
+	adump_msg_begin(&msg, &cap, scratch);
 	if (!my || !golden || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
 		snprintf(msg, cap, "invalid arguments");
 		return -ADUMP_ERR_CONFIG;
@@ -153,10 +149,7 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	if (!c)
 		return -ENOMEM;
 	c->cfg = (struct adump_compare_config)ADUMP_COMPARE_CONFIG_INIT;
-	if (cfg)
-		memcpy(&c->cfg, cfg,
-		       cfg->struct_size < sizeof(c->cfg) ? cfg->struct_size : sizeof(c->cfg));
-	c->cfg.struct_size = sizeof(c->cfg);
+	adump_config_take(&c->cfg, sizeof(c->cfg), cfg);
 	if (c->cfg.alg_count > ADUMP_COMPARE_ALG_COUNT) {
 		snprintf(msg, cap, "alg_count %u is more than %d", c->cfg.alg_count,
 			 ADUMP_COMPARE_ALG_COUNT);
@@ -176,11 +169,7 @@ int adump_compare_open(const struct adump_compare_config *cfg, const char *my, c
 	}
 	if (!c->cfg.chunk_elements)
 		c->cfg.chunk_elements = CHUNK_ELEMENTS_DEFAULT;
-	if (!c->cfg.thread_count) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		c->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
-	}
+	adump_threads_default(&c->cfg.thread_count);
 	for (int s = 0; s < 2; s++)
 		pthread_mutex_init(&c->side[s].packed_lock, NULL);
 	ret = adump_compare_thresholds_parse(&c->thresholds, c->cfg.thresholds, msg, cap);
@@ -1143,20 +1132,8 @@ int adump_compare_run(struct adump_compare *c)
 			break;
 		}
 	}
-	if (started > 0) {
-		/* The calling thread is worker 0. */
-		intptr_t r0 = (intptr_t)worker_main(&w[0]);
-
-		if (r0 < 0 && ret == 0)
-			ret = (int)r0;
-		for (unsigned i = 1; i < started; i++) {
-			void *rv;
-
-			pthread_join(threads[i], &rv);
-			if ((intptr_t)rv < 0 && ret == 0)
-				ret = (int)(intptr_t)rv;
-		}
-	}
+	if (started > 0)        /* the calling thread is worker 0 */
+		ret = adump_workers_finish(threads, started, worker_main, &w[0], ret);
 	for (unsigned i = 0; i < started; i++)
 		worker_fini(&w[i]);
 	free(w);

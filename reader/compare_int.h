@@ -253,4 +253,24 @@ ADUMP_HIDDEN int adump_compare_ffts_read(struct adump_compare_ffts *m, uint32_t 
 					 struct adump_reader **failed);
 ADUMP_HIDDEN void adump_compare_ffts_free(struct adump_compare_ffts *m);
 
+/* The end of a pool run: @fn(@arg) as worker 0 on the calling thread, then threads[1] to
+ * threads[started - 1] joined. Worker results are 0 or negative (intptr_t). Return: @ret if
+ * negative, else worker 0's failure, else the first joined thread's, else 0. */
+static inline int adump_workers_finish(pthread_t *threads, unsigned started,
+				       void *(*fn)(void *), void *arg, int ret)
+{
+	intptr_t r0 = (intptr_t)fn(arg);
+
+	if (r0 < 0 && ret == 0)
+		ret = (int)r0;
+	for (unsigned i = 1; i < started; i++) {
+		void *rv;
+
+		pthread_join(threads[i], &rv);
+		if ((intptr_t)rv < 0 && ret == 0)
+			ret = (int)(intptr_t)rv;
+	}
+	return ret;
+}
+
 #endif

@@ -94,8 +94,7 @@ void adump_compare_summary_get(const struct adump_compare *c, struct adump_compa
 		out->exit_code = ADUMP_COMPARE_EXIT_NONFINITE;
 }
 
-/* Python csv.writer's minimal quoting. */
-static void csv_cell(FILE *f, const char *s)
+void adump_compare_csv_cell(FILE *f, const char *s)
 {
 	if (!strpbrk(s, ",\"\r\n")) {
 		fputs(s, f);
@@ -117,14 +116,14 @@ int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
 	for (uint32_t i = 0; i < c->column_count; i++) {
 		if (i)
 			fputc(',', f);
-		csv_cell(f, c->columns[i]);
+		adump_compare_csv_cell(f, c->columns[i]);
 	}
 	fputs("\r\n", f);
 	for (uint64_t r = 0; r < c->row_count; r++) {
 		for (uint32_t i = 0; i < c->column_count; i++) {
 			if (i)
 				fputc(',', f);
-			csv_cell(f, c->rows[r]->cells[i]);
+			adump_compare_csv_cell(f, c->rows[r]->cells[i]);
 		}
 		fputs("\r\n", f);
 	}

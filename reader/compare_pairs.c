@@ -248,11 +248,7 @@ int adump_compare_pairs_list(const char *my, const char *golden,
 	char scratch[1];
 	int ret;
 
-	if (!msg || !cap) {
-		msg = scratch;
-		cap = sizeof(scratch);
-	}
-	msg[0] = '\0';
+	adump_msg_begin(&msg, &cap, scratch);
 	if (!my || !golden || !out) {
 		snprintf(msg, cap, "invalid arguments");
 		return -ADUMP_ERR_CONFIG;

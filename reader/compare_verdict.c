@@ -162,11 +162,7 @@ enum adump_compare_verdict adump_compare_verdict_judge(const struct adump_compar
 	char scratch[1], warn[512] = "";
 	double cos = m->finite_cosine, abs_err = m->finite_max_abs, scaled = m->scaled_error;
 
-	if (!reason || !cap) {
-		reason = scratch;
-		cap = sizeof(scratch);
-	}
-	reason[0] = '\0';
+	adump_msg_begin(&reason, &cap, scratch);
 	if (!t) {
 		adump_compare_thresholds_default(&defaults);
 		t = &defaults;

@@ -4,6 +4,8 @@
 #define ADUMP_READER_INT_H
 
 #include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "adump/reader.h"
 #include "common/common.h"
@@ -57,6 +59,40 @@ ADUMP_HIDDEN int adump_reader_fail_as(struct adump_reader *r, const char *name, 
 ADUMP_HIDDEN void adump_reader_willneed(struct adump_reader *r, uint32_t tensor, uint64_t offset,
 					uint64_t len);
 
+
+/* An API function's message buffer, made empty: the caller's (*msg, *cap), or @scratch (one
+ * byte) when it gave none, so that the error paths write into it without checking. */
+static inline void adump_msg_begin(char **msg, size_t *cap, char scratch[static 1])
+{
+	if (!*msg || !*cap) {
+		*msg = scratch;
+		*cap = 1;
+	}
+	(*msg)[0] = '\0';
+}
+
+/* Take a caller's versioned config (struct_size its first field) over @dst, which holds the
+ * defaults: fields a caller built against an older header does not know keep them. @src may
+ * be NULL (all defaults). */
+static inline void adump_config_take(void *dst, size_t dst_size, const void *src)
+{
+	if (src) {
+		size_t n = *(const size_t *)src;
+
+		memcpy(dst, src, n < dst_size ? n : dst_size);
+	}
+	*(size_t *)dst = dst_size;
+}
+
+/* A thread_count of 0: one per online CPU, at least one. */
+static inline void adump_threads_default(unsigned *thread_count)
+{
+	if (!*thread_count) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		*thread_count = cpus > 0 ? (unsigned)cpus : 1;
+	}
+}
 
 /* Record a failure message "<name>: <fmt...>" in the reader and return @ret. */
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)

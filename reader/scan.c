@@ -47,11 +47,7 @@ int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
 	char scratch[1];
 	int ret;
 
-	if (!msg || !cap) {
-		msg = scratch;
-		cap = sizeof(scratch);
-	}
-	msg[0] = '\0';
+	adump_msg_begin(&msg, &cap, scratch);
 	if (!path || !out || (cfg && cfg->struct_size < sizeof(size_t))) {
 		snprintf(msg, cap, "invalid arguments");
 		return -ADUMP_ERR_CONFIG;
@@ -60,15 +56,8 @@ int adump_scan_open(const struct adump_scan_config *cfg, const char *path,
 	if (!s)
 		return -ENOMEM;
 	s->cfg = (struct adump_scan_config)ADUMP_SCAN_CONFIG_INIT;
-	if (cfg)
-		memcpy(&s->cfg, cfg,
-		       cfg->struct_size < sizeof(s->cfg) ? cfg->struct_size : sizeof(s->cfg));
-	s->cfg.struct_size = sizeof(s->cfg);
-	if (!s->cfg.thread_count) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-		s->cfg.thread_count = cpus > 0 ? (unsigned)cpus : 1;
-	}
+	adump_config_take(&s->cfg, sizeof(s->cfg), cfg);
+	adump_threads_default(&s->cfg.thread_count);
 	pthread_mutex_init(&s->side.packed_lock, NULL);
 	ret = adump_compare_side_list(&s->side, path, !s->cfg.is_flat, msg, cap);
 	if (ret == 0) {
@@ -406,20 +395,8 @@ int adump_scan_run(struct adump_scan *s)
 		if (ret < 0)
 			break;
 	}
-	{
-		/* The calling thread is worker 0. */
-		intptr_t r0 = (intptr_t)scan_worker(s);
-
-		if (r0 < 0 && ret == 0)
-			ret = (int)r0;
-	}
-	for (unsigned i = 1; i < started; i++) {
-		void *rv;
-
-		pthread_join(threads[i], &rv);
-		if ((intptr_t)rv < 0 && ret == 0)
-			ret = (int)(intptr_t)rv;
-	}
+	/* The calling thread is worker 0. */
+	ret = adump_workers_finish(threads, started, scan_worker, s, ret);
 	free(threads);
 	if (ret < 0)
 		return ret;

@@ -90,22 +90,6 @@ static void usage(FILE *f)
 		"whose verdict is not pass.\n");
 }
 
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 static void json_rows(const struct adump_compare *c, FILE *f)
 {
 	uint32_t cols = adump_compare_column_count(c);
@@ -131,18 +115,18 @@ static void json_rows(const struct adump_compare *c, FILE *f)
 				snprintf(key, sizeof(key), "%s", name);
 			if (i)
 				fputs(", ", f);
-			json_string(f, key);
+			tool_json_str(f, key);
 			fputs(": ", f);
-			json_string(f, row->cells[i]);
+			tool_json_str(f, row->cells[i]);
 		}
 		/* adump's own keys: the verdict and the numbers behind it. */
 		fputs(", \"verdict\": ", f);
-		json_string(f, adump_compare_verdict_name(row->verdict));
+		tool_json_str(f, adump_compare_verdict_name(row->verdict));
 		fputs(", \"reason\": ", f);
-		json_string(f, row->reason ? row->reason : "");
+		tool_json_str(f, row->reason ? row->reason : "");
 		fputs(", \"module\": ", f);
 		if (row->module)
-			json_string(f, row->module);
+			tool_json_str(f, row->module);
 		else
 			fputs("null", f);
 		if (row->is_compared) {
@@ -172,14 +156,6 @@ static void human_bytes(char *buf, size_t cap, double b)
 		snprintf(buf, cap, "%.1f MB", b / 1e6);
 	else
 		snprintf(buf, cap, "%.0f B", b);
-}
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Statistics dumps on both sides: msprobe's summary-mode columns instead of the algorithms. */
@@ -621,18 +597,10 @@ int cmd_compare(int argc, char **argv)
 		case OPT_JSON:
 			is_json = true;
 			break;
-		case OPT_THREADS: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !*optarg || v == 0 || v > 1024) {
-				fprintf(stderr, "adump compare: --threads: expected 1-1024, got '%s'\n",
-					optarg);
+		case OPT_THREADS:
+			if (tool_parse_threads("compare", optarg, &cfg.thread_count) < 0)
 				return 2;
-			}
-			cfg.thread_count = (unsigned)v;
 			break;
-		}
 		case OPT_CHUNK: {
 			uint64_t v;
 
@@ -695,7 +663,7 @@ int cmd_compare(int argc, char **argv)
 			return code;
 		}
 	}
-	t0 = now_seconds();
+	t0 = tool_now_seconds();
 	ret = adump_compare_open(&cfg, my, golden, &c, msg, sizeof(msg));
 	if (ret < 0) {
 		fprintf(stderr, "adump compare: %s\n", msg);
@@ -741,7 +709,7 @@ int cmd_compare(int argc, char **argv)
 	if (is_json)
 		json_rows(c, stdout);
 	if (!is_quiet)
-		summary_print(c, &sum, now_seconds() - t0, csv[0] ? csv : NULL);
+		summary_print(c, &sum, tool_now_seconds() - t0, csv[0] ? csv : NULL);
 	if (is_advisor && sum.matched_count && !is_quiet) {
 		fprintf(stderr, "  advisor: ");
 		adump_compare_write_advice(c, stderr);

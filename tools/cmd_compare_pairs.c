@@ -40,38 +40,6 @@ FILE *compare_out_create(const char *dir, const char *stem, const char *ext, cha
 	return NULL;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-/* Python csv.writer's minimal quoting. */
-static void csv_str(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 /* What one pair came to. */
 struct pair_result {
 	int code;
@@ -217,23 +185,23 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
 			const struct pair_result *r = &res[i];
 
-			csv_str(f, p->label);
+			adump_compare_csv_cell(f, p->label);
 			fprintf(f, ",%lld,%lld,", (long long)p->step, (long long)p->rank);
-			csv_str(f, p->my ? p->my : "*");
+			adump_compare_csv_cell(f, p->my ? p->my : "*");
 			fputc(',', f);
-			csv_str(f, p->golden ? p->golden : "*");
+			adump_compare_csv_cell(f, p->golden ? p->golden : "*");
 			fprintf(f, ",%llu,%llu,%llu,%llu,%s,", (unsigned long long)r->sum.op_count,
 				(unsigned long long)r->sum.matched_count,
 				(unsigned long long)r->sum.my_only_count,
 				(unsigned long long)r->sum.golden_only_count,
 				r->index[0] ? r->index : "NaN");
-			csv_str(f, r->op[0] ? r->op : "NaN");
+			adump_compare_csv_cell(f, r->op[0] ? r->op : "NaN");
 			fputc(',', f);
-			csv_str(f, r->tensor[0] ? r->tensor : "NaN");
+			adump_compare_csv_cell(f, r->tensor[0] ? r->tensor : "NaN");
 			fprintf(f, ",%d,", r->code);
-			csv_str(f, r->csv);
+			adump_compare_csv_cell(f, r->csv);
 			fputc(',', f);
-			csv_str(f, r->why);
+			adump_compare_csv_cell(f, r->why);
 			fputs("\r\n", f);
 		}
 		if (fclose(f) != 0) {
@@ -247,16 +215,16 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			const struct pair_result *r = &res[i];
 
 			printf("{\"pair\": ");
-			json_str(stdout, p->label);
+			tool_json_str(stdout, p->label);
 			printf(", \"step\": %lld, \"rank\": %lld, \"my\": ", (long long)p->step,
 			       (long long)p->rank);
 			if (p->my)
-				json_str(stdout, p->my);
+				tool_json_str(stdout, p->my);
 			else
 				printf("null");
 			printf(", \"golden\": ");
 			if (p->golden)
-				json_str(stdout, p->golden);
+				tool_json_str(stdout, p->golden);
 			else
 				printf("null");
 			printf(", \"op_count\": %llu, \"matched_count\": %llu, \"exit_code\": %d, "
@@ -264,20 +232,20 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			       (unsigned long long)r->sum.matched_count, r->code);
 			if (r->index[0]) {
 				printf("{\"index\": %s, \"op\": ", r->index);
-				json_str(stdout, r->op);
+				tool_json_str(stdout, r->op);
 				printf(", \"tensor\": ");
-				json_str(stdout, r->tensor);
+				tool_json_str(stdout, r->tensor);
 				printf("}");
 			} else {
 				printf("null");
 			}
 			printf(", \"result\": ");
 			if (r->csv[0])
-				json_str(stdout, r->csv);
+				tool_json_str(stdout, r->csv);
 			else
 				printf("null");
 			printf(", \"message\": ");
-			json_str(stdout, r->why);
+			tool_json_str(stdout, r->why);
 			printf("}\n");
 		}
 	if (!is_quiet) {

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "adump/scan.h"
 #include "tools/tool.h"
@@ -34,35 +33,11 @@ static const char *kind_name(enum adump_scan_kind k)
 	return k == ADUMP_SCAN_ORIGIN ? "origin" : k == ADUMP_SCAN_REACHED ? "reached" : "unreadable";
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 static void json_counts(const char *key, const struct adump_scan_counts *c)
 {
 	printf(", \"%s\": {\"nan\": %llu, \"inf\": %llu, \"fp16_limit\": %llu}", key,
 	       (unsigned long long)c->nan_count, (unsigned long long)c->inf_count,
 	       (unsigned long long)c->limit_count);
-}
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int cmd_scan(int argc, char **argv)
@@ -91,18 +66,10 @@ int cmd_scan(int argc, char **argv)
 		case OPT_JSON:
 			is_json = true;
 			break;
-		case OPT_THREADS: {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !*optarg || v == 0 || v > 1024) {
-				fprintf(stderr, "adump scan: --threads: expected 1-1024, got '%s'\n",
-					optarg);
+		case OPT_THREADS:
+			if (tool_parse_threads("scan", optarg, &cfg.thread_count) < 0)
 				return 2;
-			}
-			cfg.thread_count = (unsigned)v;
 			break;
-		}
 		case OPT_FLAT:
 			cfg.is_flat = true;
 			break;
@@ -122,7 +89,7 @@ int cmd_scan(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	t0 = now_seconds();
+	t0 = tool_now_seconds();
 	ret = adump_scan_open(&cfg, argv[optind], &s, msg, sizeof(msg));
 	if (ret < 0) {
 		fprintf(stderr, "adump scan: %s\n", msg);
@@ -152,31 +119,31 @@ int cmd_scan(int argc, char **argv)
 			printf("{\"kind\": \"%s\", \"order\": %llu, \"timestamp\": %llu, \"op_type\": ",
 			       kind_name(op->kind), (unsigned long long)op->order,
 			       (unsigned long long)op->timestamp);
-			json_str(op->op_type);
+			tool_json_str(stdout, op->op_type);
 			printf(", \"op_name\": ");
-			json_str(op->op_name);
+			tool_json_str(stdout, op->op_name);
 			printf(", \"path\": ");
-			json_str(op->path);
+			tool_json_str(stdout, op->path);
 			json_counts("inputs", &op->inputs);
 			json_counts("outputs", &op->outputs);
 			printf(", \"first_tensor\": ");
-			json_str(op->first_tensor);
+			tool_json_str(stdout, op->first_tensor);
 			printf(", \"message\": ");
-			json_str(op->message);
+			tool_json_str(stdout, op->message);
 			printf("}\n");
 		}
 		printf("{\"summary\": {\"dumps\": %llu, \"anomalous\": %llu, \"unreadable\": %llu, "
 		       "\"origin\": ", (unsigned long long)adump_scan_dump_count(s),
 		       (unsigned long long)found, (unsigned long long)unreadable);
 		if (origin)
-			json_str(origin->op_name);
+			tool_json_str(stdout, origin->op_name);
 		else
 			printf("null");
 		printf("}}\n");
 	}
 	if (!is_quiet) {
 		FILE *f = is_json ? stderr : stdout;
-		double secs = now_seconds() - t0;
+		double secs = tool_now_seconds() - t0;
 
 		if (found || unreadable)
 			fprintf(f, "%-10s %7s  %-48s %-14s %-22s %-22s\n", "KIND", "ORDER", "OP",

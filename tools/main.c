@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "adump/adump.h"
@@ -64,6 +65,43 @@ int tool_parse_u64(const char *s, uint64_t *out)
 bool tool_is_tty(void)
 {
 	return isatty(STDERR_FILENO);
+}
+
+int tool_parse_threads(const char *cmd, const char *arg, unsigned *out)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*end || !*arg || v == 0 || v > 1024) {
+		fprintf(stderr, "adump %s: --threads: expected 1-1024, got '%s'\n", cmd, arg);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+void tool_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+double tool_now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int main(int argc, char **argv)

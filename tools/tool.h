@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Parse "123", "4K", "2M", "1G" (powers of 1024) into *out. Return: 0, or -1 if malformed. */
 int tool_parse_size(const char *s, uint64_t *out);
@@ -14,6 +15,13 @@ int tool_parse_size(const char *s, uint64_t *out);
 int tool_parse_u64(const char *s, uint64_t *out);
 /* Whether stderr is a terminal (progress bars go there only then). */
 bool tool_is_tty(void);
+/* Parse --threads' value, 1 to 1024; otherwise say so on stderr as "adump <cmd>: --threads: ...".
+ * Return: 0, or -1 (the caller exits with the usage status). */
+int tool_parse_threads(const char *cmd, const char *arg, unsigned *out);
+/* Write @s as a JSON string, quoted and escaped; NULL as "". */
+void tool_json_str(FILE *f, const char *s);
+/* CLOCK_MONOTONIC in seconds, for the "in N s" of a summary. */
+double tool_now_seconds(void);
 
 int cmd_bench(int argc, char **argv);
 int cmd_compare(int argc, char **argv) __attribute__((weak));

@@ -217,6 +217,13 @@ ADUMP_API void adump_compare_summary_get(const struct adump_compare *c,
 ADUMP_API int adump_compare_write_csv(const struct adump_compare *c, FILE *f);
 
 /**
+ * adump_compare_csv_cell() - one cell as adump_compare_write_csv() writes it (Python
+ * csv.writer's minimal quoting), for other tables that sit beside the result CSV.
+ * @s: not NULL. @f: borrowed.
+ */
+ADUMP_API void adump_compare_csv_cell(FILE *f, const char *s);
+
+/**
  * adump_compare_write_advice() - msaccucmp's advisor: FP16 overflow first (needs has_overflow),
  * then the first divergent row (summary's first_divergent_row: NaN/Inf, then the verdicts),
  * written as the three lines of advisor_summary.txt; a NaN/Inf difference gets its own

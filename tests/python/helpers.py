@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Shared bits of the Python tests: scratch directories and the adump command."""
+"""Shared bits of the Python tests: scratch directories, the adump command, and the zero-copy
+tests' model."""
 import atexit
 import os
 import shutil
@@ -32,3 +33,19 @@ def files_below(top):
     for d, _, fs in os.walk(top):
         out += [os.path.join(d, f) for f in fs]
     return sorted(out)
+
+
+def fc_inplace_relu():
+    """Linear(256, 2048) then ReLU(inplace=True): the ReLU changes fc's output right after fc's
+    dump was taken, the zero-copy case. Imports torch only when called."""
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(256, 2048)
+            self.act = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return self.act(self.fc(x))
+    return Net()

@@ -326,15 +326,7 @@ class ModuleLevel(unittest.TestCase):
             self.assertTrue(torch.equal(p, q))
 
     def test_zero_copy_inplace_is_a_loss(self):
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(256, 2048)
-                self.act = nn.ReLU(inplace=True)
-
-            def forward(self, x):
-                return self.act(self.fc(x))
-        model = make_model(Net)
+        model = make_model(helpers.fc_inplace_relu)
         x = torch.randn(256, 256)
         with torch.no_grad():
             pre_relu = model.fc(x)

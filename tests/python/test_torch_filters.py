@@ -71,16 +71,8 @@ class Losses(unittest.TestCase):
         self.assertNotIn("BAD", out)            # the line is a known cause, not a bad line
 
     def test_zero_copy_veto(self):
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(256, 2048)
-                self.act = nn.ReLU(inplace=True)
-
-            def forward(self, x):
-                return self.act(self.fc(x))
         torch.manual_seed(0)
-        model = Net()
+        model = helpers.fc_inplace_relu()
         x = torch.randn(256, 256)
         for attempt in range(5):
             top = helpers.tmpdir("tl-zc")

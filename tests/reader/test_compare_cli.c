@@ -48,6 +48,49 @@ static void leaf_dir(const char *d, char *out, size_t cap)
 	closedir(dd);
 }
 
+/* Rewrite the dump file @path with tensor @k's payload (float16 or float) changed by @edit. */
+static void edit_tensor(const char *path, uint32_t k,
+			void (*edit)(unsigned char *p, uint64_t bytes, uint32_t width))
+{
+	struct adump_reader *r;
+	const struct adump_reader_header *h;
+	size_t len;
+	unsigned char *bytes = t_read_file(path, &len);
+	FILE *f;
+
+	ck_assert_int_eq(adump_reader_create(&r), 0);
+	ck_assert_int_eq(adump_reader_open(r, path), 0);
+	h = adump_reader_header(r);
+	edit(bytes + h->tensors[k].offset, h->tensors[k].info.bytes,
+	     h->tensors[k].info.dtype == ADUMP_DT_FLOAT16 ? 2 : 4);
+	adump_reader_destroy(r);
+	f = fopen(path, "wb");
+	ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+	fclose(f);
+	free(bytes);
+}
+
+/* Every element's sign bit flipped: cosine -1. */
+static void flip_signs(unsigned char *p, uint64_t bytes, uint32_t width)
+{
+	for (uint64_t i = 0; i < bytes; i += width)
+		p[i + width - 1] ^= 0x80;
+}
+
+/* Element 3 made NaN. */
+static void nan_at_3(unsigned char *p, uint64_t bytes, uint32_t width)
+{
+	float nan = NAN;
+
+	(void)bytes;
+	if (width == 2) {
+		p[6] = 0x00;
+		p[7] = 0x7e;
+	} else {
+		memcpy(p + 12, &nan, 4);
+	}
+}
+
 START_TEST(test_usage)
 {
 	dir = t_tmpdir("compare-cli");
@@ -102,26 +145,7 @@ START_TEST(test_bench_pair)
 		if (strstr(e->d_name, ".bench_add_1_1."))
 			snprintf(victim, sizeof(victim), "%s/%s", my, e->d_name);
 	closedir(dd);
-	{
-		struct adump_reader *r;
-		const struct adump_reader_header *h;
-		size_t len;
-		unsigned char *bytes = t_read_file(victim, &len);
-		FILE *f;
-
-		ck_assert_int_eq(adump_reader_create(&r), 0);
-		ck_assert_int_eq(adump_reader_open(r, victim), 0);
-		h = adump_reader_header(r);
-		uint32_t width = h->tensors[2].info.dtype == ADUMP_DT_FLOAT16 ? 2 : 4;
-		for (uint64_t i = h->tensors[2].offset; i < h->tensors[2].offset + h->tensors[2].info.bytes;
-		     i += width)
-			bytes[i + width - 1] ^= 0x80;
-		adump_reader_destroy(r);
-		f = fopen(victim, "wb");
-		ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
-		fclose(f);
-		free(bytes);
-	}
+	edit_tensor(victim, 2, flip_signs);
 	ck_assert_int_eq(run("compare -m %s -g %s -out %s -advisor --json", my, golden, out), 0);
 	csv = t_slurp(dir, "stdout");
 	ck_assert_ptr_nonnull(strstr(csv, "\"TensorIndex\": \"bench_add_1_1:output:0\""));
@@ -147,30 +171,7 @@ START_TEST(test_bench_pair)
 
 	/* One NaN in the victim's first input: adump's own exit status 100, the reason in
 	 * CompareFailReason, the advisor on the NaN. */
-	{
-		struct adump_reader *r;
-		const struct adump_reader_header *h;
-		size_t len;
-		unsigned char *bytes = t_read_file(victim, &len);
-		FILE *f;
-
-		ck_assert_int_eq(adump_reader_create(&r), 0);
-		ck_assert_int_eq(adump_reader_open(r, victim), 0);
-		h = adump_reader_header(r);
-		if (h->tensors[0].info.dtype == ADUMP_DT_FLOAT16) {
-			bytes[h->tensors[0].offset + 6] = 0x00;
-			bytes[h->tensors[0].offset + 7] = 0x7e;
-		} else {
-			float nan = NAN;
-
-			memcpy(bytes + h->tensors[0].offset + 12, &nan, 4);
-		}
-		adump_reader_destroy(r);
-		f = fopen(victim, "wb");
-		ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
-		fclose(f);
-		free(bytes);
-	}
+	edit_tensor(victim, 0, nan_at_3);
 	ck_assert_int_eq(run("compare -m %s -g %s -out %s -advisor", my, golden, out),
 			 ADUMP_COMPARE_EXIT_NONFINITE);
 	csv = slurp_prefix(out, "result_");

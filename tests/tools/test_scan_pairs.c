@@ -278,8 +278,6 @@ int main(void)
 {
 	Suite *s = suite_create("scan_pairs");
 	TCase *tc = tcase_create("cli");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -288,9 +286,5 @@ int main(void)
 	tcase_add_test(tc, test_recursive_pairs);
 	tcase_add_test(tc, test_latest_wins_and_clash);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return t_run_suite(s);
 }
