@@ -176,16 +176,16 @@ class Verdict(unittest.TestCase):
         self.check_first(add_noise, "stats", False)
 
     def test_op_level_noise(self):
-        # At op level the first divergent row is an aten op of that forward; when the capture
-        # records each op's module (the `module` attribute), the row names it.
+        # At op level the first divergent row is an aten op of that forward, and the row
+        # names the module call it ran in (the capture's `module` attribute).
         golden = run("vd-op-golden", level="op")
         my = run("vd-op-noise", add_noise, level="op")
         rows = adump.compare(my, golden)
         s = rows.summary
         self.assertGreaterEqual(s["first_divergent_row"], 0)
         self.assertIn("forward", s["first_divergent_op"])
-        if s["first_divergent_module"] is not None:
-            self.assertEqual(s["first_divergent_module"], MODULE)
+        self.assertEqual(s["first_divergent_module"], MODULE)
+        self.assertEqual(rows[s["first_divergent_row"]]["module"], MODULE)
 
 
 if __name__ == "__main__":
