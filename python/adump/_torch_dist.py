@@ -51,6 +51,8 @@ def proc_dir():
 
 
 def tensors_of(obj, out):
+    """Tensors of nested tuples, lists and dicts, appended to @out in order; other values
+    are skipped. Returns @out."""
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, (tuple, list)):

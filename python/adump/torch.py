@@ -52,20 +52,6 @@ _UNDECLARED_INPLACE = {
 }
 
 
-
-def _flatten(obj, out):
-    """Tensors of nested tuples, lists and dicts, in order; other values are skipped."""
-    if isinstance(obj, torch.Tensor):
-        out.append(obj)
-    elif isinstance(obj, (tuple, list)):
-        for o in obj:
-            _flatten(o, out)
-    elif isinstance(obj, dict):
-        for o in obj.values():
-            _flatten(o, out)
-    return out
-
-
 def _rebuild(obj, fn):
     """@obj with every tensor t replaced by fn(t), tuples/lists/dicts rebuilt."""
     if isinstance(obj, torch.Tensor):
@@ -586,7 +572,7 @@ class capture(_Select):
         return post
 
     def _hook_backward(self, base, cls, n, output, views):
-        outs = [t for t in _flatten(output, []) if t.requires_grad and t.grad_fn is not None]
+        outs = [t for t in tensors_of(output, []) if t.requires_grad and t.grad_fn is not None]
         ins = [(v, v0) for v, v0 in views if v.grad_fn is not None]
         if not outs and not ins:
             return
@@ -710,7 +696,7 @@ class capture(_Select):
             out = func(*args, **kwargs)
             if not in_bwd:
                 # Not dumped, but its graph node's backward ops may be.
-                tree.forward_op(_flatten(out, []), module, func._schema.is_mutable)
+                tree.forward_op(tensors_of(out, []), module, func._schema.is_mutable)
             return out
         inputs, skipped = [], []
         if self.with_inputs and pkt in _UNDECLARED_INPLACE and not func._schema.is_mutable:
