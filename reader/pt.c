@@ -25,6 +25,7 @@
 
 #include "adump/export.h"
 #include "adump/types.h"
+#include "common/common.h"
 
 #define PT_ALIGN 64
 #define PT_MAX_ARCHIVE 200
@@ -203,24 +204,6 @@ struct pt_rec {
 	uint64_t offset;                /* of its local header */
 };
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int fail(char *msg, size_t cap, int ret, const char *fmt, ...)
 {
 	va_list ap;
@@ -348,9 +331,9 @@ int adump_pt_write(const char *path, const char *archive, int32_t dtype, const u
 			ret = fail(msg, cap, out.err, "out of memory");
 			goto out;
 		}
-		ret = write_all(fd, out.p, out.len);
+		ret = adump_write_all(fd, out.p, out.len);
 		if (!ret)
-			ret = write_all(fd, rec[i].data, rec[i].len);
+			ret = adump_write_all(fd, rec[i].data, rec[i].len);
 		if (ret) {
 			fail(msg, cap, ret, "%s: %s", path, strerror(-ret));
 			goto out;
@@ -372,7 +355,7 @@ int adump_pt_write(const char *path, const char *archive, int32_t dtype, const u
 		ret = fail(msg, cap, out.err, "out of memory");
 		goto out;
 	}
-	ret = write_all(fd, out.p, out.len);
+	ret = adump_write_all(fd, out.p, out.len);
 	if (ret) {
 		fail(msg, cap, ret, "%s: %s", path, strerror(-ret));
 		goto out;
