@@ -743,25 +743,6 @@ static void construct_infer(struct json_object *data, struct json_object *constr
 
 /* ---- one rank directory ----------------------------------------------------------------- */
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static struct json_object *load_json(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
@@ -830,7 +811,7 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	qsort(files.v, files.n, sizeof(files.v[0]), file_cmp);
 	for (size_t i = 0; i < files.n; i++)
 		stats |= files.v[i].is_csv;
-	ret = mkdir_p(out);
+	ret = adump_mkdir_p(out, 0755);
 	if (ret < 0) {
 		ex_fail(c, ret, "%s: %s", out, strerror(-ret));
 		goto out;
@@ -838,7 +819,7 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	c->data_dir = NULL;
 	if (!stats && !(c->flags & ADUMP_EXPORT_NO_DATA)) {
 		snprintf(data_dir, sizeof(data_dir), "%s/dump_tensor_data", out);
-		ret = mkdir_p(data_dir);
+		ret = adump_mkdir_p(data_dir, 0755);
 		if (ret < 0 || !realpath(data_dir, abs_dir)) {
 			ret = ex_fail(c, ret < 0 ? ret : -errno, "%s: %s", data_dir,
 				      strerror(ret < 0 ? -ret : errno));
