@@ -517,6 +517,17 @@ static const struct adump_reader_source_int_ops spans_int_ops = {
 	.error = spans_error,
 };
 
+static void dims_text(const uint64_t *dims, uint32_t n, char *buf, size_t cap)
+{
+	size_t len = (size_t)snprintf(buf, cap, "[");
+
+	for (uint32_t d = 0; d < n && len < cap; d++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%llu", d ? "," : "",
+					(unsigned long long)dims[d]);
+	if (len < cap)
+		snprintf(buf + len, cap - len, "]");
+}
+
 static bool dims_equal(const uint64_t *a, uint32_t na, const uint64_t *b, uint32_t nb)
 {
 	return na == nb && (!na || !memcmp(a, b, na * sizeof(*a)));
@@ -558,20 +569,14 @@ int adump_msprobe_open(struct adump_reader *r, const struct adump_msprobe *m, ui
 		if ((t->dtype >= 0 && t->dtype != info.dtype) ||
 		    !dims_equal(t->dims, t->dim_count, info.dims, info.dim_count)) {
 			char a[ADUMP_MAX_DIMS * 22 + 3], b[ADUMP_MAX_DIMS * 22 + 3];
-			size_t n = 0;
 
-			a[0] = b[0] = '\0';
-			for (uint32_t d = 0; d < t->dim_count && n < sizeof(a); d++)
-				n += (size_t)snprintf(a + n, sizeof(a) - n, "%s%llu", d ? "," : "",
-						      (unsigned long long)t->dims[d]);
-			n = 0;
-			for (uint32_t d = 0; d < info.dim_count && n < sizeof(b); d++)
-				n += (size_t)snprintf(b + n, sizeof(b) - n, "%s%llu", d ? "," : "",
-						      (unsigned long long)info.dims[d]);
+			dims_text(t->dims, t->dim_count, a, sizeof(a));
+			dims_text(info.dims, info.dim_count, b, sizeof(b));
 			ret = adump_reader_fail_as(r, name, -ADUMP_ERR_CORRUPT, "%s: dump.json says "
-						   "%s [%s], %s holds dtype %d [%s]", t->arg,
+						   "%s %s, %s holds %s %s", t->arg,
 						   t->dtype_text ? t->dtype_text : "(no dtype)", a,
-						   path, info.dtype, b);
+						   path, adump_dtype_name(info.dtype) ?
+						   adump_dtype_name(info.dtype) : "?", b);
 			goto err;
 		}
 		rt->info.kind = t->kind;
@@ -612,4 +617,69 @@ err:
 	}
 	free(tensors);
 	return ret;
+}
+
+long adump_msprobe_verify(const char *dir,
+			  void (*fn)(void *arg, const char *file, const char *message), void *arg,
+			  uint64_t *problem_count)
+{
+	struct adump_msprobe *m;
+	char msg[2048], path[PATH_MAX], text[PATH_MAX + 2048];
+	uint64_t problems = 0;
+	long checked = 0;
+	int ret;
+
+	msg[0] = '\0';
+	ret = adump_msprobe_load(dir, &m, msg, sizeof(msg));
+	if (ret < 0) {
+		if (ret == -ENOMEM && !msg[0])
+			return ret;
+		if (fn)
+			fn(arg, dir, msg[0] ? msg : adump_strerror(ret));
+		if (problem_count)
+			*problem_count = 1;
+		return 0;
+	}
+	for (uint32_t e = 0; e < m->entry_count; e++) {
+		const struct adump_msprobe_entry *en = &m->entries[e];
+
+		for (uint32_t i = 0; i < en->count; i++) {
+			const struct adump_msprobe_tensor *t = &m->tensors[en->first + i];
+			struct adump_pt_info info;
+
+			if (!t->data_name)
+				continue;
+			adump_msprobe_pt_path(m, t, path, sizeof(path));
+			checked++;
+			ret = adump_pt_read(path, true, &info, msg, sizeof(msg));
+			if (ret == -ENOMEM) {
+				adump_msprobe_free(m);
+				return ret;
+			}
+			if (ret < 0) {
+				snprintf(text, sizeof(text), "%s %s: %s", en->name, t->arg, msg);
+			} else if ((t->dtype >= 0 && t->dtype != info.dtype) ||
+				   !dims_equal(t->dims, t->dim_count, info.dims, info.dim_count)) {
+				char a[ADUMP_MAX_DIMS * 22 + 3], b[ADUMP_MAX_DIMS * 22 + 3];
+
+				dims_text(t->dims, t->dim_count, a, sizeof(a));
+				dims_text(info.dims, info.dim_count, b, sizeof(b));
+				snprintf(text, sizeof(text), "%s: %s %s: dump.json says %s %s, the "
+					 "file holds %s %s", path, en->name, t->arg,
+					 t->dtype_text ? t->dtype_text : "(no dtype)", a,
+					 adump_dtype_name(info.dtype) ? adump_dtype_name(info.dtype)
+								      : "?", b);
+				ret = -ADUMP_ERR_CORRUPT;
+			}
+			if (ret < 0) {
+				problems++;
+				if (fn)
+					fn(arg, path, text);
+			}
+		}
+	}
+	adump_msprobe_free(m);
+	if (problem_count)
+		*problem_count = problems;
+	return checked;
 }

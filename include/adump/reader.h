@@ -515,6 +515,23 @@ struct adump_pt_info {
 ADUMP_API int adump_pt_read(const char *path, bool is_checked, struct adump_pt_info *out,
 			    char *msg, size_t cap);
 
+/* ---- msprobe's layout ------------------------------------------------------------------- */
+
+/**
+ * adump_msprobe_verify() - check one msprobe rank directory (<dir>/dump.json, written by
+ * msprobe or by adump): dump.json parses and has a "data" object; every data_name it lists
+ * is in <dir>/dump_tensor_data/, a whole .pt (zip records inside the file, CRC-32s match)
+ * holding one tensor whose dtype and shape are the ones dump.json gives. A statistics dump
+ * (no data_name) is checked by its dump.json alone.
+ * @dir:  the rank directory, or its dump.json.
+ * @fn:   called once per problem: the file concerned and a message naming it; may be NULL.
+ * @problem_count: receives the number of problems (dump.json's own included).
+ * Return: the number of .pt files checked (>= 0), or -ENOMEM. Any thread.
+ */
+ADUMP_API long adump_msprobe_verify(const char *dir,
+				    void (*fn)(void *arg, const char *file, const char *message),
+				    void *arg, uint64_t *problem_count);
+
 /* ---- The loss log: one line per tensor a capture lost (adump.h, ADUMP_LOSS_LOG_NAME) ------ */
 
 struct adump_reader_loss {
