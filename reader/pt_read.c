@@ -5,7 +5,11 @@
  * 0 behind a data descriptor), and the small part of pickle a single tensor needs:
  *     torch._utils._rebuild_tensor_v2(persistent ('storage', torch.<T>Storage, key, location,
  *         numel), storage_offset, size, stride, requires_grad, OrderedDict()[, metadata])
- * optionally wrapped in torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict()).
+ * optionally wrapped in torch._utils._rebuild_parameter(tensor, requires_grad, OrderedDict())
+ * (torch 2.x: _rebuild_parameter_with_state(..., state) for a Parameter with attributes).
+ * torch 2.x pickles a tensor's storage the same way (its TypedStorage's legacy class name and
+ * element count) and adds records (byteorder, .data/serialization_id, .format_version) that
+ * are not read.
  * The tensor's bytes are located, not read: callers map or pread them. Everything is bounded
  * (record counts, pickle length, stack, memo) so a cut or hostile file is an error, never a
  * crash or a large allocation. */
@@ -709,7 +713,9 @@ static int pk_tensor(const struct pk *k, const char *path, struct adump_pt_info 
 			       "one tensor", path, k->depth);
 	top = &k->node[k->stack[0]];
 	fn = top->type == PK_CALL ? &k->node[top->fn] : NULL;
-	if (fn && pk_is_global(fn, "torch._utils._rebuild_parameter")) {
+	/* _rebuild_parameter_with_state: torch 2.x, a Parameter carrying attributes */
+	if (fn && (pk_is_global(fn, "torch._utils._rebuild_parameter") ||
+		   pk_is_global(fn, "torch._utils._rebuild_parameter_with_state"))) {
 		const struct pk_node *rg = pk_arg(k, top, 1);
 
 		out->is_parameter = true;
