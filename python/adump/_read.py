@@ -346,8 +346,10 @@ def _time_key(path):
 
 
 def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator["Dump"]:
-    """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures
-    and statistics CSVs. order="time" (the default): in execution order (per step and
+    """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures,
+    statistics CSVs, and each data entry of msprobe's dump.json (msprobe's layout, written by
+    msprobe or adump: container "msprobe", arrays read from dump_tensor_data/*.pt when used,
+    None for a statistics dump; stats one dict per tensor from dump.json). order="time" (the default): in execution order (per step and
     rank of an adump.torch capture, then by dump time and task id, all from the names);
     order="name": directory by directory, in name order. .part leftovers, .failed files and
     other CSVs are not dumps and are skipped (adump.verify reports the first two). A file
@@ -449,7 +451,8 @@ def _check_shapes(header):
 
 def verify(top: PathLike) -> "VerifyReport":
     """Check every dump below @top as `adump verify` does: the layout adds up, the header
-    parses, shapes match sizes, .lz4 checksums and packed CRC32Cs match; .part and .failed
+    parses, shapes match sizes, .lz4 checksums and packed CRC32Cs match; msprobe's dump.json
+    parses and every .pt it lists is there, whole (CRC-32s) and of its dtype and shape; .part and .failed
     files are problems, and so is finding no dump at all (a missing @top, a directory
     without dumps, a statistics capture): rep.ok is False exactly where the command exits
     non-zero. Returns a VerifyReport (never raises for a bad dump)."""
