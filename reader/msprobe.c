@@ -379,9 +379,11 @@ int adump_msprobe_load(const char *path, struct adump_msprobe **out, char *msg, 
 	}
 	m->json = json_tokener_parse_ex(tok, text, (int)strlen(text));
 	if (!m->json || json_tokener_get_error(tok) != json_tokener_success) {
+		enum json_tokener_error err = json_tokener_get_error(tok);
+
 		snprintf(msg, cap, "%s: not JSON (%s at byte %zu): a cut or damaged dump.json",
-			 m->json_path, json_tokener_error_desc(json_tokener_get_error(tok)),
-			 json_tokener_get_parse_end(tok));
+			 m->json_path, err == json_tokener_continue ? "it ends inside a value"
+			 : json_tokener_error_desc(err), json_tokener_get_parse_end(tok));
 		ret = -ADUMP_ERR_CORRUPT;
 		goto out;
 	}
