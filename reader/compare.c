@@ -73,19 +73,30 @@ int adump_compare_alg_parse(struct adump_compare_config *cfg, const char *list, 
 }
 
 
-/* Statistics mode when some op has statistics dumps on both sides and none has tensor dumps
- * on both; ops of mixed kinds get a message in either mode. */
+/* Whether a file's dump has statistics: a statistics dump, or an msprobe entry (dump.json
+ * holds each tensor's Max/Min/Mean/Norm whatever the task). */
+static bool file_has_stats(const struct cmp_file *f)
+{
+	return f->is_stats || f->ms;
+}
+
+/* Statistics mode when some op can be compared only by statistics (a side has no tensors,
+ * both have statistics) and none only by tensors; ops of mixed kinds get a message in either
+ * mode. */
 static void mode_choose(struct adump_compare *c)
 {
 	bool has_stats = false, has_tensors = false;
 
 	for (size_t i = 0; i < c->op_count; i++) {
 		struct cmp_file *const *f = c->ops[i].file;
+		bool by_tensors, by_stats;
 
-		if (!f[MY] || !f[GOLDEN] || f[MY]->is_stats != f[GOLDEN]->is_stats)
+		if (!f[MY] || !f[GOLDEN])
 			continue;
-		has_stats |= f[MY]->is_stats;
-		has_tensors |= !f[MY]->is_stats;
+		by_tensors = !f[MY]->is_stats && !f[GOLDEN]->is_stats;
+		by_stats = file_has_stats(f[MY]) && file_has_stats(f[GOLDEN]);
+		has_stats |= by_stats && !by_tensors;
+		has_tensors |= by_tensors && !by_stats;
 	}
 	c->is_stats = has_stats && !has_tensors;
 	if (c->is_stats) {
@@ -620,6 +631,8 @@ static int file_open(struct worker *w, int s, struct adump_reader *r, struct cmp
 	struct cmp_side *sd = &w->c->side[s];
 	int ret;
 
+	if (f->ms)
+		return adump_msprobe_open(r, f->ms, f->ms_entry, false);
 	if (!f->is_packed)
 		return adump_reader_open(r, f->path);
 	pthread_mutex_lock(&sd->packed_lock);
@@ -824,6 +837,69 @@ static int stats_tensor_compare(struct adump_compare *c, struct cmp_op *op,
 	return 0;
 }
 
+/* An op with an msprobe entry on a side: tensors are matched by position within inputs and
+ * within outputs, each pair on its own, rather than msaccucmp's all-or-nothing group rule,
+ * since the layouts need not record the same arguments (an msprobe module entry lists its
+ * parameters after its arguments; a CANN capture may not): a tensor without counterpart, or
+ * whose shape differs, gets a row saying so and the others are compared. @w NULL: compare
+ * statistics @st. Return: 0 or -ENOMEM. */
+static int tensor_compare(struct worker *w, struct cmp_op *op, const char *op_type,
+			  enum adump_tensor_kind kind, uint32_t i, uint32_t first[2]);
+
+static int op_compare_by_position(struct adump_compare *c, struct worker *w, struct cmp_op *op,
+				  const char *op_type, const struct adump_reader_header *h[2],
+				  const struct adump_compare_stats *st)
+{
+	int ret = 0;
+
+	for (int g = 0; g < 2 && ret == 0; g++) {
+		enum adump_tensor_kind kind = g ? ADUMP_TENSOR_OUTPUT : ADUMP_TENSOR_INPUT;
+		const char *what = g ? "output" : "input";
+		uint32_t first[2] = { 0, 0 }, n[2];
+
+		for (int s = 0; s < 2; s++) {
+			for (uint32_t k = 0; k < (uint32_t)kind; k++)
+				first[s] += h[s]->kind_count[k];
+			n[s] = h[s]->kind_count[kind];
+		}
+		for (uint32_t i = 0; i < n[MY] || i < n[GOLDEN]; i++) {
+			char text[4096];
+
+			if (i >= n[MY] || i >= n[GOLDEN]) {
+				snprintf(text, sizeof(text), "[%.900s] %.900s:%s:%u has no counterpart "
+					 "in %s (%u vs %u %ss).", op->name, op->name, what, i,
+					 i >= n[MY] ? "my output" : "the ground truth", n[MY], n[GOLDEN],
+					 what);
+				ret = row_failed(c, op, op_type, text);
+				continue;
+			}
+			{
+				const struct adump_tensor *a = &h[MY]->tensors[first[MY] + i].info;
+				const struct adump_tensor *b = &h[GOLDEN]->tensors[first[GOLDEN] + i].info;
+				bool is_same = a->dim_count == b->dim_count;
+
+				for (uint32_t d = 0; is_same && d < a->dim_count; d++)
+					is_same = a->dims[d] == b->dims[d];
+				if (!is_same) {
+					char sa[ADUMP_MAX_DIMS * 22 + 3], sb[ADUMP_MAX_DIMS * 22 + 3];
+
+					adump_compare_dims_text(a->dims, a->dim_count, "()", sa, sizeof(sa));
+					adump_compare_dims_text(b->dims, b->dim_count, "()", sb, sizeof(sb));
+					snprintf(text, sizeof(text), "[%.900s] The shape does not match (%s "
+						 "vs %s) for %.900s:%s:%u.", op->name, sa, sb, op->name, what,
+						 i);
+					adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
+					ret = row_failed(c, op, op_type, text);
+					continue;
+				}
+			}
+			ret = w ? tensor_compare(w, op, op_type, kind, i, first)
+				: stats_tensor_compare(c, op, st, kind, i, first);
+		}
+	}
+	return ret;
+}
+
 /* An op whose files are statistics dumps (both, or one: then it cannot be compared). */
 static int op_compare_stats(struct worker *w, struct cmp_op *op)
 {
@@ -835,8 +911,8 @@ static int op_compare_stats(struct worker *w, struct cmp_op *op)
 	int ret = 0;
 
 	memset(st, 0, sizeof(st));
-	if (!op->file[MY]->is_stats || !op->file[GOLDEN]->is_stats || !c->is_stats) {
-		bool is_my = op->file[MY]->is_stats, is_golden = op->file[GOLDEN]->is_stats;
+	if (!file_has_stats(op->file[MY]) || !file_has_stats(op->file[GOLDEN]) || !c->is_stats) {
+		bool is_my = file_has_stats(op->file[MY]), is_golden = file_has_stats(op->file[GOLDEN]);
 
 		snprintf(text, sizeof(text), is_my && is_golden ?
 			 "[%s] Both sides are statistics dumps, but other ops are tensor dumps: "
@@ -849,7 +925,9 @@ static int op_compare_stats(struct worker *w, struct cmp_op *op)
 		return row_failed(c, op, op->file[MY]->op_type, text);
 	}
 	for (int s = 0; s < 2; s++) {
-		ret = adump_compare_stats_load(op->file[s]->path, &st[s], w->msg, sizeof(w->msg));
+		ret = op->file[s]->ms ?
+			adump_compare_stats_msprobe(op->file[s]->ms, op->file[s]->ms_entry, &st[s]) :
+			adump_compare_stats_load(op->file[s]->path, &st[s], w->msg, sizeof(w->msg));
 		if (ret < 0)
 			break;
 	}
@@ -858,6 +936,10 @@ static int op_compare_stats(struct worker *w, struct cmp_op *op)
 		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
 		op->code = 18;
 		ret = ret == -ENOMEM ? ret : row_failed(c, op, NULL, text);
+		goto out;
+	}
+	if (op->file[MY]->ms || op->file[GOLDEN]->ms) {
+		ret = op_compare_by_position(c, NULL, op, op->file[MY]->op_type, h, st);
 		goto out;
 	}
 	for (int g = 0; g < 2; g++)
@@ -913,7 +995,7 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 			op->code = 2;
 			return row_failed(c, op, op_type, op->file[s]->clash);
 		}
-	if (op->file[MY]->is_stats || op->file[GOLDEN]->is_stats) {
+	if (c->is_stats || op->file[MY]->is_stats || op->file[GOLDEN]->is_stats) {
 		static const struct adump_reader_header no_attrs;
 
 		op->module = module_of(&no_attrs, op->name);
@@ -954,6 +1036,10 @@ static int op_compare(struct worker *w, struct cmp_op *op)
 		adump_log(ADUMP_LOG_WARN, "reader", "compare: %s", text);
 		op->code = 2;
 		ret = row_failed(c, op, op_type, text);
+		goto out;
+	}
+	if (op->file[MY]->ms || op->file[GOLDEN]->ms) {
+		ret = op_compare_by_position(c, w, op, op_type, h, NULL);
 		goto out;
 	}
 	ok_in = group_check(h, op->name, ADUMP_TENSOR_INPUT, msg_in, sizeof(msg_in));
@@ -1015,7 +1101,9 @@ static uint64_t op_bytes(const struct cmp_op *op)
 
 		if (!f)
 			continue;
-		if (f->is_packed)
+		if (f->ms)
+			total += f->ms->entries[f->ms_entry].count;     /* unknown until opened */
+		else if (f->is_packed)
 			total += f->entry.length;
 		else if (stat(f->path, &st) == 0)
 			total += (uint64_t)st.st_size;

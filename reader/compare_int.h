@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "adump/compare.h"
+#include "reader/msprobe_int.h"
 #include "reader/reader_int.h"
 
 /* The threshold below which a cosine is a divergence (msaccucmp's advisor). */
@@ -94,7 +95,12 @@ struct cmp_file {
 	bool is_ffts;                   /* an FFTS+ subtask's dump (task type 4) */
 	struct adump_reader_packed_entry entry;  /* packed entries: strings owned */
 	bool is_packed;
-	bool is_stats;                  /* a statistics dump: "<dump name>.csv" */
+	bool is_stats;                  /* a statistics dump: "<dump name>.csv", or an msprobe
+					 * entry of a task other than "tensor" (no .pt files) */
+	/* An entry of msprobe's dump.json (then path is "<dump.json>:<entry>"); its statistics
+	 * are there whether or not it has tensors. */
+	const struct adump_msprobe *ms;
+	uint32_t ms_entry;
 	/* Matching (compare_match.c): the header's op name, read only where the file name's
 	 * op name is shared (is_named once read); the name matched by (op_name or hname); why
 	 * it is not compared when it cannot be told apart from another dump. */
@@ -110,6 +116,8 @@ struct cmp_side {
 	struct adump_reader_packed *packed;
 	pthread_mutex_t packed_lock;    /* opening an entry updates the list's segment cache */
 	uint64_t shadowed_count;        /* dumps not compared: an older one of the same op */
+	struct adump_msprobe **ms;      /* msprobe rank directories read */
+	size_t ms_count;
 };
 
 struct cmp_row {
@@ -198,6 +206,10 @@ struct adump_compare_stats {
 ADUMP_HIDDEN int adump_compare_stats_load(const char *path, struct adump_compare_stats *out,
 					  char *msg, size_t cap);
 ADUMP_HIDDEN void adump_compare_stats_free(struct adump_compare_stats *s);
+/* The same from an msprobe entry's dump.json statistics (max, min, mean, norm; no NaN/Inf
+ * counts). Return: 0 or -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_stats_msprobe(const struct adump_msprobe *m, uint32_t entry,
+					     struct adump_compare_stats *out);
 /* The ADUMP_COMPARE_STATS_COLUMNS cells of one tensor pair (diffs, relative errors, both
  * sides' statistics, Result) and the signed diffs (NaN where absent). Result is Warning by
  * msprobe's rule, and also when the NaN/Inf counts or a non-finite max/min differ: then

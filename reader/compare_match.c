@@ -74,6 +74,113 @@ err:
 	return -ENOMEM;
 }
 
+/* The op type an msprobe entry name carries: a module's class (Module.<path>.<Class>.forward.0),
+ * an API's name (Functional.linear.0.forward, Aten.addmm.0.forward); the field before the
+ * direction or the call number. */
+static void ms_op_type(const char *name, char *buf, size_t cap)
+{
+	const char *dir = NULL, *p;
+
+	for (p = strchr(name, '.'); p; p = strchr(p + 1, '.'))
+		if (!strncmp(p, ".forward", 8) || !strncmp(p, ".backward", 9) ||
+		    !strncmp(p, ".parameters_grad", 16)) {
+			dir = p;
+			break;
+		}
+	if (!dir)
+		dir = name + strlen(name);
+	/* skip a call number right before the direction (API names) */
+	p = dir;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p > name && p[-1] == '.' && p != dir)
+		dir = p - 1;
+	for (p = dir; p > name && p[-1] != '.';)
+		p--;
+	snprintf(buf, cap, "%.*s", (int)(dir - p), p);
+	if (!buf[0])
+		snprintf(buf, cap, "msprobe");
+}
+
+/* msprobe's step<N>/rank<R> in @dir, as a sort key that puts steps, then ranks, in number
+ * order (entries then follow in dump.json order). */
+static uint64_t ms_dir_key(const char *dir)
+{
+	uint64_t step = 0, rank = 0;
+	const char *p;
+
+	if ((p = strstr(dir, "/step")) || !strncmp(p = dir, "step", 4))
+		step = strtoull(p + (*p == '/' ? 5 : 4), NULL, 10);
+	if ((p = strstr(dir, "/rank")) || !strncmp(p = dir, "rank", 4))
+		rank = strtoull(p + (*p == '/' ? 5 : 4), NULL, 10);
+	return (step & 0xffffff) << 40 | (rank & 0xfff) << 28;
+}
+
+/* Every entry of the msprobe rank directory (or dump.json) @path as a file of its own. */
+static int side_add_msprobe(struct cmp_side *s, const char *path, char *msg, size_t cap)
+{
+	struct adump_msprobe *m, **ms;
+	uint64_t key;
+	char tmp[1];
+	int ret;
+
+	ret = adump_msprobe_load(path, &m, msg ? msg : tmp, msg ? cap : 1);
+	if (ret < 0)
+		return ret;
+	ms = realloc(s->ms, (s->ms_count + 1) * sizeof(*ms));
+	if (!ms) {
+		adump_msprobe_free(m);
+		return -ENOMEM;
+	}
+	s->ms = ms;
+	s->ms[s->ms_count++] = m;
+	key = ms_dir_key(m->dir);
+	for (uint32_t i = 0; i < m->entry_count; i++) {
+		const struct adump_msprobe_entry *e = &m->entries[i];
+		struct cmp_file f = { 0 };
+		char type[256];
+
+		ms_op_type(e->name, type, sizeof(type));
+		f.ms = m;
+		f.ms_entry = i;
+		f.is_stats = strcmp(m->task, "tensor") != 0;
+		f.timestamp = key | (e->order & 0xfffffff);
+		f.op_type = strdup(type);
+		f.op_name = strdup(e->name);
+		f.hname = strdup(e->name);
+		f.is_named = true;
+		if (asprintf(&f.path, "%s:%s", m->json_path, e->name) < 0)
+			f.path = NULL;
+		if (!f.op_type || !f.op_name || !f.hname || !f.path) {
+			free(f.op_type);
+			free(f.op_name);
+			free(f.hname);
+			free(f.path);
+			return -ENOMEM;
+		}
+		/* The name as a CANN file name holds it, so both layouts match by one key. */
+		for (char *p = f.op_name; *p; p++)
+			if (*p == '.' || *p == '/' || *p == ' ' || *p == '\\')
+				*p = '_';
+		if (s->count == s->cap) {
+			size_t n = s->cap ? 2 * s->cap : 64;
+			struct cmp_file *files = realloc(s->files, n * sizeof(*files));
+
+			if (!files) {
+				free(f.op_type);
+				free(f.op_name);
+				free(f.hname);
+				free(f.path);
+				return -ENOMEM;
+			}
+			s->files = files;
+			s->cap = n;
+		}
+		s->files[s->count++] = f;
+	}
+	return 0;
+}
+
 static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 {
 	struct dirent **names;
@@ -92,7 +199,9 @@ static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 			continue;
 		}
 		if (stat(path, &st) == 0) {
-			if (S_ISDIR(st.st_mode)) {
+			if (S_ISDIR(st.st_mode) && is_recursive && adump_msprobe_is_dir(path)) {
+				ret = side_add_msprobe(s, path, NULL, 0);
+			} else if (S_ISDIR(st.st_mode)) {
 				/* A packed directory is read through its index, not file by file. */
 				if (is_recursive && strcmp(base, "packed"))
 					ret = side_walk(s, path, true);
@@ -119,7 +228,16 @@ int adump_compare_side_list(struct cmp_side *s, const char *path, bool is_recurs
 		snprintf(msg, cap, "%s: %s", path, strerror(errno));
 		return ret;
 	}
-	if (S_ISREG(st.st_mode) && adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_NONE) {
+	if ((S_ISDIR(st.st_mode) && adump_msprobe_is_dir(path)) ||
+	    (S_ISREG(st.st_mode) && (!strcmp(path, "dump.json") ||
+				     (strlen(path) > 10 &&
+				      !strcmp(path + strlen(path) - 10, "/dump.json"))))) {
+		/* msprobe's layout: one rank directory (its dump_tensor_data/ read through it) */
+		ret = side_add_msprobe(s, path, msg, cap);
+		if (ret < 0)
+			return ret;
+	} else if (S_ISREG(st.st_mode) &&
+		   adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_NONE) {
 		const char *base = strrchr(path, '/');
 
 		ret = side_add(s, path, base ? base + 1 : path, NULL);
@@ -147,6 +265,10 @@ int adump_compare_side_list(struct cmp_side *s, const char *path, bool is_recurs
 	if (ret < 0) {
 		snprintf(msg, cap, "%s: %s", path, adump_strerror(ret));
 		return ret;
+	}
+	if (!s->count && s->ms_count) {
+		snprintf(msg, cap, "%s: dump.json lists no entries", path);
+		return -ADUMP_ERR_NOT_FOUND;
 	}
 	if (!s->count) {
 		snprintf(msg, cap, "%s: no dump files (names <op_type>.<op_name>.<task_id>[.<stream_id>]"
@@ -472,4 +594,7 @@ void adump_compare_side_fini(struct cmp_side *s)
 	}
 	free(s->files);
 	adump_reader_packed_close(s->packed);
+	for (size_t i = 0; i < s->ms_count; i++)
+		adump_msprobe_free(s->ms[i]);
+	free(s->ms);
 }

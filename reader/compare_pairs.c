@@ -23,6 +23,8 @@ struct dir_list {
 	char **subdirs;
 	size_t count;
 	bool is_capture;                /* holds dump files or a packed capture itself */
+	bool is_msprobe;                /* holds msprobe's dump.json (its dump_tensor_data/ is
+					 * part of it, not a subdirectory to walk) */
 };
 
 static void dir_list_free(struct dir_list *d)
@@ -71,6 +73,8 @@ static int dir_scan(const char *path, struct dir_list *d)
 		    stat(full, &st) == 0) {
 			if (S_ISDIR(st.st_mode) && !strcmp(base, "packed")) {
 				d->is_capture = true;
+			} else if (S_ISDIR(st.st_mode) && !strcmp(base, "dump_tensor_data")) {
+				/* msprobe's tensors: read through dump.json */
 			} else if (S_ISDIR(st.st_mode)) {
 				d->subdirs[d->count] = strdup(base);
 				if (!d->subdirs[d->count++])
@@ -78,12 +82,14 @@ static int dir_scan(const char *path, struct dir_list *d)
 			} else if (S_ISREG(st.st_mode)) {
 				d->is_capture |= adump_reader_packed_file_kind(full) ==
 						 ADUMP_PACKED_FILE_INDEX || is_dump_name(base);
+				d->is_msprobe |= !strcmp(base, "dump.json");
 			}
 		}
 		free(full);
 		free(names[i]);
 	}
 	free(names);
+	d->is_capture |= d->is_msprobe;
 	if (ret < 0)
 		dir_list_free(d);
 	return ret;
@@ -109,6 +115,18 @@ static int64_t label_number(const char *label, const char *word)
 static bool is_numbered(const char *name)
 {
 	return label_number(name, "step") >= 0 || label_number(name, "rank") >= 0;
+}
+
+/* msprobe names a process's directory proc<pid> until the process group exists (then
+ * rank<R>): a run without torch.distributed has one proc<pid> per step, which stands for
+ * the other side's only proc or rank directory there. */
+static bool is_proc_rank(const char *a, const char *b)
+{
+	bool pa = !strncmp(a, "proc", 4) && a[4] && !a[4 + strspn(a + 4, "0123456789")];
+	bool pb = !strncmp(b, "proc", 4) && b[4] && !b[4 + strspn(b + 4, "0123456789")];
+
+	return (pa && (pb || label_number(b, "rank") >= 0)) ||
+	       (pb && label_number(a, "rank") >= 0);
 }
 
 static int pair_add(struct adump_compare_pairs *p, const char *my, const char *golden,
@@ -155,6 +173,32 @@ static char *path_join(const char *dir, const char *name)
 static int walk(struct adump_compare_pairs *p, const char *my, const char *golden,
 		const char *label, int depth);
 
+/* An msprobe rank directory (step0/rank0) on one side, where the other has the same rank
+ * directory holding one device directory (adump.torch's CANN layout: step0/rank0/0): those
+ * two pair up. Return: 1 when paired, 0 when not that case, or negative. */
+static int msprobe_pair(struct adump_compare_pairs *p, const struct dir_list d[2],
+			const char *my, const char *golden, const char *label)
+{
+	int c = d[0].is_msprobe ? 0 : 1, o = 1 - c, ret;
+	const char *dir[2] = { my, golden };
+	struct dir_list sub;
+	char *path;
+
+	if (!d[c].is_msprobe || d[o].is_capture || d[o].count != 1 || !dir[o] ||
+	    is_numbered(d[o].subdirs[0]))
+		return 0;
+	path = path_join(dir[o], d[o].subdirs[0]);
+	if (!path)
+		return -ENOMEM;
+	ret = dir_scan(path, &sub);
+	if (ret == 0 && sub.is_capture && !sub.is_msprobe)
+		ret = pair_add(p, c == 0 ? my : path, c == 0 ? path : golden, label) < 0 ? -ENOMEM
+											  : 1;
+	dir_list_free(&sub);
+	free(path);
+	return ret;
+}
+
 /* Walk the children @a (of @my) and @b (of @golden): @label + "/" + the name of @a (or @b). */
 static int walk_child(struct adump_compare_pairs *p, const char *my, const char *a,
 		      const char *golden, const char *b, const char *label, int depth)
@@ -187,6 +231,14 @@ static int walk(struct adump_compare_pairs *p, const char *my, const char *golde
 		dir_list_free(&d[0]);
 		return ret;
 	}
+	if (d[0].is_msprobe || d[1].is_msprobe) {
+		ret = msprobe_pair(p, d, my, golden, label);
+		if (ret != 0) {
+			dir_list_free(&d[0]);
+			dir_list_free(&d[1]);
+			return ret < 0 ? ret : 0;
+		}
+	}
 	if (d[0].is_capture || d[1].is_capture)
 		ret = pair_add(p, d[0].is_capture ? my : NULL, d[1].is_capture ? golden : NULL,
 			       label);
@@ -205,8 +257,9 @@ static int walk(struct adump_compare_pairs *p, const char *my, const char *golde
 				last[s] = i;
 			}
 		}
-	if (ret == 0 && only[0] == 1 && only[1] == 1 && !is_numbered(d[0].subdirs[last[0]]) &&
-	    !is_numbered(d[1].subdirs[last[1]])) {
+	if (ret == 0 && only[0] == 1 && only[1] == 1 &&
+	    ((!is_numbered(d[0].subdirs[last[0]]) && !is_numbered(d[1].subdirs[last[1]])) ||
+	     is_proc_rank(d[0].subdirs[last[0]], d[1].subdirs[last[1]]))) {
 		/* One directory each that the other lacks: the same level under another name (a
 		 * time stamp); never two different steps or ranks. */
 		ret = walk_child(p, my, d[0].subdirs[last[0]], golden, d[1].subdirs[last[1]], label,

@@ -347,3 +347,45 @@ adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_
 	}
 	return v;
 }
+
+int adump_compare_stats_msprobe(const struct adump_msprobe *m, uint32_t entry,
+				struct adump_compare_stats *out)
+{
+	const struct adump_msprobe_entry *e = &m->entries[entry];
+
+	memset(out, 0, sizeof(*out));
+	out->tensors = calloc(e->count + 1, sizeof(*out->tensors));
+	out->reader_tensors = calloc(e->count + 1, sizeof(*out->reader_tensors));
+	if (!out->tensors || !out->reader_tensors)
+		return -ENOMEM;
+	/* dump.json lists inputs before outputs already; the texts stay dump.json's (borrowed
+	 * from @m, which outlives the comparison). */
+	for (uint32_t i = 0; i < e->count; i++) {
+		const struct adump_msprobe_tensor *mt = &m->tensors[e->first + i];
+		struct adump_compare_stats_tensor *st = &out->tensors[i];
+		struct adump_tensor *t = &st->t.info;
+
+		t->kind = mt->kind;
+		t->dtype = mt->dtype;
+		t->format = ADUMP_FORMAT_ND;
+		t->dim_count = mt->dim_count;
+		memcpy(t->dims, mt->dims, sizeof(mt->dims));
+		st->t.index = mt->index;
+		for (int k = 0; k < ADUMP_COMPARE_STAT_COUNT; k++) {
+			st->stat[k].value = NAN;
+			st->stat[k].text = "";
+		}
+		for (int k = 0; k < ADUMP_MSPROBE_STAT_COUNT; k++)
+			if (mt->stat_text[k]) {
+				st->stat[k].text = mt->stat_text[k];
+				st->stat[k].value = mt->stat[k];
+				st->stat[k].is_present = true;
+			}
+		out->reader_tensors[i] = st->t;
+		out->header.kind_count[t->kind]++;
+		out->count++;
+	}
+	out->header.tensors = out->reader_tensors;
+	out->header.tensor_count = out->count;
+	return 0;
+}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dump_data.pb-c.h"
+#include "reader/msprobe_int.h"
 #include "reader/reader_int.h"
 
 typedef Toolkit__Dumpdata__DumpData DumpData;
@@ -61,6 +62,7 @@ struct adump_reader {
 	struct adump_reader_tensor *tensors;
 	struct adump_attr *attrs;
 	char *name;
+	char *given_op_name;            /* adump_reader_open_given(): the header's op name */
 	bool is_open;
 	char error[1024];
 };
@@ -141,6 +143,8 @@ void adump_reader_close(struct adump_reader *r)
 	r->attrs = NULL;
 	free(r->name);
 	r->name = NULL;
+	free(r->given_op_name);
+	r->given_op_name = NULL;
 	memset(&r->hdr, 0, sizeof(r->hdr));
 	r->is_open = false;
 }
@@ -416,6 +420,40 @@ int adump_reader_open_source(struct adump_reader *r, struct adump_reader_source 
 		adump_reader_close(r);
 		return ret;
 	}
+	r->is_open = true;
+	return 0;
+}
+
+int adump_reader_open_given(struct adump_reader *r, struct adump_reader_source *src,
+			    const char *name, const char *op_name,
+			    const struct adump_reader_tensor *tensors, uint32_t count)
+{
+	uint64_t end = 0;
+
+	adump_reader_close(r);
+	r->error[0] = '\0';
+	r->src = src;
+	r->name = strdup(name ? name : "(dump)");
+	r->tensors = calloc(count ? count : 1, sizeof(*r->tensors));
+	r->given_op_name = strdup(op_name ? op_name : "");
+	if (!r->name || !r->tensors || !r->given_op_name) {
+		adump_reader_close(r);
+		return -ENOMEM;
+	}
+	if (count)
+		memcpy(r->tensors, tensors, count * sizeof(*tensors));
+	for (uint32_t i = 0; i < count; i++) {
+		r->hdr.kind_count[tensors[i].info.kind]++;
+		if (tensors[i].offset + tensors[i].info.bytes > end)
+			end = tensors[i].offset + tensors[i].info.bytes;
+	}
+	r->hdr.version = "";
+	r->hdr.op_name = r->given_op_name;
+	r->hdr.dfx_message = "";
+	r->hdr.tensor_count = count;
+	r->hdr.tensors = r->tensors;
+	r->hdr.payload_bytes = end;
+	r->hdr.file_bytes = end;
 	r->is_open = true;
 	return 0;
 }

@@ -6,6 +6,7 @@
  * leftovers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +28,10 @@ static void usage(FILE *f)
 		"input's and output's shape x dtype size equals its size. Lists leftover .part\n"
 		"files (writes that never finished) and .failed files (write errors, dropped data).\n"
 		".csv files (statistics mode) are not dump files and are skipped, and so are\n"
-		".json files; .pt files (msprobe's layout, adump export --msprobe) are checked as\n"
-		"torch zip files: every record whole and matching its CRC-32.\n"
+		".json files but msprobe's dump.json: in msprobe's layout (msprobe, or adump's\n"
+		"format=\"msprobe\" / export --msprobe) dump.json must parse and every .pt it lists\n"
+		"must exist, be a whole torch zip (each record inside the file, CRC-32 equal) and\n"
+		"hold the dtype and shape dump.json gives; other .pt files are checked as zips.\n"
 		"<name>.lz4 files (dump_compress lz4) are decoded in full: the frame checksum must\n"
 		"match and the content must be a whole dump; .lz4.part and .lz4.failed count as\n"
 		"leftovers and failed files.\n"
@@ -145,6 +148,23 @@ static enum verdict verify_one(struct adump_reader *r, const char *path, char *m
 	return verify_opened(r, msg, cap);
 }
 
+/* A .pt file of msprobe's layout: checked through its rank directory's dump.json. */
+static bool is_msprobe_pt(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	size_t n;
+
+	if (!tool_has_suffix(path, ".pt") || !slash)
+		return false;
+	n = (size_t)(slash - path);
+	if (n < 16 || strncmp(slash - 16, "dump_tensor_data", 16) ||
+	    (n > 16 && slash[-17] != '/') || n - 16 >= sizeof(dir) - 16)
+		return false;
+	snprintf(dir, sizeof(dir), "%.*sdump.json", (int)(n - 16), path);
+	return access(dir, F_OK) == 0;
+}
+
 /* One line of a packed index. */
 static enum verdict verify_entry(struct adump_reader *r, struct adump_reader_packed *p,
 				 const struct adump_reader_packed_entry *e, char *msg, size_t cap)
@@ -187,6 +207,19 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 		tool_progress_clear(progress);
 		printf("%-6s %s\n", labels[v], msg);
 	}
+}
+
+struct ms_report {
+	bool is_json;
+	json_object *problems;
+	struct tool_progress *progress;
+};
+
+static void ms_problem(void *arg, const char *file, const char *message)
+{
+	struct ms_report *m = arg;
+
+	report(m->is_json, m->problems, m->progress, VERDICT_BAD, file, message);
 }
 
 /* A capture's loss log: each line reported as a loss (or as a bad line). Return: false if
@@ -411,8 +444,28 @@ int cmd_verify(int argc, char **argv)
 		bool has_cut_line = false;
 		int ret = 0;
 
-		if (kind == ADUMP_PACKED_FILE_SEGMENT)
+		if (kind == ADUMP_PACKED_FILE_SEGMENT || is_msprobe_pt(files.paths[i]))
 			continue;
+		if (!strcmp(files.paths[i] + strlen(files.paths[i]) -
+			    (strlen(files.paths[i]) < 10 ? strlen(files.paths[i]) : 10), "/dump.json") ||
+		    !strcmp(files.paths[i], "dump.json")) {
+			/* msprobe's layout: dump.json and every .pt it lists */
+			struct ms_report mr = { is_json, problems, &progress };
+			uint64_t bad = 0;
+			long n = adump_msprobe_verify(files.paths[i], ms_problem, &mr, &bad);
+
+			if (n < 0) {
+				tool_progress_end(&progress);
+				fprintf(stderr, "adump verify: out of memory\n");
+				rc = 1;
+				goto out;
+			}
+			counts[VERDICT_BAD] += bad;
+			counts[VERDICT_OK] += (uint64_t)n + 1 - (bad < (uint64_t)n + 1 ? bad : (uint64_t)n + 1);
+			file_count += (uint64_t)n + 1;
+			tool_progress_step(&progress);
+			continue;
+		}
 		if (list_losses(files.paths[i], is_json, problems, &progress, counts)) {
 			tool_progress_step(&progress);
 			continue;

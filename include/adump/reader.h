@@ -486,6 +486,52 @@ ADUMP_API uint64_t adump_asm_buffered_bytes(struct adump_asm *a);
  */
 ADUMP_API const char *adump_asm_error(struct adump_asm *a, char *buf, size_t cap);
 
+/* ---- torch .pt files (msprobe's dump_tensor_data, adump export --msprobe) --------------- */
+
+/* One tensor torch.save wrote, located in its file. */
+struct adump_pt_info {
+	int32_t dtype;                  /* enum adump_dtype */
+	uint32_t dim_count;
+	uint64_t dims[ADUMP_MAX_DIMS];
+	uint64_t element_count;
+	uint32_t element_bytes;
+	uint64_t offset;                /* of the tensor's first byte in the file */
+	uint64_t bytes;                 /* element_count * element_bytes */
+	bool requires_grad;
+	bool is_parameter;              /* saved as torch.nn.Parameter */
+	uint64_t file_bytes;
+};
+
+/**
+ * adump_pt_read() - locate the tensor in a .pt file: torch's zip (records stored, zip64 end
+ * records as torch writes them) holding a pickle of torch._utils._rebuild_tensor_v2 (or
+ * _rebuild_parameter of one) over one storage of float32/16, bfloat16, float64, int8/16/32/64,
+ * uint8, bool or complex64/128, contiguous, from torch 1.13 or 2.x.
+ * @is_checked: also compare every record's CRC-32 (reads the whole file).
+ * Return: 0; -ADUMP_ERR_CORRUPT / -ADUMP_ERR_INCOMPLETE for a damaged or cut file;
+ * -ADUMP_ERR_UNSUPPORTED for anything else torch can save (the message names what was
+ * found); -errno; -ENOMEM. @msg names the file. Any thread.
+ */
+ADUMP_API int adump_pt_read(const char *path, bool is_checked, struct adump_pt_info *out,
+			    char *msg, size_t cap);
+
+/* ---- msprobe's layout ------------------------------------------------------------------- */
+
+/**
+ * adump_msprobe_verify() - check one msprobe rank directory (<dir>/dump.json, written by
+ * msprobe or by adump): dump.json parses and has a "data" object; every data_name it lists
+ * is in <dir>/dump_tensor_data/, a whole .pt (zip records inside the file, CRC-32s match)
+ * holding one tensor whose dtype and shape are the ones dump.json gives. A statistics dump
+ * (no data_name) is checked by its dump.json alone.
+ * @dir:  the rank directory, or its dump.json.
+ * @fn:   called once per problem: the file concerned and a message naming it; may be NULL.
+ * @problem_count: receives the number of problems (dump.json's own included).
+ * Return: the number of .pt files checked (>= 0), or -ENOMEM. Any thread.
+ */
+ADUMP_API long adump_msprobe_verify(const char *dir,
+				    void (*fn)(void *arg, const char *file, const char *message),
+				    void *arg, uint64_t *problem_count);
+
 /* ---- The loss log: one line per tensor a capture lost (adump.h, ADUMP_LOSS_LOG_NAME) ------ */
 
 struct adump_reader_loss {

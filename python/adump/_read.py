@@ -22,6 +22,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 import numpy as np
 
 from . import _adump
+from . import _msprobe_read
 
 INPUT, OUTPUT, BUFFER, WORKSPACE = 0, 1, 2, 3
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
@@ -302,7 +303,10 @@ def _tree(top):
     directory, "file" for the others."""
     top = os.fspath(top)
     if os.path.isfile(top):
-        yield "file", top
+        if os.path.basename(top) == _msprobe_read.DUMP_JSON:
+            yield "msprobe", os.path.dirname(top) or "."
+        else:
+            yield "file", top
         return
     if not os.path.isdir(top):
         raise FileNotFoundError(2, os.strerror(2), top)
@@ -311,6 +315,12 @@ def _tree(top):
         if _is_packed_dir(dirpath, files):
             yield "packed", dirpath
             continue
+        if _msprobe_read.DUMP_JSON in files:
+            # msprobe's layout: the rank directory is read through its dump.json
+            dirs[:] = [d for d in dirs if d != _msprobe_read.TENSOR_DIR]
+            yield "msprobe", dirpath
+            files = [f for f in files if f not in (_msprobe_read.DUMP_JSON, "stack.json",
+                                                   "construct.json")]
         for f in sorted(files):
             yield "file", os.path.join(dirpath, f)
 
@@ -336,8 +346,10 @@ def _time_key(path):
 
 
 def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator["Dump"]:
-    """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures
-    and statistics CSVs. order="time" (the default): in execution order (per step and
+    """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures,
+    statistics CSVs, and each data entry of msprobe's dump.json (msprobe's layout, written by
+    msprobe or adump: container "msprobe", arrays read from dump_tensor_data/*.pt when used,
+    None for a statistics dump; stats one dict per tensor from dump.json). order="time" (the default): in execution order (per step and
     rank of an adump.torch capture, then by dump time and task id, all from the names);
     order="name": directory by directory, in name order. .part leftovers, .failed files and
     other CSVs are not dumps and are skipped (adump.verify reports the first two). A file
@@ -352,11 +364,21 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
                 for packed, e in _packed_entries(path):
                     if e[0] == _PACKED_ENTRY:
                         yield _open_entry(reader, packed, e, bf16)
+            elif kind == "msprobe":
+                for _order, d in _msprobe_read.dumps(path, Dump, bf16):
+                    yield d
             elif _is_dump_file(path):
                 yield open(path, bf16)
         return
     items = []              # (key, path, packed dir or None, entry or None)
     for kind, path in _tree(top):
+        if kind == "msprobe":
+            # dump.json order is execution order; the Dumps hold no file open.
+            step, rank = _step_rank(os.path.join(path, _msprobe_read.DUMP_JSON))
+            for order, d in _msprobe_read.dumps(path, Dump, bf16):
+                items.append(((step if step is not None else -1, rank or 0, 0, order, 0,
+                               d.path), d.path, "msprobe", d))
+            continue
         if kind == "packed":
             for _packed, e in _packed_entries(path):
                 if e[0] == _PACKED_ENTRY:
@@ -371,6 +393,9 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
         for _key, path, packed_dir, e in items:
             if packed_dir is None:
                 yield open(path, bf16)
+                continue
+            if packed_dir == "msprobe":
+                yield e
                 continue
             if packed is None or packed.dir() != packed_dir:
                 if packed is not None:
@@ -426,7 +451,8 @@ def _check_shapes(header):
 
 def verify(top: PathLike) -> "VerifyReport":
     """Check every dump below @top as `adump verify` does: the layout adds up, the header
-    parses, shapes match sizes, .lz4 checksums and packed CRC32Cs match; .part and .failed
+    parses, shapes match sizes, .lz4 checksums and packed CRC32Cs match; msprobe's dump.json
+    parses and every .pt it lists is there, whole (CRC-32s) and of its dtype and shape; .part and .failed
     files are problems, and so is finding no dump at all (a missing @top, a directory
     without dumps, a statistics capture): rep.ok is False exactly where the command exits
     non-zero. Returns a VerifyReport (never raises for a bad dump)."""
@@ -445,6 +471,11 @@ def verify(top: PathLike) -> "VerifyReport":
             rep.problems.append(("bad", name, msg))
 
     for kind, path in _tree(top):
+        if kind == "msprobe":
+            checked, problems = _msprobe_read.verify(path)
+            rep.files += checked + 1     # dump.json itself
+            rep.problems.extend(("bad", p, m) for p, m in problems)
+            continue
         if kind == "packed":
             for packed, e in _packed_entries(path):
                 if e[0] != _PACKED_ENTRY:

@@ -46,6 +46,7 @@ int pyadump_reader_init(PyObject *module);
 int pyadump_capture_init(PyObject *module);
 int pyadump_compare_init(PyObject *module);
 int pyadump_export_init(PyObject *module);
+int pyadump_pt_init(PyObject *module);
 int pyadump_config_init(PyObject *module);
 int pyadump_scan_init(PyObject *module);
 int pyadump_map_init(PyObject *module);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "adump/adump.h"
+#include "adump/export.h"
 
 int fuzz_acl_seeds_write(const char *corpus);
 
@@ -112,6 +113,21 @@ int main(int argc, char **argv)
 	mkdir(asm_dir, 0755);
 	if (fuzz_acl_seeds_write(argv[1]) < 0)
 		rc = 1;
+	{
+		/* .pt files for fuzz_pt: a matrix, a scalar, bfloat16 */
+		static const float v[6] = { 1, 2, 3, 4, 5, 6 };
+		static const uint64_t dims[2] = { 2, 3 };
+		char pt_dir[4096], path[4200];
+
+		snprintf(pt_dir, sizeof(pt_dir), "%s/pt", argv[1]);
+		mkdir(pt_dir, 0755);
+		snprintf(path, sizeof(path), "%s/matrix.pt", pt_dir);
+		rc |= adump_pt_write(path, "matrix", ADUMP_DT_FLOAT, dims, 2, v, sizeof(v), NULL, 0) < 0;
+		snprintf(path, sizeof(path), "%s/scalar.pt", pt_dir);
+		rc |= adump_pt_write(path, "scalar", ADUMP_DT_FLOAT, NULL, 0, v, 4, NULL, 0) < 0;
+		snprintf(path, sizeof(path), "%s/bf16.pt", pt_dir);
+		rc |= adump_pt_write(path, "bf16", ADUMP_DT_BF16, dims, 2, v, 12, NULL, 0) < 0;
+	}
 
 	for (size_t d = 0; d < sizeof(dtypes) / sizeof(dtypes[0]); d++) {
 		struct adump_tensor t[4] = { 0 };

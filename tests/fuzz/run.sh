@@ -13,7 +13,7 @@ cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang
 	-DADUMP_BUILD_FUZZ=ON -DADUMP_SANITIZE=address -DADUMP_BUILD_BENCH=OFF \
 	-DADUMP_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_lz4 fuzz_packed fuzz_asm \
-	fuzz_acl_config fuzz_acl_exception fuzz_seeds
+	fuzz_acl_config fuzz_acl_exception fuzz_pt fuzz_seeds
 
 corpus=$build/fuzz-corpus
 artifacts=$build/fuzz-artifacts
@@ -22,7 +22,7 @@ scratch=$build/fuzz-tmp
 rm -rf "$scratch"
 mkdir -p "$artifacts" "$scratch"
 "$build/tests/fuzz/fuzz_seeds" "$corpus"
-for target in reader lz4 packed asm acl_config acl_exception; do
+for target in reader lz4 packed asm acl_config acl_exception pt; do
 	echo "fuzz_$target: ${seconds}s on $corpus/$target"
 	dict=
 	if [ -f "$root/tests/fuzz/$target.dict" ]; then

@@ -203,7 +203,12 @@ class MsprobeLayout(unittest.TestCase):
         # verify and walk accept the layout; a damaged .pt is found
         code, text = helpers.tool("verify", out)
         self.assertEqual(code, 0, text)
-        self.assertEqual(list(adump.walk(out)), [])
+        # walk reads each dump.json entry as a dump (issue 24: walk reads both layouts)
+        walked = {}
+        for d in adump.walk(out):                   # step0 first: execution order
+            walked.setdefault(d.op_name, d)
+        self.assertIn("Module.fc.Linear.forward.0", walked)
+        self.assertTrue((walked["Module.fc.Linear.forward.0"].outputs[0] == pt.numpy()).all())
         self.assertTrue(adump.verify(out))
         victim = os.path.join(out, "step1", "rank0", "dump_tensor_data",
                               "Module.fc.Linear.forward.0.output.0.pt")
