@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <isa-l/crc.h>
 #include <json-c/json.h>
 
 #include "adump/export.h"
@@ -287,21 +286,14 @@ static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, boo
 		char hex[16];
 
 		snprintf(hex, sizeof(hex), "%08x",
-			 (unsigned)crc32_gzip_refl(0, c->buf, bytes));
+			 (unsigned)adump_crc32(0, c->buf, bytes));
 		json_object_object_add(o, "md5", json_object_new_string(hex));
 	}
 	if (c->data_dir && dtn) {
-		char path[PATH_MAX], archive[256];
-		size_t an;
+		char path[PATH_MAX], archive[ADUMP_PT_ARCHIVE_MAX + 1];
 
-		snprintf(archive, sizeof(archive), "%s", data_name);
-		an = strlen(archive);
-		if (an > 3 && strcmp(archive + an - 3, ".pt") == 0)
-			archive[an - 3] = '\0';
-		for (char *p = archive; *p; p++)        /* archive names: [A-Za-z0-9_.-] */
-			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
-				*p = '_';
+		if (adump_pt_archive_name(data_name, archive, sizeof(archive)) < 0)
+			return ex_fail(c, -EINVAL, "%s: no archive name", data_name);
 		if (snprintf(path, sizeof(path), "%s/%s", c->data_dir, data_name) >=
 		    (int)sizeof(path))
 			return ex_fail(c, -ENAMETOOLONG, "%s: name too long", data_name);
