@@ -393,5 +393,11 @@ ADUMP_HIDDEN bool adump_pt_archive_ok(const char *archive);
 /* The archive folder for a data name: ".pt" dropped, other characters than [A-Za-z0-9_.-]
  * made '_', cut at ADUMP_PT_ARCHIVE_MAX. Return: 0, -EINVAL (empty, or no room in @cap). */
 ADUMP_HIDDEN int adump_pt_archive_name(const char *data_name, char *out, size_t cap);
+/* @v as Python's repr(float) (and so msprobe's dump.json) writes it: the fewest digits that
+ * read back as @v, ".0" on integral values; NaN, Infinity, -Infinity as Python's json. */
+ADUMP_HIDDEN void adump_py_float(double v, char *out, size_t cap);
+/* @v rounded to the floating dtype @dtype (float32, float16, bfloat16; others unchanged):
+ * a statistic as torch computes it, in the tensor's dtype. */
+ADUMP_HIDDEN double adump_torch_round(double v, int32_t dtype);
 
 #endif

@@ -14,6 +14,7 @@
  * The zip is built by hand because it is three stored records with aligned data, which the
  * zip libraries do not let a caller place; CRC-32 is ISA-L's. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,3 +393,74 @@ void adump_pt_fini(struct adump_pt *pt)
 	free(pt->mem);
 	memset(pt, 0, sizeof(*pt));
 }
+
+/* ---- numbers as msprobe's dump.json holds them ------------------------------------------- */
+
+
+/* @v as Python's repr(float) writes it: the fewest significant digits that read back as
+ * @v, positional between 1e-4 and 1e16, ".0" on integral values. */
+void adump_py_float(double v, char *out, size_t cap)
+{
+	char buf[64];
+	int prec;
+
+	if (isnan(v)) {
+		snprintf(out, cap, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, cap, v > 0 ? "Infinity" : "-Infinity");
+		return;
+	}
+	if (v == 0) {
+		snprintf(out, cap, signbit(v) ? "-0.0" : "0.0");
+		return;
+	}
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+	{
+		int exp = atoi(strchr(buf, 'e') + 1);
+
+		if (exp >= -4 && exp < 16) {
+			int decimals = prec - 1 - exp;
+
+			snprintf(out, cap, "%.*f%s", decimals > 0 ? decimals : 0, v,
+				 decimals > 0 ? "" : ".0");
+		} else {
+			/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
+			char *e = strchr(buf, 'e');
+			int n = atoi(e + 1);
+
+			*e = '\0';
+			snprintf(out, cap, "%.30se%c%02d", buf, n < 0 ? '-' : '+', n < 0 ? -n : n);
+		}
+	}
+}
+
+/* The value a statistic of a tensor of @dtype has in torch: computed in that dtype. */
+double adump_torch_round(double v, int32_t dtype)
+{
+	union {
+		float f;
+		uint32_t u;
+	} b;
+
+	switch (dtype) {
+	case ADUMP_DT_FLOAT:
+		return (float)v;
+	case ADUMP_DT_FLOAT16:
+		return (double)(_Float16)v;
+	case ADUMP_DT_BF16:
+		b.f = (float)v;
+		if (!isnan(b.f))
+			b.u = (b.u + 0x7fff + ((b.u >> 16) & 1)) & 0xffff0000u;
+		return b.f;
+	default:
+		return v;
+	}
+}
+

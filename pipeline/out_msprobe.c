@@ -110,81 +110,12 @@ struct msp_file {
 	struct msp_tensor t[];
 };
 
-/* ---- numbers as Python prints them -------------------------------------------------------- */
-
-/* @v as Python's repr(float) writes it: the fewest significant digits that read back as
- * @v, positional between 1e-4 and 1e16, ".0" on integral values. */
-static void py_float(double v, char *out, size_t cap)
-{
-	char buf[64];
-	int prec;
-
-	if (isnan(v)) {
-		snprintf(out, cap, "NaN");
-		return;
-	}
-	if (isinf(v)) {
-		snprintf(out, cap, v > 0 ? "Infinity" : "-Infinity");
-		return;
-	}
-	if (v == 0) {
-		snprintf(out, cap, signbit(v) ? "-0.0" : "0.0");
-		return;
-	}
-	for (prec = 1; prec < 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-	{
-		int exp = atoi(strchr(buf, 'e') + 1);
-
-		if (exp >= -4 && exp < 16) {
-			int decimals = prec - 1 - exp;
-
-			snprintf(out, cap, "%.*f%s", decimals > 0 ? decimals : 0, v,
-				 decimals > 0 ? "" : ".0");
-		} else {
-			/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
-			char *e = strchr(buf, 'e');
-			int n = atoi(e + 1);
-
-			*e = '\0';
-			snprintf(out, cap, "%.30se%c%02d", buf, n < 0 ? '-' : '+', n < 0 ? -n : n);
-		}
-	}
-}
-
 static struct json_object *json_py_double(double v)
 {
 	char s[64];
 
-	py_float(v, s, sizeof(s));
+	adump_py_float(v, s, sizeof(s));
 	return json_object_new_double_s(v, s);
-}
-
-/* The value a statistic of a tensor of @dtype has in torch: computed in that dtype. */
-static double in_dtype(double v, int32_t dtype)
-{
-	union {
-		float f;
-		uint32_t u;
-	} b;
-
-	switch (dtype) {
-	case ADUMP_DT_FLOAT:
-		return (float)v;
-	case ADUMP_DT_FLOAT16:
-		return (double)(_Float16)v;
-	case ADUMP_DT_BF16:
-		b.f = (float)v;
-		if (!isnan(b.f))
-			b.u = (b.u + 0x7fff + ((b.u >> 16) & 1)) & 0xffff0000u;
-		return b.f;
-	default:
-		return v;
-	}
 }
 
 /* torch's max/min/mean of a floating tensor: NaN wins, then the infinities. */
@@ -246,10 +177,10 @@ static void put_stats(struct json_object *o, const struct adump_tstats *s, bool 
 		case ADUMP_TSTATS_NONE:
 			break;
 		default:
-			v[0] = json_py_double(in_dtype(float_max(s), dtype));
-			v[1] = json_py_double(in_dtype(float_min(s), dtype));
-			v[2] = json_py_double(in_dtype(float_mean(s), dtype));
-			v[3] = json_py_double(in_dtype(adump_tstats_l2norm(s), dtype));
+			v[0] = json_py_double(adump_torch_round(float_max(s), dtype));
+			v[1] = json_py_double(adump_torch_round(float_min(s), dtype));
+			v[2] = json_py_double(adump_torch_round(float_mean(s), dtype));
+			v[3] = json_py_double(adump_torch_round(adump_tstats_l2norm(s), dtype));
 			break;
 		}
 	}
@@ -774,8 +705,6 @@ static void msp_dir_done(struct adump_session *s, const char *dir)
 static int msp_session_init(struct adump_session *s)
 {
 	struct msp_session *ms = calloc(1, sizeof(*ms));
-	char *data_dir = NULL;
-	int ret;
 
 	if (!ms)
 		return -ENOMEM;
@@ -784,16 +713,7 @@ static int msp_session_init(struct adump_session *s)
 	ms->has_data = s->cfg.content == ADUMP_CONTENT_TENSOR;
 	ms->has_md5 = s->cfg.summary == ADUMP_SUMMARY_MD5;
 	s->out_session = ms;
-	if (!ms->has_data)
-		return 0;
-	if (asprintf(&data_dir, "%s/dump_tensor_data", s->dir) < 0)
-		return -ENOMEM;
-	ret = adump_mkdir_p(data_dir, 0750);
-	if (ret < 0)
-		adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", data_dir,
-			  adump_strerror(ret));
-	free(data_dir);
-	return ret;
+	return 0;
 }
 
 static void msp_session_fini(struct adump_session *s)
@@ -916,6 +836,18 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 		ret = ADUMP_TESTPOINT("worker.open");
 	if (ret == 0)
 		ret = adump_pubfile_open(&t->pf, path, 0, ADUMP_FILE_MODE);
+	if (ret == -ENOENT) {
+		/* The directory's first tensor: dump_tensor_data is made when needed, so that a
+		 * directory nothing was dumped into stays empty. */
+		char *data_dir = NULL;
+
+		if (asprintf(&data_dir, "%s/dump_tensor_data", mf->dir) < 0)
+			data_dir = NULL;
+		ret = data_dir ? adump_mkdir_p(data_dir, 0750) : -ENOMEM;
+		free(data_dir);
+		if (ret == 0)
+			ret = adump_pubfile_open(&t->pf, path, 0, ADUMP_FILE_MODE);
+	}
 	if (ret < 0) {
 		t->pf.fd = -1;
 		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);

@@ -586,10 +586,9 @@ int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t 
 		return -ENOMEM;
 	ret = 0;
 	if (s->cfg.sink == ADUMP_SINK_FILE) {
-		/* msprobe's layout has no device folders: its tensors go to dump_tensor_data. */
-		int n = s->cfg.format == ADUMP_OUTPUT_MSPROBE ?
-			(s->cfg.content == ADUMP_CONTENT_TENSOR ?
-			 asprintf(&dev, "%s/dump_tensor_data", abs) : asprintf(&dev, "%s", abs)) :
+		/* msprobe's layout has no device folders (dump_tensor_data is made by its
+		 * first tensor). */
+		int n = s->cfg.format == ADUMP_OUTPUT_MSPROBE ? asprintf(&dev, "%s", abs) :
 			asprintf(&dev, "%s/%u", abs, device_id);
 
 		if (n < 0) {
