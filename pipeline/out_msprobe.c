@@ -810,14 +810,14 @@ static void tensor_complete(struct adump_worker *w, struct file_state *fs, struc
 		adump_submit_write(w, &t->tail_write);
 }
 
-/* The .pt file of tensor @i, at <dir>/dump_tensor_data/<data_name>. Return 0 or -errno
- * (the file has failed); 1: this tensor gets no file (a dtype torch cannot store). */
-static int tensor_open(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
-		       uint32_t i)
+/* The bytes around tensor @i's in its .pt file. Return 0, or -errno (the file has failed);
+ * 1: this tensor gets no file (a dtype torch cannot store). */
+static int tensor_layout(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
+			 uint32_t i)
 {
 	const struct adump_tensor *ot = &fs->op->op.tensors[i];
 	struct msp_tensor *t = &mf->t[i];
-	char archive[ADUMP_PT_ARCHIVE_MAX + 1], path[4200];
+	char archive[ADUMP_PT_ARCHIVE_MAX + 1];
 	int ret;
 
 	ret = adump_pt_archive_name(t->data_name, archive, sizeof(archive));
@@ -829,8 +829,22 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 			       adump_dtype_name(ot->dtype) ? adump_dtype_name(ot->dtype) : "?");
 		return 1;
 	}
-	if (ret == 0 && snprintf(path, sizeof(path), "%s/dump_tensor_data/%s", mf->dir,
-				 t->data_name) >= (int)sizeof(path))
+	if (ret < 0)
+		adump_file_fail(s, fs, ret, "laying out a .pt file of");
+	return ret;
+}
+
+/* Tensor @i's .pt file, at <dir>/dump_tensor_data/<data_name>. Return 0 or -errno (the file
+ * has failed). */
+static int tensor_open(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
+		       uint32_t i)
+{
+	struct msp_tensor *t = &mf->t[i];
+	char path[4200];
+	int ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/dump_tensor_data/%s", mf->dir,
+		     t->data_name) >= (int)sizeof(path))
 		ret = -ENAMETOOLONG;
 	if (ret == 0)
 		ret = ADUMP_TESTPOINT("worker.open");
@@ -907,18 +921,20 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 	fs->has_stats = true;
 	if (!mf->has_data)
 		return;
-	for (uint32_t i = 0; i < mf->count && !fs->is_failed; i++) {
-		if (!mf->t[i].data_name)
-			continue;
-		ret = tensor_open(s, fs, mf, i);
-		if (ret == 0)
+	for (uint32_t i = 0; i < mf->count && !fs->is_failed; i++)
+		if (mf->t[i].data_name && tensor_layout(s, fs, mf, i) == 0)
 			overhead += mf->t[i].pt.head_len + mf->t[i].pt.tail_len;
-	}
 	if (fs->is_failed)
 		return;
-	/* The disk guard sees the files' size: tensors and the zip around them. */
+	/* The disk guard sees the files' size (tensors and the zip around them) before any
+	 * of them exists. */
 	fs->header_len = overhead;
 	if (adump_guard_file_admit(s, fs) < 0)
+		return;
+	for (uint32_t i = 0; i < mf->count && !fs->is_failed; i++)
+		if (mf->t[i].pt.mem)
+			tensor_open(s, fs, mf, i);
+	if (fs->is_failed)
 		return;
 	for (uint32_t i = 0; i < mf->count; i++)
 		if (op->tensors[i].bytes == 0)
