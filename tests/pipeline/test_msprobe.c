@@ -8,6 +8,7 @@
  * A failed write publishes nothing of its dump (.pt.failed, no entry, a loss line). Bad
  * configurations are refused. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,73 @@ START_TEST(test_failed_write)
 }
 END_TEST
 
+/* Two threads, a stream each (on two workers), into one directory at once, each leaving
+ * it while the other may still write: dump.json ends up with every entry once, each
+ * thread's in its handover order. */
+#define THREAD_DUMPS 40
+
+struct writer_arg {
+	struct adump_session *s;
+	int index;
+	int ret;
+};
+
+static void *writer_main(void *p)
+{
+	struct writer_arg *a = p;
+	struct adump_host_stream *hs;
+	struct adump_host_tensor t = { .data = ys, .bytes = sizeof(ys), .dtype = ADUMP_DT_FLOAT,
+				       .dim_count = 1, .dims = { 3 } };
+	char name[64];
+
+	a->ret = adump_host_stream_open(a->s, NULL, &hs);
+	if (a->ret == 0)
+		a->ret = adump_host_stream_set_dir(hs, "step0/rank0");
+	for (int i = 0; i < THREAD_DUMPS && a->ret == 0; i++) {
+		snprintf(name, sizeof(name), "Module.t%d.Linear.forward.%d", a->index, i);
+		a->ret = adump_host_dump(hs, "Linear", name, &t, 1, &t, 1);
+	}
+	if (a->ret == 0)
+		a->ret = adump_host_stream_set_dir(hs, "elsewhere");
+	if (a->ret == 0)
+		a->ret = adump_host_stream_close(hs);
+	return NULL;
+}
+
+START_TEST(test_two_streams_one_dir)
+{
+	char *root = t_tmpdir("msprobe-two");
+	struct adump_session *s = open_session(root, ADUMP_WRITER_AUTO, ADUMP_SUMMARY_STATISTICS);
+	struct writer_arg args[2] = { { .s = s, .index = 0 }, { .s = s, .index = 1 } };
+	pthread_t th[2];
+	struct json_object *data;
+	int next[2] = { 0, 0 };
+	char dir[4200];
+
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, writer_main, &args[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(args[i].ret, 0);
+	}
+	ck_assert_int_eq(adump_session_flush(s), 0);
+	snprintf(dir, sizeof(dir), "%s/step0/rank0", root);
+	data = load_data(dir);
+	ck_assert_int_eq(json_object_object_length(data), 2 * THREAD_DUMPS);
+	json_object_object_foreach(data, k, v) {
+		int thread, n;
+
+		(void)v;
+		ck_assert_int_eq(sscanf(k, "Module.t%d.Linear.forward.%d", &thread, &n), 2);
+		ck_assert_int_eq(n, next[thread]++);
+	}
+	json_object_put(data);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 /* Statistics content: dump.json only (task statistics), no dump_tensor_data. */
 START_TEST(test_statistics)
 {
@@ -414,6 +482,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_layout_pwrite);
 	t_tcase_add_test_needing(tc, T_URING, test_layout_uring);
 	tcase_add_test(tc, test_failed_write);
+	tcase_add_test(tc, test_two_streams_one_dir);
 	tcase_add_test(tc, test_statistics);
 	tcase_add_test(tc, test_config_refused);
 	suite_add_tcase(s, tc);
