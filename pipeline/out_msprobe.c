@@ -902,13 +902,13 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 		adump_file_fail(s, fs, -ENOMEM, "starting");
 		return;
 	}
-	/* Data names: '/' would make a folder of dump_tensor_data. */
 	ret = entry_build(mf, op);
 	if (ret < 0) {
 		adump_file_fail(s, fs, ret, ret == -ADUMP_ERR_CORRUPT ?
 				"a dfx_message that is not a JSON object in" : "describing");
 		return;
 	}
+	/* A '/' in a data name would make a folder of dump_tensor_data. */
 	for (uint32_t i = 0; i < mf->count; i++)
 		for (char *p = mf->t[i].data_name; p && *p; p++)
 			if (*p == '/')
@@ -943,8 +943,8 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 
 /* The record's bytes of tensor @t (payload [lo, hi)) into its .pt file. Return: true if a
  * write is in flight for it. */
-static bool piece_submit(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
-			 struct file_state *fs, struct msp_tensor *t, uint64_t lo, uint64_t hi)
+static bool piece_submit(struct adump_worker *w, struct adump_rec *rec, struct file_state *fs,
+			 struct msp_tensor *t, uint64_t lo, uint64_t hi)
 {
 	struct msp_write *x = write_get(w->out_state);
 	const char *data = adump_rec_data(rec);
@@ -959,7 +959,6 @@ static bool piece_submit(struct adump_worker *w, struct adump_chan *chan, struct
 			 .offset = t->pt.data_offset + (lo - t->start) },
 		.file = fs, .priv = &w->session->writes[rec->index],
 	};
-	(void)chan;
 	if (adump_submit_write(w, &x->cw))
 		return true;
 	write_put(w->out_state, x);
@@ -1001,7 +1000,7 @@ static void msp_record(struct adump_worker *w, struct adump_chan *chan, struct a
 		}
 		if (mf->has_crc)
 			t->crc = adump_crc32(t->crc, data + (a - rec->offset), (size_t)(b - a));
-		if (t->pf.fd >= 0 && piece_submit(w, chan, rec, fs, t, a, b))
+		if (t->pf.fd >= 0 && piece_submit(w, rec, fs, t, a, b))
 			in_flight++;
 		t->seen += b - a;
 		if (b == t_end) {
