@@ -880,6 +880,15 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 	int ret;
 
 	(void)is_whole;
+	{
+		/* The dump's name in logs and the loss log: where its .pt files go, not the CANN
+		 * file it is not. Never longer than the CANN path, so it fits in its place. */
+		const char *dir = fs->op->dir ? fs->op->dir : s->dir;
+		size_t len = strlen(dir) + strlen("/dump_tensor_data/") + strlen(op->op_name);
+
+		if (len <= strlen(fs->path))
+			snprintf(fs->path, len + 1, "%s/dump_tensor_data/%s", dir, op->op_name);
+	}
 	mf = calloc(1, sizeof(*mf) + op->tensor_count * sizeof(mf->t[0]));
 	if (!mf) {
 		adump_file_fail(s, fs, -ENOMEM, "starting");
