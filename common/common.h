@@ -354,4 +354,50 @@ ADUMP_HIDDEN void adump_waitpoint_wake(struct adump_waitpoint *wp);
 /* The waker's seq_cst fence, between publishing its work and reading the announcements. */
 ADUMP_HIDDEN void adump_wake_fence(void);
 
+
+/* ---- torch's .pt files (common/pt.c) ----
+ *
+ * The bytes of a .pt file around its tensor's: the pipeline's msprobe output writes the
+ * tensor's bytes from its staging buffers at data_offset and these at their offsets; the
+ * reader's exporter (adump_pt_write()) from one buffer. */
+#define ADUMP_PT_ARCHIVE_MAX 200
+struct adump_pt {
+	unsigned char *mem;                     /* head, then tail: one allocation */
+	const unsigned char *head;              /* file bytes [0, head_len) */
+	size_t head_len;
+	uint64_t data_offset;                   /* == head_len: the tensor's bytes, 64-aligned */
+	uint64_t data_bytes;
+	const unsigned char *tail;              /* file bytes from data_offset + data_bytes */
+	size_t tail_len;
+	uint64_t file_bytes;
+	size_t crc_at[2];                       /* where the tensor's CRC goes in mem */
+};
+/**
+ * adump_pt_init() - lay out the .pt file of one tensor (contiguous, @dim_count dims @dims,
+ * @bytes bytes of @dtype), its records under the folder @archive ([A-Za-z0-9_.-], at most
+ * ADUMP_PT_ARCHIVE_MAX characters). The tensor's CRC is 0 until adump_pt_set_crc().
+ * Return: 0; -ADUMP_ERR_UNSUPPORTED for a dtype torch has no storage for; -EINVAL for a bad
+ * archive name or @bytes that do not match the shape; -EFBIG past 4 GiB; -ENOMEM.
+ * Caller frees with adump_pt_fini(). Any thread.
+ */
+ADUMP_HIDDEN int adump_pt_init(struct adump_pt *pt, const char *archive, int32_t dtype,
+			       const uint64_t *dims, uint32_t dim_count, uint64_t bytes);
+/* The CRC-32 of the tensor's bytes (adump_crc32()), into both places the zip keeps it. */
+ADUMP_HIDDEN void adump_pt_set_crc(struct adump_pt *pt, uint32_t crc);
+/* NULL ok. */
+ADUMP_HIDDEN void adump_pt_fini(struct adump_pt *pt);
+/* zlib's CRC-32 (ISA-L), continued from @crc (0 to start): the zip's and msprobe's "md5". */
+ADUMP_HIDDEN uint32_t adump_crc32(uint32_t crc, const void *data, size_t len);
+/* Whether @archive may name a .pt file's folder. */
+ADUMP_HIDDEN bool adump_pt_archive_ok(const char *archive);
+/* The archive folder for a data name: ".pt" dropped, other characters than [A-Za-z0-9_.-]
+ * made '_', cut at ADUMP_PT_ARCHIVE_MAX. Return: 0, -EINVAL (empty, or no room in @cap). */
+ADUMP_HIDDEN int adump_pt_archive_name(const char *data_name, char *out, size_t cap);
+/* @v as Python's repr(float) (and so msprobe's dump.json) writes it: the fewest digits that
+ * read back as @v, ".0" on integral values; NaN, Infinity, -Infinity as Python's json. */
+ADUMP_HIDDEN void adump_py_float(double v, char *out, size_t cap);
+/* @v rounded to the floating dtype @dtype (float32, float16, bfloat16; others unchanged):
+ * a statistic as torch computes it, in the tensor's dtype. */
+ADUMP_HIDDEN double adump_torch_round(double v, int32_t dtype);
+
 #endif

@@ -481,6 +481,15 @@ int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir)
 	}
 	/* Idle first: every record still in flight borrows the old directory. */
 	ret = adump_port_wait_idle(chan);
+	{
+		const char *old_dir = hs->dir ? hs->dir : adump_session_dir(hs->session);
+		const char *new_dir = abs ? abs : adump_session_dir(hs->session);
+
+		/* The stream's dumps in the old directory are complete: an output that writes
+		 * one file per directory (msprobe's dump.json) may write it. */
+		if (strcmp(old_dir, new_dir) != 0)
+			adump_session_dir_done(hs->session, old_dir);
+	}
 	free(hs->dir);
 	hs->dir = abs;
 	return ret;

@@ -18,6 +18,9 @@
 
 const struct adump_output_ops *adump_output_select(const struct adump_config *cfg)
 {
+	/* msprobe's layout, tensors or statistics (adump_config_check() kept it to files). */
+	if (cfg->format == ADUMP_OUTPUT_MSPROBE)
+		return &adump_out_msprobe;
 	if (cfg->content == ADUMP_CONTENT_STATS)
 		return cfg->sink == ADUMP_SINK_CALLBACK ? &adump_out_stats_callback
 							: &adump_out_stats_file;

@@ -64,6 +64,7 @@ struct stream_slot {
 struct adump_session {
 	struct adump_config cfg;
 	const struct adump_output_ops *out;     /* chosen from cfg at create (worker_int.h) */
+	void *out_session;                      /* the output's session-wide state, or NULL */
 	char *dump_path;                        /* absolute */
 	char *dir;                              /* <dump_path>/<time_dir> */
 	size_t chunk_bytes;

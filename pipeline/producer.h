@@ -48,4 +48,13 @@ ADUMP_HIDDEN int adump_session_detach_producer(struct adump_session *s, void *pr
 ADUMP_HIDDEN int adump_session_stream_dir(struct adump_session *s, const char *dir,
 					  uint32_t device_id, char **out);
 
+/*
+ * adump_session_dir_done() - the output directory @dir (absolute; NULL: every directory)
+ * will get no more of the dumps written so far from one producer: an output that writes a
+ * file per directory (msprobe's dump.json) writes it now, for the dumps that are complete.
+ * Called by a producer leaving a directory once it is idle (adump_host_stream_set_dir()),
+ * and by adump_session_flush(). Errors go to the session's first error. Any thread.
+ */
+ADUMP_HIDDEN void adump_session_dir_done(struct adump_session *s, const char *dir);
+
 #endif

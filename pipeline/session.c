@@ -32,7 +32,7 @@ static bool is_direct_capable(const struct adump_config *cfg, size_t chunk)
 {
 	return cfg->sink == ADUMP_SINK_FILE && cfg->layout == ADUMP_LAYOUT_FILES &&
 	       cfg->compress == ADUMP_COMPRESS_NONE && cfg->content == ADUMP_CONTENT_TENSOR &&
-	       chunk % ADUMP_DIRECT_ALIGN == 0;
+	       cfg->format == ADUMP_OUTPUT_CANN && chunk % ADUMP_DIRECT_ALIGN == 0;
 }
 
 static unsigned cfg_stream_max(const struct adump_config *cfg)
@@ -86,6 +86,22 @@ int adump_config_check(const struct adump_config *cfg)
 	if ((unsigned)cfg->io > ADUMP_IO_AUTO || (unsigned)cfg->compress > ADUMP_COMPRESS_LZ4 ||
 	    (unsigned)cfg->layout > ADUMP_LAYOUT_PACKED || (unsigned)cfg->content > ADUMP_CONTENT_STATS) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "io, compress, layout or content has an unknown value");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if ((unsigned)cfg->format > ADUMP_OUTPUT_MSPROBE ||
+	    (unsigned)cfg->summary > ADUMP_SUMMARY_MD5) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "format or summary has an unknown value");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->format == ADUMP_OUTPUT_MSPROBE &&
+	    (cfg->sink != ADUMP_SINK_FILE || cfg->layout != ADUMP_LAYOUT_FILES ||
+	     cfg->compress != ADUMP_COMPRESS_NONE || cfg->io == ADUMP_IO_DIRECT)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "format msprobe applies to the file sink with "
+			  "the files layout, no compression, io buffered or auto");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->summary != ADUMP_SUMMARY_STATISTICS && cfg->format != ADUMP_OUTPUT_MSPROBE) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "summary applies to format msprobe");
 		return -ADUMP_ERR_CONFIG;
 	}
 	if (cfg->compress == ADUMP_COMPRESS_LZ4 &&
@@ -281,6 +297,8 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		s->pool_iov[i].iov_len = s->chunk_bytes;
 	}
 	ret = decide_backend(s);
+	if (ret == 0 && s->out->session_init)
+		ret = s->out->session_init(s);
 	if (ret == 0)
 		ret = adump_loss_create(cfg->sink == ADUMP_SINK_FILE ? s->dir : NULL, &s->loss);
 	if (ret == 0)
@@ -290,6 +308,8 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	*out = s;
 	return 0;
 err:
+	if (s->out_session && s->out->session_fini)
+		s->out->session_fini(s);
 	adump_guard_destroy(s->guard);
 	adump_loss_destroy(s->loss);
 	free(s->pool_iov);
@@ -505,6 +525,8 @@ int adump_session_flush(struct adump_session *s)
 	/* Outside the lock, like detach; the contract keeps detach of these streams away. */
 	for (unsigned i = 0; i < count; i++)
 		adump_port_wait_idle(ports[i]);
+	/* Everything written so far is complete: the output closes its directories. */
+	adump_session_dir_done(s, NULL);
 	return adump_session_error(s);
 }
 
@@ -519,6 +541,8 @@ int adump_session_destroy(struct adump_session *s)
 			adump_session_detach_producer(s, s->slots[i].producer);
 	for (unsigned i = 0; i < s->worker_count; i++)
 		adump_worker_stop(&s->workers[i]);
+	if (s->out->session_fini)
+		s->out->session_fini(s);
 	ret = adump_session_error(s);
 	adump_guard_destroy(s->guard);
 	adump_loss_destroy(s->loss);
@@ -535,6 +559,12 @@ int adump_session_destroy(struct adump_session *s)
 int adump_session_error(const struct adump_session *s)
 {
 	return s ? atomic_load_explicit(&s->first_error, memory_order_relaxed) : -EINVAL;
+}
+
+void adump_session_dir_done(struct adump_session *s, const char *dir)
+{
+	if (s->out->dir_done)
+		s->out->dir_done(s, dir);
 }
 
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,
@@ -556,7 +586,12 @@ int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t 
 		return -ENOMEM;
 	ret = 0;
 	if (s->cfg.sink == ADUMP_SINK_FILE) {
-		if (asprintf(&dev, "%s/%u", abs, device_id) < 0) {
+		/* msprobe's layout has no device folders (dump_tensor_data is made by its
+		 * first tensor). */
+		int n = s->cfg.format == ADUMP_OUTPUT_MSPROBE ? asprintf(&dev, "%s", abs) :
+			asprintf(&dev, "%s/%u", abs, device_id);
+
+		if (n < 0) {
 			dev = NULL;
 			ret = -ENOMEM;
 		} else {

@@ -287,6 +287,21 @@ int adump_statacc_csv(struct adump_statacc *acc, char **out, size_t *len)
 	return 0;
 }
 
+const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t i,
+						bool *is_complete)
+{
+	const struct statacc_priv *pv;
+
+	if (!acc->op || i >= acc->op->tensor_count || !acc->tensors ||
+	    !is_stat_tensor(&acc->op->tensors[i]))
+		return NULL;
+	pv = (const struct statacc_priv *)acc->tensors + i;
+	if (is_complete)
+		*is_complete = !pv->is_incomplete && pv->s.count * pv->s.elem_bytes ==
+				acc->op->tensors[i].bytes / pv->s.elem_bytes * pv->s.elem_bytes;
+	return &pv->s;
+}
+
 void adump_statacc_fini(struct adump_statacc *acc)
 {
 	if (!acc)

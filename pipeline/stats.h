@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "adump/types.h"
+#include "common/common.h"
 
 /* One dump file's accumulator. Caller-owned storage; the fields are private. */
 struct adump_statacc {
@@ -54,6 +55,15 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
  * Return: 0 or -ENOMEM.
  */
 int adump_statacc_csv(struct adump_statacc *acc, char **out, size_t *len);
+
+/**
+ * adump_statacc_tensor() - tensor @i's statistics so far (common/tstats.c), for an output
+ * that prints them its own way (out_msprobe.c). @is_complete (NULL ok): every byte of it was
+ * fed. Return: NULL for a tensor without statistics (buffers, workspaces, dtypes without a
+ * kind) or @i out of range. Borrowed until adump_statacc_fini().
+ */
+const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t i,
+						bool *is_complete);
 
 /** adump_statacc_fini() - free the accumulators. NULL or an unused @acc is fine. */
 void adump_statacc_fini(struct adump_statacc *acc);

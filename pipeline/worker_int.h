@@ -44,6 +44,7 @@ struct file_state {
 	uint32_t tail_len;
 	unsigned char *tail;                    /* ADUMP_DIRECT_ALIGN bytes, after the header's */
 	struct adump_chunk_write header_write;
+	void *out_file;                         /* the output module's per-file state, or NULL */
 	char path[];                            /* final path, without the compression suffix */
 };
 
@@ -79,6 +80,12 @@ struct file_state {
  * @has_held: the module holds back records for more work (an open batch): the worker then
  *      neither sleeps nor stops, and calls @submit_held once the rings are empty.
  * @idle: the worker is about to sleep: write what was deferred (index lines).
+ * @session_init: the session is created (its directory made, no worker yet): sets up
+ *      s->out_session. Return 0 or -errno: the session is not created.
+ * @session_fini: the session ends (every worker stopped), or its creation failed after
+ *      @session_init: writes what is left and frees s->out_session.
+ * @dir_done: a directory will get no more of the dumps written so far from one producer
+ *      (adump_session_dir_done(); @dir NULL: every directory). Any thread but a worker's.
  */
 struct adump_output_ops {
 	const char *name;
@@ -95,16 +102,20 @@ struct adump_output_ops {
 	bool (*has_held)(const struct adump_worker *w);
 	void (*submit_held)(struct adump_worker *w);
 	void (*idle)(struct adump_worker *w);
+	int (*session_init)(struct adump_session *s);
+	void (*session_fini)(struct adump_session *s);
+	void (*dir_done)(struct adump_session *s, const char *dir);
 };
 
 /* The output modules: out_file.c (buffered and O_DIRECT), out_lz4.c, out_packed.c,
- * out_callback.c, out_stats.c (to files or to the callback). */
+ * out_callback.c, out_stats.c (to files or to the callback), out_msprobe.c. */
 extern const struct adump_output_ops adump_out_file;
 extern const struct adump_output_ops adump_out_lz4;
 extern const struct adump_output_ops adump_out_packed;
 extern const struct adump_output_ops adump_out_callback;
 extern const struct adump_output_ops adump_out_stats_file;
 extern const struct adump_output_ops adump_out_stats_callback;
+extern const struct adump_output_ops adump_out_msprobe;
 
 /* output.c: the table for a checked config (adump_config_check() allows no other mix). */
 const struct adump_output_ops *adump_output_select(const struct adump_config *cfg);

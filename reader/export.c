@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <isa-l/crc.h>
 #include <json-c/json.h>
 
 #include "adump/export.h"
@@ -188,17 +187,24 @@ static bool dt_has_stats(int32_t dt)
 	return dt != ADUMP_DT_COMPLEX64 && dt != ADUMP_DT_COMPLEX128;
 }
 
+/* A floating statistic as msprobe records it: torch computes it in the tensor's dtype and
+ * Python prints that value (NaN and the infinities as Python's json does). */
+static struct json_object *stat_float(double v, int32_t dt)
+{
+	char s[64];
+
+	v = adump_torch_round(v, dt);
+	adump_py_float(v, s, sizeof(s));
+	return json_object_new_double_s(v, s);
+}
+
 static struct json_object *stat_value(double v, int32_t dt)
 {
 	if (dt == ADUMP_DT_BOOL)
 		return json_object_new_boolean(v != 0);
 	if (!dtype_is_float(dt))
 		return json_object_new_int64((int64_t)v);
-	if (isnan(v))
-		return json_object_new_string("nan");
-	if (isinf(v))
-		return json_object_new_string(v > 0 ? "inf" : "-inf");
-	return json_object_new_double(v);
+	return stat_float(v, dt);
 }
 
 /* msprobe's description of tensor @ti of the open dump; its bytes go to @data_name. */
@@ -269,11 +275,11 @@ static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, boo
 				json_object_object_add(o, "Norm", NULL);
 			} else {
 				json_object_object_add(o, "Mean",
-						       stat_value(nan ? NAN : sum / (double)n,
-								  ADUMP_DT_DOUBLE));
+						       stat_float(nan ? NAN : sum / (double)n,
+								  t->info.dtype));
 				json_object_object_add(o, "Norm",
-						       stat_value(nan ? NAN : sqrt(sq),
-								  ADUMP_DT_DOUBLE));
+						       stat_float(nan ? NAN : sqrt(sq),
+								  t->info.dtype));
 			}
 		}
 	} else {
@@ -287,21 +293,14 @@ static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, boo
 		char hex[16];
 
 		snprintf(hex, sizeof(hex), "%08x",
-			 (unsigned)crc32_gzip_refl(0, c->buf, bytes));
+			 (unsigned)adump_crc32(0, c->buf, bytes));
 		json_object_object_add(o, "md5", json_object_new_string(hex));
 	}
 	if (c->data_dir && dtn) {
-		char path[PATH_MAX], archive[256];
-		size_t an;
+		char path[PATH_MAX], archive[ADUMP_PT_ARCHIVE_MAX + 1];
 
-		snprintf(archive, sizeof(archive), "%s", data_name);
-		an = strlen(archive);
-		if (an > 3 && strcmp(archive + an - 3, ".pt") == 0)
-			archive[an - 3] = '\0';
-		for (char *p = archive; *p; p++)        /* archive names: [A-Za-z0-9_.-] */
-			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
-				*p = '_';
+		if (adump_pt_archive_name(data_name, archive, sizeof(archive)) < 0)
+			return ex_fail(c, -EINVAL, "%s: no archive name", data_name);
 		if (snprintf(path, sizeof(path), "%s/%s", c->data_dir, data_name) >=
 		    (int)sizeof(path))
 			return ex_fail(c, -ENAMETOOLONG, "%s: name too long", data_name);
@@ -627,8 +626,8 @@ static int export_csv(struct ex_ctx *c, const char *path, struct json_object *da
 		json_object_object_add(o, "shape", shape);
 		for (int k = 0; k < 4; k++)
 			json_object_object_add(o, keys[k], t->stat[k].is_present ?
-					       stat_value(t->stat[k].value, k < 2 ? t->t.info.dtype
-										  : ADUMP_DT_DOUBLE)
+					       (k < 2 ? stat_value(t->stat[k].value, t->t.info.dtype)
+						      : stat_float(t->stat[k].value, t->t.info.dtype))
 					       : NULL);
 		json_object_object_add(o, "requires_grad", json_object_new_boolean(false));
 		json_object_array_add(t->t.info.kind == ADUMP_TENSOR_INPUT ? ins : outs, o);

@@ -82,6 +82,26 @@ enum adump_content {
 	ADUMP_CONTENT_STATS = 1,
 };
 
+/* What the file sink writes. CANN: dump files in CANN's layout (<dir>/<device_id>/<op file>).
+ * MSPROBE: msprobe's PyTorch layout, per output directory (the session's, or a stream's own):
+ * dump.json (one entry per dump, from the dump's dfx_message: see README "msprobe format")
+ * and, with tensor content, dump_tensor_data/<data_name>.pt (torch.load-able), each tensor's
+ * bytes written from the staging buffers. A directory's dump.json is written when the
+ * directory is done: a stream moves to another directory, adump_session_flush(), and
+ * adump_session_destroy(). File sink, files layout, no compression, io buffered or auto. */
+enum adump_output_format {
+	ADUMP_OUTPUT_CANN = 0,
+	ADUMP_OUTPUT_MSPROBE = 1,
+};
+
+/* MSPROBE: what each tensor's entry carries beside dtype and shape (msprobe's summary_mode):
+ * STATISTICS: Max, Min, Mean, Norm; MD5: also "md5", the CRC-32 of its bytes (8 hex digits),
+ * as msprobe writes it. */
+enum adump_summary {
+	ADUMP_SUMMARY_STATISTICS = 0,
+	ADUMP_SUMMARY_MD5 = 1,
+};
+
 /* Statistics for ADUMP_CONTENT_STATS (CANN's selection bits). */
 enum {
 	ADUMP_STAT_MAX = 1u << 0,
@@ -143,6 +163,8 @@ struct adump_config {
 	/* io AUTO: files of at least this many bytes are written with O_DIRECT; 0: 256 KiB
 	 * (measured: bench/RESULTS.md, "io=auto threshold"). */
 	uint64_t direct_min_bytes;
+	enum adump_output_format format;        /* CANN (default) or MSPROBE */
+	enum adump_summary summary;             /* MSPROBE: STATISTICS (default) or MD5 */
 };
 
 #define ADUMP_GUARD_OFF UINT64_MAX

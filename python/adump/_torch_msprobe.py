@@ -1,20 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
-"""msprobe's layout for adump.torch captures.
+"""msprobe's layout for adump.torch captures: the parts Python writes.
 
-With format="msprobe" the capture writes the step's module tree (construct.json, msprobe's
-shape, from cap.tree) beside its dumps and turns the step's rank directory into msprobe's
-layout once the step has closed and the rank is known, on a thread of its own beside the
-training (the capture's end waits for it): adump's pipeline writes the CANN files as always (no torch.save on the training
-thread), then the C exporter (adump_export_msprobe) turns the step's rank directory into
-dump.json, stack.json, construct.json and dump_tensor_data/*.pt in place and the CANN files
-are removed. A failed export keeps the CANN files and is recorded in cap.losses."""
+With format="msprobe" adump's pipeline writes the layout itself (the session's format
+"msprobe": pipeline/out_msprobe.c): each step's rank directory gets dump.json (an entry per
+dump, built by the workers from the dump's dfx_message and its statistics) and, with
+content="tensor", dump_tensor_data/<data_name>.pt, the tensors' bytes written from the
+staging buffers; nothing is saved on the training thread and nothing is converted after the
+step. The session writes dump.json when the step's dumps are flushed. What only the capture
+knows, the module tree (construct.json, msprobe's shape, from cap.tree) and with stack=True
+the call stacks (stack.json), is written here when the step closes, once the rank directory
+has its final name. A CANN capture made earlier is converted with `adump export --msprobe`."""
 import json
 import os
-import queue
-import shutil
-import threading
 
-from . import _adump
 from ._read import Loss
 
 
@@ -32,73 +30,41 @@ def _write_json(cap, path, obj):
 
 
 def write_tree(cap, step):
-    """construct.json of @step (nodes the capture dumped, with their parents) and, with
-    stack=True, stack.json; the exporter takes both as they are."""
+    """construct.json of @step (nodes the capture dumped, with their parents) and stack.json
+    (the call stacks with stack=True, else {}: msprobe's graph needs the file)."""
     d = _rank_dir(cap, step)
-    nodes = cap.tree.steps.get(step)
-    if not nodes or not os.path.isdir(d):
+    if not os.path.isdir(d):
         return
-    _write_json(cap, os.path.join(d, "construct.json"), nodes)
-    if getattr(cap, "stack", False):
-        _write_json(cap, os.path.join(d, "stack.json"), cap.tree.stack_json(step))
-
-
-def export_step(cap, step):
-    """format="msprobe": the step's rank directory in msprobe's layout, in place."""
-    d = _rank_dir(cap, step)
-    if not os.path.isdir(d) or os.path.exists(os.path.join(d, "dump.json")):
-        return
-    try:
-        _adump.export_msprobe(d, d, md5=cap.msprobe_md5, no_data=cap.content == "stats")
-    except (OSError, _adump.Error) as e:
-        cap.losses.append(Loss(d, "write_error", "msprobe export of %s failed (the CANN "
-                               "files are kept): %s" % (d, e)))
-        return
-    # The CANN files (device directories) are now in dump.json and the .pt files.
-    for e in os.listdir(d):
-        p = os.path.join(d, e)
-        if e.isdigit() and os.path.isdir(p):
-            shutil.rmtree(p, ignore_errors=True)
-
-
-def _exporter(cap):
-    """The capture's export thread: exports run beside training (the C exporter releases
-    the GIL), one step at a time, in step order."""
-    ex = cap.__dict__.get("_msprobe_thread")
-    if ex is None:
-        q = queue.Queue()
-
-        def run():
-            while True:
-                step = q.get()
-                if step is None:
-                    return
-                export_step(cap, step)
-
-        t = threading.Thread(target=run, name="adump-msprobe-export", daemon=True)
-        t.start()
-        ex = cap._msprobe_thread = (t, q)
-    return ex
+    _write_json(cap, os.path.join(d, "construct.json"), cap.tree.steps.get(step) or {})
+    _write_json(cap, os.path.join(d, "stack.json"),
+                cap.tree.stack_json(step) if getattr(cap, "stack", False) else {})
 
 
 def step_closed(cap, step, last=False):
     """Called when step @step's dumps are all written (each step's end, and the capture's
-    with @last). The export waits while the rank is unknown (proc<pid>, renamed rank<R>
-    later: dump.json names its dump_tensor_data by absolute path), then runs on the export
-    thread; the capture's end waits for it."""
+    with @last), after the rank directory got its final name: the step's tree files."""
     if cap.format != "msprobe":
         return                  # CANN captures hold dump files only (msaccucmp, convert)
     write_tree(cap, step)
-    pending = cap.__dict__.setdefault("_msprobe_pending", [])
-    if step not in pending:
-        pending.append(step)
-    if cap.rank is not None:
-        t, q = _exporter(cap)
-        for s in pending:
-            q.put(s)
-        del pending[:]
-    if last and "_msprobe_thread" in cap.__dict__:
-        t, q = cap._msprobe_thread
-        q.put(None)
-        t.join()
-        del cap._msprobe_thread
+
+
+def renamed(cap, src, dst):
+    """The rank directory @src became @dst (proc<pid> -> rank<R>): dump.json names its
+    dump_tensor_data by absolute path (msprobe's dump_data_dir), which moved with it."""
+    if cap.format != "msprobe":
+        return
+    path = os.path.join(dst, "dump.json")
+    old = json.dumps(os.path.join(os.path.realpath(src), "dump_tensor_data"))
+    new = json.dumps(os.path.join(os.path.realpath(dst), "dump_tensor_data"))
+    try:
+        with open(path) as f:
+            text = f.read()
+        if old not in text:
+            return
+        with open(path + ".tmp", "w") as f:
+            f.write(text.replace(old, new, 1))
+        os.replace(path + ".tmp", path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        cap.losses.append(Loss(path, "write_error", "%s: %s" % (path, e.strerror)))

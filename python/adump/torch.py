@@ -161,17 +161,18 @@ class capture(_Select):
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
-        # format="msprobe": each step's rank directory becomes msprobe's layout when the
-        # step closes (_torch_msprobe); "cann" (default) keeps the CANN files.
-        self.format = self.config.pop("format", "cann")
-        self.msprobe_md5 = bool(self.config.pop("md5", False))
+        # format="msprobe": the session writes msprobe's layout itself (dump.json and, with
+        # content="tensor", dump_tensor_data/*.pt per step and rank directory); the step's
+        # construct.json and stack.json come from _torch_msprobe when it closes. "cann"
+        # (default) writes CANN dump files. md5=True: each tensor's "md5" (msprobe's
+        # summary_mode md5).
+        self.format = self.config.setdefault("format", "cann")
         if self.format not in ("cann", "msprobe"):
             raise ValueError("format must be 'cann' or 'msprobe'")
-        if self.format == "msprobe" and content == "stats":
-            # msprobe's statistics need each argument's place and full precision, which
-            # the statistics CSV does not keep: the tensors go through the pipeline and
-            # the export keeps only their statistics (_torch_msprobe).
-            self.config["content"] = "tensor"
+        if self.config.pop("md5", False):
+            if self.format != "msprobe":
+                raise ValueError("md5=True applies to format='msprobe'")
+            self.config["summary"] = "md5"
         # The whole config is checked now, not at the first dump inside a forward hook.
         _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
@@ -245,6 +246,7 @@ class capture(_Select):
             dst = os.path.join(self.dump_path, "step%d" % step, name)
             try:
                 os.rename(src, dst)     # refused when dst is a non-empty directory
+                _torch_msprobe.renamed(self, src, dst)
             except FileNotFoundError:
                 continue
             except OSError as e:
@@ -409,7 +411,7 @@ class capture(_Select):
         """Module.<path>.<Class>.parameters_grad: the gradients of the module's own
         parameters, taken by hooks on the parameters and dumped when the backward call
         that made them returns (one dump per backward call; a second one in the same step
-        is named ...parameters_grad.1)."""
+        is named ...parameters_grad.1, the first ...parameters_grad.0, as msprobe names them)."""
         params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
         if not params:
             return
@@ -428,8 +430,9 @@ class capture(_Select):
     def _dump_param_grads(self):
         pending, self._param_grads = self._param_grads, {}
         for base, (cls, names, grads) in pending.items():
+            # msprobe counts every call, the first one too: <base>.parameters_grad.0
             n = self._next_index(base + ".parameters_grad")
-            name = base + ".parameters_grad" + ("" if n == 0 else ".%d" % n)
+            name = "%s.parameters_grad.%d" % (base, n)
             outs = []
             info = {"parameters_grad": describe({k: grads[k] for k in names if k in grads},
                                                 outs, "output")}

@@ -182,6 +182,12 @@ static const struct enum_name compress_names[] = { { "none", ADUMP_COMPRESS_NONE
 static const struct enum_name layout_names[] = { { "files", ADUMP_LAYOUT_FILES },
 						 { "packed", ADUMP_LAYOUT_PACKED },
 						 { NULL, 0 } };
+static const struct enum_name format_names[] = { { "cann", ADUMP_OUTPUT_CANN },
+						 { "msprobe", ADUMP_OUTPUT_MSPROBE },
+						 { NULL, 0 } };
+static const struct enum_name summary_names[] = { { "statistics", ADUMP_SUMMARY_STATISTICS },
+						  { "md5", ADUMP_SUMMARY_MD5 },
+						  { NULL, 0 } };
 static const struct enum_name content_names[] = { { "tensor", ADUMP_CONTENT_TENSOR },
 						  { "stats", ADUMP_CONTENT_STATS },
 						  { NULL, 0 } };
@@ -190,7 +196,7 @@ static const struct enum_name content_names[] = { { "tensor", ADUMP_CONTENT_TENS
 static const char *const known_keys =
 	"dump_path, time_dir, workers (worker_count), chunk_bytes, pool_bytes, stream_max, "
 	"on_full, writer, sink, callback, io, compress, layout, segment_bytes, content, "
-	"stats_mask, sync_bytes, min_free_bytes, max_bytes, direct_min_bytes";
+	"stats_mask, sync_bytes, min_free_bytes, max_bytes, direct_min_bytes, format, summary";
 
 /* An enum key: a string naming one of @names (None: leave the default). */
 static int parse_enum(const char *key, PyObject *v, const struct enum_name *names, int *out)
@@ -311,6 +317,8 @@ int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **call
 		ENUM_KEY("compress", compress, compress_names)
 		ENUM_KEY("layout", layout, layout_names)
 		ENUM_KEY("content", content, content_names)
+		ENUM_KEY("format", format, format_names)
+		ENUM_KEY("summary", summary, summary_names)
 #undef UINT_KEY
 #undef ENUM_KEY
 		PyErr_Format(pyadump_err.config, "unknown config key '%s' (the keys: %s)", k,

@@ -279,14 +279,14 @@ class ModuleLevel(unittest.TestCase):
         self.assertEqual(cap.losses, [])
         for step in range(2):
             dumps = dumps_of(top, step)
-            fc = dumps["Module.fc.Linear.parameters_grad"]
+            fc = dumps["Module.fc.Linear.parameters_grad.0"]
             info = json.loads(fc.dfx_message)["parameters_grad"]
             self.assertEqual(list(info), ["weight", "bias"])
             np.testing.assert_allclose(fc.outputs[0], want[step]["fc.weight"].numpy(),
                                        rtol=1e-6)
             np.testing.assert_allclose(fc.outputs[1], want[step]["fc.bias"].numpy(),
                                        rtol=1e-6)
-            out = dumps["Module.out.Linear.parameters_grad"]
+            out = dumps["Module.out.Linear.parameters_grad.0"]
             self.assertEqual(list(json.loads(out.dfx_message)["parameters_grad"]), ["weight"])
             np.testing.assert_allclose(out.outputs[0], want[step]["out.weight"].numpy(),
                                        rtol=1e-6)

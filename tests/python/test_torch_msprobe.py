@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """msprobe's layout: a tiny model's adump.torch capture exported with `adump export
---msprobe` and written directly with format="msprobe". Every .pt loads with
-torch.load(weights_only=True) and equals the tensor the capture recorded (read back from the
-CANN files) and what plain hooks saw; dump.json has msprobe's names and fields, statistics
-equal torch's; construct.json gives each call's parent; statistics captures export as task
-"statistics" without .pt files; adump verify and adump.walk accept the layout and find a
-damaged .pt. Exits 77 without torch."""
+--msprobe`, and written by the pipeline itself with format="msprobe" (module and op level,
+tensors and statistics). Every .pt loads with torch.load(weights_only=True) and equals the
+tensor the capture recorded (read back from the CANN files) and what plain hooks saw;
+dump.json has msprobe's names and fields, statistics equal torch's (in the tensor's dtype),
+md5 is the CRC-32 of the bytes; construct.json gives each call's parent; statistics
+captures have task "statistics" without .pt files; adump verify and adump.walk accept the
+layout and find a damaged .pt; configurations the format cannot write are refused. Exits 77
+without torch."""
 import glob
 import json
 import os
@@ -154,9 +156,14 @@ class MsprobeLayout(unittest.TestCase):
                 self.assertEqual(float(v.max()), float(t["Max"]))
                 self.assertEqual(float(v.min()), float(t["Min"]))
                 if v.dtype.is_floating_point:
-                    d64 = v.double()
-                    self.assertAlmostEqual(float(d64.mean()), t["Mean"], places=12)
-                    self.assertAlmostEqual(float(d64.norm()), t["Norm"], places=12)
+                    # msprobe's values: torch's statistic in the tensor's dtype, printed as
+                    # Python prints it (a float32 statistic is a float32 value); adump sums
+                    # in double, torch in float32: equal to the last bit or two.
+                    for k, want in (("Max", v.max()), ("Min", v.min()), ("Mean", v.mean()),
+                                    ("Norm", v.norm())):
+                        self.assertEqual(float(torch.tensor(t[k], dtype=v.dtype)), t[k], k)
+                        self.assertAlmostEqual(float(want), t[k],
+                                               delta=abs(float(want)) * 2.0 ** -20, msg=k)
                 n += 1
         self.assertGreaterEqual(n, 30)
         if seen is not None:
@@ -242,6 +249,51 @@ class MsprobeLayout(unittest.TestCase):
                             for _, lines in st.values() for line in lines))
         with self.assertRaises(ValueError):
             adump.torch.capture(Net(), cap, format="npy")
+        with self.assertRaises(ValueError):
+            adump.torch.capture(Net(), cap, md5=True)           # format "cann"
+        for bad in ({"compress": "lz4"}, {"layout": "packed"}, {"io": "direct"}):
+            with self.assertRaises(adump.ConfigError) as e:
+                adump.torch.capture(Net(), cap, format="msprobe", **bad)
+            self.assertIn("format msprobe", str(e.exception))
+
+    def test_format_msprobe_op_level(self):
+        # op level, written by the pipeline: every .pt loads with weights_only and matches
+        # its description; fc's addmm output equals what a hook saw of fc's output
+        cap = helpers.tmpdir("msp-fmt-op")
+        seen = run(cap, steps=1, level="op", format="msprobe", md5=True)
+        d = os.path.join(cap, "step0", "rank0")
+        self.assertEqual(sorted(os.listdir(d)), ["construct.json", "dump.json",
+                                                 "dump_tensor_data", "stack.json"])
+        with open(os.path.join(d, "dump.json")) as f:
+            doc = json.load(f)
+        self.assertEqual((doc["task"], doc["level"]), ("tensor", "L1"))
+        data = doc["data"]
+        with open(os.path.join(d, "construct.json")) as f:
+            con = json.load(f)
+        self.assertTrue(all(n.startswith(("Aten.", "Distributed.")) for n in data), list(data))
+        n = 0
+        for name, entry in data.items():
+            for t in tensors_of(entry):
+                if "data_name" not in t:
+                    continue
+                v = torch.load(os.path.join(d, "dump_tensor_data", t["data_name"]),
+                               weights_only=True)
+                self.assertEqual((str(v.dtype), list(v.shape)), (t["dtype"], t["shape"]), name)
+                self.assertEqual(t["md5"], "%08x" % zlib.crc32(v.numpy().tobytes()), name)
+                if v.numel() and v.dtype != torch.bool:
+                    self.assertEqual(float(v.max()), float(t["Max"]), name)
+                n += 1
+        self.assertGreater(n, 20)
+        fc = [k for k, parent in con.items() if parent == "Module.fc.Linear.forward.0" and
+              k.startswith("Aten.addmm") and k.endswith(".forward")]
+        self.assertEqual(len(fc), 1, con)
+        out = torch.load(os.path.join(d, "dump_tensor_data", fc[0] + ".output.0.pt"),
+                         weights_only=True)
+        want = seen["Module.fc.Linear.forward.0"]          # [2, 3, 2]: addmm's is [6, 2]
+        self.assertTrue(torch.equal(out.reshape(want.shape), want))
+        # the dumps' order is the model's: the forward addmm of fc after b0's
+        names = [k for k in data if k.startswith("Aten.addmm") and k.endswith(".forward")]
+        self.assertEqual(names[-1], fc[0])
 
     def test_statistics(self):
         cap = helpers.tmpdir("msp-stats")

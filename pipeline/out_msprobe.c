@@ -1,0 +1,1106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* msprobe's PyTorch layout (format msprobe): per output directory (the session's, or a
+ * stream's own), dump.json with one entry per dump and, with tensor content,
+ * dump_tensor_data/<data_name>.pt per tensor (torch.save's zip, common/pt.c).
+ *
+ * A dump's dfx_message (adump.torch's _torch_info.py) describes the call in msprobe's terms;
+ * its tensor items name the dump's tensor they stand for ("input.2"). When the dump's first
+ * record arrives, that description becomes the dump's entry with a placeholder per tensor,
+ * and each tensor gets its data name (msprobe's: <entry>.<input|kwargs|output|parameters>.
+ * <key path>.pt) and its .pt file. Each record's bytes are written from the staging buffer
+ * into the .pt files they belong to, at their exact offsets (no copy); the small zip and
+ * pickle parts around them go out once the tensor's last byte has passed (its CRC-32 is in
+ * them). When everything of the dump is written the .pt files are published (.part/unnamed
+ * until then, .failed if anything failed) and the placeholders get dtype, shape,
+ * statistics (fs->stats) and data_name; the entry's text goes into the slot its directory
+ * kept for it when the dump began, so dump.json lists entries in handover order.
+ *
+ * A directory's dump.json is written when the directory is done (adump_session_dir_done():
+ * a stream leaves it, a flush, the session's end), whole, and published at once; a
+ * dump.json already there (an earlier write into the same directory) is merged with, so
+ * nothing written before is lost. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "adump/export.h"
+#include "common/common.h"
+#include "pipeline/loss_int.h"
+#include "pipeline/worker_int.h"
+
+#define MODULE "msprobe"
+#define WRITE_BLOCK 64                  /* sub-writes allocated at once per worker */
+
+/* ---- the session's directories and their entries --------------------------------------- */
+
+/* One dump's place in its directory's dump.json, kept from its start. */
+struct msp_slot {
+	struct msp_slot *next;
+	char *text;                     /* "<name>": {...}; NULL: failed, or not yet done */
+	bool is_done;
+	bool is_module;
+};
+
+struct msp_dir {
+	struct msp_dir *next;
+	char *path;
+	struct msp_slot *head, *tail;
+	unsigned pending;               /* slots not done */
+};
+
+struct msp_session {
+	pthread_mutex_t lock;           /* the directory list (workers and dir_done) */
+	pthread_mutex_t write_lock;     /* one dump.json written at a time */
+	struct msp_dir *dirs;
+	bool has_data;                  /* tensor content: .pt files */
+	bool has_md5;
+};
+
+/* ---- per worker: the writes of record pieces ------------------------------------------- */
+
+/* One piece of a record (the bytes of one tensor) written into that tensor's .pt file. Its
+ * record is done when the last of its pieces completes: s->writes[rec->index] counts them
+ * (priv) and holds the channel and record. */
+struct msp_write {
+	struct adump_chunk_write cw;
+	struct msp_write *next;
+};
+
+struct msp_block {
+	struct msp_block *next;
+	struct msp_write writes[WRITE_BLOCK];
+};
+
+struct msp_worker {
+	struct msp_write *free_list;
+	struct msp_block *blocks;
+};
+
+/* ---- per file ---------------------------------------------------------------------------- */
+
+struct msp_tensor {
+	struct json_object *leaf;       /* its description in the entry, filled at the end */
+	char *data_name;                /* "<...>.pt", or NULL: no .pt */
+	bool requires_grad;
+	bool is_described;              /* a dfx_message item stands for it */
+	struct adump_pt pt;
+	struct adump_pubfile pf;        /* fd -1: no file */
+	uint64_t start;                 /* its first payload byte */
+	uint64_t seen;                  /* bytes passed so far */
+	uint32_t crc;
+	struct adump_chunk_write head_write, tail_write;
+};
+
+struct msp_file {
+	struct msp_slot *slot;
+	struct json_object *entry;      /* the entry's value */
+	char *name;                     /* the entry's name */
+	const char *dir;                /* op->dir or the session's */
+	uint32_t next_tensor;           /* the tensor holding the next payload byte */
+	bool has_data;
+	bool has_crc;
+	uint32_t count;
+	struct msp_tensor t[];
+};
+
+static struct json_object *json_py_double(double v)
+{
+	char s[64];
+
+	adump_py_float(v, s, sizeof(s));
+	return json_object_new_double_s(v, s);
+}
+
+/* torch's max/min/mean of a floating tensor: NaN wins, then the infinities. */
+static double float_max(const struct adump_tstats *s)
+{
+	if (s->nan_count)
+		return NAN;
+	if (s->pos_inf_count)
+		return INFINITY;
+	return adump_tstats_finite_count(s) ? s->max : -INFINITY;
+}
+
+static double float_min(const struct adump_tstats *s)
+{
+	if (s->nan_count)
+		return NAN;
+	if (s->neg_inf_count)
+		return -INFINITY;
+	return adump_tstats_finite_count(s) ? s->min : INFINITY;
+}
+
+static double float_mean(const struct adump_tstats *s)
+{
+	if (s->nan_count || (s->pos_inf_count && s->neg_inf_count))
+		return NAN;
+	if (s->pos_inf_count)
+		return INFINITY;
+	if (s->neg_inf_count)
+		return -INFINITY;
+	return adump_tstats_finite_mean(s);
+}
+
+/* Max, Min, Mean, Norm of one tensor, as msprobe records them. */
+static void put_stats(struct json_object *o, const struct adump_tstats *s, bool is_complete,
+		      int32_t dtype)
+{
+	static const char *const keys[4] = { "Max", "Min", "Mean", "Norm" };
+	struct json_object *v[4] = { NULL, NULL, NULL, NULL };
+
+	if (s && is_complete && s->count) {
+		switch (s->kind) {
+		case ADUMP_TSTATS_BOOL:
+			/* torch.any / torch.all */
+			v[0] = json_object_new_boolean(s->umax != 0);
+			v[1] = json_object_new_boolean(s->umin != 0);
+			break;
+		case ADUMP_TSTATS_SINT:
+			v[0] = json_object_new_int64(s->smax);
+			v[1] = json_object_new_int64(s->smin);
+			v[2] = json_py_double(adump_tstats_finite_mean(s));
+			v[3] = json_py_double(adump_tstats_l2norm(s));
+			break;
+		case ADUMP_TSTATS_UINT:
+			v[0] = json_object_new_int64((int64_t)s->umax);
+			v[1] = json_object_new_int64((int64_t)s->umin);
+			v[2] = json_py_double(adump_tstats_finite_mean(s));
+			v[3] = json_py_double(adump_tstats_l2norm(s));
+			break;
+		case ADUMP_TSTATS_NONE:
+			break;
+		default:
+			v[0] = json_py_double(adump_torch_round(float_max(s), dtype));
+			v[1] = json_py_double(adump_torch_round(float_min(s), dtype));
+			v[2] = json_py_double(adump_torch_round(float_mean(s), dtype));
+			v[3] = json_py_double(adump_torch_round(adump_tstats_l2norm(s), dtype));
+			break;
+		}
+	}
+	for (int i = 0; i < 4; i++)
+		json_object_object_add(o, keys[i], v[i]);
+}
+
+/* ---- building the entry ------------------------------------------------------------------ */
+
+/* The op tensor a dfx_message reference ("input.2", "output.0") names, or -1. */
+static int find_tensor(const struct adump_op *op, const char *ref)
+{
+	enum adump_tensor_kind kind;
+	unsigned long idx, seen = 0;
+	char *end;
+
+	if (strncmp(ref, "input.", 6) == 0) {
+		kind = ADUMP_TENSOR_INPUT;
+		ref += 6;
+	} else if (strncmp(ref, "output.", 7) == 0) {
+		kind = ADUMP_TENSOR_OUTPUT;
+		ref += 7;
+	} else {
+		return -1;
+	}
+	idx = strtoul(ref, &end, 10);
+	if (*end || end == ref)
+		return -1;
+	for (uint32_t i = 0; i < op->tensor_count; i++)
+		if (op->tensors[i].kind == kind && seen++ == idx)
+			return (int)i;
+	return -1;
+}
+
+static bool is_leaf(struct json_object *o)
+{
+	struct json_object *t;
+
+	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
+}
+
+/* A placeholder for tensor @ti, to be named @data_name. */
+static int tensor_leaf(struct msp_file *mf, uint32_t ti, const char *data_name, bool requires_grad,
+		       struct json_object **out)
+{
+	struct msp_tensor *t = &mf->t[ti];
+
+	*out = json_object_new_object();
+	if (!*out)
+		return -ENOMEM;
+	if (t->leaf) {
+		/* Named twice: the second place describes it without data. */
+		json_object_object_add(*out, "type", json_object_new_string("torch.Tensor"));
+		return 0;
+	}
+	t->leaf = *out;
+	t->is_described = true;
+	t->requires_grad = requires_grad;
+	t->data_name = strdup(data_name);
+	return t->data_name ? 0 : -ENOMEM;
+}
+
+/* @item of a dfx_message in msprobe's terms, @prefix the data name so far. */
+static int transform(struct msp_file *mf, const struct adump_op *op, struct json_object *item,
+		     const char *prefix, struct json_object **out)
+{
+	char sub[1024];
+	int ret = 0;
+
+	*out = NULL;
+	if (!item)
+		return 0;
+	if (json_object_is_type(item, json_type_array)) {
+		struct json_object *a = json_object_new_array();
+
+		if (!a)
+			return -ENOMEM;
+		for (size_t i = 0; i < json_object_array_length(item) && ret >= 0; i++) {
+			struct json_object *v;
+
+			snprintf(sub, sizeof(sub), "%s.%zu", prefix, i);
+			ret = transform(mf, op, json_object_array_get_idx(item, i), sub, &v);
+			json_object_array_add(a, v);
+		}
+		*out = a;
+		return ret;
+	}
+	if (!json_object_is_type(item, json_type_object)) {
+		*out = json_object_get(item);
+		return 0;
+	}
+	if (!is_leaf(item)) {
+		struct json_object *d = json_object_new_object();
+
+		if (!d)
+			return -ENOMEM;
+		json_object_object_foreach(item, k, v) {
+			struct json_object *nv;
+
+			if (ret < 0)
+				break;
+			snprintf(sub, sizeof(sub), "%s.%s", prefix, k);
+			ret = transform(mf, op, v, sub, &nv);
+			json_object_object_add(d, k, nv);
+		}
+		*out = d;
+		return ret;
+	}
+	{
+		struct json_object *tref, *rg, *ty;
+		int ti = -1;
+
+		json_object_object_get_ex(item, "type", &ty);
+		if (strcmp(json_object_get_string(ty), "torch.Tensor") == 0 &&
+		    json_object_object_get_ex(item, "tensor", &tref) &&
+		    json_object_is_type(tref, json_type_string))
+			ti = find_tensor(op, json_object_get_string(tref));
+		if (ti < 0) {
+			/* A non-tensor, or a tensor the dump does not hold: as described. */
+			struct json_object *d = json_object_new_object();
+
+			if (!d)
+				return -ENOMEM;
+			json_object_object_foreach(item, k, v)
+				if (strcmp(k, "tensor") != 0)
+					json_object_object_add(d, k, json_object_get(v));
+			*out = d;
+			return 0;
+		}
+		snprintf(sub, sizeof(sub), "%s.pt", prefix);
+		return tensor_leaf(mf, (uint32_t)ti, sub,
+				   json_object_object_get_ex(item, "requires_grad", &rg) &&
+				   json_object_get_boolean(rg), out);
+	}
+}
+
+/* A dump without dfx_message (a module's backward call): its tensors of @kind in order. */
+static int plain_list(struct msp_file *mf, const struct adump_op *op, enum adump_tensor_kind kind,
+		      const char *prefix, struct json_object **out)
+{
+	struct json_object *a = json_object_new_array();
+	unsigned index = 0;
+	char sub[1024];
+	int ret = 0;
+
+	*out = a;
+	if (!a)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < op->tensor_count && ret >= 0; i++) {
+		struct json_object *v;
+
+		if (op->tensors[i].kind != kind)
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%u.pt", prefix, index++);
+		ret = tensor_leaf(mf, i, sub, false, &v);
+		json_object_array_add(a, v);
+	}
+	return ret;
+}
+
+/* The entry of the dump, placeholders for its tensors. Return 0 or -errno. */
+static int entry_build(struct msp_file *mf, const struct adump_op *op)
+{
+	struct json_object *entry = json_object_new_object(), *dfx = NULL, *v, *t;
+	const char *name = mf->name;
+	char prefix[1024];
+	int ret = 0;
+
+	if (!entry)
+		return -ENOMEM;
+	mf->entry = entry;
+	if (op->dfx_message && op->dfx_message[0]) {
+		dfx = json_tokener_parse(op->dfx_message);
+		if (!dfx || !json_object_is_type(dfx, json_type_object)) {
+			json_object_put(dfx);
+			return -ADUMP_ERR_CORRUPT;
+		}
+	}
+	if (dfx && json_object_object_get_ex(dfx, "parameters_grad", &v)) {
+		/* {param: tensor} becomes {param: [tensor]}, data names <entry>.<param>.pt */
+		ret = transform(mf, op, v, name, &t);
+		if (t && json_object_is_type(t, json_type_object)) {
+			json_object_object_foreach(t, k, tv) {
+				struct json_object *one = json_object_new_array();
+
+				json_object_array_add(one, json_object_get(tv));
+				json_object_object_add(entry, k, one);
+			}
+		}
+		json_object_put(t);
+	} else if (dfx) {
+		static const char *const keys[][2] = {
+			{ "input_args", "input" }, { "input_kwargs", "kwargs" },
+			{ "output", "output" }, { "parameters", "parameters" },
+			{ "input", "input" },
+		};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret >= 0; i++) {
+			if (!json_object_object_get_ex(dfx, keys[i][0], &v))
+				continue;
+			snprintf(prefix, sizeof(prefix), "%s.%s", name, keys[i][1]);
+			if (strcmp(keys[i][0], "output") == 0 &&
+			    !json_object_is_type(v, json_type_array)) {
+				/* msprobe lists a single output (its output tuple) */
+				struct json_object *one = json_object_new_array();
+
+				json_object_array_add(one, json_object_get(v));
+				ret = transform(mf, op, one, prefix, &t);
+				json_object_put(one);
+			} else {
+				ret = transform(mf, op, v, prefix, &t);
+			}
+			json_object_object_add(entry, keys[i][0], t);
+		}
+	} else {
+		bool is_backward = strstr(name, ".backward") != NULL;
+
+		snprintf(prefix, sizeof(prefix), "%s.input", name);
+		ret = plain_list(mf, op, ADUMP_TENSOR_INPUT, prefix, &t);
+		json_object_object_add(entry, is_backward ? "input" : "input_args", t);
+		if (!is_backward)
+			json_object_object_add(entry, "input_kwargs", json_object_new_object());
+		if (ret >= 0) {
+			snprintf(prefix, sizeof(prefix), "%s.output", name);
+			ret = plain_list(mf, op, ADUMP_TENSOR_OUTPUT, prefix, &t);
+			json_object_object_add(entry, "output", t);
+		}
+	}
+	json_object_put(dfx);
+	return ret;
+}
+
+/* The placeholders' contents, once every byte has passed. */
+static void entry_fill(struct adump_session *s, struct file_state *fs, struct msp_file *mf)
+{
+	const struct adump_op *op = &fs->op->op;
+	struct msp_session *ms = s->out_session;
+
+	for (uint32_t i = 0; i < mf->count; i++) {
+		struct msp_tensor *t = &mf->t[i];
+		const struct adump_tensor *ot = &op->tensors[i];
+		const char *dtn = adump_pt_dtype_name(ot->dtype);
+		struct json_object *shape;
+		const struct adump_tstats *st;
+		bool is_complete = false;
+
+		if (!t->leaf)
+			continue;
+		json_object_object_add(t->leaf, "type", json_object_new_string("torch.Tensor"));
+		json_object_object_add(t->leaf, "dtype", json_object_new_string(dtn ? dtn : "unknown"));
+		shape = json_object_new_array();
+		for (uint32_t d = 0; d < ot->dim_count; d++)
+			json_object_array_add(shape, json_object_new_int64((int64_t)ot->dims[d]));
+		json_object_object_add(t->leaf, "shape", shape);
+		st = fs->has_stats ? adump_statacc_tensor(&fs->stats, i, &is_complete) : NULL;
+		put_stats(t->leaf, st, is_complete, ot->dtype);
+		json_object_object_add(t->leaf, "requires_grad",
+				       json_object_new_boolean(t->requires_grad));
+		if (ms->has_md5) {
+			char hex[16];
+
+			snprintf(hex, sizeof(hex), "%08x", (unsigned)t->crc);
+			json_object_object_add(t->leaf, "md5", json_object_new_string(hex));
+		}
+		if (ms->has_data && t->pt.mem)         /* its .pt file was written */
+			json_object_object_add(t->leaf, "data_name",
+					       json_object_new_string(t->data_name));
+	}
+}
+
+/* ---- the directory table ------------------------------------------------------------------ */
+
+static struct msp_slot *slot_reserve(struct msp_session *ms, const char *dir)
+{
+	struct msp_slot *slot = calloc(1, sizeof(*slot));
+	struct msp_dir *d;
+
+	if (!slot)
+		return NULL;
+	pthread_mutex_lock(&ms->lock);
+	for (d = ms->dirs; d; d = d->next)
+		if (strcmp(d->path, dir) == 0)
+			break;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (d && !(d->path = strdup(dir))) {
+			free(d);
+			d = NULL;
+		}
+		if (d) {
+			d->next = ms->dirs;
+			ms->dirs = d;
+		}
+	}
+	if (d) {
+		if (d->tail)
+			d->tail->next = slot;
+		else
+			d->head = slot;
+		d->tail = slot;
+		d->pending++;
+	}
+	pthread_mutex_unlock(&ms->lock);
+	if (!d) {
+		free(slot);
+		return NULL;
+	}
+	return slot;
+}
+
+static void slot_fill(struct msp_session *ms, const char *dir, struct msp_slot *slot, char *text,
+		      bool is_module)
+{
+	pthread_mutex_lock(&ms->lock);
+	slot->text = text;
+	slot->is_module = is_module;
+	slot->is_done = true;
+	for (struct msp_dir *d = ms->dirs; d; d = d->next)
+		if (strcmp(d->path, dir) == 0) {
+			d->pending--;
+			break;
+		}
+	pthread_mutex_unlock(&ms->lock);
+}
+
+static void slots_free(struct msp_slot *s)
+{
+	while (s) {
+		struct msp_slot *next = s->next;
+
+		free(s->text);
+		free(s);
+		s = next;
+	}
+}
+
+struct text_buf {
+	char *p;
+	size_t len, cap;
+	int err;
+};
+
+static void text_put(struct text_buf *b, const char *s, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void text_str(struct text_buf *b, const char *s)
+{
+	text_put(b, s, strlen(s));
+}
+
+/* "<name>": <value> of one entry, as dump.json holds it. */
+static char *entry_text(const char *name, struct json_object *value)
+{
+	struct json_object *key = json_object_new_string(name);
+	struct text_buf b = { 0 };
+
+	if (!key)
+		return NULL;
+	text_str(&b, json_object_to_json_string_ext(key, JSON_C_TO_STRING_NOSLASHESCAPE));
+	text_str(&b, ": ");
+	text_str(&b, json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN |
+							   JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(key);
+	if (b.err) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
+
+/* Write <dir>/dump.json from @slots (in order), after the entries of a dump.json already
+ * there. Return 0 or -errno. */
+static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_slot *slots)
+{
+	struct json_object *old = NULL, *old_data;
+	struct text_buf b = { 0 };
+	struct adump_pubfile pf;
+	char path[4200], *data_dir = NULL;
+	bool any_module = false, any_api = false, first = true;
+	int ret;
+
+	if (snprintf(path, sizeof(path), "%s/dump.json", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if (access(path, F_OK) == 0) {
+		old = json_object_from_file(path);
+		if (!old || !json_object_object_get_ex(old, "data", &old_data) ||
+		    !json_object_is_type(old_data, json_type_object)) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s: not a dump.json (%s); replaced", path,
+				  json_util_get_last_err() ? json_util_get_last_err() : "no data");
+			json_object_put(old);
+			old = NULL;
+		}
+	}
+	text_str(&b, "{\n \"task\": \"");
+	text_str(&b, ms->has_data ? "tensor" : "statistics");
+	text_str(&b, "\",\n \"level\": \"");
+	/* Filled below once every entry is known: reserve the longest value. */
+	size_t level_at = b.len;
+
+	text_str(&b, "mix\",\n \"framework\": \"pytorch\",\n \"dump_data_dir\": ");
+	if (ms->has_data) {
+		struct json_object *dd;
+
+		if (asprintf(&data_dir, "%s/dump_tensor_data", dir) < 0)
+			data_dir = NULL;
+		dd = json_object_new_string(data_dir ? data_dir : "");
+		text_str(&b, json_object_to_json_string_ext(dd, JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(dd);
+		free(data_dir);
+	} else {
+		text_str(&b, "null");
+	}
+	text_str(&b, ",\n \"data\": {");
+	if (old) {
+		json_object_object_foreach(old_data, k, v) {
+			char *t = entry_text(k, v);
+
+			if (!t) {
+				b.err = -ENOMEM;
+				break;
+			}
+			text_str(&b, first ? "\n  " : ",\n  ");
+			text_str(&b, t);
+			free(t);
+			first = false;
+			if (strncmp(k, "Module.", 7) == 0)
+				any_module = true;
+			else
+				any_api = true;
+		}
+	}
+	for (struct msp_slot *s = slots; s; s = s->next) {
+		if (!s->text)
+			continue;       /* a failed dump: counted in the loss log */
+		text_str(&b, first ? "\n  " : ",\n  ");
+		text_str(&b, s->text);
+		first = false;
+		if (s->is_module)
+			any_module = true;
+		else
+			any_api = true;
+	}
+	text_str(&b, first ? "}\n}\n" : "\n }\n}\n");
+	json_object_put(old);
+	if (b.err)
+		return b.err;
+	{
+		/* The level: "L0" modules only, "L1" APIs only, "mix" both; padded with spaces
+		 * after the closing quote, which JSON allows. */
+		const char *level = any_module && any_api ? "mix\"" : any_module ? "L0\" " : "L1\" ";
+
+		memcpy(b.p + level_at, level, 4);
+	}
+	ret = adump_pubfile_open(&pf, path, 0, ADUMP_FILE_MODE);
+	if (ret == 0)
+		ret = adump_pubfile_close(&pf, path, adump_write_all(pf.fd, b.p, b.len), NULL);
+	free(b.p);
+	return ret;
+}
+
+static void msp_dir_done(struct adump_session *s, const char *dir)
+{
+	struct msp_session *ms = s->out_session;
+	struct msp_dir *ready = NULL, **pp;
+
+	if (!ms)
+		return;
+	pthread_mutex_lock(&ms->write_lock);
+	pthread_mutex_lock(&ms->lock);
+	/* Directories whose every dump is done are taken out whole; one still being written
+	 * into by another stream waits for a later call. */
+	for (pp = &ms->dirs; *pp;) {
+		struct msp_dir *d = *pp;
+
+		if ((!dir || strcmp(d->path, dir) == 0) && d->pending == 0) {
+			*pp = d->next;
+			d->next = ready;
+			ready = d;
+		} else {
+			pp = &d->next;
+		}
+	}
+	pthread_mutex_unlock(&ms->lock);
+	while (ready) {
+		struct msp_dir *d = ready;
+		int ret = d->head ? dump_json_write(ms, d->path, d->head) : 0;
+
+		if (ret < 0) {
+			adump_session_set_error(s, ret);
+			atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+			adump_log(ADUMP_LOG_ERROR, MODULE, "writing %s/dump.json failed: %s", d->path,
+				  adump_strerror(ret));
+		}
+		ready = d->next;
+		slots_free(d->head);
+		free(d->path);
+		free(d);
+	}
+	pthread_mutex_unlock(&ms->write_lock);
+}
+
+static int msp_session_init(struct adump_session *s)
+{
+	struct msp_session *ms = calloc(1, sizeof(*ms));
+
+	if (!ms)
+		return -ENOMEM;
+	pthread_mutex_init(&ms->lock, NULL);
+	pthread_mutex_init(&ms->write_lock, NULL);
+	ms->has_data = s->cfg.content == ADUMP_CONTENT_TENSOR;
+	ms->has_md5 = s->cfg.summary == ADUMP_SUMMARY_MD5;
+	s->out_session = ms;
+	return 0;
+}
+
+static void msp_session_fini(struct adump_session *s)
+{
+	struct msp_session *ms = s->out_session;
+
+	if (!ms)
+		return;
+	msp_dir_done(s, NULL);
+	/* Left only if a dump never ended (a worker that failed to start): nothing to write. */
+	while (ms->dirs) {
+		struct msp_dir *d = ms->dirs;
+
+		ms->dirs = d->next;
+		slots_free(d->head);
+		free(d->path);
+		free(d);
+	}
+	pthread_mutex_destroy(&ms->lock);
+	pthread_mutex_destroy(&ms->write_lock);
+	free(ms);
+	s->out_session = NULL;
+}
+
+/* ---- the worker's side ------------------------------------------------------------------- */
+
+static int msp_worker_init(struct adump_worker *w)
+{
+	w->out_state = calloc(1, sizeof(struct msp_worker));
+	return w->out_state ? 0 : -ENOMEM;
+}
+
+static void msp_worker_fini(struct adump_worker *w)
+{
+	struct msp_worker *mw = w->out_state;
+
+	if (!mw)
+		return;
+	while (mw->blocks) {
+		struct msp_block *b = mw->blocks;
+
+		mw->blocks = b->next;
+		free(b);
+	}
+	free(mw);
+	w->out_state = NULL;
+}
+
+static struct msp_write *write_get(struct msp_worker *mw)
+{
+	struct msp_write *x = mw->free_list;
+
+	if (!x) {
+		/* Grown in blocks, kept until the worker stops: steady state allocates nothing. */
+		struct msp_block *b = calloc(1, sizeof(*b));
+
+		if (!b)
+			return NULL;
+		b->next = mw->blocks;
+		mw->blocks = b;
+		for (unsigned i = 0; i < WRITE_BLOCK; i++) {
+			b->writes[i].next = mw->free_list;
+			mw->free_list = &b->writes[i];
+		}
+		x = mw->free_list;
+	}
+	mw->free_list = x->next;
+	return x;
+}
+
+static void write_put(struct msp_worker *mw, struct msp_write *x)
+{
+	x->next = mw->free_list;
+	mw->free_list = x;
+}
+
+/* A tensor's last byte has passed: its CRC is known, the parts around its bytes go out. */
+static void tensor_complete(struct adump_worker *w, struct file_state *fs, struct msp_tensor *t)
+{
+	if (t->pf.fd < 0 || fs->is_failed)
+		return;
+	adump_pt_set_crc(&t->pt, t->crc);
+	t->head_write = (struct adump_chunk_write){
+		.req = { .fd = t->pf.fd, .buf_index = -1, .buf = t->pt.head, .len = t->pt.head_len,
+			 .offset = 0 },
+		.file = fs,
+	};
+	t->tail_write = (struct adump_chunk_write){
+		.req = { .fd = t->pf.fd, .buf_index = -1, .buf = t->pt.tail, .len = t->pt.tail_len,
+			 .offset = t->pt.data_offset + t->pt.data_bytes },
+		.file = fs,
+	};
+	if (adump_submit_write(w, &t->head_write))
+		adump_submit_write(w, &t->tail_write);
+}
+
+/* The bytes around tensor @i's in its .pt file. Return 0, or -errno (the file has failed);
+ * 1: this tensor gets no file (a dtype torch cannot store). */
+static int tensor_layout(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
+			 uint32_t i)
+{
+	const struct adump_tensor *ot = &fs->op->op.tensors[i];
+	struct msp_tensor *t = &mf->t[i];
+	char archive[ADUMP_PT_ARCHIVE_MAX + 1];
+	int ret;
+
+	ret = adump_pt_archive_name(t->data_name, archive, sizeof(archive));
+	if (ret == 0)
+		ret = adump_pt_init(&t->pt, archive, ot->dtype, ot->dims, ot->dim_count, ot->bytes);
+	if (ret == -ADUMP_ERR_UNSUPPORTED) {
+		adump_log_once(ADUMP_LOG_WARN, MODULE, "%s: dtype %s has no torch storage: "
+			       "described in dump.json without a .pt file", t->data_name,
+			       adump_dtype_name(ot->dtype) ? adump_dtype_name(ot->dtype) : "?");
+		return 1;
+	}
+	if (ret < 0)
+		adump_file_fail(s, fs, ret, "laying out a .pt file of");
+	return ret;
+}
+
+/* Tensor @i's .pt file, at <dir>/dump_tensor_data/<data_name>. Return 0 or -errno (the file
+ * has failed). */
+static int tensor_open(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
+		       uint32_t i)
+{
+	struct msp_tensor *t = &mf->t[i];
+	char path[4200];
+	int ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/dump_tensor_data/%s", mf->dir,
+		     t->data_name) >= (int)sizeof(path))
+		ret = -ENAMETOOLONG;
+	if (ret == 0)
+		ret = ADUMP_TESTPOINT("worker.open");
+	if (ret == 0)
+		ret = adump_pubfile_open(&t->pf, path, 0, ADUMP_FILE_MODE);
+	if (ret == -ENOENT) {
+		/* The directory's first tensor: dump_tensor_data is made when needed, so that a
+		 * directory nothing was dumped into stays empty. */
+		char *data_dir = NULL;
+
+		if (asprintf(&data_dir, "%s/dump_tensor_data", mf->dir) < 0)
+			data_dir = NULL;
+		ret = data_dir ? adump_mkdir_p(data_dir, 0750) : -ENOMEM;
+		free(data_dir);
+		if (ret == 0)
+			ret = adump_pubfile_open(&t->pf, path, 0, ADUMP_FILE_MODE);
+	}
+	if (ret < 0) {
+		t->pf.fd = -1;
+		atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
+		adump_file_fail(s, fs, ret, "creating a .pt file of");
+	}
+	return ret;
+}
+
+static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool is_whole)
+{
+	struct adump_session *s = w->session;
+	struct msp_session *ms = s->out_session;
+	const struct adump_op *op = &fs->op->op;
+	struct msp_file *mf;
+	uint64_t start = 0, overhead = 0;
+	int ret;
+
+	(void)is_whole;
+	{
+		/* The dump's name in logs and the loss log: where its .pt files go, not the CANN
+		 * file it is not. Never longer than the CANN path, so it fits in its place. */
+		const char *dir = fs->op->dir ? fs->op->dir : s->dir;
+		size_t len = strlen(dir) + strlen("/dump_tensor_data/") + strlen(op->op_name);
+
+		if (len <= strlen(fs->path))
+			snprintf(fs->path, len + 1, "%s/dump_tensor_data/%s", dir, op->op_name);
+	}
+	mf = calloc(1, sizeof(*mf) + op->tensor_count * sizeof(mf->t[0]));
+	if (!mf) {
+		adump_file_fail(s, fs, -ENOMEM, "starting");
+		return;
+	}
+	fs->out_file = mf;
+	mf->count = op->tensor_count;
+	mf->dir = fs->op->dir ? fs->op->dir : s->dir;
+	mf->has_data = ms->has_data;
+	mf->has_crc = ms->has_data || ms->has_md5;
+	for (uint32_t i = 0; i < mf->count; i++) {
+		mf->t[i].pf.fd = -1;
+		mf->t[i].start = start;
+		start += op->tensors[i].bytes;
+	}
+	/* The slot first: a dump that fails from here on keeps its place (empty). */
+	mf->slot = slot_reserve(ms, mf->dir);
+	mf->name = strdup(op->op_name);
+	if (!mf->slot || !mf->name) {
+		adump_file_fail(s, fs, -ENOMEM, "starting");
+		return;
+	}
+	ret = entry_build(mf, op);
+	if (ret < 0) {
+		adump_file_fail(s, fs, ret, ret == -ADUMP_ERR_CORRUPT ?
+				"a dfx_message that is not a JSON object in" : "describing");
+		return;
+	}
+	/* A '/' in a data name would make a folder of dump_tensor_data. */
+	for (uint32_t i = 0; i < mf->count; i++)
+		for (char *p = mf->t[i].data_name; p && *p; p++)
+			if (*p == '/')
+				*p = '_';
+	ret = adump_statacc_init(&fs->stats, op, 0);
+	if (ret < 0) {
+		adump_file_fail(s, fs, ret, "starting statistics of");
+		return;
+	}
+	fs->has_stats = true;
+	if (!mf->has_data)
+		return;
+	for (uint32_t i = 0; i < mf->count && !fs->is_failed; i++)
+		if (mf->t[i].data_name && tensor_layout(s, fs, mf, i) == 0)
+			overhead += mf->t[i].pt.head_len + mf->t[i].pt.tail_len;
+	if (fs->is_failed)
+		return;
+	/* The disk guard sees the files' size (tensors and the zip around them) before any
+	 * of them exists. */
+	fs->header_len = overhead;
+	if (adump_guard_file_admit(s, fs) < 0)
+		return;
+	for (uint32_t i = 0; i < mf->count && !fs->is_failed; i++)
+		if (mf->t[i].pt.mem)
+			tensor_open(s, fs, mf, i);
+	if (fs->is_failed)
+		return;
+	for (uint32_t i = 0; i < mf->count; i++)
+		if (op->tensors[i].bytes == 0)
+			tensor_complete(w, fs, &mf->t[i]);
+}
+
+/* The record's bytes of tensor @t (payload [lo, hi)) into its .pt file. Return: true if a
+ * write is in flight for it. */
+static bool piece_submit(struct adump_worker *w, struct adump_rec *rec, struct file_state *fs,
+			 struct msp_tensor *t, uint64_t lo, uint64_t hi)
+{
+	struct msp_write *x = write_get(w->out_state);
+	const char *data = adump_rec_data(rec);
+
+	if (!x) {
+		adump_file_fail(w->session, fs, -ENOMEM, "queueing a write to");
+		return false;
+	}
+	x->cw = (struct adump_chunk_write){
+		.req = { .fd = t->pf.fd, .buf_index = adump_rec_buf_index(rec),
+			 .buf = data + (lo - rec->offset), .len = hi - lo,
+			 .offset = t->pt.data_offset + (lo - t->start) },
+		.file = fs, .priv = &w->session->writes[rec->index],
+	};
+	if (adump_submit_write(w, &x->cw))
+		return true;
+	write_put(w->out_state, x);
+	return false;
+}
+
+static void msp_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
+		       struct file_state *fs)
+{
+	struct adump_session *s = w->session;
+	struct msp_file *mf = fs->out_file;
+	const struct adump_op *op = &fs->op->op;
+	struct adump_chunk_write *anchor = &s->writes[rec->index];
+	const char *data = adump_rec_data(rec);
+	uint64_t lo = rec->offset, hi = rec->offset + rec->len;
+	uintptr_t in_flight = 0;
+
+	if (rec->len && fs->has_stats)
+		adump_statacc_feed(&fs->stats, rec->offset, data, rec->len);
+	/* The anchor counts the record's writes in flight; its pieces complete in any order. */
+	*anchor = (struct adump_chunk_write){ .chan = chan, .rec = rec };
+	while (rec->len && mf->next_tensor < mf->count && !fs->is_failed) {
+		struct msp_tensor *t = &mf->t[mf->next_tensor];
+		uint64_t t_end = t->start + op->tensors[mf->next_tensor].bytes;
+		uint64_t a, b;
+
+		if (t_end <= lo && t->seen == t_end - t->start) {
+			mf->next_tensor++;
+			continue;
+		}
+		if (t->start >= hi)
+			break;
+		a = lo > t->start ? lo : t->start;
+		b = hi < t_end ? hi : t_end;
+		if (a != t->start + t->seen) {
+			/* Records of a file come in payload order; a gap means lost bytes. */
+			adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "a gap in the data of");
+			break;
+		}
+		if (mf->has_crc)
+			t->crc = adump_crc32(t->crc, data + (a - rec->offset), (size_t)(b - a));
+		if (t->pf.fd >= 0 && piece_submit(w, rec, fs, t, a, b))
+			in_flight++;
+		t->seen += b - a;
+		if (b == t_end) {
+			tensor_complete(w, fs, t);
+			mf->next_tensor++;
+		} else {
+			break;
+		}
+	}
+	anchor->priv = (void *)in_flight;
+	if (in_flight == 0)
+		adump_record_done(w, chan, rec, fs);
+}
+
+/* A piece completed: the last one of its record makes the worker finish the record. The
+ * msp_write goes back to the free list now; the worker reads cw->rec and cw->chan right
+ * after this call, before anything can take it again. */
+static void msp_write_done(struct adump_worker *w, struct adump_chunk_write *cw)
+{
+	struct adump_chunk_write *anchor = cw->priv;
+	uintptr_t left;
+
+	if (!anchor)
+		return;                 /* a tensor's head or tail */
+	left = (uintptr_t)anchor->priv - 1;
+	anchor->priv = (void *)left;
+	if (left == 0) {
+		cw->chan = anchor->chan;
+		cw->rec = anchor->rec;
+	}
+	write_put(w->out_state, (struct msp_write *)cw);
+}
+
+static void msp_file_end(struct adump_worker *w, struct file_state *fs)
+{
+	struct adump_session *s = w->session;
+	struct msp_session *ms = s->out_session;
+	struct msp_file *mf = fs->out_file;
+	char *text = NULL;
+
+	if (!mf)
+		return;
+	for (uint32_t i = 0; i < mf->count; i++) {
+		struct msp_tensor *t = &mf->t[i];
+		char path[4200];
+		int ret;
+
+		if (t->pf.fd < 0)
+			continue;
+		if (!fs->is_failed && t->seen != fs->op->op.tensors[i].bytes)
+			adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "missing data of");
+		/* Fits: tensor_open() built the same name. */
+		snprintf(path, sizeof(path), "%s/dump_tensor_data/%s", mf->dir, t->data_name);
+		ret = adump_pubfile_close(&t->pf, path, fs->is_failed ? -ADUMP_ERR_WRITE : 0,
+					  ".failed");
+		t->pf.fd = -1;
+		if (ret < 0 && !fs->is_failed)
+			adump_file_fail(s, fs, ret, "publishing a .pt file of");
+	}
+	if (!fs->is_failed && mf->entry) {
+		entry_fill(s, fs, mf);
+		text = entry_text(mf->name, mf->entry);
+		if (!text)
+			adump_file_fail(s, fs, -ENOMEM, "describing");
+	}
+	if (mf->slot)
+		slot_fill(ms, mf->dir, mf->slot, text, strncmp(mf->name, "Module.", 7) == 0);
+	else
+		free(text);
+	if (fs->has_stats)
+		adump_statacc_fini(&fs->stats);
+	fs->has_stats = false;
+	for (uint32_t i = 0; i < mf->count; i++) {
+		adump_pt_fini(&mf->t[i].pt);
+		free(mf->t[i].data_name);
+	}
+	json_object_put(mf->entry);
+	free(mf->name);
+	free(mf);
+	fs->out_file = NULL;
+}
+
+const struct adump_output_ops adump_out_msprobe = {
+	.name = "msprobe",
+	.worker_init = msp_worker_init,
+	.worker_fini = msp_worker_fini,
+	.file_begin = msp_file_begin,
+	.record = msp_record,
+	.write_done = msp_write_done,
+	.file_end = msp_file_end,
+	.session_init = msp_session_init,
+	.session_fini = msp_session_fini,
+	.dir_done = msp_dir_done,
+};
