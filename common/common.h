@@ -260,6 +260,10 @@ struct adump_op_rec {
 	 * unchanged until every record pointing at it is consumed (adump_host_stream_set_dir()
 	 * changes it only when the stream is idle). */
 	const char *dir;
+	/* Statistics content: one adump_tstats per tensor of op, computed by the producer from
+	 * the tensors in place (malloc'd; adump_op_rec_destroy() frees it), or NULL. With them
+	 * the producer posts no payload: one empty record (adump_port_post_sp()). */
+	struct adump_tstats *tstats;
 	/* Set by the consumer before destroying the record: 0 once the file is published,
 	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
 	int status;

@@ -537,6 +537,11 @@ int adump_session_error(const struct adump_session *s)
 	return s ? atomic_load_explicit(&s->first_error, memory_order_relaxed) : -EINVAL;
 }
 
+bool adump_session_wants_stats(const struct adump_session *s)
+{
+	return s->cfg.content == ADUMP_CONTENT_STATS;
+}
+
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,
 			     char **out)
 {

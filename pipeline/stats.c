@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming statistics for stats dump (reference §2.4): a file's payload, fed in chunks cut
- * anywhere, is split into each tensor's whole elements for common/tstats.c, and printed by
+ * anywhere, is split into each tensor's whole elements for common/tstats.c (or its statistics
+ * come computed at handover, adump_statacc_record()), and printed by
  * CANN's device-side rules (adump_tstats_cann_*()). Numbers print like a C++ ostream (%g,
  * six significant digits); integer types print exactly. */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include "adump/adump.h"
 #include "common/common.h"
 #include "pipeline/stats.h"
+#include "ring/ring.h"
 
 static bool is_stat_tensor(const struct adump_tensor *t)
 {
@@ -139,6 +141,28 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
 	}
 	if (len)
 		acc->next_offset += len;        /* past the last tensor: nothing to count */
+}
+
+void adump_statacc_record(struct adump_statacc *acc, const struct adump_rec *rec)
+{
+	const struct adump_op_rec *op = rec->op;
+
+	if (!op->tstats) {
+		if (rec->len)
+			adump_statacc_feed(acc, rec->offset, adump_rec_data(rec), rec->len);
+		return;
+	}
+	if (acc->has_handover)
+		return;
+	/* The producer's statistics cover every element of every tensor: as if all bytes had
+	 * been fed. Tensors without statistics stay as adump_statacc_init() left them. */
+	for (uint32_t i = 0; i < acc->op->tensor_count; i++)
+		if (is_stat_tensor(&acc->op->tensors[i]))
+			priv(acc, i)->s = op->tstats[i];
+	acc->has_handover = true;
+	acc->tensor_index = acc->op->tensor_count;
+	acc->next_offset = op->payload_bytes;
+	acc->partial_bytes = 0;
 }
 
 static void put_double(FILE *f, double v)

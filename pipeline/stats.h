@@ -20,6 +20,7 @@ struct adump_statacc {
 	uint64_t tensor_start;          /* its first payload byte */
 	uint8_t partial[16];            /* an element split across feeds */
 	uint32_t partial_bytes;
+	bool has_handover;              /* took a producer's statistics */
 	void *tensors;                  /* private: one accumulator per op tensor */
 };
 
@@ -46,6 +47,17 @@ int adump_statacc_init(struct adump_statacc *acc, const struct adump_op *op, uin
  */
 void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, const void *data,
 			size_t len);
+
+struct adump_rec;
+
+/**
+ * adump_statacc_record() - what an output kind calls for each record of a file it keeps
+ * statistics of (in @acc), whatever the record carries: payload bytes are fed
+ * (adump_statacc_feed()); statistics the producer computed at handover (rec->op->tstats, a
+ * host stream of a statistics session) are taken whole, once. Either way @acc ends up with
+ * the same statistics and the same CSV. Worker thread of the file.
+ */
+void adump_statacc_record(struct adump_statacc *acc, const struct adump_rec *rec);
 
 /**
  * adump_statacc_csv() - the CSV text (reference §2.4): a header line, then one row per input
