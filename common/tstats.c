@@ -354,7 +354,7 @@ static AVX2 size_t simd_f64(struct adump_tstats *s, const uint8_t *p, size_t n)
 										_CMP_EQ_OQ)) << (4 * k);
 			if (z) {
 				s->has_zero = true;
-				s->first_zero = q[__builtin_ctz(z)];
+				memcpy(&s->first_zero, q + __builtin_ctz(z), sizeof(double));
 			}
 		}
 		for (int k = 0; k < 4; k++) {
