@@ -165,6 +165,20 @@ void adump_statacc_record(struct adump_statacc *acc, const struct adump_rec *rec
 	acc->partial_bytes = 0;
 }
 
+const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t index)
+{
+	const struct adump_tensor *t;
+	const struct statacc_priv *pv;
+
+	if (!acc->op || index >= acc->op->tensor_count)
+		return NULL;
+	t = &acc->op->tensors[index];
+	pv = (const struct statacc_priv *)acc->tensors + index;
+	if (!is_stat_tensor(t) || pv->is_incomplete || pv->s.count != t->bytes / pv->s.elem_bytes)
+		return NULL;
+	return &pv->s;
+}
+
 static void put_double(FILE *f, double v)
 {
 	fprintf(f, "%g", v);

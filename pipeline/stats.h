@@ -59,6 +59,16 @@ struct adump_rec;
  */
 void adump_statacc_record(struct adump_statacc *acc, const struct adump_rec *rec);
 
+struct adump_tstats;
+
+/**
+ * adump_statacc_tensor() - tensor @index's statistics (common/common.h, read through the
+ * adump_tstats_*() functions or its public fields), or NULL when it has none: not an input
+ * or output, a dtype without statistics, or not fully fed (a gap or a drop: its CSV row
+ * prints NA). Valid until the next call on @acc.
+ */
+const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t index);
+
 /**
  * adump_statacc_csv() - the CSV text (reference §2.4): a header line, then one row per input
  * and per output. Tensors not fully fed print NA in their statistic columns.

@@ -251,6 +251,11 @@ START_TEST(test_record_handover_and_bytes)
 	ck_assert_int_eq(adump_statacc_csv(&acc, &csv, NULL), 0);
 	ck_assert_str_eq(csv, mixed_csv);
 	free(csv);
+	ck_assert_ptr_nonnull(adump_statacc_tensor(&acc, 0));
+	ck_assert_uint_eq(adump_statacc_tensor(&acc, 0)->nan_count, 1);
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 3));     /* complex: none */
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 8));     /* workspace */
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 9));     /* past the last */
 	adump_statacc_fini(&acc);
 
 	/* Bytes in records of 16, the one at 16 lost: the int8 row prints NA (the complex one
@@ -277,6 +282,8 @@ START_TEST(test_record_handover_and_bytes)
 			 "Output,1,3,DT_BOOL,ND,3,1,0,0.333333,3,0,0,0\n"
 			 "Output,2,16,DT_DOUBLE,ND,2,0.25,-inf,-inf,2,0,1,0\n");
 	free(csv);
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 2));     /* int8: the lost record */
+	ck_assert_ptr_nonnull(adump_statacc_tensor(&acc, 1));
 	adump_statacc_fini(&acc);
 	adump_op_rec_destroy(orec);
 }
