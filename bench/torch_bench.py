@@ -1,201 +1,199 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Training-step cost of dumping a PyTorch transformer, in one sitting, runs alternated:
-  none        no dump
-  tensor      adump.torch, level="module", backward=True: every module call's inputs and
-              outputs, forward and backward, as tensors
-  tensor-fwd  the same, forward only (the bytes the naive dumper writes)
-  stats       adump.torch, content="stats", backward=True
-  naive       a forward hook calling numpy.save for each input and output tensor
-Prints one line per mode: median step time [min..max], overhead against none, bytes dumped
-per step and the dump rate; then the targets. Needs /usr/bin/python3 with torch and the adump
-package (PYTHONPATH=build/python, or installed).
+"""Training-step cost of dumping, adump.torch against msprobe, on issue 24's model: a 2-layer
+nn.TransformerEncoder (dim 256, 4 heads, feed-forward 1024, batch_first), input 8 x 64 x 256,
+loss = output.sum(), AdamW, torch.set_num_threads(1). Modes, each run in its own process,
+alternated over rounds (the order rotates every round):
+  none            no dump
+  module-stats    adump.torch.capture(level="module", content="stats")
+  module-tensor   adump.torch.capture(level="module", content="tensor")
+  op-stats        adump.torch.capture(level="op", content="stats")
+  op-tensor       adump.torch.capture(level="op", content="tensor")
+  ms-stats-L0     msprobe PrecisionDebugger, task "statistics", level L0   (with --msprobe)
+  ms-tensor-L0    msprobe PrecisionDebugger, task "tensor", level L0       (with --msprobe)
+A step is forward, backward, optimizer step, and the tool's end of step (cap.step(), which
+waits until the step's dumps are written; msprobe's stop/step). Prints per mode the median
+ms/step [min..max] over every timed step of every round, the added ms/step against none, the
+MB dumped per step (the files' sizes), the added ms per dumped MB and the added CPU ms/step
+(the process's, all threads); then issue 24 item 6's three targets as ratios of added step
+time (and, as a check on a shared machine, of added CPU time), pass or fail:
+  module stats added <= 1/3 of msprobe statistics L0's added time
+  op stats added < op tensor added
+  module tensor added <= 1/4 of msprobe tensor L0's added time
 
-  /usr/bin/python3 bench/torch_bench.py [--layers 4 --dim 256 --heads 4 --seq 128
-      --batch 16 --vocab 2000 --steps 6 --rounds 3 --out /tmp/adump-torch-bench]"""
+  PYTHONPATH=build/python /usr/bin/python3 bench/torch_bench.py \\
+      --msprobe /tmp/msprobe/python:/tmp/msstubs [--steps 8 --warmup 2 --rounds 3
+      --modes none,module-stats,... --out /tmp/adump-torch-bench]
+
+--msprobe is a path list (':'-separated) put in front of sys.path in the msprobe runs: an
+msprobe that imports on this torch. Without it the msprobe modes and their targets are left
+out."""
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-
-import adump
-import adump.torch
+ADUMP_MODES = ["none", "module-stats", "module-tensor", "op-stats", "op-tensor"]
+MSPROBE_MODES = ["ms-stats-L0", "ms-tensor-L0"]
 
 
-class Block(nn.Module):
-    def __init__(self, d, h):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(d)
-        self.attn = nn.MultiheadAttention(d, h, batch_first=True)
-        self.ln2 = nn.LayerNorm(d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        h = self.ln1(x)
-        a, _ = self.attn(h, h, h, need_weights=False)
-        x = x + a
-        return x + self.mlp(self.ln2(x))
+def tree_bytes(d):
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
 
 
-class Model(nn.Module):
-    def __init__(self, a):
-        super().__init__()
-        self.emb = nn.Embedding(a.vocab, a.dim)
-        self.blocks = nn.Sequential(*[Block(a.dim, a.heads) for _ in range(a.layers)])
-        self.ln = nn.LayerNorm(a.dim)
-        self.head = nn.Linear(a.dim, a.vocab)
+def child(a):
+    """One mode in this process: prints one JSON line {"times": [...], "bytes": n}."""
+    if a.msprobe:
+        sys.path[:0] = a.msprobe.split(":")
+    import torch
+    import torch.nn as nn
 
-    def forward(self, x):
-        return self.head(self.ln(self.blocks(self.emb(x))))
-
-
-class Naive:
-    """What simple tools do: a forward hook that numpy.save's every tensor."""
-
-    def __init__(self, model, out):
-        self.out, self.step_no, self.handles, self.counts, self.bytes = out, 0, [], {}, 0
-        self.seconds = 0.0
-        for path, m in model.named_modules():
-            self.handles.append(m.register_forward_hook(self.hook(path or "root", m)))
-
-    def hook(self, path, m):
-        def fn(mod, args, output):
-            t0 = time.perf_counter()
-            n = self.counts.get(path, 0)
-            self.counts[path] = n + 1
-            d = os.path.join(self.out, "step%d" % self.step_no)
-            os.makedirs(d, exist_ok=True)
-            for kind, vals in (("input", args), ("output", (output,))):
-                ts = [t for t in vals if isinstance(t, torch.Tensor)]
-                for i, t in enumerate(ts):
-                    a = t.detach().cpu().numpy()
-                    self.bytes += a.nbytes
-                    np.save(os.path.join(d, "%s.%s.forward.%d.%s.%d.npy" % (
-                        path, type(mod).__name__, n, kind, i)), a)
-            self.seconds += time.perf_counter() - t0
-        return fn
-
-    def step(self):
-        self.step_no += 1
-        self.counts = {}
-
-    def close(self):
-        for h in self.handles:
-            h.remove()
-
-
-def run(mode, a, state, xs, out):
+    torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = Model(a)
-    model.load_state_dict(state)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    cap, naive = None, None
-    if mode.startswith("tensor") or mode == "stats":
-        cap = adump.torch.capture(model, out, level="module", backward=(mode != "tensor-fwd"),
-                                  content="stats" if mode == "stats" else "tensor")
-        cap.__enter__()
-    elif mode == "naive":
-        naive = Naive(model, out)
-    times, cpus = [], []
-    for i, x in enumerate(xs):
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-        logits = model(x)
-        loss = nn.functional.cross_entropy(logits.reshape(-1, a.vocab), x.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True), 2)
+    x = torch.randn(8, 64, 256)
+    opt = torch.optim.AdamW(model.parameters())
+
+    def step():
+        model(x).sum().backward()
         opt.step()
-        if cap:
-            cap.step()          # waits until the step's dumps are written
-        if naive:
-            naive.step()
-        if i == 0:              # the first step warms up allocator, threads, session
-            hand0 = cap.handover_seconds if cap else naive.seconds if naive else 0.0
-        else:
-            times.append(time.perf_counter() - t0)
-            cpus.append(time.process_time() - c0)   # all threads: adump's workers too
-    nbytes, hand = 0, 0.0
-    if cap:
-        cap.__exit__(None, None, None)
-        nbytes = cap.stats.get("bytes", 0)
-        hand = cap.handover_seconds - hand0
-        assert not cap.losses, cap.losses
-    if naive:
-        naive.close()
-        nbytes = naive.bytes
-        hand = naive.seconds - hand0
-    return times, cpus, nbytes / len(xs), hand / len(times)
+        opt.zero_grad()
+
+    for _ in range(a.warmup):
+        step()
+    out = os.path.join(a.out, a.child)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    times, cpus = [], []
+    mode = a.child
+
+    def timed(fn):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        times.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+
+    if mode == "none":
+        for _ in range(a.steps):
+            timed(step)
+    elif mode.startswith("ms-"):
+        from msprobe.pytorch import PrecisionDebugger
+        task = "statistics" if mode.startswith("ms-stats") else "tensor"
+        cfg = os.path.join(a.out, mode + ".json")
+        with open(cfg, "w") as f:
+            json.dump({"task": task, "dump_path": out, "rank": [], "step": [], "level": "L0",
+                       "async_dump": False,
+                       task: {"scope": [], "list": [], "data_mode": ["all"],
+                              "summary_mode": "statistics"}}, f)
+        dbg = PrecisionDebugger(config_path=cfg)
+        def ms_step():
+            dbg.start(model)
+            step()
+            dbg.stop()
+            dbg.step()
+
+        for _ in range(a.steps):
+            timed(ms_step)
+        os.unlink(cfg)
+    else:
+        import adump.torch
+        level, content = mode.split("-")
+        with adump.torch.capture(model, out, level=level, content=content) as cap:
+            def cap_step():
+                step()
+                cap.step()
+
+            for _ in range(a.steps):
+                timed(cap_step)
+        if cap.losses:
+            raise SystemExit("%s: losses: %s" % (mode, cap.losses[:3]))
+    nbytes = tree_bytes(out)
+    shutil.rmtree(out, ignore_errors=True)
+    print(json.dumps({"times": times, "cpus": cpus, "bytes": nbytes}))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--dim", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--vocab", type=int, default=2000)
-    p.add_argument("--steps", type=int, default=6, help="steps per run (the first untimed)")
+    p.add_argument("--steps", type=int, default=8, help="timed steps per run")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps before the tool starts")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--modes", default="none,tensor,tensor-fwd,stats,naive")
+    p.add_argument("--modes", default=None, help="comma-separated (default: all that apply)")
+    p.add_argument("--msprobe", default=None, help="path list that makes msprobe importable")
     p.add_argument("--out", default="/tmp/adump-torch-bench")
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = p.parse_args()
-    modes = a.modes.split(",")
-    torch.manual_seed(0)
-    state = Model(a).state_dict()
-    params = sum(v.numel() for v in state.values())
-    g = torch.Generator().manual_seed(1)
-    xs = [torch.randint(0, a.vocab, (a.batch, a.seq), generator=g) for _ in range(a.steps)]
-    print("torch_bench: %d layers, dim %d, %d heads, seq %d, batch %d, vocab %d: %.1f M "
-          "params; torch %s, %d threads; %d rounds x %d timed steps, modes alternated" % (
-              a.layers, a.dim, a.heads, a.seq, a.batch, a.vocab, params / 1e6,
-              torch.__version__, torch.get_num_threads(), a.rounds, a.steps - 1))
+    if a.child:
+        return child(a)
+    modes = a.modes.split(",") if a.modes else ADUMP_MODES + (MSPROBE_MODES if a.msprobe else [])
+    for m in modes:
+        if m not in ADUMP_MODES + MSPROBE_MODES:
+            p.error("unknown mode %s" % m)
+        if m in MSPROBE_MODES and not a.msprobe:
+            p.error("%s needs --msprobe" % m)
+    import torch
+    print("torch_bench: issue 24's model (2-layer TransformerEncoder, dim 256, 4 heads, ff 1024, "
+          "seq 64, batch 8, AdamW), torch %s, 1 thread; %d rounds x %d timed steps after %d "
+          "warm-up, modes alternated, each in its own process; out %s" % (
+              torch.__version__, a.rounds, a.steps, a.warmup, a.out))
     times = {m: [] for m in modes}
     cpus = {m: [] for m in modes}
-    hands = {m: [] for m in modes}
-    per_step = {m: 0 for m in modes}
+    nbytes = {m: [] for m in modes}
+    os.makedirs(a.out, exist_ok=True)
     for r in range(a.rounds):
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for m in order:
-            out = os.path.join(a.out, m)
-            shutil.rmtree(out, ignore_errors=True)
-            t, c, nbytes, hand = run(m, a, state, xs, out)
-            times[m] += t
-            cpus[m] += c
-            hands[m].append(hand)
-            per_step[m] = nbytes
-            shutil.rmtree(out, ignore_errors=True)
-    base = statistics.median(times["none"]) if "none" in times else None
-    cbase = statistics.median(cpus["none"]) if "none" in cpus else None
-    res, cres = {}, {}
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", m, "--steps",
+                   str(a.steps), "--warmup", str(a.warmup), "--out", a.out]
+            if a.msprobe:
+                cmd += ["--msprobe", a.msprobe]
+            res = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True)
+            got = json.loads(res.stdout.strip().splitlines()[-1])
+            times[m] += got["times"]
+            cpus[m] += got["cpus"]
+            nbytes[m].append(got["bytes"] / a.steps)
+    med = {m: statistics.median(times[m]) for m in modes}
+    cmed = {m: statistics.median(cpus[m]) for m in modes}
+    base, cbase = med.get("none"), cmed.get("none")
+    added = {m: med[m] - base for m in modes} if base is not None else {}
+    cadded = {m: cmed[m] - cbase for m in modes} if cbase is not None else {}
+    print("  %-14s %26s %13s %10s %16s %14s" % ("mode", "ms/step median [min..max]",
+                                              "added ms/step", "MB/step", "added ms per MB",
+                                              "added CPU ms"))
     for m in modes:
-        med = res[m] = statistics.median(times[m])
-        cmed = cres[m] = statistics.median(cpus[m])
-        over = "%+6.1f %%" % ((med / base - 1) * 100) if base else ""
-        cover = "%+6.1f %%" % ((cmed / cbase - 1) * 100) if cbase else ""
-        rate = per_step[m] / med / 1e6 if per_step[m] else 0
-        hand = statistics.median(hands[m])
-        print("  %-10s step %7.1f ms [%6.1f..%6.1f] %s | cpu %7.1f ms %s | hand-over %6.1f "
-              "ms/step | %6.1f MB/step %5.0f MB/s" % (
-                  m, med * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3, over, cmed * 1e3,
-                  cover, hand * 1e3, per_step[m] / 1e6, rate))
-    if base and "naive" in res and "tensor-fwd" in res:
-        for label, r, b in (("step time", res, base), ("cpu time", cres, cbase)):
-            added_adump, added_naive = r["tensor-fwd"] - b, r["naive"] - b
-            print("  added %s, forward tensors: adump %.1f ms, naive %.1f ms (ratio %.2f)"
-                  % (label, added_adump * 1e3, added_naive * 1e3,
-                     added_adump / added_naive if added_naive > 0 else float("nan")))
-    if "naive" in hands and "tensor-fwd" in hands:
-        ha, hn = statistics.median(hands["tensor-fwd"]), statistics.median(hands["naive"])
-        print("  hand-over time on the training thread, forward tensors: adump %.1f ms, "
-              "naive %.1f ms per step (ratio %.3f)" % (ha * 1e3, hn * 1e3, ha / hn if hn else 0))
+        mb = statistics.median(nbytes[m]) / 1e6
+        add = added.get(m)
+        print("  %-14s %8.1f [%7.1f..%7.1f] %13s %10.2f %16s %14s" % (
+            m, med[m] * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3,
+            "%+.1f" % (add * 1e3) if add is not None else "-", mb,
+            "%.2f" % (add * 1e3 / mb) if add is not None and mb > 0.05 and m != "none" else "-",
+            "%+.1f" % (cadded[m] * 1e3) if cadded else "-"))
+    print("  (CPU: the process's, every thread, median per step: steadier than the step's wall "
+          "time on a shared machine)")
+    for what, add in (("added step time", added), ("added CPU time", cadded)):
+        targets(what, add)
     shutil.rmtree(a.out, ignore_errors=True)
+    return 0
+
+
+def targets(what, added):
+    print("  targets (issue 24 item 6), %s as ratios:" % what)
+    checks = (("module-stats", "ms-stats-L0", 1 / 3, "<=",
+               "module stats / msprobe statistics L0"),
+              ("op-stats", "op-tensor", 1.0, "<", "op stats / op tensor"),
+              ("module-tensor", "ms-tensor-L0", 1 / 4, "<=",
+               "module tensor / msprobe tensor L0"))
+    for num, den, limit, op, label in checks:
+        if num not in added or den not in added:
+            print("    %-40s n/a (mode not run)" % label)
+            continue
+        ratio = added[num] / added[den] if added[den] > 0 else float("inf")
+        ok = ratio <= limit if op == "<=" else ratio < limit
+        print("    %-40s %6.3f  (target %s %.3f)  %s" % (label, ratio, op, limit,
+                                                       "PASS" if ok else "FAIL"))
 
 
 if __name__ == "__main__":

@@ -139,8 +139,13 @@ static inline float adump_bf16_to_float(uint16_t b)
  * One tensor's running statistics, the one algorithm behind both the capture's statistics
  * files (pipeline/stats.c, CANN's device rules) and the reader's per-tensor statistics
  * (reader/stats.c, finite values only): each reads what its rules need from the same state.
- * Whole elements are fed in order, little-endian, in feeds of any size; sums use Neumaier
- * compensation per element, so no result depends on how the elements were split. */
+ * Whole elements are fed in order, little-endian, in feeds of any size. Floating types are
+ * summed in ADUMP_TSTATS_LANES lanes (element i of the tensor in lane i % LANES), each block of
+ * ADUMP_TSTATS_BLOCK elements folded into a compensated total: the lanes follow the element's
+ * index, not the feed, so no result depends on how the elements were split, nor on whether the
+ * vector (AVX2) or the portable path ran (tstats.c). */
+#define ADUMP_TSTATS_LANES 16
+#define ADUMP_TSTATS_BLOCK 2048
 enum adump_tstats_kind {
 	ADUMP_TSTATS_NONE = 0,                  /* no statistics for this dtype */
 	ADUMP_TSTATS_F16, ADUMP_TSTATS_BF16, ADUMP_TSTATS_F32, ADUMP_TSTATS_F64,
@@ -163,6 +168,14 @@ struct adump_tstats {
 	/* From the first non-finite element on, the sum of every element as well. */
 	bool has_nonfinite;
 	double all_sum, all_compensation;
+	/* The fields above are whole after every adump_tstats_add(); these are tstats.c's own:
+	 * the open block's lane sums, the blocks before it, and the first zero seen (its sign
+	 * decides a max or min of zero, as the first of equal values wins). */
+	bool has_zero;
+	double first_zero;
+	double block_sum, block_compensation, block_squares;
+	double lane_sum[ADUMP_TSTATS_LANES];
+	double lane_squares[ADUMP_TSTATS_LANES];
 };
 
 /* The kind of statistics @dtype (ADUMP_DT_*) has, and its element size through @elem_bytes
@@ -170,8 +183,12 @@ struct adump_tstats {
 ADUMP_HIDDEN enum adump_tstats_kind adump_tstats_kind_of(int32_t dtype, uint32_t *elem_bytes);
 /* Start @s for elements of @dtype. */
 ADUMP_HIDDEN void adump_tstats_init(struct adump_tstats *s, int32_t dtype);
-/* Add @count whole elements at @p (unaligned ok). */
+/* Add @count whole elements at @p (unaligned ok): the vector path where the CPU has one. */
 ADUMP_HIDDEN void adump_tstats_add(struct adump_tstats *s, const void *p, size_t count);
+/* The same with the portable path only (tests compare the two): identical results. */
+ADUMP_HIDDEN void adump_tstats_add_portable(struct adump_tstats *s, const void *p, size_t count);
+/* Whether adump_tstats_add() has a vector path on this CPU. */
+ADUMP_HIDDEN bool adump_tstats_has_simd(void);
 static inline uint64_t adump_tstats_finite_count(const struct adump_tstats *s)
 {
 	return s->count - s->nan_count - s->pos_inf_count - s->neg_inf_count;
@@ -243,6 +260,10 @@ struct adump_op_rec {
 	 * unchanged until every record pointing at it is consumed (adump_host_stream_set_dir()
 	 * changes it only when the stream is idle). */
 	const char *dir;
+	/* Statistics content: one adump_tstats per tensor of op, computed by the producer from
+	 * the tensors in place (malloc'd; adump_op_rec_destroy() frees it), or NULL. With them
+	 * the producer posts no payload: one empty record (adump_port_post_sp()). */
+	struct adump_tstats *tstats;
 	/* Set by the consumer before destroying the record: 0 once the file is published,
 	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
 	int status;

@@ -63,6 +63,7 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->hooks = hooks;
 	rec->hook_data = NULL;
 	rec->dir = NULL;
+	rec->tstats = NULL;
 	rec->status = -ADUMP_ERR_WRITE;
 	pos = (char *)rec + head;
 	if (hook_bytes) {
@@ -110,5 +111,6 @@ void adump_op_rec_destroy(struct adump_op_rec *rec)
 	if (rec->hooks && rec->hooks->release)
 		rec->hooks->release(rec);
 	free(rec->header);
+	free(rec->tstats);
 	adump_freelist_free(rec);
 }

@@ -58,8 +58,7 @@ static void half_table_fill(void)
 		half_table[h] = adump_half_to_float((uint16_t)h);
 }
 
-/* Neumaier: the running sum and what it lost, so the total is accurate over billions of
- * elements whatever their order of magnitude. */
+/* Neumaier: the running sum and what it lost. */
 static inline void add_sum(double v, double *sum, double *comp)
 {
 	double t = *sum + v;
@@ -71,20 +70,68 @@ static inline void add_sum(double v, double *sum, double *comp)
 	*sum = t;
 }
 
-/* Floating types: CONV turns the loaded T into a double. Non-finite values are rare: they
- * are counted and kept apart, on the slow path. */
-#define ADD_FLOAT(name, T, CONV)                                                         \
-	static void add_##name(struct adump_tstats *s, const uint8_t *p, size_t n)       \
+/* ---- Floating types ----
+ *
+ * Both paths compute the same thing, bit for bit: element i of the tensor is added (in double,
+ * every float converts exactly) to lane i % LANES of the open block, and every BLOCK elements
+ * the lanes are added up in a fixed order and folded into the blocks' Neumaier total. Accuracy:
+ * a block's plain double sum is off by at most about (BLOCK / LANES) * 2^-53 = 1.4e-14 of the
+ * sum of its elements' magnitudes, and the compensated fold keeps that bound whatever the
+ * number of blocks, so a sum over billions of elements is as good as over one block. The sum
+ * of squares is summed the same way, its blocks in plain double. Extremes are exact (order
+ * does not change a maximum, except which of +0 and -0 it is: the first zero seen decides, as
+ * in a running comparison). Non-finite values are counted and kept out of the sum; from the
+ * first one on, every element also goes into all_sum one by one in order, as before. */
+#define LANES ADUMP_TSTATS_LANES
+#define BLOCK ADUMP_TSTATS_BLOCK
+_Static_assert(BLOCK % LANES == 0 && LANES == 16, "the vector path adds 16 lanes");
+
+static double lanes_total(const double *lane)
+{
+	double t[8];
+
+	for (int i = 0; i < 8; i++)
+		t[i] = lane[i] + lane[i + 8];
+	for (int i = 0; i < 4; i++)
+		t[i] += t[i + 4];
+	return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+static void block_fold(struct adump_tstats *s)
+{
+	add_sum(lanes_total(s->lane_sum), &s->block_sum, &s->block_compensation);
+	s->block_squares += lanes_total(s->lane_squares);
+	memset(s->lane_sum, 0, sizeof(s->lane_sum));
+	memset(s->lane_squares, 0, sizeof(s->lane_squares));
+}
+
+/* The public fields whole again after a feed: the open block counted in, a zero extreme
+ * given the first zero's sign. */
+static void publish(struct adump_tstats *s)
+{
+	double sum = s->block_sum, comp = s->block_compensation;
+
+	add_sum(lanes_total(s->lane_sum), &sum, &comp);
+	s->sum = sum;
+	s->compensation = comp;
+	s->sum_squares = s->block_squares + lanes_total(s->lane_squares);
+	if (s->has_zero) {
+		if (s->max == 0)
+			s->max = s->first_zero;
+		if (s->min == 0)
+			s->min = s->first_zero;
+	}
+}
+
+/* The portable path, element by element: CONV turns the loaded T into a double. */
+#define PORTABLE_FLOAT(name, T, CONV)                                                    \
+	static void portable_##name(struct adump_tstats *s, const uint8_t *p, size_t n)  \
 	{                                                                                \
-		double mx = s->max, mn = s->min, sum = s->sum;                           \
-		double comp = s->compensation, sq = s->sum_squares;                      \
+		double mx = s->max, mn = s->min;                                         \
+		uint64_t index = s->count;                                               \
                                                                                          \
-		if (!s->count) {                                                         \
-			T x0;                                                            \
-			memcpy(&x0, p, sizeof(T));                                       \
-			s->first = CONV(x0);                                             \
-		}                                                                        \
 		for (size_t i = 0; i < n; i++) {                                         \
+			unsigned lane = (unsigned)(index % LANES);                       \
 			T x;                                                             \
 			double v;                                                        \
                                                                                          \
@@ -95,7 +142,11 @@ static inline void add_sum(double v, double *sum, double *comp)
 					mx = v;                                          \
 				if (v < mn)                                              \
 					mn = v;                                          \
-				add_sum(v, &sum, &comp);                                 \
+				if (v == 0 && !s->has_zero) {                            \
+					s->has_zero = true;                              \
+					s->first_zero = v;                               \
+				}                                                        \
+				s->lane_sum[lane] += v;                                  \
 			} else {                                                         \
 				if (isnan(v))                                            \
 					s->nan_count++;                                  \
@@ -104,23 +155,328 @@ static inline void add_sum(double v, double *sum, double *comp)
 				else                                                     \
 					s->neg_inf_count++;                              \
 				if (!s->has_nonfinite) {                                 \
-					s->all_sum = sum;                                \
-					s->all_compensation = comp;                      \
+					/* Any finite start gives the same NaN. */       \
+					s->all_sum = s->block_sum;                       \
+					s->all_compensation = s->block_compensation;     \
 					s->has_nonfinite = true;                         \
 				}                                                        \
 			}                                                                \
 			if (__builtin_expect(s->has_nonfinite, 0))                       \
 				add_sum(v, &s->all_sum, &s->all_compensation);           \
-			sq += v * v;                                                     \
+			s->lane_squares[lane] += v * v;                                  \
+			if (++index % BLOCK == 0)                                        \
+				block_fold(s);                                           \
 		}                                                                        \
 		s->max = mx;                                                             \
 		s->min = mn;                                                             \
-		s->sum = sum;                                                            \
-		s->compensation = comp;                                                  \
-		s->sum_squares = sq;                                                     \
-		s->count += n;                                                           \
+		s->count = index;                                                        \
 	}
 
+#define AS_DOUBLE(x) ((double)(x))
+#define HALF(x) ((double)half_table[(x)])
+#define BF16(x) ((double)adump_bf16_to_float(x))
+
+PORTABLE_FLOAT(f16, uint16_t, HALF)
+PORTABLE_FLOAT(bf16, uint16_t, BF16)
+PORTABLE_FLOAT(f32, float, AS_DOUBLE)
+PORTABLE_FLOAT(f64, double, AS_DOUBLE)
+
+static void portable_float(struct adump_tstats *s, const uint8_t *p, size_t n)
+{
+	switch (s->kind) {
+	case ADUMP_TSTATS_F16: portable_f16(s, p, n); break;
+	case ADUMP_TSTATS_BF16: portable_bf16(s, p, n); break;
+	case ADUMP_TSTATS_F32: portable_f32(s, p, n); break;
+	default: portable_f64(s, p, n); break;
+	}
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TSTATS_HAVE_AVX2 1
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,f16c")))
+
+/* Eight elements of a 2- or 4-byte floating type as floats (all exactly). */
+static inline AVX2 __m256 load8(const uint8_t *p, enum adump_tstats_kind kind)
+{
+	if (kind == ADUMP_TSTATS_F32)
+		return _mm256_loadu_ps((const float *)(const void *)p);
+	if (kind == ADUMP_TSTATS_F16)
+		return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(
+		_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16));
+}
+
+static inline AVX2 double hmax_ps(__m256 v, bool is_max)
+{
+	float f[8];
+	float r;
+
+	_mm256_storeu_ps(f, v);
+	r = f[0];
+	for (int i = 1; i < 8; i++)
+		r = is_max ? (f[i] > r ? f[i] : r) : (f[i] < r ? f[i] : r);
+	return r;
+}
+
+/* Whole groups of LANES elements of f16, bf16 or f32 from s->count (a multiple of LANES),
+ * until a group holds a non-finite value or fewer than LANES are left. Return: the elements
+ * taken. */
+static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n,
+			      enum adump_tstats_kind kind, size_t elem_bytes)
+{
+	const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+	const __m256 inf = _mm256_set1_ps(INFINITY), zero = _mm256_setzero_ps();
+	__m256d s0 = _mm256_loadu_pd(s->lane_sum), s1 = _mm256_loadu_pd(s->lane_sum + 4);
+	__m256d s2 = _mm256_loadu_pd(s->lane_sum + 8), s3 = _mm256_loadu_pd(s->lane_sum + 12);
+	__m256d q0 = _mm256_loadu_pd(s->lane_squares), q1 = _mm256_loadu_pd(s->lane_squares + 4);
+	__m256d q2 = _mm256_loadu_pd(s->lane_squares + 8);
+	__m256d q3 = _mm256_loadu_pd(s->lane_squares + 12);
+	__m256 vmax = _mm256_set1_ps((float)s->max), vmin = _mm256_set1_ps((float)s->min);
+	uint64_t index = s->count;
+	size_t i = 0;
+	double m;
+
+	while (n - i >= LANES) {
+		const uint8_t *q = p + i * elem_bytes;
+		__m256 x0 = load8(q, kind), x1 = load8(q + 8 * elem_bytes, kind);
+		__m256 fin = _mm256_and_ps(_mm256_cmp_ps(_mm256_and_ps(x0, abs_mask), inf, _CMP_LT_OQ),
+					   _mm256_cmp_ps(_mm256_and_ps(x1, abs_mask), inf, _CMP_LT_OQ));
+		__m256d d;
+
+		if (_mm256_movemask_ps(fin) != 0xff)
+			break;                  /* the portable path counts it */
+		if (__builtin_expect(!s->has_zero, 0)) {
+			unsigned z = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x0, zero, _CMP_EQ_OQ)) |
+				     (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x1, zero, _CMP_EQ_OQ)) << 8;
+
+			if (z) {
+				float f[16];
+
+				_mm256_storeu_ps(f, x0);
+				_mm256_storeu_ps(f + 8, x1);
+				s->has_zero = true;
+				s->first_zero = f[__builtin_ctz(z)];
+			}
+		}
+		vmax = _mm256_max_ps(_mm256_max_ps(vmax, x0), x1);
+		vmin = _mm256_min_ps(_mm256_min_ps(vmin, x0), x1);
+		d = _mm256_cvtps_pd(_mm256_castps256_ps128(x0));
+		s0 = _mm256_add_pd(s0, d);
+		q0 = _mm256_add_pd(q0, _mm256_mul_pd(d, d));
+		d = _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1));
+		s1 = _mm256_add_pd(s1, d);
+		q1 = _mm256_add_pd(q1, _mm256_mul_pd(d, d));
+		d = _mm256_cvtps_pd(_mm256_castps256_ps128(x1));
+		s2 = _mm256_add_pd(s2, d);
+		q2 = _mm256_add_pd(q2, _mm256_mul_pd(d, d));
+		d = _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1));
+		s3 = _mm256_add_pd(s3, d);
+		q3 = _mm256_add_pd(q3, _mm256_mul_pd(d, d));
+		i += LANES;
+		index += LANES;
+		if (index % BLOCK == 0) {
+			_mm256_storeu_pd(s->lane_sum, s0);
+			_mm256_storeu_pd(s->lane_sum + 4, s1);
+			_mm256_storeu_pd(s->lane_sum + 8, s2);
+			_mm256_storeu_pd(s->lane_sum + 12, s3);
+			_mm256_storeu_pd(s->lane_squares, q0);
+			_mm256_storeu_pd(s->lane_squares + 4, q1);
+			_mm256_storeu_pd(s->lane_squares + 8, q2);
+			_mm256_storeu_pd(s->lane_squares + 12, q3);
+			block_fold(s);
+			s0 = s1 = s2 = s3 = q0 = q1 = q2 = q3 = _mm256_setzero_pd();
+		}
+	}
+	_mm256_storeu_pd(s->lane_sum, s0);
+	_mm256_storeu_pd(s->lane_sum + 4, s1);
+	_mm256_storeu_pd(s->lane_sum + 8, s2);
+	_mm256_storeu_pd(s->lane_sum + 12, s3);
+	_mm256_storeu_pd(s->lane_squares, q0);
+	_mm256_storeu_pd(s->lane_squares + 4, q1);
+	_mm256_storeu_pd(s->lane_squares + 8, q2);
+	_mm256_storeu_pd(s->lane_squares + 12, q3);
+	m = hmax_ps(vmax, true);
+	if (m > s->max)
+		s->max = m;
+	m = hmax_ps(vmin, false);
+	if (m < s->min)
+		s->min = m;
+	s->count = index;
+	return i;
+}
+
+static inline AVX2 double hmax_pd(__m256d v, bool is_max)
+{
+	double f[4];
+	double r;
+
+	_mm256_storeu_pd(f, v);
+	r = f[0];
+	for (int i = 1; i < 4; i++)
+		r = is_max ? (f[i] > r ? f[i] : r) : (f[i] < r ? f[i] : r);
+	return r;
+}
+
+/* simd_float() for f64. */
+static AVX2 size_t simd_f64(struct adump_tstats *s, const uint8_t *p, size_t n)
+{
+	const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+	const __m256d inf = _mm256_set1_pd(INFINITY), zero = _mm256_setzero_pd();
+	__m256d acc[4], sq[4];
+	__m256d vmax = _mm256_set1_pd(s->max), vmin = _mm256_set1_pd(s->min);
+	uint64_t index = s->count;
+	size_t i = 0;
+	double m;
+
+	for (int k = 0; k < 4; k++) {
+		acc[k] = _mm256_loadu_pd(s->lane_sum + 4 * k);
+		sq[k] = _mm256_loadu_pd(s->lane_squares + 4 * k);
+	}
+	while (n - i >= LANES) {
+		const double *q = (const double *)(const void *)(p + i * 8);
+		__m256d x[4], fin;
+
+		for (int k = 0; k < 4; k++)
+			x[k] = _mm256_loadu_pd(q + 4 * k);
+		fin = _mm256_cmp_pd(_mm256_and_pd(x[0], abs_mask), inf, _CMP_LT_OQ);
+		for (int k = 1; k < 4; k++)
+			fin = _mm256_and_pd(fin, _mm256_cmp_pd(_mm256_and_pd(x[k], abs_mask), inf,
+							       _CMP_LT_OQ));
+		if (_mm256_movemask_pd(fin) != 0xf)
+			break;
+		if (__builtin_expect(!s->has_zero, 0)) {
+			unsigned z = 0;
+
+			for (int k = 0; k < 4; k++)
+				z |= (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(x[k], zero,
+										_CMP_EQ_OQ)) << (4 * k);
+			if (z) {
+				s->has_zero = true;
+				memcpy(&s->first_zero, q + __builtin_ctz(z), sizeof(double));
+			}
+		}
+		for (int k = 0; k < 4; k++) {
+			vmax = _mm256_max_pd(vmax, x[k]);
+			vmin = _mm256_min_pd(vmin, x[k]);
+			acc[k] = _mm256_add_pd(acc[k], x[k]);
+			sq[k] = _mm256_add_pd(sq[k], _mm256_mul_pd(x[k], x[k]));
+		}
+		i += LANES;
+		index += LANES;
+		if (index % BLOCK == 0) {
+			for (int k = 0; k < 4; k++) {
+				_mm256_storeu_pd(s->lane_sum + 4 * k, acc[k]);
+				_mm256_storeu_pd(s->lane_squares + 4 * k, sq[k]);
+			}
+			block_fold(s);
+			for (int k = 0; k < 4; k++)
+				acc[k] = sq[k] = _mm256_setzero_pd();
+		}
+	}
+	for (int k = 0; k < 4; k++) {
+		_mm256_storeu_pd(s->lane_sum + 4 * k, acc[k]);
+		_mm256_storeu_pd(s->lane_squares + 4 * k, sq[k]);
+	}
+	m = hmax_pd(vmax, true);
+	if (m > s->max)
+		s->max = m;
+	m = hmax_pd(vmin, false);
+	if (m < s->min)
+		s->min = m;
+	s->count = index;
+	return i;
+}
+
+static int simd_state;                  /* 0 not looked at yet, 1 none, 2 AVX2 + F16C */
+
+bool adump_tstats_has_simd(void)
+{
+	int st = __atomic_load_n(&simd_state, __ATOMIC_RELAXED);
+
+	if (!st) {
+		__builtin_cpu_init();
+		st = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 2 : 1;
+		__atomic_store_n(&simd_state, st, __ATOMIC_RELAXED);
+	}
+	return st == 2;
+}
+
+/* As much as the vector path takes from s->count on (0 without one). */
+static size_t simd_add(struct adump_tstats *s, const uint8_t *p, size_t n)
+{
+	if (s->kind == ADUMP_TSTATS_F64)
+		return simd_f64(s, p, n);
+	return simd_float(s, p, n, s->kind, s->elem_bytes);
+}
+#else
+bool adump_tstats_has_simd(void)
+{
+	return false;
+}
+
+static size_t simd_add(struct adump_tstats *s, const uint8_t *p, size_t n)
+{
+	(void)s;
+	(void)p;
+	(void)n;
+	return 0;
+}
+#endif
+
+/* The first element as a double (a NaN keeps its sign: it prints). */
+static double first_of(enum adump_tstats_kind kind, const uint8_t *p)
+{
+	uint16_t h;
+	float f;
+	double d;
+
+	switch (kind) {
+	case ADUMP_TSTATS_F32:
+		memcpy(&f, p, 4);
+		return f;
+	case ADUMP_TSTATS_F64:
+		memcpy(&d, p, 8);
+		return d;
+	case ADUMP_TSTATS_F16:
+		memcpy(&h, p, 2);
+		return HALF(h);
+	default:
+		memcpy(&h, p, 2);
+		return BF16(h);
+	}
+}
+
+static void add_float(struct adump_tstats *s, const uint8_t *p, size_t n, bool is_simd)
+{
+	size_t eb = s->elem_bytes;
+
+	if (s->kind == ADUMP_TSTATS_F16)
+		pthread_once(&half_once, half_table_fill);
+	if (!s->count)
+		s->first = first_of(s->kind, p);
+	while (n && is_simd && !s->has_nonfinite) {
+		size_t head = (size_t)((LANES - s->count % LANES) % LANES), done;
+
+		if (head > n)
+			head = n;
+		portable_float(s, p, head);
+		p += head * eb;
+		n -= head;
+		done = simd_add(s, p, n);
+		p += done * eb;
+		n -= done;
+		/* A group with a non-finite value, or the last few: element by element. */
+		head = n < LANES ? n : LANES;
+		portable_float(s, p, head);
+		p += head * eb;
+		n -= head;
+	}
+	if (n)
+		portable_float(s, p, n);
+	publish(s);
+}
 /* Integer types: exact extremes in MX/MN (smax/smin or umax/umin). */
 #define ADD_INT(name, T, MX, MN, CONV)                                                   \
 	static void add_##name(struct adump_tstats *s, const uint8_t *p, size_t n)       \
@@ -146,17 +502,10 @@ static inline void add_sum(double v, double *sum, double *comp)
 		s->count += n;                                                           \
 	}
 
-#define AS_DOUBLE(x) ((double)(x))
-#define HALF(x) ((double)half_table[(x)])
-#define BF16(x) ((double)adump_bf16_to_float(x))
 #define AS_BOOL(x) ((uint64_t)((x) != 0))
 #define AS_SIGNED(x) ((int64_t)(x))
 #define AS_UNSIGNED(x) ((uint64_t)(x))
 
-ADD_FLOAT(f16, uint16_t, HALF)
-ADD_FLOAT(bf16, uint16_t, BF16)
-ADD_FLOAT(f32, float, AS_DOUBLE)
-ADD_FLOAT(f64, double, AS_DOUBLE)
 ADD_INT(s8, int8_t, smax, smin, AS_SIGNED)
 ADD_INT(s16, int16_t, smax, smin, AS_SIGNED)
 ADD_INT(s32, int32_t, smax, smin, AS_SIGNED)
@@ -167,20 +516,17 @@ ADD_INT(u32, uint32_t, umax, umin, AS_UNSIGNED)
 ADD_INT(u64, uint64_t, umax, umin, AS_UNSIGNED)
 ADD_INT(bool, uint8_t, umax, umin, AS_BOOL)
 
-void adump_tstats_add(struct adump_tstats *s, const void *data, size_t count)
+static void add(struct adump_tstats *s, const uint8_t *p, size_t count, bool is_simd)
 {
-	const uint8_t *p = data;
-
 	if (!count)
 		return;
 	switch (s->kind) {
 	case ADUMP_TSTATS_F16:
-		pthread_once(&half_once, half_table_fill);
-		add_f16(s, p, count);
+	case ADUMP_TSTATS_BF16:
+	case ADUMP_TSTATS_F32:
+	case ADUMP_TSTATS_F64:
+		add_float(s, p, count, is_simd);
 		break;
-	case ADUMP_TSTATS_BF16: add_bf16(s, p, count); break;
-	case ADUMP_TSTATS_F32: add_f32(s, p, count); break;
-	case ADUMP_TSTATS_F64: add_f64(s, p, count); break;
 	case ADUMP_TSTATS_BOOL: add_bool(s, p, count); break;
 	case ADUMP_TSTATS_SINT:
 		switch (s->elem_bytes) {
@@ -201,6 +547,16 @@ void adump_tstats_add(struct adump_tstats *s, const void *data, size_t count)
 	default:
 		break;
 	}
+}
+
+void adump_tstats_add(struct adump_tstats *s, const void *data, size_t count)
+{
+	add(s, data, count, adump_tstats_has_simd());
+}
+
+void adump_tstats_add_portable(struct adump_tstats *s, const void *data, size_t count)
+{
+	add(s, data, count, false);
 }
 
 double adump_tstats_finite_mean(const struct adump_tstats *s)

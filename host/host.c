@@ -2,7 +2,8 @@
 /* Host streams: a producer beside the device's DMA engines. The owning thread describes an
  * op's tensors and posts them into the stream's channel through the same producer code as a
  * DMA engine (adump_port_post_sp()): copied into staging buffers, or referenced in zero copy
- * with a release hook the worker calls once the file is done. The stream gets its channel
+ * with a release hook the worker calls once the file is done; in a statistics session the
+ * owner computes the tensors' statistics in place instead and posts only them. The stream gets its channel
  * from the session like a device stream (adump_session_attach_producer()). */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@ struct adump_host_stream {
 	uint32_t stream_id;
 	uint32_t device_id;
 	uint32_t next_task_id;                  /* owner only */
+	bool is_stats;                          /* statistics session: computed at handover */
 	/* Set by the session on attach and detach (bind()); read by the owner and by stats. */
 	_Atomic(struct adump_port *) chan;
 	/* The owner's scratch for one op: the tensors as the header describes them and their
@@ -132,6 +134,7 @@ int adump_host_stream_open(struct adump_session *s, const struct adump_host_stre
 	hs->owner = pthread_self();
 	hs->device_id = c.device_id;
 	hs->stream_id = adump_stream_id_next();
+	hs->is_stats = adump_session_wants_stats(s);
 	pthread_mutex_init(&hs->final_lock, NULL);
 	hs->final_chan.stream_id = hs->stream_id;
 	ret = adump_session_attach_producer(s, hs, hs->stream_id, &host_ops);
@@ -334,6 +337,24 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 	return (int)count;
 }
 
+/* Statistics content: the tensors' statistics, computed here on the owner's thread from the
+ * caller's memory in place (no copy into staging); the record carries them instead of the
+ * bytes. NULL without memory: the bytes go as before. */
+static struct adump_tstats *handover_stats(const struct adump_host_stream *hs, uint32_t count)
+{
+	struct adump_tstats *ts = malloc(count * sizeof(*ts));
+
+	if (!ts)
+		return NULL;
+	for (uint32_t i = 0; i < count; i++) {
+		adump_tstats_init(&ts[i], hs->tensors[i].dtype);
+		if (ts[i].kind != ADUMP_TSTATS_NONE && hs->tensors[i].bytes)
+			adump_tstats_add(&ts[i], hs->data[i],
+					 (size_t)(hs->tensors[i].bytes / ts[i].elem_bytes));
+	}
+	return ts;
+}
+
 static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, uint32_t *task_id)
 {
 	struct adump_port *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
@@ -370,6 +391,9 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 			return ret;
 	}
 	rec->dir = hs->dir;
+	/* The testpoint sends the bytes instead, as without memory: tests compare the two. */
+	if (hs->is_stats && count && ADUMP_TESTPOINT("host.stats_handover") == 0)
+		rec->tstats = handover_stats(hs, (uint32_t)count);
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);

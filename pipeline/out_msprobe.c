@@ -435,7 +435,8 @@ static void entry_fill(struct adump_session *s, struct file_state *fs, struct ms
 		for (uint32_t d = 0; d < ot->dim_count; d++)
 			json_object_array_add(shape, json_object_new_int64((int64_t)ot->dims[d]));
 		json_object_object_add(t->leaf, "shape", shape);
-		st = fs->has_stats ? adump_statacc_tensor(&fs->stats, i, &is_complete) : NULL;
+		st = fs->has_stats ? adump_statacc_tensor(&fs->stats, i) : NULL;
+		is_complete = st != NULL;
 		put_stats(t->leaf, st, is_complete, ot->dtype);
 		json_object_object_add(t->leaf, "requires_grad",
 				       json_object_new_boolean(t->requires_grad));
@@ -985,8 +986,8 @@ static void msp_record(struct adump_worker *w, struct adump_chan *chan, struct a
 	uint64_t lo = rec->offset, hi = rec->offset + rec->len;
 	uintptr_t in_flight = 0;
 
-	if (rec->len && fs->has_stats)
-		adump_statacc_feed(&fs->stats, rec->offset, data, rec->len);
+	if (fs->has_stats)
+		adump_statacc_record(&fs->stats, rec);
 	/* The anchor counts the record's writes in flight; its pieces complete in any order. */
 	*anchor = (struct adump_chunk_write){ .chan = chan, .rec = rec };
 	while (rec->len && mf->next_tensor < mf->count && !fs->is_failed) {

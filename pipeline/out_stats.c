@@ -34,8 +34,7 @@ static void stats_begin_file(struct adump_worker *w, struct file_state *fs, bool
 static void stats_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec,
 			 struct file_state *fs)
 {
-	if (rec->len)
-		adump_statacc_feed(&fs->stats, rec->offset, adump_rec_data(rec), rec->len);
+	adump_statacc_record(&fs->stats, rec);
 	adump_record_done(w, chan, rec, fs);
 }
 

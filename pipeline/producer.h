@@ -7,6 +7,7 @@
 #ifndef ADUMP_PIPELINE_PRODUCER_H
 #define ADUMP_PIPELINE_PRODUCER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "adump/adump.h"
@@ -56,5 +57,10 @@ ADUMP_HIDDEN int adump_session_stream_dir(struct adump_session *s, const char *d
  * and by adump_session_flush(). Errors go to the session's first error. Any thread.
  */
 ADUMP_HIDDEN void adump_session_dir_done(struct adump_session *s, const char *dir);
+
+/* Whether the session keeps statistics only (ADUMP_CONTENT_STATS): a producer that can read
+ * its tensors in place computes them at handover (struct adump_op_rec.tstats). Fixed for
+ * the session's life. */
+ADUMP_HIDDEN bool adump_session_wants_stats(const struct adump_session *s);
 
 #endif

@@ -567,6 +567,13 @@ void adump_session_dir_done(struct adump_session *s, const char *dir)
 		s->out->dir_done(s, dir);
 }
 
+bool adump_session_wants_stats(const struct adump_session *s)
+{
+	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
+	return s->cfg.content == ADUMP_CONTENT_STATS &&
+	       !(s->cfg.format == ADUMP_OUTPUT_MSPROBE && s->cfg.summary == ADUMP_SUMMARY_MD5);
+}
+
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,
 			     char **out)
 {

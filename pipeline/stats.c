@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Streaming statistics for stats dump (reference §2.4): a file's payload, fed in chunks cut
- * anywhere, is split into each tensor's whole elements for common/tstats.c, and printed by
+ * anywhere, is split into each tensor's whole elements for common/tstats.c (or its statistics
+ * come computed at handover, adump_statacc_record()), and printed by
  * CANN's device-side rules (adump_tstats_cann_*()). Numbers print like a C++ ostream (%g,
  * six significant digits); integer types print exactly. */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include "adump/adump.h"
 #include "common/common.h"
 #include "pipeline/stats.h"
+#include "ring/ring.h"
 
 static bool is_stat_tensor(const struct adump_tensor *t)
 {
@@ -139,6 +141,42 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
 	}
 	if (len)
 		acc->next_offset += len;        /* past the last tensor: nothing to count */
+}
+
+void adump_statacc_record(struct adump_statacc *acc, const struct adump_rec *rec)
+{
+	const struct adump_op_rec *op = rec->op;
+
+	if (!op->tstats) {
+		if (rec->len)
+			adump_statacc_feed(acc, rec->offset, adump_rec_data(rec), rec->len);
+		return;
+	}
+	if (acc->has_handover)
+		return;
+	/* The producer's statistics cover every element of every tensor: as if all bytes had
+	 * been fed. Tensors without statistics stay as adump_statacc_init() left them. */
+	for (uint32_t i = 0; i < acc->op->tensor_count; i++)
+		if (is_stat_tensor(&acc->op->tensors[i]))
+			priv(acc, i)->s = op->tstats[i];
+	acc->has_handover = true;
+	acc->tensor_index = acc->op->tensor_count;
+	acc->next_offset = op->payload_bytes;
+	acc->partial_bytes = 0;
+}
+
+const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t index)
+{
+	const struct adump_tensor *t;
+	const struct statacc_priv *pv;
+
+	if (!acc->op || index >= acc->op->tensor_count)
+		return NULL;
+	t = &acc->op->tensors[index];
+	pv = (const struct statacc_priv *)acc->tensors + index;
+	if (!is_stat_tensor(t) || pv->is_incomplete || pv->s.count != t->bytes / pv->s.elem_bytes)
+		return NULL;
+	return &pv->s;
 }
 
 static void put_double(FILE *f, double v)
@@ -285,21 +323,6 @@ int adump_statacc_csv(struct adump_statacc *acc, char **out, size_t *len)
 	if (len)
 		*len = n_len;
 	return 0;
-}
-
-const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t i,
-						bool *is_complete)
-{
-	const struct statacc_priv *pv;
-
-	if (!acc->op || i >= acc->op->tensor_count || !acc->tensors ||
-	    !is_stat_tensor(&acc->op->tensors[i]))
-		return NULL;
-	pv = (const struct statacc_priv *)acc->tensors + i;
-	if (is_complete)
-		*is_complete = !pv->is_incomplete && pv->s.count * pv->s.elem_bytes ==
-				acc->op->tensors[i].bytes / pv->s.elem_bytes * pv->s.elem_bytes;
-	return &pv->s;
 }
 
 void adump_statacc_fini(struct adump_statacc *acc)

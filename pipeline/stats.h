@@ -21,6 +21,7 @@ struct adump_statacc {
 	uint64_t tensor_start;          /* its first payload byte */
 	uint8_t partial[16];            /* an element split across feeds */
 	uint32_t partial_bytes;
+	bool has_handover;              /* took a producer's statistics */
 	void *tensors;                  /* private: one accumulator per op tensor */
 };
 
@@ -48,6 +49,27 @@ int adump_statacc_init(struct adump_statacc *acc, const struct adump_op *op, uin
 void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, const void *data,
 			size_t len);
 
+struct adump_rec;
+
+/**
+ * adump_statacc_record() - what an output kind calls for each record of a file it keeps
+ * statistics of (in @acc), whatever the record carries: payload bytes are fed
+ * (adump_statacc_feed()); statistics the producer computed at handover (rec->op->tstats, a
+ * host stream of a statistics session) are taken whole, once. Either way @acc ends up with
+ * the same statistics and the same CSV. Worker thread of the file.
+ */
+void adump_statacc_record(struct adump_statacc *acc, const struct adump_rec *rec);
+
+struct adump_tstats;
+
+/**
+ * adump_statacc_tensor() - tensor @index's statistics (common/common.h, read through the
+ * adump_tstats_*() functions or its public fields), or NULL when it has none: not an input
+ * or output, a dtype without statistics, or not fully fed (a gap or a drop: its CSV row
+ * prints NA). Valid until the next call on @acc.
+ */
+const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t index);
+
 /**
  * adump_statacc_csv() - the CSV text (reference §2.4): a header line, then one row per input
  * and per output. Tensors not fully fed print NA in their statistic columns.
@@ -55,15 +77,6 @@ void adump_statacc_feed(struct adump_statacc *acc, uint64_t payload_offset, cons
  * Return: 0 or -ENOMEM.
  */
 int adump_statacc_csv(struct adump_statacc *acc, char **out, size_t *len);
-
-/**
- * adump_statacc_tensor() - tensor @i's statistics so far (common/tstats.c), for an output
- * that prints them its own way (out_msprobe.c). @is_complete (NULL ok): every byte of it was
- * fed. Return: NULL for a tensor without statistics (buffers, workspaces, dtypes without a
- * kind) or @i out of range. Borrowed until adump_statacc_fini().
- */
-const struct adump_tstats *adump_statacc_tensor(const struct adump_statacc *acc, uint32_t i,
-						bool *is_complete);
 
 /** adump_statacc_fini() - free the accumulators. NULL or an unused @acc is fine. */
 void adump_statacc_fini(struct adump_statacc *acc);

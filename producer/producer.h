@@ -84,7 +84,7 @@ int adump_port_wait_idle(struct adump_port *p);
  * back to back, read from @data[i] for tensor i, into chunks as the channel requires (cut at
  * aligned file offsets with an alignment, see struct adump_rec); for each, reserve a
  * record, copy the bytes into its buffer, commit. A file with no payload posts one empty
- * record.
+ * record, and so does one whose statistics came with it (@op_rec->tstats).
  * @op_rec: from adump_op_rec_create*(); the consumer owns it from here on, even on a drop.
  * @data:   one pointer per tensor of the op (NULL for an empty one); borrowed for the call,
  *          or with @is_ref until the hooks' release.

@@ -78,9 +78,27 @@ def _copy_named(func, args, kwargs, names):
     return args, kwargs
 
 
+# The header dtype of each torch dtype dumped as (buffer, dtype, shape) straight away: what
+# Stream.dump would work out from the numpy array, without the per-tensor checks.
+_DIRECT = {
+    torch.float32: _adump.DT_FLOAT, torch.float16: _adump.DT_FLOAT16,
+    torch.float64: _adump.DT_DOUBLE, torch.int8: _adump.DT_INT8, torch.int16: _adump.DT_INT16,
+    torch.int32: _adump.DT_INT32, torch.int64: _adump.DT_INT64, torch.uint8: _adump.DT_UINT8,
+    torch.bool: _adump.DT_BOOL,
+}
+
+
 def _host(t):
     """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
     one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
+    dt = _DIRECT.get(t.dtype)
+    if dt is not None and t.layout is torch.strided and t.device.type == "cpu" and \
+            not t.is_quantized:
+        # The common case, once per dumped tensor: no copy unless it is not contiguous.
+        t = t.detach()
+        if not t.is_contiguous():
+            t = t.contiguous()
+        return (t.numpy(), dt, tuple(t.shape))
     if not storable(t):
         return None
     dt = STORED[t.dtype]
@@ -193,6 +211,7 @@ class capture(_Select):
         # layout keeps its segments open per session, so there it is one session per step.
         self._per_step_sessions = self.config.get("layout") == "packed"
         self._stream_dirs = {}          # thread id -> the directory its stream writes to
+        self._stream_keys = {}          # thread id -> (step, rank dir) it was checked for
         self._coll = Collectives(self)
         self._handles = []
         self._mode = None
@@ -279,7 +298,9 @@ class capture(_Select):
         st = self._streams.get(tid)
         if st is None:
             st = self._streams[tid] = self._session.stream()
-        if not self._per_step_sessions:
+        if not self._per_step_sessions and \
+                self._stream_keys.get(tid) != (self.step_no, self.rank_dir):
+            self._stream_keys[tid] = (self.step_no, self.rank_dir)
             target = self._step_dir()
             if self._stream_dirs.get(tid) != target:
                 st.set_dir(target)      # waits for this stream's dumps in flight
@@ -296,6 +317,7 @@ class capture(_Select):
         self._session = None
         self._streams = {}
         self._stream_dirs = {}
+        self._stream_keys = {}
         s.flush()
         for k, v in s.stats().items():
             if isinstance(v, int) and k not in ("first_error", "writes_in_flight"):
@@ -368,7 +390,8 @@ class capture(_Select):
         self.dumps += 1
         dfx = to_json(info) if info is not None else None
         if not self.zero_copy:
-            st.dump(op_type, name, ins, outs, attrs=attrs, dfx_message=dfx)
+            # The native call: every argument is in the form it takes (_host()).
+            st._st.dump(op_type, name, ins, outs, True, attrs=attrs, dfx_message=dfx)
             return
 
         def unchanged():

@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "helpers.h"
+#include "common/common.h"
 #include "pipeline/stats.h"
+#include "ring/ring.h"
 
 #define HEADER "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,Negative Inf Count,Positive Inf Count\n"
 
@@ -217,6 +219,76 @@ START_TEST(test_selected_columns_and_gaps)
 }
 END_TEST
 
+/* adump_statacc_record(), the one call of the output kinds: a record carrying statistics
+ * computed at handover gives the CSV of the bytes (taken once, however many records), and
+ * records carrying bytes are fed as before, a dropped one printing NA. */
+START_TEST(test_record_handover_and_bytes)
+{
+	struct adump_tensor t[9];
+	struct adump_op op;
+	struct adump_op_rec *orec;
+	struct adump_statacc acc;
+	uint8_t payload[128];
+	size_t len, off = 0;
+	char *csv;
+
+	mixed(&op, t, payload, &len);
+	ck_assert_int_eq(adump_op_rec_create(&op, NULL, &orec), 0);
+	orec->tstats = calloc(op.tensor_count, sizeof(struct adump_tstats));
+	ck_assert_ptr_nonnull(orec->tstats);
+	for (uint32_t i = 0; i < op.tensor_count; i++) {
+		adump_tstats_init(&orec->tstats[i], t[i].dtype);
+		if (orec->tstats[i].kind != ADUMP_TSTATS_NONE)
+			adump_tstats_add(&orec->tstats[i], payload + off,
+					 t[i].bytes / orec->tstats[i].elem_bytes);
+		off += t[i].bytes;
+	}
+	struct adump_rec rec = { .op = orec, .flags = ADUMP_REC_FIRST | ADUMP_REC_LAST };
+
+	ck_assert_int_eq(adump_statacc_init(&acc, &orec->op, 0), 0);
+	adump_statacc_record(&acc, &rec);
+	adump_statacc_record(&acc, &rec);
+	ck_assert_int_eq(adump_statacc_csv(&acc, &csv, NULL), 0);
+	ck_assert_str_eq(csv, mixed_csv);
+	free(csv);
+	ck_assert_ptr_nonnull(adump_statacc_tensor(&acc, 0));
+	ck_assert_uint_eq(adump_statacc_tensor(&acc, 0)->nan_count, 1);
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 3));     /* complex: none */
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 8));     /* workspace */
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 9));     /* past the last */
+	adump_statacc_fini(&acc);
+
+	/* Bytes in records of 16, the one at 16 lost: the int8 row prints NA (the complex one
+	 * has no statistics), the others are exact. */
+	free(orec->tstats);
+	orec->tstats = NULL;
+	ck_assert_int_eq(adump_statacc_init(&acc, &orec->op, 0), 0);
+	for (size_t o = 0; o < len; o += 16) {
+		struct adump_rec r = { .op = orec, .offset = o,
+				       .len = (uint32_t)(len - o < 16 ? len - o : 16),
+				       .buf = payload + o };
+
+		if (o != 16)
+			adump_statacc_record(&acc, &r);
+	}
+	ck_assert_int_eq(adump_statacc_csv(&acc, &csv, NULL), 0);
+	ck_assert_str_eq(csv, HEADER
+			 "Input,0,10,DT_FLOAT16,ND,5,inf,-2,inf,5,1,0,1\n"
+			 "Input,1,6,DT_BF16,ND,3,1.5,-3,-0.5,3,0,0,0\n"
+			 "Input,2,5,DT_INT8,ND,5,NA,NA,NA,5,NA,NA,NA\n"
+			 "Input,3,16,DT_COMPLEX64,ND,2,,,,,,,\n"
+			 "Input,4,4,DT_INT32,ND,-,42,42,42,1,0,0,0\n"
+			 "Output,0,16,DT_UINT64,ND,2,18446744073709551615,3,9.22337e+18,2,0,0,0\n"
+			 "Output,1,3,DT_BOOL,ND,3,1,0,0.333333,3,0,0,0\n"
+			 "Output,2,16,DT_DOUBLE,ND,2,0.25,-inf,-inf,2,0,1,0\n");
+	free(csv);
+	ck_assert_ptr_null(adump_statacc_tensor(&acc, 2));     /* int8: the lost record */
+	ck_assert_ptr_nonnull(adump_statacc_tensor(&acc, 1));
+	adump_statacc_fini(&acc);
+	adump_op_rec_destroy(orec);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("acl_statacc");
@@ -228,6 +300,7 @@ int main(void)
 	tcase_add_test(tc, test_split_anywhere);
 	tcase_add_test(tc, test_byte_by_byte);
 	tcase_add_test(tc, test_selected_columns_and_gaps);
+	tcase_add_test(tc, test_record_handover_and_bytes);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

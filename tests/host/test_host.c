@@ -20,6 +20,7 @@
 #include "adump/device.h"
 #include "adump/host.h"
 #include "capture_helpers.h"
+#include "common/common.h"
 #include "dump_data.pb-c.h"
 #include "helpers.h"
 
@@ -1385,6 +1386,87 @@ START_TEST(test_session_destroyed_before_close)
 }
 END_TEST
 
+/* ---- statistics computed at handover ---- */
+
+/* One statistics session of @ops (zero copy or not as each op says): the CSV text of each
+ * op by task id into @csv, and the records the stream posted. With @is_bytes the host
+ * posts the tensors' bytes for the worker to fold, as before statistics moved to the
+ * handover. */
+static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes, char **csv)
+{
+	char *root = t_tmpdir("host-stats");
+	struct adump_config cfg = case_config(root, CASE_STATS, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	struct adump_host_stream_stats hst;
+	char dir[4200];
+	char **files;
+	size_t n;
+
+	if (is_bytes)
+		adump_testpoint_arm("host.stats_handover", -ENOMEM, 1, 1);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned k = 0; k < op_count; k++)
+		ck_assert_int_eq(op_dump(hs, &ops[k], k), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	adump_host_stream_stats(hs, &hst);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	adump_testpoint_disarm_all();
+	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
+	files = t_list_files(dir, &n);
+	ck_assert_uint_eq(n, op_count);
+	for (size_t i = 0; i < n; i++) {
+		char path[8400], base[4200];
+		uint32_t task, stream;
+		size_t len;
+		char *text;
+
+		snprintf(base, sizeof(base), "%s", files[i] + 2);
+		base[strlen(base) - 4] = 0;
+		ck_assert(name_ids(base, &task, &stream));
+		ck_assert_uint_lt(task, op_count);
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		text = t_read_file(path, &len);
+		ck_assert_ptr_nonnull(text);
+		csv[task] = strndup(text, len);         /* the file has no NUL */
+		free(text);
+	}
+	t_free_list(files, n);
+	t_rmtree(root);
+	free(root);
+	return hst.chan.records;
+}
+
+/* Random tensors of every dtype (floats with NaN and infinities among them): the CSV from
+ * statistics computed at handover is byte for byte the CSV from the bytes, and no payload
+ * went through the ring (one record per dump). */
+START_TEST(test_stats_handover_matches_bytes)
+{
+	static struct h_op ops[SINK_OPS];
+	char *by_handover[SINK_OPS] = { NULL }, *by_bytes[SINK_OPS] = { NULL };
+	uint64_t rng = t_seed() | 1, payload = 0, records;
+
+	for (unsigned k = 0; k < SINK_OPS; k++) {
+		op_make(&ops[k], &rng, k, k % 3 == 1);
+		payload += op_payload(&ops[k]);
+	}
+	records = stats_session(ops, SINK_OPS, false, by_handover);
+	ck_assert_uint_eq(records, SINK_OPS);
+	records = stats_session(ops, SINK_OPS, true, by_bytes);
+	ck_assert_uint_ge(records, payload / CHUNK_BYTES);
+	ck_assert_uint_gt(records, SINK_OPS);
+	for (unsigned k = 0; k < SINK_OPS; k++) {
+		ck_assert_msg(!strcmp(by_handover[k], by_bytes[k]), "op %u:\n%s\nfrom bytes:\n%s", k,
+			      by_handover[k], by_bytes[k]);
+		free(by_handover[k]);
+		free(by_bytes[k]);
+		op_free(&ops[k]);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("host");
@@ -1406,6 +1488,7 @@ int main(void)
 	tcase_add_test(tz, test_drop_policy_fails_the_file);
 	tcase_add_test(tz, test_host_and_device_streams_share_a_session);
 	tcase_add_test(tz, test_session_destroyed_before_close);
+	tcase_add_test(tz, test_stats_handover_matches_bytes);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, tz);
 	return t_run_suite(s);
