@@ -20,7 +20,6 @@ device given as the keyword argument dtype / output_dtype / device {"type": "tor
 torch.distributed ReduceOp (by its RedOpType, where msprobe's str() gives an address) and
 ProcessGroup as msprobe writes them."""
 import json
-import math
 import zlib
 
 import numpy as np
@@ -97,9 +96,11 @@ def _special(obj, key):
                     d["value"] = "%s:%s" % (obj.type, obj.index)
                 return d
             return {"type": "torch.dtype", "value": str(obj)}
-        if isinstance(obj, float):
-            return {"type": "float", "value": obj if math.isfinite(obj) else str(obj)}
-        if isinstance(obj, (bool, int, str)):
+        if isinstance(obj, (bool, int, float, str)):
+            # A non-finite float stays a number (NaN, Infinity, -Infinity in the JSON, as
+            # msprobe's json.dump writes it): msprobe compare refuses a dump.json whose
+            # strings start with "-", "+", "=", "%" or "@" (its CSV-injection guard), so
+            # "-inf" as text made it reject the whole file.
             return {"type": type(obj).__name__, "value": obj}
         if isinstance(obj, slice):
             return {"type": "slice", "value": [None if v is None else int(v)
@@ -111,10 +112,7 @@ def _special(obj, key):
         if isinstance(obj, torch.memory_format):
             return {"type": "torch.memory_format", "format": _MEMORY_FORMATS.get(obj)}
         if isinstance(obj, np.generic):
-            v = obj.item()
-            if isinstance(v, float) and not math.isfinite(v):
-                v = str(v)
-            return {"type": type(obj).__name__, "value": v}
+            return {"type": type(obj).__name__, "value": obj.item()}
         return {}               # a dtype or device not given by those names
     dist = getattr(torch, "distributed", None)
     if dist is not None and dist.is_available():

@@ -10,6 +10,7 @@ arguments after the call. Needs neither msprobe nor a process group. Exits 77 wi
 torch."""
 import collections
 import json
+import math
 import os
 import sys
 import unittest
@@ -29,7 +30,7 @@ except ImportError:
 import adump  # noqa: E402
 import adump.torch  # noqa: E402
 from adump._torch_dist import describe_call, describe_result  # noqa: E402
-from adump._torch_info import describe  # noqa: E402
+from adump._torch_info import describe, to_json  # noqa: E402
 
 
 def desc(obj, key=None):
@@ -44,7 +45,7 @@ class NonTensors(unittest.TestCase):
                 (True, {"type": "bool", "value": True}),
                 (3, {"type": "int", "value": 3}),
                 (2.5, {"type": "float", "value": 2.5}),
-                (float("inf"), {"type": "float", "value": "inf"}),
+                (float("-inf"), {"type": "float", "value": float("-inf")}),
                 ("sum", {"type": "str", "value": "sum"}),
                 (slice(1, None, 2), {"type": "slice", "value": [1, None, 2]}),
                 (Ellipsis, {"type": "ellipsis", "value": "..."}),
@@ -58,6 +59,15 @@ class NonTensors(unittest.TestCase):
                 (object(), None),                   # a type msprobe does not describe
                 (torch.strided, None)):
             self.assertEqual(desc(obj)[0], want, repr(obj))
+
+    def test_non_finite_json(self):
+        """Non-finite floats are JSON numbers, as msprobe writes them: msprobe compare refuses
+        a dump.json holding a string that starts with "-" (its CSV-injection guard)."""
+        text = to_json(describe([float("-inf"), float("nan"), np.float32("inf")], [], "input"))
+        self.assertEqual(text, '[{"type":"float","value":-Infinity},'
+                               '{"type":"float","value":NaN},'
+                               '{"type":"float32","value":Infinity}]')
+        self.assertTrue(math.isnan(json.loads(text)[1]["value"]))
 
     def test_keyed(self):
         # msprobe reads the keyword arguments dtype, output_dtype and device by their name.
