@@ -12,8 +12,10 @@ Collectives: the torch.distributed functions below are wrapped while a capture i
 dumped as Distributed.<function>.<n>.forward once their work has completed: a synchronous
 call right after it returns, an async_op=True call when its Work's wait() returns (the
 Work is handed back wrapped; a work never waited for is dumped at the step's end if it has
-completed, else counted in cap.losses). Inputs are the tensor arguments as they were before
-the call, outputs the same arguments after it. Collectives that C++ issues without these
+completed, else counted in cap.losses). The dump.json entry is msprobe's: input_args and
+input_kwargs as they were before the call, output the arguments (positional, then keyword)
+after it; arguments a collective only writes into (all_gather's output list ...) are null
+among the inputs, as msprobe's dump leaves them. Collectives that C++ issues without these
 functions (DistributedDataParallel's gradient buckets, its parameter broadcast) reach the
 op-level dispatch as c10d ops: there the capture waits for their work, then dumps them as
 Distributed.<c10d op>.<n>.forward/backward."""
@@ -22,6 +24,7 @@ import os
 import torch
 
 from ._read import Loss
+from ._torch_info import describe
 
 # torch.distributed functions that move tensors (those this torch has are wrapped).
 COLLECTIVES = (
@@ -29,6 +32,45 @@ COLLECTIVES = (
     "_all_gather_base", "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base",
     "all_to_all", "all_to_all_single", "scatter", "gather", "send", "recv", "isend", "irecv",
 )
+
+# Arguments whose value before the call is not an input (buffers the collective fills), by
+# position among the positional arguments or by keyword: described as null among the inputs
+# and not copied (msprobe's builtin ignore rules for its Distributed APIs). isend's tensor is
+# no output of it.
+IGNORED_INPUTS = {
+    "recv": (0,), "irecv": (0, "tensor"), "all_gather": (0,), "gather": (1,), "scatter": (0,),
+    "reduce_scatter": (0,), "_reduce_scatter_base": (0,), "_all_gather_base": (0,),
+    "all_to_all_single": (0,), "all_to_all": (0,), "all_gather_into_tensor": (0,),
+    "reduce_scatter_tensor": (0,),
+}
+IGNORED_OUTPUTS = {"isend": (0,)}
+
+
+def _masked(args, kwargs, ignored):
+    """(args, kwargs) with the arguments named in @ignored (positions, keywords) set to None."""
+    if not ignored:
+        return args, kwargs
+    args = tuple(None if i in ignored else a for i, a in enumerate(args))
+    kwargs = {k: None if k in ignored else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def describe_call(name, args, kwargs, inputs, skipped=None):
+    """msprobe's input_args and input_kwargs of collective @name called with @args, @kwargs;
+    the tensors described are appended to @inputs (unstorable ones to @skipped: describe())."""
+    a, k = _masked(args, kwargs, IGNORED_INPUTS.get(name))
+    return {"input_args": describe(a, inputs, "input", skipped),
+            "input_kwargs": describe(k, inputs, "input", skipped)}
+
+
+def describe_result(name, args, kwargs, outputs, skipped=None):
+    """msprobe's output of a collective: its arguments after the call, positional then
+    keyword (the tensors described are appended to @outputs)."""
+    a = tuple(args) + tuple(kwargs.values())
+    ignored = IGNORED_OUTPUTS.get(name)
+    if ignored:
+        a = tuple(None if i in ignored else x for i, x in enumerate(a))
+    return describe(list(a), outputs, "output", skipped)
 
 
 def group_rank():
@@ -132,8 +174,10 @@ class Collectives:
                 return fn(*args, **kwargs)
             base = "Distributed.%s" % name
             module = cap.tree.current(cap._in_backward > 0)
-            before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
-                if cap.with_inputs else []
+            info, before, skipped = {}, [], []
+            if cap.with_inputs:
+                info = describe_call(name, args, kwargs, before, skipped)
+                before = [t.detach().clone() for t in before]
             coll.depth += 1
             try:
                 ret = fn(*args, **kwargs)
@@ -145,10 +189,12 @@ class Collectives:
                 cap.tree.record_stack(dump_name)
 
             def done():
-                after = tensors_of((args, kwargs), []) if cap.with_outputs else []
+                after = []
+                if cap.with_outputs:
+                    info["output"] = describe_result(name, args, kwargs, after, skipped)
                 cap.tree.add(dump_name, module)
                 cap._dump(name, dump_name, before, after,
-                          {"module": module} if module else None)
+                          {"module": module} if module else None, info, skipped)
             if ret is None or not hasattr(ret, "wait"):
                 done()              # synchronous: the work has completed
                 return ret

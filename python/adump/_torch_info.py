@@ -8,10 +8,21 @@ holds a JSON object
 whose items are msprobe's: a tensor {"type": "torch.Tensor", "dtype": "torch.float32",
 "shape": [2, 3], "requires_grad": true, "tensor": "input.0"} (its place among the dump's
 inputs or outputs; null with a "loss" saying why when its dtype is not stored), a non-tensor
-value {"type": "float", "value": 2.0}, lists and dicts of items as they were passed."""
-import json
-import math
+value {"type": "float", "value": 2.0}, lists and dicts of items as they were passed.
 
+Non-tensor values are described exactly as msprobe's dump describes them (its PyTorch data
+processor), so the two tools' dump.json entries have the same rows: None and values of types
+msprobe does not know are null; bool, int, float, str {"type", "value"}; slice {"type":
+"slice", "value": [start, stop, step]}; Ellipsis "..."; torch.Size {"type": "torch.Size",
+"value": [...]}; a memory format {"type": "torch.memory_format", "format": name}; a dtype or
+device given as the keyword argument dtype / output_dtype / device {"type": "torch.dtype" /
+"torch.device", "value"}, anywhere else {}; a namedtuple as a dict of its fields; the
+torch.distributed ReduceOp (by its RedOpType, where msprobe's str() gives an address) and
+ProcessGroup as msprobe writes them."""
+import json
+import zlib
+
+import numpy as np
 import torch
 
 from . import _adump
@@ -29,11 +40,12 @@ def storable(t):
     return t.dtype in STORED and not t.is_sparse and not t.is_quantized
 
 
-def describe(obj, tensors, kind, skipped=None):
+def describe(obj, tensors, kind, skipped=None, key=None):
     """The description of @obj; its storable tensors are appended to @tensors (in the
     order adump.torch dumps them) and referred to as "<kind>.<index>"; the others, if
     @skipped is a list, go there as (kind, index among all tensors of @kind, bytes, dtype)
-    for the loss log."""
+    for the loss log. @key: the name @obj was passed under (a keyword argument or a dict
+    key), which msprobe reads for dtype and device."""
     if isinstance(obj, torch.Tensor):
         d = {"type": "torch.Tensor", "dtype": str(obj.dtype), "shape": list(obj.shape),
              "requires_grad": bool(obj.requires_grad)}
@@ -48,17 +60,77 @@ def describe(obj, tensors, kind, skipped=None):
             d["loss"] = "not stored: %s%s" % (obj.dtype, " (sparse)" if obj.is_sparse else
                                               " (quantized)" if obj.is_quantized else "")
         return d
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return {"type": type(obj).__name__, "value": obj}
-    if isinstance(obj, float):
-        return {"type": "float", "value": obj if math.isfinite(obj) else str(obj)}
+    special = _special(obj, key)
+    if special is not _NOT_SPECIAL:
+        return special
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return {str(k): describe(getattr(obj, k), tensors, kind, skipped, k)
+                for k in obj._fields}
     if isinstance(obj, (tuple, list)):
         return [describe(o, tensors, kind, skipped) for o in obj]
     if isinstance(obj, dict):
-        return {str(k): describe(v, tensors, kind, skipped) for k, v in obj.items()}
-    if isinstance(obj, (torch.dtype, torch.device, torch.memory_format, torch.layout, slice)):
-        return {"type": type(obj).__name__, "value": str(obj)}
-    return {"type": type(obj).__name__}
+        return {str(k): describe(v, tensors, kind, skipped, k) for k, v in obj.items()}
+    return None                 # None, and types msprobe does not describe: null
+
+
+_NOT_SPECIAL = object()
+_MEMORY_FORMATS = {torch.contiguous_format: "contiguous_format",
+                   torch.channels_last: "channels_last",
+                   torch.channels_last_3d: "channels_last_3d",
+                   torch.preserve_format: "preserve_format"}
+_KEYED = ("device", "dtype", "output_dtype")
+
+
+def _special(obj, key):
+    """msprobe's description of a value of one of the types it describes itself (its
+    builtin, numpy and torch types), else _NOT_SPECIAL."""
+    if isinstance(obj, (bool, int, float, str, slice, type(Ellipsis), torch.Size, torch.dtype,
+                        torch.device, torch.memory_format, np.generic)):
+        if key in _KEYED:
+            # Keyed by name, msprobe reads these as a dtype or a device whatever they hold.
+            if key == "device":
+                d = {"type": "torch.device"}
+                if isinstance(obj, (int, str)):
+                    d["value"] = obj
+                elif isinstance(obj, torch.device):
+                    d["value"] = "%s:%s" % (obj.type, obj.index)
+                return d
+            return {"type": "torch.dtype", "value": str(obj)}
+        if isinstance(obj, (bool, int, float, str)):
+            # A non-finite float stays a number (NaN, Infinity, -Infinity in the JSON, as
+            # msprobe's json.dump writes it): msprobe compare refuses a dump.json whose
+            # strings start with "-", "+", "=", "%" or "@" (its CSV-injection guard), so
+            # "-inf" as text made it reject the whole file.
+            return {"type": type(obj).__name__, "value": obj}
+        if isinstance(obj, slice):
+            return {"type": "slice", "value": [None if v is None else int(v)
+                                               for v in (obj.start, obj.stop, obj.step)]}
+        if obj is Ellipsis:
+            return {"type": "ellipsis", "value": "..."}
+        if isinstance(obj, torch.Size):
+            return {"type": "torch.Size", "value": [int(x) for x in obj]}
+        if isinstance(obj, torch.memory_format):
+            return {"type": "torch.memory_format", "format": _MEMORY_FORMATS.get(obj)}
+        if isinstance(obj, np.generic):
+            return {"type": type(obj).__name__, "value": obj.item()}
+        return {}               # a dtype or device not given by those names
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available():
+        if isinstance(obj, dist.ReduceOp):
+            # msprobe writes str(op), which for torch 1.13's ReduceOp objects is an address
+            # ("<...ReduceOp object at 0x...>") no two runs share; its RedOpType names the
+            # operation ("RedOpType.MAX") and compares.
+            return {"type": "torch.distributed.ReduceOp", "value": str(getattr(obj, "op", obj))}
+        if isinstance(obj, dist.ProcessGroup):
+            d = {"type": "torch.ProcessGroup"}
+            try:
+                ranks = dist.get_process_group_ranks(obj)
+            except (RuntimeError, ValueError, AttributeError):
+                return d
+            d["group_ranks"] = ranks
+            d["group_id"] = "%08x" % zlib.crc32(str(ranks).encode("utf-8"))
+            return d
+    return _NOT_SPECIAL
 
 
 def to_json(info):

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """adump.torch under distributed training: two processes on the gloo backend over loopback
 (127.0.0.1) train a tiny DistributedDataParallel model (with buffers, which DDP broadcasts
-from rank 0 every forward) and call all_reduce and an async broadcast, at module and op
-level, with the capture created before and after init_process_group, with and without RANK
-set. Checked: each rank writes only into its own step<N>/rank<R> (no proc<pid> left, nothing
-shared), collectives' dumped outputs are the completed values (all_reduce's sum, rank 0's
-broadcast data, DDP's reduced gradients equal on both ranks). Also: a capture killed with
-SIGKILL leaves nothing stale; a second capture into a used dump_path never mixes with the
-first. Bounded: one pair of processes runs the four cases, each process under a timeout.
+from rank 0 every forward) and call all_reduce, an async broadcast and all_gather, at module
+and op level, with the capture created before and after init_process_group, with and without
+RANK set. Checked: each rank writes only into its own step<N>/rank<R> (no proc<pid> left,
+nothing shared), collectives' dumped outputs are the completed values (all_reduce's sum,
+rank 0's broadcast data, both ranks' all_gather data, DDP's reduced gradients equal on both
+ranks), their dfx_message msprobe's entry (non-tensor arguments, the list all_gather fills
+null among the inputs). Also: a capture killed with SIGKILL leaves nothing stale; a second
+capture into a used dump_path never mixes with the first. Bounded: one pair of processes runs
+the four cases, each process under a timeout.
 Exits 77 without torch or gloo."""
 import json
 import os
@@ -77,6 +79,8 @@ def worker(rank, top, ports):
                 dist.all_reduce(t)
                 b = torch.arange(4.0) + 10 * rank
                 dist.broadcast(b, 0, async_op=True).wait()
+                outs = [torch.zeros(2) for _ in range(2)]
+                dist.all_gather(outs, torch.tensor([1.0, 2.0]) + 10 * rank)
                 model.zero_grad()
                 cap.step()
         rec["losses"] = [list(x) for x in cap.losses]
@@ -148,6 +152,29 @@ class TwoRanks(unittest.TestCase):
                 np.testing.assert_array_equal(bc.inputs[0], np.arange(4.0, dtype=np.float32)
                                               + 10 * r)
                 np.testing.assert_array_equal(bc.outputs[0], np.arange(4.0, dtype=np.float32))
+                # msprobe's entry: non-tensor arguments kept, the output being the arguments
+                # after the call.
+                info = json.loads(bc.dfx_message)
+                self.assertEqual(info["input_args"][1], {"type": "int", "value": 0})
+                self.assertEqual(info["input_kwargs"],
+                                 {"async_op": {"type": "bool", "value": True}})
+                self.assertEqual(info["output"][0]["tensor"], "output.0")
+                self.assertEqual(info["output"][1:], [{"type": "int", "value": 0},
+                                                      {"type": "bool", "value": True}])
+                # all_gather: the list it fills is no input (null, not dumped); its output
+                # holds both ranks' tensors, then this rank's own.
+                ag = d["Distributed.all_gather.0.forward"]
+                info = json.loads(ag.dfx_message)
+                self.assertIsNone(info["input_args"][0])
+                self.assertEqual(info["input_args"][1]["tensor"], "input.0")
+                self.assertEqual(len(ag.inputs), 1)
+                np.testing.assert_array_equal(ag.inputs[0], np.array([1.0, 2.0], np.float32)
+                                              + 10 * r)
+                self.assertEqual([[o["tensor"] for o in info["output"][0]],
+                                  info["output"][1]["tensor"]],
+                                 [["output.0", "output.1"], "output.2"])
+                for i, want in enumerate(([1.0, 2.0], [11.0, 12.0], [1.0 + 10 * r, 2.0 + 10 * r])):
+                    np.testing.assert_array_equal(ag.outputs[i], np.array(want, np.float32))
             if level == "op":
                 # DDP's gradient allreduce (C++, reached through the dispatcher): dumped
                 # after its work completed, so equal on both ranks and equal to the gradients
