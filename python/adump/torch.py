@@ -814,9 +814,11 @@ class capture(_Select):
 
     def _final_rank(self):
         """A process that never joined a process group: its proc<pid> directories become
-        rank<RANK> (rank0 without RANK) where that name is free."""
+        rank<RANK> (rank0 without RANK) where that name is free; in msprobe's layout they
+        stay proc<pid>, as msprobe leaves them (msprobe compare pairs a proc directory with a
+        proc directory, not with rank0)."""
         self._check_rank()
-        if self.rank is None and self._proc_steps:
+        if self.rank is None and self._proc_steps and self.format != "msprobe":
             r = env_rank()
             self._promote(0 if r is None else r)
 

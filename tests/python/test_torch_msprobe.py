@@ -31,6 +31,10 @@ import adump  # noqa: E402
 import adump.torch  # noqa: E402
 
 
+# A process outside every process group keeps msprobe's proc<pid> directory.
+PROC = "proc%d" % os.getpid()
+
+
 class Blk(nn.Module):
     def __init__(self):
         super().__init__()
@@ -235,14 +239,14 @@ class MsprobeLayout(unittest.TestCase):
         cap = helpers.tmpdir("msp-fmt")
         seen = run(cap, format="msprobe")
         for step in ("step0", "step1"):
-            d = os.path.join(cap, step, "rank0")
+            d = os.path.join(cap, step, PROC)
             self.assertEqual(sorted(os.listdir(d)), ["construct.json", "dump.json",
                                                      "dump_tensor_data", "stack.json"])
-        self.check_rank_dir(os.path.join(cap, "step0", "rank0"), seen)
+        self.check_rank_dir(os.path.join(cap, "step0", PROC), seen)
         # stack=True: msprobe's stack.json, each forward entry under some stack
         cap2 = helpers.tmpdir("msp-stack")
         run(cap2, steps=1, format="msprobe", stack=True)
-        st = json.load(open(os.path.join(cap2, "step0", "rank0", "stack.json")))
+        st = json.load(open(os.path.join(cap2, "step0", PROC, "stack.json")))
         named = {n for nodes, _ in st.values() for n in nodes}
         self.assertIn("Module.b0.lin.Linear.forward.0", named)
         self.assertTrue(any("test_torch_msprobe.py" in line
@@ -261,7 +265,7 @@ class MsprobeLayout(unittest.TestCase):
         # its description; fc's addmm output equals what a hook saw of fc's output
         cap = helpers.tmpdir("msp-fmt-op")
         seen = run(cap, steps=1, level="op", format="msprobe", md5=True)
-        d = os.path.join(cap, "step0", "rank0")
+        d = os.path.join(cap, "step0", PROC)
         self.assertEqual(sorted(os.listdir(d)), ["construct.json", "dump.json",
                                                  "dump_tensor_data", "stack.json"])
         with open(os.path.join(d, "dump.json")) as f:
@@ -298,7 +302,7 @@ class MsprobeLayout(unittest.TestCase):
     def test_statistics(self):
         cap = helpers.tmpdir("msp-stats")
         run(cap, content="stats", format="msprobe")
-        d = os.path.join(cap, "step0", "rank0")
+        d = os.path.join(cap, "step0", PROC)
         self.assertFalse(os.path.exists(os.path.join(d, "dump_tensor_data")))
         doc = json.load(open(os.path.join(d, "dump.json")))
         self.assertEqual(doc["task"], "statistics")
