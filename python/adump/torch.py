@@ -372,6 +372,12 @@ class capture(_Select):
         # Tensors describe() found unstorable (kind, index, bytes, dtype), of the parts dumped.
         skipped = [x for x in skipped or () if (x[0] == "input" and self.with_inputs) or
                    (x[0] == "output" and self.with_outputs)]
+        if info is not None and not (self.with_inputs and self.with_outputs):
+            # The side not dumped is not described either (msprobe's data_mode leaves its
+            # keys out of the entry; described tensors would name inputs the dump lacks).
+            drop = ("input_args", "input_kwargs", "parameters") if not self.with_inputs \
+                else ("output",)
+            info = {k: v for k, v in info.items() if k not in drop}
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
                 a = _host(t)

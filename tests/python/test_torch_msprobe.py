@@ -299,6 +299,21 @@ class MsprobeLayout(unittest.TestCase):
         names = [k for k in data if k.startswith("Aten.addmm") and k.endswith(".forward")]
         self.assertEqual(names[-1], fc[0])
 
+    def test_data_mode(self):
+        # The side not dumped is left out of each entry, as msprobe's data_mode does.
+        for mode, gone, kept in (("input", "output", "input_args"),
+                                 ("output", "input_args", "output")):
+            cap = helpers.tmpdir("msp-dm-" + mode)
+            run(cap, steps=1, format="msprobe", data_mode=mode)
+            d = os.path.join(cap, "step0", PROC)
+            data = json.load(open(os.path.join(d, "dump.json")))["data"]
+            fc = data["Module.fc.Linear.forward.0"]
+            self.assertNotIn(gone, fc, mode)
+            self.assertIn(kept, fc, mode)
+            for t in fc[kept][:1]:
+                self.assertTrue(os.path.exists(os.path.join(d, "dump_tensor_data",
+                                                            t["data_name"])), mode)
+
     def test_statistics(self):
         cap = helpers.tmpdir("msp-stats")
         run(cap, content="stats", format="msprobe")
