@@ -376,6 +376,16 @@ ADUMP_HIDDEN void adump_waitpoint_wake(struct adump_waitpoint *wp);
 ADUMP_HIDDEN void adump_wake_fence(void);
 
 
+/* ---- A growable byte buffer (common/buf.c) ---- */
+struct adump_buf {
+	unsigned char *p;                       /* free() it; a '\0' follows the bytes */
+	size_t len, cap;
+	int err;                                /* -ENOMEM once an append failed */
+};
+/* Append @n bytes of @d; after a failure, nothing (b->err says so). */
+ADUMP_HIDDEN void adump_buf_put(struct adump_buf *b, const void *d, size_t n);
+ADUMP_HIDDEN void adump_buf_str(struct adump_buf *b, const char *s);
+
 /* ---- torch's .pt files (common/pt.c) ----
  *
  * The bytes of a .pt file around its tensor's: the pipeline's msprobe output writes the

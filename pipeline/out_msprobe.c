@@ -358,58 +358,24 @@ static void slots_free(struct msp_slot *s)
 	}
 }
 
-struct text_buf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void text_put(struct text_buf *b, const char *s, size_t n)
-{
-	if (b->err)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void text_str(struct text_buf *b, const char *s)
-{
-	text_put(b, s, strlen(s));
-}
-
 /* "<name>": <value> of one entry, as dump.json holds it. */
 static char *entry_text(const char *name, struct json_object *value)
 {
 	struct json_object *key = json_object_new_string(name);
-	struct text_buf b = { 0 };
+	struct adump_buf b = { 0 };
 
 	if (!key)
 		return NULL;
-	text_str(&b, json_object_to_json_string_ext(key, JSON_C_TO_STRING_NOSLASHESCAPE));
-	text_str(&b, ": ");
-	text_str(&b, json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN |
+	adump_buf_str(&b, json_object_to_json_string_ext(key, JSON_C_TO_STRING_NOSLASHESCAPE));
+	adump_buf_str(&b, ": ");
+	adump_buf_str(&b, json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN |
 							   JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(key);
 	if (b.err) {
 		free(b.p);
 		return NULL;
 	}
-	return b.p;
+	return (char *)b.p;
 }
 
 /* Write <dir>/dump.json from @slots (in order), after the entries of a dump.json already
@@ -417,7 +383,7 @@ static char *entry_text(const char *name, struct json_object *value)
 static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_slot *slots)
 {
 	struct json_object *old = NULL, *old_data;
-	struct text_buf b = { 0 };
+	struct adump_buf b = { 0 };
 	struct adump_pubfile pf;
 	char path[4200], *data_dir = NULL;
 	bool any_module = false, any_api = false, first = true;
@@ -435,26 +401,26 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 			old = NULL;
 		}
 	}
-	text_str(&b, "{\n \"task\": \"");
-	text_str(&b, ms->has_data ? "tensor" : "statistics");
-	text_str(&b, "\",\n \"level\": \"");
+	adump_buf_str(&b, "{\n \"task\": \"");
+	adump_buf_str(&b, ms->has_data ? "tensor" : "statistics");
+	adump_buf_str(&b, "\",\n \"level\": \"");
 	/* Filled below once every entry is known: reserve the longest value. */
 	size_t level_at = b.len;
 
-	text_str(&b, "mix\",\n \"framework\": \"pytorch\",\n \"dump_data_dir\": ");
+	adump_buf_str(&b, "mix\",\n \"framework\": \"pytorch\",\n \"dump_data_dir\": ");
 	if (ms->has_data) {
 		struct json_object *dd;
 
 		if (asprintf(&data_dir, "%s/dump_tensor_data", dir) < 0)
 			data_dir = NULL;
 		dd = json_object_new_string(data_dir ? data_dir : "");
-		text_str(&b, json_object_to_json_string_ext(dd, JSON_C_TO_STRING_NOSLASHESCAPE));
+		adump_buf_str(&b, json_object_to_json_string_ext(dd, JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(dd);
 		free(data_dir);
 	} else {
-		text_str(&b, "null");
+		adump_buf_str(&b, "null");
 	}
-	text_str(&b, ",\n \"data\": {");
+	adump_buf_str(&b, ",\n \"data\": {");
 	if (old) {
 		json_object_object_foreach(old_data, k, v) {
 			char *t = entry_text(k, v);
@@ -463,8 +429,8 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 				b.err = -ENOMEM;
 				break;
 			}
-			text_str(&b, first ? "\n  " : ",\n  ");
-			text_str(&b, t);
+			adump_buf_str(&b, first ? "\n  " : ",\n  ");
+			adump_buf_str(&b, t);
 			free(t);
 			first = false;
 			if (strncmp(k, "Module.", 7) == 0)
@@ -476,15 +442,15 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 	for (struct msp_slot *s = slots; s; s = s->next) {
 		if (!s->text)
 			continue;       /* a failed dump: counted in the loss log */
-		text_str(&b, first ? "\n  " : ",\n  ");
-		text_str(&b, s->text);
+		adump_buf_str(&b, first ? "\n  " : ",\n  ");
+		adump_buf_str(&b, s->text);
 		first = false;
 		if (s->is_module)
 			any_module = true;
 		else
 			any_api = true;
 	}
-	text_str(&b, first ? "}\n}\n" : "\n }\n}\n");
+	adump_buf_str(&b, first ? "}\n}\n" : "\n }\n}\n");
 	json_object_put(old);
 	if (b.err)
 		return b.err;
