@@ -376,6 +376,16 @@ ADUMP_HIDDEN void adump_waitpoint_wake(struct adump_waitpoint *wp);
 ADUMP_HIDDEN void adump_wake_fence(void);
 
 
+/* ---- A growable byte buffer (common/buf.c) ---- */
+struct adump_buf {
+	unsigned char *p;                       /* free() it; a '\0' follows the bytes */
+	size_t len, cap;
+	int err;                                /* -ENOMEM once an append failed */
+};
+/* Append @n bytes of @d; after a failure, nothing (b->err says so). */
+ADUMP_HIDDEN void adump_buf_put(struct adump_buf *b, const void *d, size_t n);
+ADUMP_HIDDEN void adump_buf_str(struct adump_buf *b, const char *s);
+
 /* ---- torch's .pt files (common/pt.c) ----
  *
  * The bytes of a .pt file around its tensor's: the pipeline's msprobe output writes the
@@ -420,5 +430,31 @@ ADUMP_HIDDEN void adump_py_float(double v, char *out, size_t cap);
 /* @v rounded to the floating dtype @dtype (float32, float16, bfloat16; others unchanged):
  * a statistic as torch computes it, in the tensor's dtype. */
 ADUMP_HIDDEN double adump_torch_round(double v, int32_t dtype);
+
+/* ---- A dump's entry in msprobe's dump.json (common/msentry.c) ----
+ *
+ * The pipeline's msprobe output and the reader's exporter build it alike from the dump's
+ * dfx_message; what each tensor item becomes is the caller's. */
+struct json_object;
+struct adump_msentry_src {
+	void *ctx;
+	uint32_t tensor_count;
+	/* The kind of tensor @i (a reference "input.2" counts among its kind). */
+	enum adump_tensor_kind (*kind)(void *ctx, uint32_t i);
+	/* The description of tensor @ti, its data name @data_name, into *out (set even on an
+	 * error, or left NULL). Return: 0 or -errno. */
+	int (*leaf)(void *ctx, uint32_t ti, const char *data_name, bool requires_grad,
+		    struct json_object **out);
+	/* A tensor item names @ref, which the dump does not hold: -errno to fail, 0 to keep
+	 * the item as described. NULL: keep it. */
+	int (*missing)(void *ctx, const char *ref);
+};
+/* The dfx_message as a JSON object into *out (NULL for none or ""). Return: 0, or
+ * -ADUMP_ERR_CORRUPT when it is not a JSON object. */
+ADUMP_HIDDEN int adump_msentry_parse(const char *dfx_message, struct json_object **out);
+/* Fill @entry (an object) for the dump @name from @dfx (NULL: the dump has none, its inputs
+ * and outputs in order). Return: 0 or the first -errno (@entry holds what was built). */
+ADUMP_HIDDEN int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
+				     struct json_object *dfx, struct json_object *entry);
 
 #endif

@@ -26,46 +26,18 @@
 
 #define PT_ALIGN 64
 
-struct pt_buf {
-	unsigned char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void buf_put(struct pt_buf *b, const void *d, size_t n)
+static void buf_byte(struct adump_buf *b, unsigned char c)
 {
-	if (b->err)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 512;
-		unsigned char *p;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
+	adump_buf_put(b, &c, 1);
 }
 
-static void buf_byte(struct pt_buf *b, unsigned char c)
-{
-	buf_put(b, &c, 1);
-}
-
-static void buf_le(struct pt_buf *b, uint64_t v, unsigned n)
+static void buf_le(struct adump_buf *b, uint64_t v, unsigned n)
 {
 	unsigned char d[8];
 
 	for (unsigned i = 0; i < n; i++)
 		d[i] = (unsigned char)(v >> (8 * i));
-	buf_put(b, d, n);
+	adump_buf_put(b, d, n);
 }
 
 static void put_le32(unsigned char *p, uint32_t v)
@@ -81,23 +53,23 @@ uint32_t adump_crc32(uint32_t crc, const void *data, size_t len)
 
 /* ---- pickle ----------------------------------------------------------------------------- */
 
-static void pk_global(struct pt_buf *b, const char *module, const char *name)
+static void pk_global(struct adump_buf *b, const char *module, const char *name)
 {
 	buf_byte(b, 'c');
-	buf_put(b, module, strlen(module));
+	adump_buf_put(b, module, strlen(module));
 	buf_byte(b, '\n');
-	buf_put(b, name, strlen(name));
+	adump_buf_put(b, name, strlen(name));
 	buf_byte(b, '\n');
 }
 
-static void pk_str(struct pt_buf *b, const char *s)
+static void pk_str(struct adump_buf *b, const char *s)
 {
 	buf_byte(b, 'X');               /* BINUNICODE */
 	buf_le(b, strlen(s), 4);
-	buf_put(b, s, strlen(s));
+	adump_buf_put(b, s, strlen(s));
 }
 
-static void pk_int(struct pt_buf *b, uint64_t v)
+static void pk_int(struct adump_buf *b, uint64_t v)
 {
 	if (v < 0x100) {
 		buf_byte(b, 'K');       /* BININT1 */
@@ -115,7 +87,7 @@ static void pk_int(struct pt_buf *b, uint64_t v)
 	}
 }
 
-static void pk_tuple(struct pt_buf *b, const uint64_t *v, uint32_t n)
+static void pk_tuple(struct adump_buf *b, const uint64_t *v, uint32_t n)
 {
 	if (n == 0) {
 		buf_byte(b, ')');       /* EMPTY_TUPLE */
@@ -166,7 +138,7 @@ const char *adump_pt_dtype_name(int32_t dtype)
 	}
 }
 
-static void pickle_tensor(struct pt_buf *b, const char *storage, const uint64_t *dims,
+static void pickle_tensor(struct adump_buf *b, const char *storage, const uint64_t *dims,
 			  uint32_t n, uint64_t numel)
 {
 	uint64_t stride[ADUMP_MAX_DIMS];
@@ -212,7 +184,7 @@ struct pt_rec {
 
 /* Local header of @r at @pos, padded so its data starts on a PT_ALIGN boundary. Return:
  * where its CRC field is in @b. */
-static size_t zip_local(struct pt_buf *b, struct pt_rec *r, uint64_t pos)
+static size_t zip_local(struct adump_buf *b, struct pt_rec *r, uint64_t pos)
 {
 	size_t name_len = strlen(r->name);
 	uint64_t data_at = pos + 30 + name_len + 4;
@@ -231,7 +203,7 @@ static size_t zip_local(struct pt_buf *b, struct pt_rec *r, uint64_t pos)
 	buf_le(b, r->len, 4);
 	buf_le(b, name_len, 2);
 	buf_le(b, 4 + pad, 2);
-	buf_put(b, r->name, name_len);
+	adump_buf_put(b, r->name, name_len);
 	buf_le(b, 0x4246, 2);           /* "FB": torch's padding field */
 	buf_le(b, pad, 2);
 	for (size_t i = 0; i < pad; i++)
@@ -239,7 +211,7 @@ static size_t zip_local(struct pt_buf *b, struct pt_rec *r, uint64_t pos)
 	return crc_at;
 }
 
-static size_t zip_central(struct pt_buf *b, const struct pt_rec *r)
+static size_t zip_central(struct adump_buf *b, const struct pt_rec *r)
 {
 	size_t name_len = strlen(r->name);
 	size_t crc_at;
@@ -261,7 +233,7 @@ static size_t zip_central(struct pt_buf *b, const struct pt_rec *r)
 	buf_le(b, 0, 2);                /* internal attributes */
 	buf_le(b, 0, 4);                /* external attributes */
 	buf_le(b, r->offset, 4);
-	buf_put(b, r->name, name_len);
+	adump_buf_put(b, r->name, name_len);
 	return crc_at;
 }
 
@@ -304,7 +276,7 @@ int adump_pt_init(struct adump_pt *pt, const char *archive, int32_t dtype, const
 {
 	static const char version[] = "3\n";
 	const char *storage = storage_name(dtype);
-	struct pt_buf pkl = { 0 }, out = { 0 };
+	struct adump_buf pkl = { 0 }, out = { 0 };
 	struct pt_rec rec[3];
 	size_t crc_local, crc_central, cd_len;
 	uint64_t numel = 1, cd_at, pos;
@@ -339,7 +311,7 @@ int adump_pt_init(struct adump_pt *pt, const char *archive, int32_t dtype, const
 
 	/* Head: data.pkl's record, then data/0's local header; the tensor's bytes follow. */
 	zip_local(&out, &rec[0], 0);
-	buf_put(&out, pkl.p, pkl.len);
+	adump_buf_put(&out, pkl.p, pkl.len);
 	crc_local = zip_local(&out, &rec[1], out.len);
 	pt->head_len = out.len;
 	pt->data_offset = out.len;
@@ -347,7 +319,7 @@ int adump_pt_init(struct adump_pt *pt, const char *archive, int32_t dtype, const
 	/* Tail: the version record, the central directory and its end record. */
 	pos = out.len + bytes;
 	zip_local(&out, &rec[2], pos);
-	buf_put(&out, version, 2);
+	adump_buf_put(&out, version, 2);
 	cd_at = pos + (out.len - pt->head_len);
 	cd_len = out.len;
 	zip_central(&out, &rec[0]);

@@ -220,6 +220,30 @@ static inline AVX2 double hmax_ps(__m256 v, bool is_max)
 	return r;
 }
 
+/* The lane sums simd_float() carries in registers, back to @s. */
+static inline AVX2 void lanes_store(struct adump_tstats *s, __m256d s0, __m256d s1, __m256d s2,
+				    __m256d s3, __m256d q0, __m256d q1, __m256d q2, __m256d q3)
+{
+	_mm256_storeu_pd(s->lane_sum, s0);
+	_mm256_storeu_pd(s->lane_sum + 4, s1);
+	_mm256_storeu_pd(s->lane_sum + 8, s2);
+	_mm256_storeu_pd(s->lane_sum + 12, s3);
+	_mm256_storeu_pd(s->lane_squares, q0);
+	_mm256_storeu_pd(s->lane_squares + 4, q1);
+	_mm256_storeu_pd(s->lane_squares + 8, q2);
+	_mm256_storeu_pd(s->lane_squares + 12, q3);
+}
+
+/* A vector path's end: its extremes into @s, the elements it took counted. */
+static inline void minmax_done(struct adump_tstats *s, double max, double min, uint64_t index)
+{
+	if (max > s->max)
+		s->max = max;
+	if (min < s->min)
+		s->min = min;
+	s->count = index;
+}
+
 /* Whole groups of LANES elements of f16, bf16 or f32 from s->count (a multiple of LANES),
  * until a group holds a non-finite value or fewer than LANES are left. Return: the elements
  * taken. */
@@ -236,7 +260,6 @@ static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n
 	__m256 vmax = _mm256_set1_ps((float)s->max), vmin = _mm256_set1_ps((float)s->min);
 	uint64_t index = s->count;
 	size_t i = 0;
-	double m;
 
 	while (n - i >= LANES) {
 		const uint8_t *q = p + i * elem_bytes;
@@ -277,33 +300,13 @@ static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n
 		i += LANES;
 		index += LANES;
 		if (index % BLOCK == 0) {
-			_mm256_storeu_pd(s->lane_sum, s0);
-			_mm256_storeu_pd(s->lane_sum + 4, s1);
-			_mm256_storeu_pd(s->lane_sum + 8, s2);
-			_mm256_storeu_pd(s->lane_sum + 12, s3);
-			_mm256_storeu_pd(s->lane_squares, q0);
-			_mm256_storeu_pd(s->lane_squares + 4, q1);
-			_mm256_storeu_pd(s->lane_squares + 8, q2);
-			_mm256_storeu_pd(s->lane_squares + 12, q3);
+			lanes_store(s, s0, s1, s2, s3, q0, q1, q2, q3);
 			block_fold(s);
 			s0 = s1 = s2 = s3 = q0 = q1 = q2 = q3 = _mm256_setzero_pd();
 		}
 	}
-	_mm256_storeu_pd(s->lane_sum, s0);
-	_mm256_storeu_pd(s->lane_sum + 4, s1);
-	_mm256_storeu_pd(s->lane_sum + 8, s2);
-	_mm256_storeu_pd(s->lane_sum + 12, s3);
-	_mm256_storeu_pd(s->lane_squares, q0);
-	_mm256_storeu_pd(s->lane_squares + 4, q1);
-	_mm256_storeu_pd(s->lane_squares + 8, q2);
-	_mm256_storeu_pd(s->lane_squares + 12, q3);
-	m = hmax_ps(vmax, true);
-	if (m > s->max)
-		s->max = m;
-	m = hmax_ps(vmin, false);
-	if (m < s->min)
-		s->min = m;
-	s->count = index;
+	lanes_store(s, s0, s1, s2, s3, q0, q1, q2, q3);
+	minmax_done(s, hmax_ps(vmax, true), hmax_ps(vmin, false), index);
 	return i;
 }
 
@@ -328,7 +331,6 @@ static AVX2 size_t simd_f64(struct adump_tstats *s, const uint8_t *p, size_t n)
 	__m256d vmax = _mm256_set1_pd(s->max), vmin = _mm256_set1_pd(s->min);
 	uint64_t index = s->count;
 	size_t i = 0;
-	double m;
 
 	for (int k = 0; k < 4; k++) {
 		acc[k] = _mm256_loadu_pd(s->lane_sum + 4 * k);
@@ -379,13 +381,7 @@ static AVX2 size_t simd_f64(struct adump_tstats *s, const uint8_t *p, size_t n)
 		_mm256_storeu_pd(s->lane_sum + 4 * k, acc[k]);
 		_mm256_storeu_pd(s->lane_squares + 4 * k, sq[k]);
 	}
-	m = hmax_pd(vmax, true);
-	if (m > s->max)
-		s->max = m;
-	m = hmax_pd(vmin, false);
-	if (m < s->min)
-		s->min = m;
-	s->count = index;
+	minmax_done(s, hmax_pd(vmax, true), hmax_pd(vmin, false), index);
 	return i;
 }
 

@@ -190,38 +190,6 @@ static void put_stats(struct json_object *o, const struct adump_tstats *s, bool 
 
 /* ---- building the entry ------------------------------------------------------------------ */
 
-/* The op tensor a dfx_message reference ("input.2", "output.0") names, or -1. */
-static int find_tensor(const struct adump_op *op, const char *ref)
-{
-	enum adump_tensor_kind kind;
-	unsigned long idx, seen = 0;
-	char *end;
-
-	if (strncmp(ref, "input.", 6) == 0) {
-		kind = ADUMP_TENSOR_INPUT;
-		ref += 6;
-	} else if (strncmp(ref, "output.", 7) == 0) {
-		kind = ADUMP_TENSOR_OUTPUT;
-		ref += 7;
-	} else {
-		return -1;
-	}
-	idx = strtoul(ref, &end, 10);
-	if (*end || end == ref)
-		return -1;
-	for (uint32_t i = 0; i < op->tensor_count; i++)
-		if (op->tensors[i].kind == kind && seen++ == idx)
-			return (int)i;
-	return -1;
-}
-
-static bool is_leaf(struct json_object *o)
-{
-	struct json_object *t;
-
-	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
-}
-
 /* A placeholder for tensor @ti, to be named @data_name. */
 static int tensor_leaf(struct msp_file *mf, uint32_t ti, const char *data_name, bool requires_grad,
 		       struct json_object **out)
@@ -243,172 +211,44 @@ static int tensor_leaf(struct msp_file *mf, uint32_t ti, const char *data_name, 
 	return t->data_name ? 0 : -ENOMEM;
 }
 
-/* @item of a dfx_message in msprobe's terms, @prefix the data name so far. */
-static int transform(struct msp_file *mf, const struct adump_op *op, struct json_object *item,
-		     const char *prefix, struct json_object **out)
+/* What common/msentry.c builds the entry from: the op's tensors, a placeholder each. */
+struct msp_build {
+	struct msp_file *mf;
+	const struct adump_op *op;
+};
+
+static enum adump_tensor_kind tensor_kind(void *ctx, uint32_t i)
 {
-	char sub[1024];
-	int ret = 0;
+	const struct msp_build *b = ctx;
 
-	*out = NULL;
-	if (!item)
-		return 0;
-	if (json_object_is_type(item, json_type_array)) {
-		struct json_object *a = json_object_new_array();
-
-		if (!a)
-			return -ENOMEM;
-		for (size_t i = 0; i < json_object_array_length(item) && ret >= 0; i++) {
-			struct json_object *v;
-
-			snprintf(sub, sizeof(sub), "%s.%zu", prefix, i);
-			ret = transform(mf, op, json_object_array_get_idx(item, i), sub, &v);
-			json_object_array_add(a, v);
-		}
-		*out = a;
-		return ret;
-	}
-	if (!json_object_is_type(item, json_type_object)) {
-		*out = json_object_get(item);
-		return 0;
-	}
-	if (!is_leaf(item)) {
-		struct json_object *d = json_object_new_object();
-
-		if (!d)
-			return -ENOMEM;
-		json_object_object_foreach(item, k, v) {
-			struct json_object *nv;
-
-			if (ret < 0)
-				break;
-			snprintf(sub, sizeof(sub), "%s.%s", prefix, k);
-			ret = transform(mf, op, v, sub, &nv);
-			json_object_object_add(d, k, nv);
-		}
-		*out = d;
-		return ret;
-	}
-	{
-		struct json_object *tref, *rg, *ty;
-		int ti = -1;
-
-		json_object_object_get_ex(item, "type", &ty);
-		if (strcmp(json_object_get_string(ty), "torch.Tensor") == 0 &&
-		    json_object_object_get_ex(item, "tensor", &tref) &&
-		    json_object_is_type(tref, json_type_string))
-			ti = find_tensor(op, json_object_get_string(tref));
-		if (ti < 0) {
-			/* A non-tensor, or a tensor the dump does not hold: as described. */
-			struct json_object *d = json_object_new_object();
-
-			if (!d)
-				return -ENOMEM;
-			json_object_object_foreach(item, k, v)
-				if (strcmp(k, "tensor") != 0)
-					json_object_object_add(d, k, json_object_get(v));
-			*out = d;
-			return 0;
-		}
-		snprintf(sub, sizeof(sub), "%s.pt", prefix);
-		return tensor_leaf(mf, (uint32_t)ti, sub,
-				   json_object_object_get_ex(item, "requires_grad", &rg) &&
-				   json_object_get_boolean(rg), out);
-	}
+	return b->op->tensors[i].kind;
 }
 
-/* A dump without dfx_message (a module's backward call): its tensors of @kind in order. */
-static int plain_list(struct msp_file *mf, const struct adump_op *op, enum adump_tensor_kind kind,
-		      const char *prefix, struct json_object **out)
+static int leaf_cb(void *ctx, uint32_t ti, const char *data_name, bool requires_grad,
+		   struct json_object **out)
 {
-	struct json_object *a = json_object_new_array();
-	unsigned index = 0;
-	char sub[1024];
-	int ret = 0;
+	const struct msp_build *b = ctx;
 
-	*out = a;
-	if (!a)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < op->tensor_count && ret >= 0; i++) {
-		struct json_object *v;
-
-		if (op->tensors[i].kind != kind)
-			continue;
-		snprintf(sub, sizeof(sub), "%s.%u.pt", prefix, index++);
-		ret = tensor_leaf(mf, i, sub, false, &v);
-		json_object_array_add(a, v);
-	}
-	return ret;
+	return tensor_leaf(b->mf, ti, data_name, requires_grad, out);
 }
 
 /* The entry of the dump, placeholders for its tensors. Return 0 or -errno. */
 static int entry_build(struct msp_file *mf, const struct adump_op *op)
 {
-	struct json_object *entry = json_object_new_object(), *dfx = NULL, *v, *t;
-	const char *name = mf->name;
-	char prefix[1024];
-	int ret = 0;
+	struct msp_build b = { .mf = mf, .op = op };
+	const struct adump_msentry_src src = {
+		.ctx = &b, .tensor_count = op->tensor_count, .kind = tensor_kind, .leaf = leaf_cb,
+	};
+	struct json_object *entry = json_object_new_object(), *dfx;
+	int ret;
 
 	if (!entry)
 		return -ENOMEM;
 	mf->entry = entry;
-	if (op->dfx_message && op->dfx_message[0]) {
-		dfx = json_tokener_parse(op->dfx_message);
-		if (!dfx || !json_object_is_type(dfx, json_type_object)) {
-			json_object_put(dfx);
-			return -ADUMP_ERR_CORRUPT;
-		}
-	}
-	if (dfx && json_object_object_get_ex(dfx, "parameters_grad", &v)) {
-		/* {param: tensor} becomes {param: [tensor]}, data names <entry>.<param>.pt */
-		ret = transform(mf, op, v, name, &t);
-		if (t && json_object_is_type(t, json_type_object)) {
-			json_object_object_foreach(t, k, tv) {
-				struct json_object *one = json_object_new_array();
-
-				json_object_array_add(one, json_object_get(tv));
-				json_object_object_add(entry, k, one);
-			}
-		}
-		json_object_put(t);
-	} else if (dfx) {
-		static const char *const keys[][2] = {
-			{ "input_args", "input" }, { "input_kwargs", "kwargs" },
-			{ "output", "output" }, { "parameters", "parameters" },
-			{ "input", "input" },
-		};
-
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret >= 0; i++) {
-			if (!json_object_object_get_ex(dfx, keys[i][0], &v))
-				continue;
-			snprintf(prefix, sizeof(prefix), "%s.%s", name, keys[i][1]);
-			if (strcmp(keys[i][0], "output") == 0 &&
-			    !json_object_is_type(v, json_type_array)) {
-				/* msprobe lists a single output (its output tuple) */
-				struct json_object *one = json_object_new_array();
-
-				json_object_array_add(one, json_object_get(v));
-				ret = transform(mf, op, one, prefix, &t);
-				json_object_put(one);
-			} else {
-				ret = transform(mf, op, v, prefix, &t);
-			}
-			json_object_object_add(entry, keys[i][0], t);
-		}
-	} else {
-		bool is_backward = strstr(name, ".backward") != NULL;
-
-		snprintf(prefix, sizeof(prefix), "%s.input", name);
-		ret = plain_list(mf, op, ADUMP_TENSOR_INPUT, prefix, &t);
-		json_object_object_add(entry, is_backward ? "input" : "input_args", t);
-		if (!is_backward)
-			json_object_object_add(entry, "input_kwargs", json_object_new_object());
-		if (ret >= 0) {
-			snprintf(prefix, sizeof(prefix), "%s.output", name);
-			ret = plain_list(mf, op, ADUMP_TENSOR_OUTPUT, prefix, &t);
-			json_object_object_add(entry, "output", t);
-		}
-	}
+	ret = adump_msentry_parse(op->dfx_message, &dfx);
+	if (ret < 0)
+		return ret;
+	ret = adump_msentry_build(&src, mf->name, dfx, entry);
 	json_object_put(dfx);
 	return ret;
 }
@@ -518,58 +358,24 @@ static void slots_free(struct msp_slot *s)
 	}
 }
 
-struct text_buf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void text_put(struct text_buf *b, const char *s, size_t n)
-{
-	if (b->err)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void text_str(struct text_buf *b, const char *s)
-{
-	text_put(b, s, strlen(s));
-}
-
 /* "<name>": <value> of one entry, as dump.json holds it. */
 static char *entry_text(const char *name, struct json_object *value)
 {
 	struct json_object *key = json_object_new_string(name);
-	struct text_buf b = { 0 };
+	struct adump_buf b = { 0 };
 
 	if (!key)
 		return NULL;
-	text_str(&b, json_object_to_json_string_ext(key, JSON_C_TO_STRING_NOSLASHESCAPE));
-	text_str(&b, ": ");
-	text_str(&b, json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN |
+	adump_buf_str(&b, json_object_to_json_string_ext(key, JSON_C_TO_STRING_NOSLASHESCAPE));
+	adump_buf_str(&b, ": ");
+	adump_buf_str(&b, json_object_to_json_string_ext(value, JSON_C_TO_STRING_PLAIN |
 							   JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(key);
 	if (b.err) {
 		free(b.p);
 		return NULL;
 	}
-	return b.p;
+	return (char *)b.p;
 }
 
 /* Write <dir>/dump.json from @slots (in order), after the entries of a dump.json already
@@ -577,7 +383,7 @@ static char *entry_text(const char *name, struct json_object *value)
 static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_slot *slots)
 {
 	struct json_object *old = NULL, *old_data;
-	struct text_buf b = { 0 };
+	struct adump_buf b = { 0 };
 	struct adump_pubfile pf;
 	char path[4200], *data_dir = NULL;
 	bool any_module = false, any_api = false, first = true;
@@ -595,26 +401,26 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 			old = NULL;
 		}
 	}
-	text_str(&b, "{\n \"task\": \"");
-	text_str(&b, ms->has_data ? "tensor" : "statistics");
-	text_str(&b, "\",\n \"level\": \"");
+	adump_buf_str(&b, "{\n \"task\": \"");
+	adump_buf_str(&b, ms->has_data ? "tensor" : "statistics");
+	adump_buf_str(&b, "\",\n \"level\": \"");
 	/* Filled below once every entry is known: reserve the longest value. */
 	size_t level_at = b.len;
 
-	text_str(&b, "mix\",\n \"framework\": \"pytorch\",\n \"dump_data_dir\": ");
+	adump_buf_str(&b, "mix\",\n \"framework\": \"pytorch\",\n \"dump_data_dir\": ");
 	if (ms->has_data) {
 		struct json_object *dd;
 
 		if (asprintf(&data_dir, "%s/dump_tensor_data", dir) < 0)
 			data_dir = NULL;
 		dd = json_object_new_string(data_dir ? data_dir : "");
-		text_str(&b, json_object_to_json_string_ext(dd, JSON_C_TO_STRING_NOSLASHESCAPE));
+		adump_buf_str(&b, json_object_to_json_string_ext(dd, JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(dd);
 		free(data_dir);
 	} else {
-		text_str(&b, "null");
+		adump_buf_str(&b, "null");
 	}
-	text_str(&b, ",\n \"data\": {");
+	adump_buf_str(&b, ",\n \"data\": {");
 	if (old) {
 		json_object_object_foreach(old_data, k, v) {
 			char *t = entry_text(k, v);
@@ -623,8 +429,8 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 				b.err = -ENOMEM;
 				break;
 			}
-			text_str(&b, first ? "\n  " : ",\n  ");
-			text_str(&b, t);
+			adump_buf_str(&b, first ? "\n  " : ",\n  ");
+			adump_buf_str(&b, t);
 			free(t);
 			first = false;
 			if (strncmp(k, "Module.", 7) == 0)
@@ -636,15 +442,15 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 	for (struct msp_slot *s = slots; s; s = s->next) {
 		if (!s->text)
 			continue;       /* a failed dump: counted in the loss log */
-		text_str(&b, first ? "\n  " : ",\n  ");
-		text_str(&b, s->text);
+		adump_buf_str(&b, first ? "\n  " : ",\n  ");
+		adump_buf_str(&b, s->text);
 		first = false;
 		if (s->is_module)
 			any_module = true;
 		else
 			any_api = true;
 	}
-	text_str(&b, first ? "}\n}\n" : "\n }\n}\n");
+	adump_buf_str(&b, first ? "}\n}\n" : "\n }\n}\n");
 	json_object_put(old);
 	if (b.err)
 		return b.err;

@@ -348,6 +348,23 @@ static void format_text(int32_t format, char *buf, size_t cap)
 		snprintf(buf, cap, "%s", name);
 }
 
+#define SHAPE_TEXT (ADUMP_MAX_DIMS * 22 + 3)
+
+/* Whether @a and @b have one shape; when not, both as msaccucmp writes them into @sa, @sb. */
+static bool same_shape(const struct adump_tensor *a, const struct adump_tensor *b,
+		       char sa[SHAPE_TEXT], char sb[SHAPE_TEXT])
+{
+	bool is_same = a->dim_count == b->dim_count;
+
+	for (uint32_t d = 0; is_same && d < a->dim_count; d++)
+		is_same = a->dims[d] == b->dims[d];
+	if (!is_same) {
+		adump_compare_dims_text(a->dims, a->dim_count, "()", sa, SHAPE_TEXT);
+		adump_compare_dims_text(b->dims, b->dim_count, "()", sb, SHAPE_TEXT);
+	}
+	return is_same;
+}
+
 /* msaccucmp's check of one group (inputs or outputs) as a whole: equal counts, then pair by
  * pair equal formats and shapes. Return: true when the group can be compared; otherwise @msg
  * says why. */
@@ -374,7 +391,7 @@ static bool group_check(const struct adump_reader_header *h[2], const char *op_n
 	for (uint32_t i = 0; i < n[MY]; i++) {
 		const struct adump_tensor *a = &h[MY]->tensors[first[MY] + i].info;
 		const struct adump_tensor *b = &h[GOLDEN]->tensors[first[GOLDEN] + i].info;
-		bool is_same = a->dim_count == b->dim_count;
+		char sa[SHAPE_TEXT], sb[SHAPE_TEXT];
 
 		if (a->format != b->format) {
 			char fa[64], fb[64];
@@ -385,13 +402,7 @@ static bool group_check(const struct adump_reader_header *h[2], const char *op_n
 				 op_name, fa, fb, op_name, what, i);
 			return false;
 		}
-		for (uint32_t d = 0; is_same && d < a->dim_count; d++)
-			is_same = a->dims[d] == b->dims[d];
-		if (!is_same) {
-			char sa[ADUMP_MAX_DIMS * 22 + 3], sb[ADUMP_MAX_DIMS * 22 + 3];
-
-			adump_compare_dims_text(a->dims, a->dim_count, "()", sa, sizeof(sa));
-			adump_compare_dims_text(b->dims, b->dim_count, "()", sb, sizeof(sb));
+		if (!same_shape(a, b, sa, sb)) {
 			snprintf(msg, cap, "[%s] The shape does not match (%s vs %s) for %s:%s:%u.",
 				 op_name, sa, sb, op_name, what, i);
 			return false;
@@ -876,15 +887,9 @@ static int op_compare_by_position(struct adump_compare *c, struct worker *w, str
 			{
 				const struct adump_tensor *a = &h[MY]->tensors[first[MY] + i].info;
 				const struct adump_tensor *b = &h[GOLDEN]->tensors[first[GOLDEN] + i].info;
-				bool is_same = a->dim_count == b->dim_count;
+				char sa[SHAPE_TEXT], sb[SHAPE_TEXT];
 
-				for (uint32_t d = 0; is_same && d < a->dim_count; d++)
-					is_same = a->dims[d] == b->dims[d];
-				if (!is_same) {
-					char sa[ADUMP_MAX_DIMS * 22 + 3], sb[ADUMP_MAX_DIMS * 22 + 3];
-
-					adump_compare_dims_text(a->dims, a->dim_count, "()", sa, sizeof(sa));
-					adump_compare_dims_text(b->dims, b->dim_count, "()", sb, sizeof(sb));
+				if (!same_shape(a, b, sa, sb)) {
 					snprintf(text, sizeof(text), "[%.900s] The shape does not match (%s "
 						 "vs %s) for %.900s:%s:%u.", op->name, sa, sb, op->name, what,
 						 i);

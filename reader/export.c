@@ -315,157 +315,45 @@ static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, boo
 
 /* ---- one dump --------------------------------------------------------------------------- */
 
-/* The header tensor "input.2" / "output.0" names, or -1. */
-static int find_tensor(struct ex_ctx *c, const char *ref)
+static enum adump_tensor_kind tensor_kind(void *ctx, uint32_t i)
 {
-	const struct adump_reader_header *h = adump_reader_header(c->r);
-	enum adump_tensor_kind kind;
-	const char *dot = strchr(ref, '.');
-	char *end;
-	unsigned long idx;
+	struct ex_ctx *c = ctx;
 
-	if (!dot)
-		return -1;
-	if (strncmp(ref, "input.", 6) == 0)
-		kind = ADUMP_TENSOR_INPUT;
-	else if (strncmp(ref, "output.", 7) == 0)
-		kind = ADUMP_TENSOR_OUTPUT;
-	else
-		return -1;
-	idx = strtoul(dot + 1, &end, 10);
-	if (*end)
-		return -1;
-	for (uint32_t i = 0; i < h->tensor_count; i++)
-		if (h->tensors[i].info.kind == kind && h->tensors[i].index == idx)
-			return (int)i;
-	return -1;
+	return adump_reader_header(c->r)->tensors[i].info.kind;
 }
 
-static bool is_leaf(struct json_object *o)
+static int leaf_cb(void *ctx, uint32_t ti, const char *data_name, bool requires_grad,
+		   struct json_object **out)
 {
-	struct json_object *t;
-
-	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
+	return tensor_json(ctx, ti, data_name, requires_grad, out);
 }
 
-/* @item of a dfx_message in msprobe's terms; @prefix is the data name so far. */
-static int transform(struct ex_ctx *c, struct json_object *item, const char *prefix,
-		     struct json_object **out)
+/* dfx_message names a tensor the dump does not hold: the header and it disagree. */
+static int missing_cb(void *ctx, const char *ref)
 {
-	char sub[1024];
-	int ret = 0;
+	struct ex_ctx *c = ctx;
 
-	*out = NULL;
-	if (!item)
-		return 0;
-	if (json_object_is_type(item, json_type_array)) {
-		struct json_object *a = json_object_new_array();
-
-		if (!a)
-			return -ENOMEM;
-		for (size_t i = 0; i < json_object_array_length(item); i++) {
-			struct json_object *v;
-
-			snprintf(sub, sizeof(sub), "%s.%zu", prefix, i);
-			ret = transform(c, json_object_array_get_idx(item, i), sub, &v);
-			json_object_array_add(a, v);
-			if (ret < 0)
-				break;
-		}
-		*out = a;
-		return ret;
-	}
-	if (!json_object_is_type(item, json_type_object)) {
-		*out = json_object_get(item);
-		return 0;
-	}
-	if (!is_leaf(item)) {
-		struct json_object *d = json_object_new_object();
-
-		if (!d)
-			return -ENOMEM;
-		json_object_object_foreach(item, k, v) {
-			struct json_object *nv;
-
-			snprintf(sub, sizeof(sub), "%s.%s", prefix, k);
-			ret = transform(c, v, sub, &nv);
-			json_object_object_add(d, k, nv);
-			if (ret < 0)
-				break;
-		}
-		*out = d;
-		return ret;
-	}
-	{
-		struct json_object *tref, *rg, *ty;
-		const char *type;
-		int ti;
-
-		json_object_object_get_ex(item, "type", &ty);
-		type = json_object_get_string(ty);
-		if (strcmp(type, "torch.Tensor") != 0 || !json_object_object_get_ex(item, "tensor", &tref) ||
-		    !json_object_is_type(tref, json_type_string)) {
-			/* a non-tensor, or a tensor adump did not store: as described */
-			struct json_object *d = json_object_new_object();
-
-			json_object_object_foreach(item, k, v)
-				if (strcmp(k, "tensor") != 0)
-					json_object_object_add(d, k, json_object_get(v));
-			*out = d;
-			return 0;
-		}
-		ti = find_tensor(c, json_object_get_string(tref));
-		if (ti < 0)
-			return ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: dfx_message names tensor %s, "
-				       "which the dump does not hold", adump_reader_name(c->r),
-				       json_object_get_string(tref));
-		snprintf(sub, sizeof(sub), "%s.pt", prefix);
-		ret = tensor_json(c, (uint32_t)ti, sub,
-				  json_object_object_get_ex(item, "requires_grad", &rg) &&
-				  json_object_get_boolean(rg), out);
-		return ret;
-	}
-}
-
-/* A dump without dfx_message (a module's backward call): inputs and outputs in order. */
-static int plain_list(struct ex_ctx *c, enum adump_tensor_kind kind, const char *prefix,
-		      struct json_object **out)
-{
-	const struct adump_reader_header *h = adump_reader_header(c->r);
-	struct json_object *a = json_object_new_array();
-	char sub[1024];
-	int ret;
-
-	*out = a;
-	if (!a)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < h->tensor_count; i++) {
-		struct json_object *v;
-
-		if (h->tensors[i].info.kind != kind)
-			continue;
-		snprintf(sub, sizeof(sub), "%s.%u.pt", prefix, h->tensors[i].index);
-		ret = tensor_json(c, i, sub, false, &v);
-		json_object_array_add(a, v);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
+	return ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: dfx_message names tensor %s, "
+		       "which the dump does not hold", adump_reader_name(c->r), ref);
 }
 
 static int export_dump(struct ex_ctx *c, const char *path, struct json_object *data,
 		       struct json_object *construct, bool *is_module)
 {
 	const struct adump_reader_header *h;
-	struct json_object *entry = NULL, *dfx = NULL, *v;
+	struct json_object *entry = NULL, *dfx = NULL;
+	struct adump_msentry_src src = {
+		.ctx = c, .kind = tensor_kind, .leaf = leaf_cb, .missing = missing_cb,
+	};
 	const char *name;
-	char prefix[1024], fixed[768];
+	char fixed[768];
 	int ret;
 
 	ret = adump_reader_open(c->r, path);
 	if (ret < 0)
 		return ex_fail(c, ret, "%s", adump_reader_error(c->r));
 	h = adump_reader_header(c->r);
+	src.tensor_count = h->tensor_count;
 	name = h->op_name;
 	if (has_suffix(name, ".parameters_grad")) {
 		/* msprobe counts every parameters_grad call: <...>.parameters_grad.0 */
@@ -478,70 +366,11 @@ static int export_dump(struct ex_ctx *c, const char *path, struct json_object *d
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (h->dfx_message[0]) {
-		dfx = json_tokener_parse(h->dfx_message);
-		if (!dfx || !json_object_is_type(dfx, json_type_object)) {
-			ret = ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: dfx_message is not a JSON object",
-				      path);
-			goto out;
-		}
+	if (adump_msentry_parse(h->dfx_message, &dfx) < 0) {
+		ret = ex_fail(c, -ADUMP_ERR_CORRUPT, "%s: dfx_message is not a JSON object", path);
+		goto out;
 	}
-	if (dfx && json_object_object_get_ex(dfx, "parameters_grad", &v)) {
-		/* {param: [tensor]}, data names <entry>.<param>.pt */
-		struct json_object *t;
-
-		snprintf(prefix, sizeof(prefix), "%s", name);
-		ret = transform(c, v, prefix, &t);
-		if (t) {
-			json_object_object_foreach(t, k, tv) {
-				struct json_object *one = json_object_new_array();
-
-				json_object_array_add(one, json_object_get(tv));
-				json_object_object_add(entry, k, one);
-			}
-			json_object_put(t);
-		}
-	} else if (dfx) {
-		static const char *const keys[][2] = {
-			{ "input_args", "input" }, { "input_kwargs", "kwargs" },
-			{ "output", "output" }, { "parameters", "parameters" },
-			{ "input", "input" },
-		};
-
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret >= 0; i++) {
-			struct json_object *t;
-
-			if (!json_object_object_get_ex(dfx, keys[i][0], &v))
-				continue;
-			snprintf(prefix, sizeof(prefix), "%s.%s", name, keys[i][1]);
-			if (strcmp(keys[i][0], "output") == 0 &&
-			    !json_object_is_type(v, json_type_array)) {
-				/* msprobe lists a single output (its output tuple) */
-				struct json_object *one = json_object_new_array();
-
-				json_object_array_add(one, json_object_get(v));
-				ret = transform(c, one, prefix, &t);
-				json_object_put(one);
-			} else {
-				ret = transform(c, v, prefix, &t);
-			}
-			json_object_object_add(entry, keys[i][0], t);
-		}
-	} else {
-		bool bwd = strstr(name, ".backward") != NULL;
-		struct json_object *t;
-
-		snprintf(prefix, sizeof(prefix), "%s.input", name);
-		ret = plain_list(c, ADUMP_TENSOR_INPUT, prefix, &t);
-		json_object_object_add(entry, bwd ? "input" : "input_args", t);
-		if (!bwd)
-			json_object_object_add(entry, "input_kwargs", json_object_new_object());
-		if (ret >= 0) {
-			snprintf(prefix, sizeof(prefix), "%s.output", name);
-			ret = plain_list(c, ADUMP_TENSOR_OUTPUT, prefix, &t);
-			json_object_object_add(entry, "output", t);
-		}
-	}
+	ret = adump_msentry_build(&src, name, dfx, entry);
 	if (ret < 0)
 		goto out;
 	/* an op's module call, when the capture left no construct.json */

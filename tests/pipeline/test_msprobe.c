@@ -71,19 +71,25 @@ static long pt_data(const char *path, const unsigned char **file, size_t *size)
 	return data_at;
 }
 
+/* The tests' msprobe session under @root/step0, small chunks. */
+static void config_fill(struct adump_config *cfg, const char *root)
+{
+	cfg->dump_path = root;
+	cfg->time_dir = "step0";
+	cfg->chunk_bytes = CHUNK_BYTES;
+	cfg->pool_bytes = 64u * CHUNK_BYTES;
+	cfg->stream_max = 4;
+	cfg->format = ADUMP_OUTPUT_MSPROBE;
+}
+
 static struct adump_session *open_session(const char *root, enum adump_writer_kind writer,
 					  enum adump_summary summary)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	struct adump_session *s = NULL;
 
-	cfg.dump_path = root;
-	cfg.time_dir = "step0";
-	cfg.chunk_bytes = CHUNK_BYTES;
-	cfg.pool_bytes = 64u * CHUNK_BYTES;
-	cfg.stream_max = 4;
+	config_fill(&cfg, root);
 	cfg.writer = writer;
-	cfg.format = ADUMP_OUTPUT_MSPROBE;
 	cfg.summary = summary;
 	cfg.min_free_bytes = ADUMP_GUARD_OFF;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
@@ -418,12 +424,7 @@ START_TEST(test_statistics)
 	char dir[4200], *doc;
 
 	xs = calloc(X_COUNT, 4);
-	cfg.dump_path = root;
-	cfg.time_dir = "step0";
-	cfg.chunk_bytes = CHUNK_BYTES;
-	cfg.pool_bytes = 64u * CHUNK_BYTES;
-	cfg.stream_max = 4;
-	cfg.format = ADUMP_OUTPUT_MSPROBE;
+	config_fill(&cfg, root);
 	cfg.content = ADUMP_CONTENT_STATS;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
 	snprintf(dir, sizeof(dir), "%s/step0", root);

@@ -126,6 +126,19 @@ static struct adump_compare *run(const char *my, const char *golden)
 	return c;
 }
 
+/* @my's forward output differs from @golden's: the first divergent row is that output. */
+static void expect_output_diverges(const char *my, const char *golden)
+{
+	struct adump_compare *c = run(my, golden);
+	struct adump_compare_summary s;
+
+	adump_compare_summary_get(c, &s);
+	ck_assert_int_ge(s.first_divergent_row, 0);
+	ck_assert_str_eq(adump_compare_row(c, (uint64_t)s.first_divergent_row)->tensor_id,
+			 "Module_fc_Linear_forward_0:output:0");
+	adump_compare_close(c);
+}
+
 START_TEST(test_tensor_mode)
 {
 	char *root = t_tmpdir("msl"), a[512], b[512];
@@ -156,12 +169,7 @@ START_TEST(test_tensor_mode)
 	}
 	adump_compare_close(c);
 	/* the output changed: the first divergence is that row */
-	c = run(b, a);
-	adump_compare_summary_get(c, &s);
-	ck_assert_int_ge(s.first_divergent_row, 0);
-	ck_assert_str_eq(adump_compare_row(c, (uint64_t)s.first_divergent_row)->tensor_id,
-			 "Module_fc_Linear_forward_0:output:0");
-	adump_compare_close(c);
+	expect_output_diverges(b, a);
 	/* a cut .pt: that row says why, the others are compared */
 	{
 		char path[1024];
@@ -200,12 +208,7 @@ START_TEST(test_statistics_mode)
 		ck_assert_int_eq(s.first_divergent_row, -1);
 		adump_compare_close(c);
 	}
-	c = run(b, a);
-	adump_compare_summary_get(c, &s);
-	ck_assert_int_ge(s.first_divergent_row, 0);
-	ck_assert_str_eq(adump_compare_row(c, (uint64_t)s.first_divergent_row)->tensor_id,
-			 "Module_fc_Linear_forward_0:output:0");
-	adump_compare_close(c);
+	expect_output_diverges(b, a);
 	t_rmtree(root);
 	free(root);
 }

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A growable byte buffer: the .pt bytes around a tensor (common/pt.c), dump.json's text
+ * (pipeline/out_msprobe.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+
+void adump_buf_put(struct adump_buf *b, const void *d, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 512;
+		unsigned char *p;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void adump_buf_str(struct adump_buf *b, const char *s)
+{
+	adump_buf_put(b, s, strlen(s));
+}

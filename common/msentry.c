@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A dump's entry in msprobe's dump.json, built from its dfx_message (adump.torch's
+ * _torch_info.py describes the call in msprobe's terms; its tensor items name the dump's
+ * tensor they stand for, "input.2"). One builder for the pipeline's msprobe output and the
+ * reader's exporter, so the two write the same entry; what a tensor item becomes is theirs
+ * (struct adump_msentry_src). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "common/common.h"
+
+int adump_msentry_parse(const char *dfx_message, struct json_object **out)
+{
+	struct json_object *dfx;
+
+	*out = NULL;
+	if (!dfx_message || !dfx_message[0])
+		return 0;
+	dfx = json_tokener_parse(dfx_message);
+	if (!dfx || !json_object_is_type(dfx, json_type_object)) {
+		json_object_put(dfx);
+		return -ADUMP_ERR_CORRUPT;
+	}
+	*out = dfx;
+	return 0;
+}
+
+/* The tensor a reference ("input.2", "output.0": kind, position among that kind) names, or
+ * -1. */
+static int find_tensor(const struct adump_msentry_src *src, const char *ref)
+{
+	enum adump_tensor_kind kind;
+	unsigned long idx, seen = 0;
+	char *end;
+
+	if (strncmp(ref, "input.", 6) == 0) {
+		kind = ADUMP_TENSOR_INPUT;
+		ref += 6;
+	} else if (strncmp(ref, "output.", 7) == 0) {
+		kind = ADUMP_TENSOR_OUTPUT;
+		ref += 7;
+	} else {
+		return -1;
+	}
+	idx = strtoul(ref, &end, 10);
+	if (*end || end == ref)
+		return -1;
+	for (uint32_t i = 0; i < src->tensor_count; i++)
+		if (src->kind(src->ctx, i) == kind && seen++ == idx)
+			return (int)i;
+	return -1;
+}
+
+static bool is_leaf(struct json_object *o)
+{
+	struct json_object *t;
+
+	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
+}
+
+/* @item of a dfx_message in msprobe's terms, @prefix the data name so far. */
+static int transform(const struct adump_msentry_src *src, struct json_object *item,
+		     const char *prefix, struct json_object **out)
+{
+	char sub[1024];
+	int ret = 0;
+
+	*out = NULL;
+	if (!item)
+		return 0;
+	if (json_object_is_type(item, json_type_array)) {
+		struct json_object *a = json_object_new_array();
+
+		if (!a)
+			return -ENOMEM;
+		for (size_t i = 0; i < json_object_array_length(item) && ret >= 0; i++) {
+			struct json_object *v;
+
+			snprintf(sub, sizeof(sub), "%s.%zu", prefix, i);
+			ret = transform(src, json_object_array_get_idx(item, i), sub, &v);
+			json_object_array_add(a, v);
+		}
+		*out = a;
+		return ret;
+	}
+	if (!json_object_is_type(item, json_type_object)) {
+		*out = json_object_get(item);
+		return 0;
+	}
+	if (!is_leaf(item)) {
+		struct json_object *d = json_object_new_object();
+
+		if (!d)
+			return -ENOMEM;
+		json_object_object_foreach(item, k, v) {
+			struct json_object *nv;
+
+			if (ret < 0)
+				break;
+			snprintf(sub, sizeof(sub), "%s.%s", prefix, k);
+			ret = transform(src, v, sub, &nv);
+			json_object_object_add(d, k, nv);
+		}
+		*out = d;
+		return ret;
+	}
+	{
+		struct json_object *tref = NULL, *rg, *ty;
+		int ti = -1;
+
+		json_object_object_get_ex(item, "type", &ty);
+		if (strcmp(json_object_get_string(ty), "torch.Tensor") == 0 &&
+		    json_object_object_get_ex(item, "tensor", &tref) &&
+		    json_object_is_type(tref, json_type_string)) {
+			ti = find_tensor(src, json_object_get_string(tref));
+			if (ti < 0 && src->missing) {
+				ret = src->missing(src->ctx, json_object_get_string(tref));
+				if (ret < 0)
+					return ret;
+			}
+		}
+		if (ti < 0) {
+			/* A non-tensor, or a tensor the dump does not hold: as described. */
+			struct json_object *d = json_object_new_object();
+
+			if (!d)
+				return -ENOMEM;
+			json_object_object_foreach(item, k, v)
+				if (strcmp(k, "tensor") != 0)
+					json_object_object_add(d, k, json_object_get(v));
+			*out = d;
+			return 0;
+		}
+		snprintf(sub, sizeof(sub), "%s.pt", prefix);
+		return src->leaf(src->ctx, (uint32_t)ti, sub,
+				 json_object_object_get_ex(item, "requires_grad", &rg) &&
+				 json_object_get_boolean(rg), out);
+	}
+}
+
+/* A dump without dfx_message (a module's backward call): its tensors of @kind in order. */
+static int plain_list(const struct adump_msentry_src *src, enum adump_tensor_kind kind,
+		      const char *prefix, struct json_object **out)
+{
+	struct json_object *a = json_object_new_array();
+	unsigned index = 0;
+	char sub[1024];
+	int ret = 0;
+
+	*out = a;
+	if (!a)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < src->tensor_count && ret >= 0; i++) {
+		struct json_object *v = NULL;
+
+		if (src->kind(src->ctx, i) != kind)
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%u.pt", prefix, index++);
+		ret = src->leaf(src->ctx, i, sub, false, &v);
+		json_object_array_add(a, v);
+	}
+	return ret;
+}
+
+int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
+			struct json_object *dfx, struct json_object *entry)
+{
+	struct json_object *v, *t;
+	char prefix[1024];
+	int ret = 0;
+
+	if (dfx && json_object_object_get_ex(dfx, "parameters_grad", &v)) {
+		/* {param: tensor} becomes {param: [tensor]}, data names <entry>.<param>.pt */
+		ret = transform(src, v, name, &t);
+		if (t && json_object_is_type(t, json_type_object)) {
+			json_object_object_foreach(t, k, tv) {
+				struct json_object *one = json_object_new_array();
+
+				json_object_array_add(one, json_object_get(tv));
+				json_object_object_add(entry, k, one);
+			}
+		}
+		json_object_put(t);
+	} else if (dfx) {
+		static const char *const keys[][2] = {
+			{ "input_args", "input" }, { "input_kwargs", "kwargs" },
+			{ "output", "output" }, { "parameters", "parameters" },
+			{ "input", "input" },
+		};
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret >= 0; i++) {
+			if (!json_object_object_get_ex(dfx, keys[i][0], &v))
+				continue;
+			snprintf(prefix, sizeof(prefix), "%s.%s", name, keys[i][1]);
+			if (strcmp(keys[i][0], "output") == 0 &&
+			    !json_object_is_type(v, json_type_array)) {
+				/* msprobe lists a single output (its output tuple) */
+				struct json_object *one = json_object_new_array();
+
+				json_object_array_add(one, json_object_get(v));
+				ret = transform(src, one, prefix, &t);
+				json_object_put(one);
+			} else {
+				ret = transform(src, v, prefix, &t);
+			}
+			json_object_object_add(entry, keys[i][0], t);
+		}
+	} else {
+		bool is_backward = strstr(name, ".backward") != NULL;
+
+		snprintf(prefix, sizeof(prefix), "%s.input", name);
+		ret = plain_list(src, ADUMP_TENSOR_INPUT, prefix, &t);
+		json_object_object_add(entry, is_backward ? "input" : "input_args", t);
+		if (!is_backward)
+			json_object_object_add(entry, "input_kwargs", json_object_new_object());
+		if (ret >= 0) {
+			snprintf(prefix, sizeof(prefix), "%s.output", name);
+			ret = plain_list(src, ADUMP_TENSOR_OUTPUT, prefix, &t);
+			json_object_object_add(entry, "output", t);
+		}
+	}
+	return ret;
+}
