@@ -456,5 +456,11 @@ ADUMP_HIDDEN int adump_msentry_parse(const char *dfx_message, struct json_object
  * and outputs in order). Return: 0 or the first -errno (@entry holds what was built). */
 ADUMP_HIDDEN int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
 				     struct json_object *dfx, struct json_object *entry);
+/* A tensor's "Max", "Min", "Mean", "Norm" into @o as msprobe records them (torch's values in
+ * the tensor's dtype; for bool torch.any/torch.all; Mean and Norm only for floating dtypes
+ * but float64; a 0-d tensor's four are its value), from @s (NULL, or no elements: null). */
+struct adump_tstats;
+ADUMP_HIDDEN void adump_msentry_stats(struct json_object *o, const struct adump_tstats *s,
+				      int32_t dtype, uint32_t dim_count);
 
 #endif

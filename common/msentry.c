@@ -5,6 +5,7 @@
  * reader's exporter, so the two write the same entry; what a tensor item becomes is theirs
  * (struct adump_msentry_src). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,4 +225,90 @@ int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
 		}
 	}
 	return ret;
+}
+
+static struct json_object *json_py_double(double v)
+{
+	char s[64];
+
+	adump_py_float(v, s, sizeof(s));
+	return json_object_new_double_s(v, s);
+}
+
+/* torch's max/min/mean of a floating tensor: NaN wins, then the infinities. */
+static double float_max(const struct adump_tstats *s)
+{
+	if (s->nan_count)
+		return NAN;
+	if (s->pos_inf_count)
+		return INFINITY;
+	return adump_tstats_finite_count(s) ? s->max : -INFINITY;
+}
+
+static double float_min(const struct adump_tstats *s)
+{
+	if (s->nan_count)
+		return NAN;
+	if (s->neg_inf_count)
+		return -INFINITY;
+	return adump_tstats_finite_count(s) ? s->min : INFINITY;
+}
+
+static double float_mean(const struct adump_tstats *s)
+{
+	if (s->nan_count || (s->pos_inf_count && s->neg_inf_count))
+		return NAN;
+	if (s->pos_inf_count)
+		return INFINITY;
+	if (s->neg_inf_count)
+		return -INFINITY;
+	return adump_tstats_finite_mean(s);
+}
+
+void adump_msentry_stats(struct json_object *o, const struct adump_tstats *s, int32_t dtype,
+			 uint32_t dim_count)
+{
+	static const char *const keys[4] = { "Max", "Min", "Mean", "Norm" };
+	struct json_object *v[4] = { NULL, NULL, NULL, NULL };
+	/* msprobe (get_stat_info): mean and norm of floating tensors but float64 only; a 0-d
+	 * tensor's four statistics are the value itself, in its own type. */
+	bool has_mean_norm = dim_count == 0 ||
+			     (s && s->kind != ADUMP_TSTATS_SINT && s->kind != ADUMP_TSTATS_UINT &&
+			      s->kind != ADUMP_TSTATS_F64);
+
+	if (s && s->count) {
+		switch (s->kind) {
+		case ADUMP_TSTATS_BOOL:
+			/* torch.any / torch.all */
+			v[0] = json_object_new_boolean(s->umax != 0);
+			v[1] = json_object_new_boolean(s->umin != 0);
+			has_mean_norm = false;
+			break;
+		case ADUMP_TSTATS_SINT:
+			v[0] = json_object_new_int64(s->smax);
+			v[1] = json_object_new_int64(s->smin);
+			break;
+		case ADUMP_TSTATS_UINT:
+			v[0] = json_object_new_int64((int64_t)s->umax);
+			v[1] = json_object_new_int64((int64_t)s->umin);
+			break;
+		case ADUMP_TSTATS_NONE:
+			has_mean_norm = false;
+			break;
+		default:
+			v[0] = json_py_double(adump_torch_round(float_max(s), dtype));
+			v[1] = json_py_double(adump_torch_round(float_min(s), dtype));
+			if (dim_count == 0 || !has_mean_norm)
+				break;
+			v[2] = json_py_double(adump_torch_round(float_mean(s), dtype));
+			v[3] = json_py_double(adump_torch_round(adump_tstats_l2norm(s), dtype));
+			break;
+		}
+		if (has_mean_norm && dim_count == 0 && v[0]) {
+			v[2] = json_object_get(v[0]);
+			v[3] = json_object_get(v[0]);
+		}
+	}
+	for (int i = 0; i < 4; i++)
+		json_object_object_add(o, keys[i], v[i]);
 }

@@ -110,84 +110,6 @@ struct msp_file {
 	struct msp_tensor t[];
 };
 
-static struct json_object *json_py_double(double v)
-{
-	char s[64];
-
-	adump_py_float(v, s, sizeof(s));
-	return json_object_new_double_s(v, s);
-}
-
-/* torch's max/min/mean of a floating tensor: NaN wins, then the infinities. */
-static double float_max(const struct adump_tstats *s)
-{
-	if (s->nan_count)
-		return NAN;
-	if (s->pos_inf_count)
-		return INFINITY;
-	return adump_tstats_finite_count(s) ? s->max : -INFINITY;
-}
-
-static double float_min(const struct adump_tstats *s)
-{
-	if (s->nan_count)
-		return NAN;
-	if (s->neg_inf_count)
-		return -INFINITY;
-	return adump_tstats_finite_count(s) ? s->min : INFINITY;
-}
-
-static double float_mean(const struct adump_tstats *s)
-{
-	if (s->nan_count || (s->pos_inf_count && s->neg_inf_count))
-		return NAN;
-	if (s->pos_inf_count)
-		return INFINITY;
-	if (s->neg_inf_count)
-		return -INFINITY;
-	return adump_tstats_finite_mean(s);
-}
-
-/* Max, Min, Mean, Norm of one tensor, as msprobe records them. */
-static void put_stats(struct json_object *o, const struct adump_tstats *s, bool is_complete,
-		      int32_t dtype)
-{
-	static const char *const keys[4] = { "Max", "Min", "Mean", "Norm" };
-	struct json_object *v[4] = { NULL, NULL, NULL, NULL };
-
-	if (s && is_complete && s->count) {
-		switch (s->kind) {
-		case ADUMP_TSTATS_BOOL:
-			/* torch.any / torch.all */
-			v[0] = json_object_new_boolean(s->umax != 0);
-			v[1] = json_object_new_boolean(s->umin != 0);
-			break;
-		case ADUMP_TSTATS_SINT:
-			v[0] = json_object_new_int64(s->smax);
-			v[1] = json_object_new_int64(s->smin);
-			v[2] = json_py_double(adump_tstats_finite_mean(s));
-			v[3] = json_py_double(adump_tstats_l2norm(s));
-			break;
-		case ADUMP_TSTATS_UINT:
-			v[0] = json_object_new_int64((int64_t)s->umax);
-			v[1] = json_object_new_int64((int64_t)s->umin);
-			v[2] = json_py_double(adump_tstats_finite_mean(s));
-			v[3] = json_py_double(adump_tstats_l2norm(s));
-			break;
-		case ADUMP_TSTATS_NONE:
-			break;
-		default:
-			v[0] = json_py_double(adump_torch_round(float_max(s), dtype));
-			v[1] = json_py_double(adump_torch_round(float_min(s), dtype));
-			v[2] = json_py_double(adump_torch_round(float_mean(s), dtype));
-			v[3] = json_py_double(adump_torch_round(adump_tstats_l2norm(s), dtype));
-			break;
-		}
-	}
-	for (int i = 0; i < 4; i++)
-		json_object_object_add(o, keys[i], v[i]);
-}
-
 /* ---- building the entry ------------------------------------------------------------------ */
 
 /* A placeholder for tensor @ti, to be named @data_name. */
@@ -265,7 +187,6 @@ static void entry_fill(struct adump_session *s, struct file_state *fs, struct ms
 		const char *dtn = adump_pt_dtype_name(ot->dtype);
 		struct json_object *shape;
 		const struct adump_tstats *st;
-		bool is_complete = false;
 
 		if (!t->leaf)
 			continue;
@@ -276,8 +197,7 @@ static void entry_fill(struct adump_session *s, struct file_state *fs, struct ms
 			json_object_array_add(shape, json_object_new_int64((int64_t)ot->dims[d]));
 		json_object_object_add(t->leaf, "shape", shape);
 		st = fs->has_stats ? adump_statacc_tensor(&fs->stats, i) : NULL;
-		is_complete = st != NULL;
-		put_stats(t->leaf, st, is_complete, ot->dtype);
+		adump_msentry_stats(t->leaf, st, ot->dtype, ot->dim_count);
 		json_object_object_add(t->leaf, "requires_grad",
 				       json_object_new_boolean(t->requires_grad));
 		if (ms->has_md5) {

@@ -159,23 +159,6 @@ static int file_cmp(const void *a, const void *b)
 
 /* ---- one tensor ------------------------------------------------------------------------- */
 
-static double elem_double(const unsigned char *p, int32_t dtype, size_t i)
-{
-	switch (dtype) {
-	case ADUMP_DT_FLOAT: { float v; memcpy(&v, p + 4 * i, 4); return v; }
-	case ADUMP_DT_DOUBLE: { double v; memcpy(&v, p + 8 * i, 8); return v; }
-	case ADUMP_DT_FLOAT16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return adump_half_to_float(v); }
-	case ADUMP_DT_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); return adump_bf16_to_float(v); }
-	case ADUMP_DT_INT8: return (int8_t)p[i];
-	case ADUMP_DT_UINT8: return p[i];
-	case ADUMP_DT_BOOL: return p[i] != 0;
-	case ADUMP_DT_INT16: { int16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-	case ADUMP_DT_INT32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
-	case ADUMP_DT_INT64: { int64_t v; memcpy(&v, p + 8 * i, 8); return (double)v; }
-	default: return NAN;
-	}
-}
-
 static bool dtype_is_float(int32_t dt)
 {
 	return dt == ADUMP_DT_FLOAT || dt == ADUMP_DT_DOUBLE || dt == ADUMP_DT_FLOAT16 ||
@@ -245,48 +228,13 @@ static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, boo
 			return ex_fail(c, ret, "%s", adump_reader_error(c->r));
 	}
 	if (dtn && bits && dt_has_stats(t->info.dtype)) {
-		size_t n = bytes / (bits / 8);
-		double mx = -INFINITY, mn = INFINITY, sum = 0, sq = 0;
-		bool nan = false;
+		struct adump_tstats st;
 
-		for (size_t i = 0; i < n; i++) {
-			double v = elem_double(c->buf, t->info.dtype, i);
-
-			if (isnan(v)) {
-				nan = true;
-				continue;
-			}
-			mx = v > mx ? v : mx;
-			mn = v < mn ? v : mn;
-			sum += v;
-			sq += v * v;
-		}
-		if (n == 0) {
-			json_object_object_add(o, "Max", NULL);
-			json_object_object_add(o, "Min", NULL);
-			json_object_object_add(o, "Mean", NULL);
-			json_object_object_add(o, "Norm", NULL);
-		} else {
-			/* torch.max and friends propagate NaN */
-			json_object_object_add(o, "Max", stat_value(nan ? NAN : mx, t->info.dtype));
-			json_object_object_add(o, "Min", stat_value(nan ? NAN : mn, t->info.dtype));
-			if (t->info.dtype == ADUMP_DT_BOOL) {
-				json_object_object_add(o, "Mean", NULL);
-				json_object_object_add(o, "Norm", NULL);
-			} else {
-				json_object_object_add(o, "Mean",
-						       stat_float(nan ? NAN : sum / (double)n,
-								  t->info.dtype));
-				json_object_object_add(o, "Norm",
-						       stat_float(nan ? NAN : sqrt(sq),
-								  t->info.dtype));
-			}
-		}
+		adump_tstats_init(&st, t->info.dtype);
+		adump_tstats_add(&st, c->buf, bytes / (bits / 8));
+		adump_msentry_stats(o, &st, t->info.dtype, t->info.dim_count);
 	} else {
-		json_object_object_add(o, "Max", NULL);
-		json_object_object_add(o, "Min", NULL);
-		json_object_object_add(o, "Mean", NULL);
-		json_object_object_add(o, "Norm", NULL);
+		adump_msentry_stats(o, NULL, t->info.dtype, t->info.dim_count);
 	}
 	json_object_object_add(o, "requires_grad", json_object_new_boolean(requires_grad));
 	if (c->flags & ADUMP_EXPORT_MD5) {
@@ -453,11 +401,20 @@ static int export_csv(struct ex_ctx *c, const char *path, struct json_object *da
 		for (uint32_t d = 0; d < t->t.info.dim_count; d++)
 			json_object_array_add(shape, json_object_new_int64((int64_t)t->t.info.dims[d]));
 		json_object_object_add(o, "shape", shape);
-		for (int k = 0; k < 4; k++)
-			json_object_object_add(o, keys[k], t->stat[k].is_present ?
-					       (k < 2 ? stat_value(t->stat[k].value, t->t.info.dtype)
-						      : stat_float(t->stat[k].value, t->t.info.dtype))
+		for (int k = 0; k < 4; k++) {
+			/* msprobe's rule (adump_msentry_stats()): a 0-d tensor's four are its
+			 * value; Mean and Norm of floating tensors but float64 only. */
+			int32_t dt = t->t.info.dtype;
+			bool is_scalar = t->t.info.dim_count == 0 && dt != ADUMP_DT_BOOL;
+			int from = is_scalar ? 0 : k;
+			bool keep = k < 2 || is_scalar ||
+				    (dtype_is_float(dt) && dt != ADUMP_DT_DOUBLE);
+
+			json_object_object_add(o, keys[k], keep && t->stat[from].is_present ?
+					       (from < 2 ? stat_value(t->stat[from].value, dt)
+							 : stat_float(t->stat[from].value, dt))
 					       : NULL);
+		}
 		json_object_object_add(o, "requires_grad", json_object_new_boolean(false));
 		json_object_array_add(t->t.info.kind == ADUMP_TENSOR_INPUT ? ins : outs, o);
 	}

@@ -314,6 +314,35 @@ class MsprobeLayout(unittest.TestCase):
                 self.assertTrue(os.path.exists(os.path.join(d, "dump_tensor_data",
                                                             t["data_name"])), mode)
 
+    def test_scalar_statistics(self):
+        # A 0-d tensor's four statistics are its value, in its own type (msprobe's rule).
+        class Reduce(nn.Module):
+            def forward(self, x):
+                return x.sum(), x.argmax(), x.double().sum(1)
+
+        class Top(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.r = Reduce()
+
+            def forward(self, x):
+                return self.r(x)
+
+        x = torch.tensor([[1.5, -2.0, 4.25], [0.5, 3.0, -1.0]])
+        for content in ("tensor", "stats"):
+            cap = helpers.tmpdir("msp-scalar-" + content)
+            m = Top()
+            with adump.torch.capture(m, cap, format="msprobe", content=content) as c:
+                m(x)
+                c.step()
+            with open(os.path.join(cap, "step0", PROC, "dump.json")) as f:
+                out = json.load(f)["data"]["Module.r.Reduce.forward.0"]["output"]
+            stats = [[o[k] for k in ("Max", "Min", "Mean", "Norm")] for o in out]
+            self.assertEqual(stats[0], [6.25] * 4, content)
+            self.assertEqual(stats[1], [2] * 4, content)
+            self.assertEqual([type(v) for v in stats[1]], [int] * 4, content)
+            self.assertEqual(stats[2], [3.75, 2.5, None, None], content)
+
     def test_statistics(self):
         cap = helpers.tmpdir("msp-stats")
         run(cap, content="stats", format="msprobe")
@@ -327,7 +356,8 @@ class MsprobeLayout(unittest.TestCase):
         self.assertEqual((t["dtype"], t["shape"], t["Max"], t["Min"]),
                          ("torch.int64", [2, 3], 9, 1))
         self.assertNotIn("data_name", t)
-        self.assertIsInstance(t["Norm"], float)
+        # msprobe's rule: Mean and Norm of floating tensors (but float64) only
+        self.assertEqual((t["Mean"], t["Norm"]), (None, None))
         blk = doc["data"]["Module.b0.Blk.forward.0"]
         self.assertEqual(blk["input_kwargs"]["scale"], {"type": "float", "value": 2.0})
         self.assertEqual(blk["input_kwargs"]["mask"]["Max"], 1.0)
