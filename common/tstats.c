@@ -193,6 +193,7 @@ static void portable_float(struct adump_tstats *s, const uint8_t *p, size_t n)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TSTATS_HAVE_AVX2 1
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define AVX2 __attribute__((target("avx2,f16c")))
@@ -387,13 +388,21 @@ static AVX2 size_t simd_f64(struct adump_tstats *s, const uint8_t *p, size_t n)
 
 static int simd_state;                  /* 0 not looked at yet, 1 none, 2 AVX2 + F16C */
 
+/* F16C from CPUID itself: clang (14) has no "f16c" for __builtin_cpu_supports(). */
+static bool cpu_has_f16c(void)
+{
+	unsigned int a, b, c, d;
+
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 bool adump_tstats_has_simd(void)
 {
 	int st = __atomic_load_n(&simd_state, __ATOMIC_RELAXED);
 
 	if (!st) {
 		__builtin_cpu_init();
-		st = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? 2 : 1;
+		st = __builtin_cpu_supports("avx2") && cpu_has_f16c() ? 2 : 1;
 		__atomic_store_n(&simd_state, st, __ATOMIC_RELAXED);
 	}
 	return st == 2;
