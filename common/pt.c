@@ -413,6 +413,23 @@ void adump_py_float(double v, char *out, size_t cap)
 	}
 }
 
+/* @v rounded to the nearest float16 value, ties to even (what a cast to _Float16 gives,
+ * which clang 14 lacks on x86-64). */
+static double round_half(double v)
+{
+	double a = fabs(v), q;
+	int e;
+
+	if (!isfinite(v) || a == 0)
+		return v;
+	if (a >= 65520.0)               /* past 65504 by half its ulp: infinity */
+		return copysign(INFINITY, v);
+	frexp(a, &e);                   /* a in [2^(e-1), 2^e) */
+	/* 11 significant bits for normals, a fixed quantum of 2^-24 below 2^-14 */
+	q = e - 1 >= -14 ? ldexp(1.0, e - 11) : ldexp(1.0, -24);
+	return copysign(nearbyint(a / q) * q, v);
+}
+
 /* The value a statistic of a tensor of @dtype has in torch: computed in that dtype. */
 double adump_torch_round(double v, int32_t dtype)
 {
@@ -425,7 +442,7 @@ double adump_torch_round(double v, int32_t dtype)
 	case ADUMP_DT_FLOAT:
 		return (float)v;
 	case ADUMP_DT_FLOAT16:
-		return (double)(_Float16)v;
+		return round_half(v);
 	case ADUMP_DT_BF16:
 		b.f = (float)v;
 		if (!isnan(b.f))
