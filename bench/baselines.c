@@ -21,7 +21,6 @@
 
 #include "bench/bench.h"
 #include "common/common.h"
-#include "pipeline/consumer.h"
 #include "pipeline/defaults.h"
 #include "producer/producer.h"
 #include "ring/ring.h"
@@ -494,7 +493,7 @@ static void *handoff_consumer(void *arg)
 		unsigned n = 0;
 
 		/* As a worker drains a ring: up to a batch, its wake-ups deferred to the end. */
-		adump_consumer_defer_sc(h->chan);
+		adump_chan_defer_sc(h->chan);
 		for (; n < HANDOFF_DRAIN_BATCH && got < h->records; n++) {
 			struct adump_rec *rec = adump_chan_pop_sc(h->chan);
 
@@ -504,10 +503,10 @@ static void *handoff_consumer(void *arg)
 			 * also checks that the channel kept the order. */
 			if (rec->offset != got && !h->error)
 				h->error = -EIO;
-			adump_consumer_release_sc(h->chan, rec);
+			adump_chan_release_sc(h->chan, rec);
 			got++;
 		}
-		adump_consumer_flush_sc(h->chan);
+		adump_chan_flush_sc(h->chan);
 		if (!n && !handoff_spin(h))
 			handoff_sleep(h);
 	}

@@ -314,9 +314,9 @@ ADUMP_HIDDEN int adump_op_rec_check(struct adump_op_rec *rec);
  *    (adump_chan_producer_wait(), one sleeper: producer/port.c): it spins briefly, then
  *    stores sleeper_count = 1 (seq_cst), takes one more look at the free ring and sleeps on
  *    the futex word seq (read before the store). The worker gives buffers back (the free
- *    ring's release), issues the fence (once per drained batch: adump_consumer_defer_sc()
- *    and adump_consumer_flush_sc(), pipeline/consumer.c), then if the producer is announced
- *    and a batch of buffers is free (adump_chan_has_free_batch_sc()) adump_waitpoint_wake()
+ *    ring's release), issues the fence (once per drained batch: adump_chan_defer_sc()
+ *    and adump_chan_flush_sc(), ring/chan.c), then if the producer is announced
+ *    and a batch of buffers is free (ring/chan.c's has_free_batch()) adump_waitpoint_wake()
  *    clears the announcement, bumps seq and wakes it: one system call per sleep.
  *
  * 3. Idle waiters (stream sync, flush, detach) sleep, the worker wakes them. They wait in

@@ -531,7 +531,7 @@ static void batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 	}
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
 	for (uint32_t i = 0; i < b->run_count; i++)
-		adump_consumer_retire_sc(b->runs[i].chan, b->runs[i].record_count);
+		adump_chan_retire_sc(b->runs[i].chan, b->runs[i].record_count);
 	b->next_free = p->free_batches;
 	p->free_batches = b;
 }
@@ -618,7 +618,7 @@ static int take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 		b->runs[b->run_count - 1].record_count++;
 	else
 		b->runs[b->run_count++] = (struct batch_run){ .chan = chan, .record_count = 1 };
-	adump_consumer_recycle_sc(chan, rec);
+	adump_chan_recycle_sc(chan, rec);
 	/* Kept until the batch is written: a failed write records its losses by name. */
 	b->ops[b->file_count - 1] = op;
 	return 1;

@@ -203,7 +203,7 @@ void adump_file_finish(struct adump_worker *w, struct file_state *fs)
 	adump_op_rec_destroy(fs->op);
 	/* Last: a sync waiting for this record then sees the file counted and in place. */
 	if (fs->held_rec)
-		adump_consumer_release_sc(fs->held_chan, fs->held_rec);
+		adump_chan_release_sc(fs->held_chan, fs->held_rec);
 	free(fs->header);
 	free(fs);
 }
@@ -223,7 +223,7 @@ void adump_record_done(struct adump_worker *w, struct adump_chan *chan, struct a
 	}
 	if (fs->is_last_seen && fs->pending == 0)
 		adump_file_finish(w, fs);
-	adump_consumer_release_sc(chan, rec);
+	adump_chan_release_sc(chan, rec);
 }
 
 void adump_file_header_submit(struct adump_worker *w, struct file_state *fs)

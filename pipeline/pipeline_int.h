@@ -10,7 +10,6 @@
 #include "adump/adump.h"
 #include "adump/device.h"
 #include "iouring/writer.h"
-#include "pipeline/consumer.h"
 #include "pipeline/defaults.h"
 #include "pipeline/producer.h"
 #include "ring/ring.h"

@@ -77,7 +77,7 @@ static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			} else {
 				atomic_store_explicit(&op->is_failed, 2, memory_order_relaxed);
 			}
-			adump_consumer_release_sc(chan, rec);
+			adump_chan_release_sc(chan, rec);
 			return true;
 		}
 		op->priv = fs;
@@ -152,7 +152,7 @@ static unsigned drain_rings(struct adump_worker *w)
 		if (!c)
 			continue;
 		/* One fence and wake-up check for the batch's released buffers, not one each. */
-		adump_consumer_defer_sc(c);
+		adump_chan_defer_sc(c);
 		for (unsigned n = 0; n < DRAIN_BATCH; n++) {
 			struct adump_rec *rec = adump_chan_pop_sc(c);
 
@@ -167,7 +167,7 @@ static unsigned drain_rings(struct adump_worker *w)
 			}
 			handled++;
 		}
-		adump_consumer_flush_sc(c);
+		adump_chan_flush_sc(c);
 	}
 	return handled;
 }

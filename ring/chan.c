@@ -2,7 +2,9 @@
 /* A stream's dump channel: two ck_ring SPSC rings of record pointers, one carrying filled
  * records to the worker and one carrying them back. Each record owns one staging buffer for
  * its whole life, so the hand-off moves 8 bytes and never allocates, locks or calls the
- * kernel; who sleeps on it and who wakes them is described in common/common.h. */
+ * kernel. Giving a record back and waking whoever waits for it (the producer for a buffer,
+ * idle waiters for the idle state) are one operation here: the protocol is described in
+ * common/common.h, the sleeping itself is common/wake.c's. */
 #include <ck_ring.h>
 #include <errno.h>
 #include <stdalign.h>
@@ -39,7 +41,8 @@ struct adump_chan {
 	/* Consumer side. */
 	alignas(64) _Atomic uint64_t released;
 	struct adump_waitpoint idle_wait;       /* stream syncs, detach */
-	struct adump_chan_owed owed;
+	bool is_deferred;                       /* wake-ups owed until adump_chan_flush_sc() */
+	uint32_t owed_count;                    /* records given back while deferring */
 };
 
 _Static_assert(offsetof(struct adump_chan, released) - offsetof(struct adump_chan, committed) >= 64,
@@ -156,25 +159,67 @@ static void add_released(struct adump_chan *c, uint64_t n)
 			      memory_order_release);
 }
 
+/* Whether at least a wake-up's worth of buffers is free for a sleeping producer. */
+static bool has_free_batch(struct adump_chan *c)
+{
+	return adump_spsc_size(&c->free_ring) >= c->wake_free;
+}
+
+/* After buffers or records were given back: wake whoever sleeps on them (protocols 2 and 3
+ * of common/common.h). */
+static void wake_after_release(struct adump_chan *c)
+{
+	/* Dekker with the producer's and the idle waiters' announcements. */
+	adump_wake_fence();
+	/* The release that gives a sleeping producer its batch wakes it; the ones after it
+	 * until the producer runs again need not: one system call per sleep, not per record. */
+	if (adump_waitpoint_is_waited(&c->producer_wait) && has_free_batch(c))
+		adump_waitpoint_wake(&c->producer_wait);
+	adump_waitpoint_wake(&c->idle_wait);
+}
+
+/* A record went back: the wake-ups now, or once for the batch. */
+static void gave_back(struct adump_chan *c)
+{
+	if (c->is_deferred)
+		c->owed_count++;
+	else
+		wake_after_release(c);
+}
+
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec)
 {
 	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
 	add_released(c, 1);
+	gave_back(c);
 }
 
 void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec)
 {
 	adump_spsc_push(&c->free_ring, c->free_slots, rec, NULL);
+	gave_back(c);
 }
 
 void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count)
 {
 	add_released(c, record_count);
+	/* Dekker with adump_port_wait_idle(). */
+	adump_wake_fence();
+	adump_waitpoint_wake(&c->idle_wait);
 }
 
-bool adump_chan_has_free_batch_sc(struct adump_chan *c)
+void adump_chan_defer_sc(struct adump_chan *c)
 {
-	return adump_spsc_size(&c->free_ring) >= c->wake_free;
+	c->is_deferred = true;
+}
+
+void adump_chan_flush_sc(struct adump_chan *c)
+{
+	c->is_deferred = false;
+	if (c->owed_count) {
+		c->owed_count = 0;
+		wake_after_release(c);
+	}
 }
 
 bool adump_chan_is_idle(struct adump_chan *c)
@@ -184,11 +229,6 @@ bool adump_chan_is_idle(struct adump_chan *c)
 	 * after the waiter's announcement, against the consumer's fence. */
 	return atomic_load_explicit(&c->released, memory_order_seq_cst) ==
 	       atomic_load_explicit(&c->committed, memory_order_seq_cst);
-}
-
-struct adump_chan_owed *adump_chan_owed_sc(struct adump_chan *c)
-{
-	return &c->owed;
 }
 
 uint64_t adump_chan_committed(const struct adump_chan *c)

@@ -3,9 +3,10 @@
  * (consumer). A channel owns a set of staging buffers, each paired with one record; records
  * travel producer -> worker through one ck_ring SPSC ring and come back worker -> producer
  * through a second one, so the hot path takes no lock and allocates nothing. Only the
- * hand-off lives here: no system call, no counter beyond the two that define "idle". The
- * producer's end (drop policy, blocking, counters, chunking) is producer/'s, the consumer's
- * wake-ups pipeline/consumer.c's, and sleeping and waking with its protocol common/'s. */
+ * hand-off lives here, with the one rule that goes with it: a record given back wakes
+ * whoever waits for it. No counter beyond the two that define "idle". The producer's end
+ * (drop policy, blocking, counters, chunking) is producer/'s; sleeping and waking, with its
+ * protocol, common/'s. */
 #ifndef ADUMP_RING_H
 #define ADUMP_RING_H
 
@@ -88,6 +89,11 @@ struct adump_rec *adump_chan_pop_sc(struct adump_chan *c);
 /* Whether nothing is waiting (a worker's last look before it sleeps). */
 bool adump_chan_is_empty_sc(struct adump_chan *c);
 
+/* Every give-back below also wakes whoever sleeps on what it gave back: a producer waiting
+ * for a free buffer (once a batch of them is free) and idle waiters (common/common.h,
+ * "Sleeping and waking", protocols 2 and 3): now, or once at adump_chan_flush_sc() when
+ * deferred. A consumer gives records back only through these. */
+
 /* The record's buffer is free again (its write has completed), and the record is done for
  * adump_chan_is_idle(). Same as recycle then retire of one record. */
 void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
@@ -100,21 +106,18 @@ void adump_chan_release_sc(struct adump_chan *c, struct adump_rec *rec);
  */
 void adump_chan_recycle_sc(struct adump_chan *c, struct adump_rec *rec);
 
-/* Mark @record_count recycled records done (their data written); never more records than
- * were recycled and not yet retired. */
+/* Mark @record_count recycled records done (their data written) and wake idle waiters;
+ * never more records than were recycled and not yet retired. */
 void adump_chan_retire_sc(struct adump_chan *c, uint32_t record_count);
 
-/* Whether at least a wake-up's worth of buffers is free (see adump_chan_producer_wait()). */
-bool adump_chan_has_free_batch_sc(struct adump_chan *c);
-
-/* The wake-ups a consumer owes for records it gave back while deferring them
- * (pipeline/consumer.c): consumer-only bookkeeping the channel keeps for it. */
-struct adump_chan_owed {
-	bool is_deferred;
-	uint32_t release_count;
-};
-
-struct adump_chan_owed *adump_chan_owed_sc(struct adump_chan *c);
+/**
+ * adump_chan_defer_sc() - let the following releases and recycles skip the fence and the
+ * wake-ups, until adump_chan_flush_sc(), which does them once: a worker brackets its drain
+ * of a ring with the two, one fence per batch instead of one per record. Flush before
+ * sleeping or blocking.
+ */
+void adump_chan_defer_sc(struct adump_chan *c);
+void adump_chan_flush_sc(struct adump_chan *c);
 
 /* ---- Any thread ---- */
 
@@ -126,8 +129,7 @@ struct adump_chan_owed *adump_chan_owed_sc(struct adump_chan *c);
 bool adump_chan_is_idle(struct adump_chan *c);
 
 /* Where the channel's producer sleeps for a free buffer and idle waiters for the idle
- * state: the consumer wakes them after giving records back (common/common.h, "Sleeping and
- * waking"). The channel itself never sleeps or wakes anyone. */
+ * state (producer/port.c waits on them; the give-backs above wake them). */
 struct adump_waitpoint *adump_chan_producer_wait(struct adump_chan *c);
 struct adump_waitpoint *adump_chan_idle_wait(struct adump_chan *c);
 

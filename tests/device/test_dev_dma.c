@@ -11,7 +11,6 @@
 
 #include "common/common.h"
 #include "dev_helpers.h"
-#include "pipeline/consumer.h"
 #include "producer/producer.h"
 #include "ring/ring.h"
 
@@ -86,7 +85,7 @@ static void handle(struct consumer *c, struct adump_rec *rec)
 
 	if (c->file_count == MAX_FILES) {
 		consumer_fail(c, "too many files");
-		adump_consumer_release_sc(c->chan, rec);
+		adump_chan_release_sc(c->chan, rec);
 		return;
 	}
 	if (rec->flags & ADUMP_REC_FIRST) {
@@ -124,7 +123,7 @@ static void handle(struct consumer *c, struct adump_rec *rec)
 		c->current = NULL;
 		c->file_count++;
 	}
-	adump_consumer_release_sc(c->chan, rec);
+	adump_chan_release_sc(c->chan, rec);
 }
 
 static void *consumer_main(void *arg)

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "helpers.h"
-#include "pipeline/consumer.h"
 #include "producer/producer.h"
 #include "ring/ring.h"
 #include "ring/spsc.h"
@@ -121,7 +120,7 @@ START_TEST(test_full_drops_are_counted)
 	ck_assert_uint_eq(st.records, 4);
 	ck_assert_uint_eq(st.ring_high_water, 4);
 	for (int i = 0; i < 4; i++)
-		adump_consumer_release_sc(adump_port_chan(c), adump_chan_pop_sc(adump_port_chan(c)));
+		adump_chan_release_sc(adump_port_chan(c), adump_chan_pop_sc(adump_port_chan(c)));
 	/* The drop is reported once by the next idle wait, then cleared. */
 	ck_assert_int_eq(adump_port_wait_idle(c), -ADUMP_ERR_DROPPED);
 	ck_assert_int_eq(adump_port_wait_idle(c), 0);
@@ -173,7 +172,7 @@ static void *stress_consumer(void *arg)
 		if (s->slow_consumer && next % 4096 == 0)
 			usleep(50);
 		next++;
-		adump_consumer_release_sc(adump_port_chan(s->c), r);
+		adump_chan_release_sc(adump_port_chan(s->c), r);
 	}
 	return NULL;
 }
@@ -248,8 +247,8 @@ START_TEST(test_recycle_then_retire)
 	adump_port_commit_sp(c, b);
 	ck_assert_ptr_eq(adump_chan_pop_sc(adump_port_chan(c)), a);
 	ck_assert_ptr_eq(adump_chan_pop_sc(adump_port_chan(c)), b);
-	adump_consumer_recycle_sc(adump_port_chan(c), a);
-	adump_consumer_recycle_sc(adump_port_chan(c), b);
+	adump_chan_recycle_sc(adump_port_chan(c), a);
+	adump_chan_recycle_sc(adump_port_chan(c), b);
 	/* Both buffers are free again although nothing is retired. */
 	a = adump_port_reserve_sp(c, false);
 	ck_assert_ptr_nonnull(a);
@@ -259,8 +258,8 @@ START_TEST(test_recycle_then_retire)
 	adump_port_stats(c, &st);
 	ck_assert_uint_eq(st.drops, 0);
 	ck_assert_ptr_eq(adump_chan_pop_sc(adump_port_chan(c)), a);
-	adump_consumer_release_sc(adump_port_chan(c), a);
-	adump_consumer_retire_sc(adump_port_chan(c), 2);
+	adump_chan_release_sc(adump_port_chan(c), a);
+	adump_chan_retire_sc(adump_port_chan(c), 2);
 	ck_assert_int_eq(adump_port_wait_idle(c), 0);
 	adump_port_destroy(c);
 	free(mem);
