@@ -236,6 +236,10 @@ void adump_acl_opinfo_reset(struct adump_acl_state *st);
 
 /* Resolve a stream handle; NULL when it is not a live stream. lock held. */
 struct adump_acl_stream *adump_acl_stream_find_locked(struct adump_acl_state *st, aclrtStream h);
+/* The pin a launch or sync holds on its stream, taking lock: the stream, or NULL when @h is
+ * not a live stream. Unpin when done (@is_dump: the launch also held a dump pin). */
+struct adump_acl_stream *adump_acl_stream_pin(struct adump_acl_state *st, aclrtStream h);
+void adump_acl_stream_unpin(struct adump_acl_state *st, struct adump_acl_stream *s, bool is_dump);
 /* The calling thread's current device id, or -1. lock held. */
 int32_t adump_acl_current_device_locked(struct adump_acl_state *st);
 /* The current device (opened), or NULL. lock held. */
