@@ -9,7 +9,6 @@
 #include "acl/acl_int.h"
 #include "acl/adump_acl.h"
 
-#define MOD "acl"
 #define TENSOR_MAGIC 0x61636c54u        /* "aclT" */
 #define SCALAR_MAGIC 0x61636c53u        /* "aclS" */
 #define EXECUTOR_MAGIC 0x61636c45u      /* "aclE" */
