@@ -92,6 +92,22 @@ ADUMP_HIDDEN uint32_t adump_stream_id_next(void);
 /* write() all of @buf, retrying short writes and EINTR. Return: 0 or -errno. */
 ADUMP_HIDDEN int adump_write_all(int fd, const void *buf, size_t len);
 
+/* Opening a file to read (common/openfile.c). Neither call blocks on a FIFO, and both refuse
+ * what is not a regular file: -EISDIR for a directory, -EINVAL for a FIFO, socket or device.
+ * Return: the descriptor (O_RDONLY | O_CLOEXEC, blocking) or -errno.
+ * adump_open_regular(): @path is one the user gave, and may lead anywhere.
+ * adump_open_beneath(): @name is one a capture gave (a data_name, an index's segment), a
+ * path relative to @dir that must stay beneath it: an absolute path, a ".." component or a
+ * symlink resolving outside is -EXDEV (openat2 RESOLVE_BENEATH where the kernel has it; else
+ * every symlink is refused). adump_openat_beneath(): the same from a directory descriptor. */
+ADUMP_HIDDEN int adump_open_regular(const char *path);
+ADUMP_HIDDEN int adump_open_beneath(const char *dir, const char *name);
+ADUMP_HIDDEN int adump_openat_beneath(int dirfd, const char *name);
+/* Whether @name is relative and has no ".." component (no file system access). */
+ADUMP_HIDDEN bool adump_name_is_beneath(const char *name);
+/* A message for what the calls above return: the refusals in words, else adump_strerror(). */
+ADUMP_HIDDEN const char *adump_open_strerror(int ret);
+
 /* mkdir -p; existing directories are fine. Return: 0 or -errno. */
 ADUMP_HIDDEN int adump_mkdir_p(const char *path, unsigned mode);
 

@@ -304,10 +304,10 @@ static char *read_text(const char *path, int *ret)
 {
 	struct stat st;
 	char *text;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = adump_open_regular(path);
 
 	if (fd < 0) {
-		*ret = -errno;
+		*ret = fd;
 		return NULL;
 	}
 	if (fstat(fd, &st) < 0 || st.st_size > MSPROBE_JSON_MAX) {
@@ -369,7 +369,7 @@ int adump_msprobe_load(const char *path, struct adump_msprobe **out, char *msg, 
 	}
 	text = read_text(m->json_path, &ret);
 	if (!text) {
-		snprintf(msg, cap, "%s: %s", m->json_path, adump_strerror(ret));
+		snprintf(msg, cap, "%s: %s", m->json_path, adump_open_strerror(ret));
 		goto out;
 	}
 	tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
@@ -436,10 +436,16 @@ void adump_msprobe_pt_path(const struct adump_msprobe *m, const struct adump_msp
 	snprintf(buf, cap, "%s/%s", m->data_dir, t->data_name ? t->data_name : "");
 }
 
+void adump_msprobe_pt_rel(const struct adump_msprobe_tensor *t, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "dump_tensor_data/%s", t->data_name ? t->data_name : "");
+}
+
 /* ---- an entry's tensors as one source -------------------------------------------------------- */
 
 struct span {
-	char *path;
+	char *path;                     /* in messages */
+	char *dir, *rel;                /* opened as adump_open_beneath(dir, rel) */
 	uint64_t at;                    /* virtual offset of the tensor's first byte */
 	uint64_t file_offset, bytes;
 	int fd;                         /* -1 until first read */
@@ -463,12 +469,14 @@ static long spans_read_at(void *ctx, uint64_t offset, void *buf, size_t len)
 		if (pos < s->at || pos >= s->at + s->bytes)
 			continue;
 		if (s->fd < 0) {
-			s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-			if (s->fd < 0) {
+			int fd = adump_open_beneath(s->dir, s->rel);
+
+			if (fd < 0) {
 				snprintf(sp->error, sizeof(sp->error), "%s: %s", s->path,
-					 strerror(errno));
-				return -errno;
+					 adump_open_strerror(fd));
+				return fd;
 			}
+			s->fd = fd;
 		}
 		while (done < len && pos < s->at + s->bytes) {
 			size_t want = len - done;
@@ -500,6 +508,8 @@ static void spans_close(void *ctx)
 		if (sp->s[i].fd >= 0)
 			close(sp->s[i].fd);
 		free(sp->s[i].path);
+		free(sp->s[i].dir);
+		free(sp->s[i].rel);
 	}
 	free(sp->s);
 	free(sp);
@@ -542,7 +552,7 @@ int adump_msprobe_open(struct adump_reader *r, const struct adump_msprobe *m, ui
 	struct adump_reader_tensor *tensors = calloc(en->count ? en->count : 1, sizeof(*tensors));
 	struct spans *sp = calloc(1, sizeof(*sp));
 	struct adump_reader_source *src = NULL;
-	char name[PATH_MAX + 1024], path[PATH_MAX], msg[1024];
+	char name[PATH_MAX + 1024], path[PATH_MAX], rel[PATH_MAX], msg[1024];
 	uint64_t at = 0;
 	int ret = 0;
 
@@ -563,7 +573,8 @@ int adump_msprobe_open(struct adump_reader *r, const struct adump_msprobe *m, ui
 			goto err;
 		}
 		adump_msprobe_pt_path(m, t, path, sizeof(path));
-		ret = adump_pt_read(path, is_checked, &info, msg, sizeof(msg));
+		adump_msprobe_pt_rel(t, rel, sizeof(rel));
+		ret = adump_pt_read_beneath(m->dir, rel, path, is_checked, &info, msg, sizeof(msg));
 		if (ret < 0) {
 			ret = adump_reader_fail_as(r, name, ret, "%s: %s", t->arg, msg);
 			goto err;
@@ -589,11 +600,12 @@ int adump_msprobe_open(struct adump_reader *r, const struct adump_msprobe *m, ui
 		rt->info.bytes = info.bytes;
 		rt->index = t->index;
 		rt->offset = at;
-		sp->s[i] = (struct span){ .path = strdup(path), .at = at,
+		sp->s[i] = (struct span){ .path = strdup(path), .dir = strdup(m->dir),
+					  .rel = strdup(rel), .at = at,
 					  .file_offset = info.offset, .bytes = info.bytes,
 					  .fd = -1 };
 		sp->count = i + 1;
-		if (!sp->s[i].path) {
+		if (!sp->s[i].path || !sp->s[i].dir || !sp->s[i].rel) {
 			ret = adump_reader_fail_as(r, name, -ENOMEM, "out of memory");
 			goto err;
 		}
@@ -626,7 +638,7 @@ long adump_msprobe_verify(const char *dir,
 			  uint64_t *problem_count)
 {
 	struct adump_msprobe *m;
-	char msg[2048], path[PATH_MAX], text[PATH_MAX + 2048];
+	char msg[2048], path[PATH_MAX], rel[PATH_MAX], text[PATH_MAX + 2048];
 	uint64_t problems = 0;
 	long checked = 0;
 	int ret;
@@ -652,8 +664,10 @@ long adump_msprobe_verify(const char *dir,
 			if (!t->data_name)
 				continue;
 			adump_msprobe_pt_path(m, t, path, sizeof(path));
+			adump_msprobe_pt_rel(t, rel, sizeof(rel));
 			checked++;
-			ret = adump_pt_read(path, true, &info, msg, sizeof(msg));
+			ret = adump_pt_read_beneath(m->dir, rel, path, true, &info, msg,
+						    sizeof(msg));
 			if (ret == -ENOMEM) {
 				adump_msprobe_free(m);
 				return ret;

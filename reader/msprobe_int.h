@@ -61,6 +61,17 @@ ADUMP_HIDDEN void adump_msprobe_pt_path(const struct adump_msprobe *m,
 					const struct adump_msprobe_tensor *t, char *buf,
 					size_t cap);
 
+/* The name of @t's .pt file relative to the rank directory (m->dir):
+ * "dump_tensor_data/<data_name>", into @buf; opened only with adump_open_beneath(), so a
+ * data_name can never lead outside the rank directory. */
+ADUMP_HIDDEN void adump_msprobe_pt_rel(const struct adump_msprobe_tensor *t, char *buf,
+				       size_t cap);
+
+/* adump_pt_read() of @name, opened beneath @dir (adump_open_beneath()), @path in messages. */
+ADUMP_HIDDEN int adump_pt_read_beneath(const char *dir, const char *name, const char *path,
+				       bool is_checked, struct adump_pt_info *out, char *msg,
+				       size_t cap);
+
 /* Open entry @e in @r as a dump named "<dir>/dump.json:<entry>": a header listing its tensors
  * (dtype and shape from each .pt file, which must agree with dump.json), payloads read from
  * the .pt files when asked. @is_checked: each .pt's CRCs are compared first.

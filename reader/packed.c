@@ -137,6 +137,7 @@ struct segment {
 
 struct adump_reader_packed {
 	char *dir;
+	bool is_index_given;                    /* the user named the one index: open by path */
 	char **index_names;                     /* sorted */
 	size_t index_count;
 	size_t index_pos;                       /* next index to open */
@@ -199,9 +200,23 @@ static int list_indexes(struct adump_reader_packed *p)
 
 	if (!d)
 		return -errno;
-	while (ret == 0 && (de = readdir(d)))
-		if (adump_reader_packed_file_kind(de->d_name) == ADUMP_PACKED_FILE_INDEX)
-			ret = add_index(p, de->d_name);
+	while (ret == 0 && (de = readdir(d))) {
+		int fd;
+
+		if (adump_reader_packed_file_kind(de->d_name) != ADUMP_PACKED_FILE_INDEX)
+			continue;
+		/* An index that is not a regular file of this directory (a FIFO, a symlink
+		 * out) holds no entries we may read: said once, and left out. */
+		fd = adump_openat_beneath(dirfd(d), de->d_name);
+		if (fd == -EINVAL || fd == -EISDIR || fd == -EXDEV) {
+			adump_log(ADUMP_LOG_WARN, "packed", "%s/%s: %s; skipped", p->dir, de->d_name,
+				  adump_open_strerror(fd));
+			continue;
+		}
+		if (fd >= 0)
+			close(fd);
+		ret = add_index(p, de->d_name);
+	}
 	closedir(d);
 	if (ret == 0 && p->index_count)
 		qsort(p->index_names, p->index_count, sizeof(*p->index_names), compare_names);
@@ -215,18 +230,29 @@ static bool is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Index @name of @p, a regular file: the user's own path when it named the index, else
+ * opened beneath the packed directory, so a listed index never leads outside it. */
+static int index_open(const struct adump_reader_packed *p, const char *name)
+{
+	char path[4400];
+
+	if (!p->is_index_given)
+		return adump_open_beneath(p->dir, name);
+	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return adump_open_regular(path);
+}
+
 /* Lines in one index: its newlines, plus a last line without one. */
 static int count_lines(struct adump_reader_packed *p, const char *name)
 {
-	char path[4400], buf[65536];
+	char buf[65536];
 	int fd, last = '\n';
 	ssize_t n;
 
-	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = index_open(p, name);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		for (ssize_t i = 0; i < n; i++)
 			p->line_count += buf[i] == '\n';
@@ -259,6 +285,7 @@ int adump_reader_packed_open(const char *path, struct adump_reader_packed **out)
 			ret = -ADUMP_ERR_NOT_FOUND;
 			goto err;
 		}
+		p->is_index_given = true;
 		p->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
 		if (!p->dir || add_index(p, slash ? slash + 1 : path) < 0) {
 			ret = -ENOMEM;
@@ -363,6 +390,7 @@ int adump_reader_packed_next(struct adump_reader_packed *p,
 {
 	struct adump_reader_packed_entry *e = &p->entry;
 	ssize_t n;
+	int fd;
 
 	if (!p || !entry)
 		return -ADUMP_ERR_CONFIG;
@@ -375,9 +403,16 @@ int adump_reader_packed_next(struct adump_reader_packed *p,
 				p->index_path = NULL;
 				return -ENOMEM;
 			}
-			p->f = fopen(p->index_path, "re");
-			if (!p->f)
-				return -errno;
+			fd = index_open(p, p->index_names[p->index_pos - 1]);
+			if (fd < 0)
+				return fd;
+			p->f = fdopen(fd, "re");
+			if (!p->f) {
+				int ret = -errno;
+
+				close(fd);
+				return ret;
+			}
 			p->line_number = 0;
 		}
 		errno = 0;
@@ -427,7 +462,6 @@ static int segment_get(struct adump_reader_packed *p, const char *name, struct s
 {
 	struct segment *s;
 	struct stat st;
-	char path[4400];
 	int fd;
 
 	for (unsigned i = 0; i < p->segment_count; i++)
@@ -435,14 +469,15 @@ static int segment_get(struct adump_reader_packed *p, const char *name, struct s
 			*out = &p->segments[i];
 			return 0;
 		}
-	if (snprintf(path, sizeof(path), "%s/%s", p->dir, name) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);     /* a FIFO must not block */
+	/* The segment's name is the index's: it must name a file of the packed directory. */
+	fd = adump_open_beneath(p->dir, name);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		return fd;
+	if (fstat(fd, &st) < 0) {
+		int ret = -errno;
+
 		close(fd);
-		return -EINVAL;
+		return ret;
 	}
 	if (p->segment_count < SEGMENT_CACHE) {
 		s = &p->segments[p->segment_count++];
@@ -477,7 +512,7 @@ int adump_reader_open_packed(struct adump_reader *r, struct adump_reader_packed 
 	ret = segment_get(p, entry->segment, &seg);
 	if (ret < 0) {
 		adump_reader_fail_as(r, name, ret, "segment %s: %s", entry->segment,
-				     adump_strerror(ret));
+				     adump_open_strerror(ret));
 		goto out;
 	}
 	if (entry->offset > seg->bytes || entry->length > seg->bytes - entry->offset) {

@@ -105,9 +105,9 @@ int adump_pt_check(const char *path, char *msg, size_t cap)
 	bool has_eocd = false;
 	int fd, ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = adump_open_regular(path);
 	if (fd < 0)
-		return fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
+		return fail(msg, cap, fd, "%s: %s", path, adump_open_strerror(fd));
 	if (fstat(fd, &st) < 0 || st.st_size < 22 || (uint64_t)st.st_size > 0xffffffffu) {
 		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: %lld bytes: not a torch zip file",
 			   path, (long long)st.st_size);
@@ -158,6 +158,13 @@ int adump_pt_check(const char *path, char *msg, size_t cap)
 		name_len = rd_le(buf + at + 28, 2);
 		local = rd_le(buf + at + 42, 4);
 		name = (const char *)buf + at + 46;
+		/* The entry's name (and the extra field and comment after it, skipped below)
+		 * lie inside the central directory, or the entry is damaged. */
+		if (at + 46 + name_len + rd_le(buf + at + 30, 2) + rd_le(buf + at + 32, 2) > eocd) {
+			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: central directory entry %u "
+				   "runs past the directory's end", path, i);
+			goto out;
+		}
 		if (rd_le(buf + at + 10, 2) != 0 || size != rd_le(buf + at + 24, 4) ||
 		    local + 30 > len || rd_le(buf + local, 4) != 0x04034b50) {
 			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %u is compressed or its "

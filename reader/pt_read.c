@@ -792,8 +792,9 @@ static int pk_tensor(const struct pk *k, const char *path, struct adump_pt_info 
 	return 0;
 }
 
-int adump_pt_read(const char *path, bool is_checked, struct adump_pt_info *out, char *msg,
-		  size_t cap)
+/* adump_pt_read() of the file open as @fd (taken over), named @path in messages. */
+static int pt_read_fd(int fd, const char *path, bool is_checked, struct adump_pt_info *out,
+		      char *msg, size_t cap)
 {
 	struct pt_zip *z;
 	struct pk *k = NULL;
@@ -804,18 +805,12 @@ int adump_pt_read(const char *path, bool is_checked, struct adump_pt_info *out, 
 	struct stat st;
 	int ret;
 
-	if (!path || !out)
-		return pt_fail(msg, cap, -ADUMP_ERR_CONFIG, "invalid arguments");
-	memset(out, 0, sizeof(*out));
 	z = calloc(1, sizeof(*z));
-	if (!z)
+	if (!z) {
+		close(fd);
 		return -ENOMEM;
-	z->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (z->fd < 0) {
-		ret = pt_fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
-		free(z);
-		return ret;
 	}
+	z->fd = fd;
 	if (fstat(z->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		ret = pt_fail(msg, cap, -EINVAL, "%s: not a regular file", path);
 		goto out;
@@ -894,4 +889,32 @@ out:
 	close(z->fd);
 	free(z);
 	return ret;
+}
+
+int adump_pt_read(const char *path, bool is_checked, struct adump_pt_info *out, char *msg,
+		  size_t cap)
+{
+	int fd;
+
+	if (!path || !out)
+		return pt_fail(msg, cap, -ADUMP_ERR_CONFIG, "invalid arguments");
+	memset(out, 0, sizeof(*out));
+	fd = adump_open_regular(path);
+	if (fd < 0)
+		return pt_fail(msg, cap, fd, "%s: %s", path, adump_open_strerror(fd));
+	return pt_read_fd(fd, path, is_checked, out, msg, cap);
+}
+
+int adump_pt_read_beneath(const char *dir, const char *name, const char *path, bool is_checked,
+			  struct adump_pt_info *out, char *msg, size_t cap)
+{
+	int fd;
+
+	if (!dir || !name || !path || !out)
+		return pt_fail(msg, cap, -ADUMP_ERR_CONFIG, "invalid arguments");
+	memset(out, 0, sizeof(*out));
+	fd = adump_open_beneath(dir, name);
+	if (fd < 0)
+		return pt_fail(msg, cap, fd, "%s: %s", path, adump_open_strerror(fd));
+	return pt_read_fd(fd, path, is_checked, out, msg, cap);
 }

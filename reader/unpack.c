@@ -57,9 +57,10 @@ static int restore(const char *packed_dir, const char *out_dir, const struct ind
 	*slash = '/';
 	if (ret < 0)
 		return ret;
-	in = open(seg_path, O_RDONLY | O_CLOEXEC);
+	/* The index names the segment: a regular file of the packed directory, or nothing. */
+	in = adump_open_beneath(packed_dir, e->segment);
 	if (in < 0)
-		return -errno;
+		return in;
 	ret = adump_pubfile_open(&out, out_path, 0, 0640);
 	if (ret < 0)
 		goto out;
@@ -113,16 +114,24 @@ long adump_unpack(const char *dir, const char *out_dir)
 		char idx_path[4400], line[8192];
 		unsigned line_number = 0;
 		FILE *f;
+		int fd;
 
 		if (len < 5 || strcmp(de->d_name + len - 4, ".idx"))
 			continue;
 		if (snprintf(idx_path, sizeof(idx_path), "%s/%s", packed_dir, de->d_name) >=
 		    (int)sizeof(idx_path))
 			continue;
-		f = fopen(idx_path, "re");
+		fd = adump_openat_beneath(dirfd(d), de->d_name);
+		f = fd < 0 ? NULL : fdopen(fd, "re");
 		if (!f) {
+			int ret = fd < 0 ? fd : -errno;
+
+			if (fd >= 0)
+				close(fd);
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s: %s", idx_path,
+				  adump_open_strerror(ret));
 			if (!first_error)
-				first_error = -errno;
+				first_error = ret;
 			continue;
 		}
 		while (fgets(line, sizeof(line), f)) {
@@ -142,7 +151,7 @@ long adump_unpack(const char *dir, const char *out_dir)
 				adump_log(ADUMP_LOG_ERROR, MODULE, "%s line %u: %s", idx_path, line_number,
 					  ret == -ADUMP_ERR_CORRUPT ? "entry does not match its segment "
 								     "(bad line, short segment or CRC32C)"
-								   : adump_strerror(ret));
+								   : adump_open_strerror(ret));
 				if (!first_error)
 					first_error = ret;
 				continue;
