@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,88 +279,6 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 	}
 	if (csv)
 		fprintf(stderr, "  result: %s\n", csv);
-}
-
-/* Cosine and max relative error per row along the op order, first divergence marked. */
-static int plot(const struct adump_compare *c, const struct adump_compare_summary *s,
-		const char *dir, const char *stamp, char *msg, size_t cap)
-{
-	char data[4096], script[4096], png[4096], svg[4096];
-	FILE *f;
-	int status, ret = 0;
-
-	snprintf(data, sizeof(data), "%s/compare_%s.dat", dir, stamp);
-	snprintf(script, sizeof(script), "%s/compare_%s.gp", dir, stamp);
-	snprintf(png, sizeof(png), "%s/compare_%s.png", dir, stamp);
-	snprintf(svg, sizeof(svg), "%s/compare_%s.svg", dir, stamp);
-	f = fopen(data, "w");
-	if (!f) {
-		snprintf(msg, cap, "%s: %s", data, strerror(errno));
-		return -errno;
-	}
-	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
-		const struct adump_compare_row *row = adump_compare_row(c, r);
-
-		fprintf(f, "%llu %llu %.9g %.9g\n", (unsigned long long)r,
-			(unsigned long long)row->index, isnan(row->cosine) ? NAN : row->cosine,
-			isnan(row->max_relative_error) ? NAN : row->max_relative_error);
-	}
-	fclose(f);
-	f = fopen(script, "w");
-	if (!f) {
-		snprintf(msg, cap, "%s: %s", script, strerror(errno));
-		unlink(data);
-		return -errno;
-	}
-	fprintf(f, "set datafile missing 'nan'\n"
-		   "set xlabel 'row (op order: inputs, then outputs of each op)'\n"
-		   "set ylabel 'CosineSimilarity'\nset y2label 'MaxRelativeError'\n"
-		   "set ytics nomirror\nset y2tics\nset logscale y2\nset grid\nset key bottom left\n"
-		   "set yrange [*:1.02]\n");
-	if (s->first_divergent_row >= 0) {
-		const struct adump_compare_row *row =
-			adump_compare_row(c, (uint64_t)s->first_divergent_row);
-
-		fprintf(f, "set arrow from %lld, graph 0 to %lld, graph 1 nohead lc rgb 'red' lw 2\n"
-			   "set label \"first divergent: Index %llu %s (%s)\" at %lld, graph 0.95 "
-			   "offset 1,0 tc rgb 'red' noenhanced\n",
-			(long long)s->first_divergent_row, (long long)s->first_divergent_row,
-			(unsigned long long)row->index, row->op_name,
-			adump_compare_verdict_name(row->verdict), (long long)s->first_divergent_row);
-	}
-	fprintf(f, "set title 'adump compare: %llu ops, %llu tensors' noenhanced\n",
-		(unsigned long long)s->op_count, (unsigned long long)s->tensor_count);
-	for (int k = 0; k < 2; k++) {
-		fprintf(f, "set terminal %s size 1200,600\nset output '%s'\n",
-			k ? "svg" : "pngcairo", k ? svg : png);
-		fprintf(f, "plot '%s' using 1:3 with linespoints pt 7 ps 0.5 lc rgb '#1f77b4' "
-			   "title 'CosineSimilarity', '' using 1:($4 > 0 ? $4 : 1/0) axes x1y2 with "
-			   "points pt 2 ps 1 lc rgb '#ff7f0e' title 'MaxRelativeError (> 0)'\n",
-			data);
-	}
-	fclose(f);
-	char cmd[8400];
-
-	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 1>&2", script);
-	status = system(cmd);
-	if (status != 0) {
-		/* pngcairo may be missing (gnuplot-nox has it; some builds do not): plain png. */
-		char alt[8600];
-
-		snprintf(alt, sizeof(alt), "sed -i 's/pngcairo/png/' '%s' && gnuplot '%s' 1>&2", script,
-			 script);
-		status = system(alt);
-	}
-	if (status != 0) {
-		snprintf(msg, cap, "gnuplot failed (status %d); is gnuplot installed?",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : status);
-		ret = -1;
-	}
-	unlink(script);
-	unlink(data);
-	if (ret == 0)
-		snprintf(msg, cap, "%.4000s, %.4000s", png, svg);
-	return ret;
 }
 
 /* ---- two .npy files: msaccucmp's single-file compare (file_compare) ------------------------ */
@@ -720,7 +637,7 @@ int cmd_compare(int argc, char **argv)
 		fprintf(stderr, "adump compare: --plot: statistics dumps have no "
 			"CosineSimilarity to plot\n");
 	} else if (is_plot && sum.matched_count) {
-		if (plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
+		if (compare_plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
 			fprintf(stderr, "adump compare: --plot: %s\n", msg);
 		else if (!is_quiet)
 			fprintf(stderr, "  plot: %s\n", msg);

@@ -16,6 +16,12 @@
 FILE *compare_out_create(const char *dir, const char *stem, const char *ext, char *path,
 			 size_t cap);
 
+/* --plot (compare_plot.c): DIR/compare_<stamp>.png and .svg of the rows' cosine and max
+ * relative error, by gnuplot. Return: 0 and the two paths in @msg, or a negative code and
+ * why in @msg. */
+int compare_plot(const struct adump_compare *c, const struct adump_compare_summary *s,
+		 const char *dir, const char *stamp, char *msg, size_t cap);
+
 /* compare_pairs_run(): both roots are one capture directory each, nothing below to pair. */
 #define COMPARE_PAIRS_ONE (-1)
 
