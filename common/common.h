@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <ck_stack.h>
@@ -136,6 +137,39 @@ ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, 
  */
 ADUMP_HIDDEN int adump_pubfile_close(struct adump_pubfile *pf, const char *path, int status,
 				     const char *keep_suffix);
+
+/* A result file (common/outfile.c): written under a temporary name of its own in its
+ * directory (O_CREAT | O_EXCL | O_NOFOLLOW), synced and renamed to its name only once whole,
+ * so that an error leaves no partial file under the name and a link planted there is
+ * replaced, never written through. Not for the capture's hot path (it syncs). */
+struct adump_outfile {
+	int dir_fd;                     /* borrowed */
+	int fd;
+	FILE *f;                        /* adump_outfile_stream()'s, or NULL */
+	char tmp[32];
+};
+/* Publish only under a name nothing has yet (-EEXIST keeps the file for another name). */
+#define ADUMP_OUTFILE_NEW 1u
+/* Start a file in the directory @dir_fd (borrowed until published or discarded), @mode as
+ * for open(2). Return: 0 and @of->fd open for writing, or -errno. */
+ADUMP_HIDDEN int adump_outfile_open(struct adump_outfile *of, int dir_fd, unsigned mode);
+/* A stdio stream on @of->fd (owned by @of: close it with publish or discard); NULL on ENOMEM. */
+ADUMP_HIDDEN FILE *adump_outfile_stream(struct adump_outfile *of);
+/* Flush, sync and close the file, then with @status 0 rename it to @name in its directory
+ * (replacing what is there; with ADUMP_OUTFILE_NEW only if nothing is). On any error the
+ * file is removed, but for -EEXIST with ADUMP_OUTFILE_NEW, which leaves it for another call
+ * with another name. Return: 0, @status, or the -errno of the write, sync, close or rename. */
+ADUMP_HIDDEN int adump_outfile_publish(struct adump_outfile *of, int status, const char *name,
+				       unsigned flags);
+/* Close and remove the file unpublished. Safe after a publish (then it does nothing). */
+ADUMP_HIDDEN void adump_outfile_discard(struct adump_outfile *of);
+/* The directory @rel below @dir_fd, each of its components made if missing and entered
+ * without following a link ("..": -EINVAL; a link or a file in the way: -ENOTDIR).
+ * Return: a new descriptor of it (caller closes), or -errno. */
+ADUMP_HIDDEN int adump_dir_open_new(int dir_fd, const char *rel, unsigned mode);
+/* Make @name (a name derived from an op name) one path component in place: '/' becomes '_',
+ * and "." or ".." "_" or "_.": what a name from a dump may hold never leaves its directory. */
+ADUMP_HIDDEN void adump_name_component(char *name);
 
 /* float16 / bfloat16 bit patterns to float, exactly (common/types.c): the one conversion
  * the capture's statistics and the reader share. */

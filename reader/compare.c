@@ -1247,6 +1247,12 @@ int adump_compare_run(struct adump_compare *c)
 			row->pub.cells = (const char *const *)row->cells;
 			row->pub.cell_count = c->column_count;
 			row->pub.tensor_id = row->cells[8];
+			/* Every output names the op as the CSV's NPUDump (or GroundTruth) cell
+			 * does: the header's name where the file's is its sanitised form. */
+			if (row->cells[2] && strcmp(row->cells[2], "*"))
+				row->pub.op_name = row->cells[2];
+			else if (row->cells[5] && strcmp(row->cells[5], "*"))
+				row->pub.op_name = row->cells[5];
 			row->pub.reason = row->reason ? row->reason : "";
 			c->rows[c->row_count++] = row;
 		}

@@ -113,6 +113,8 @@ int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
 {
 	if (!c || !f)
 		return -ADUMP_ERR_CONFIG;
+	/* A failed write leaves its errno (EFBIG, ENOSPC): what is returned. */
+	errno = 0;
 	for (uint32_t i = 0; i < c->column_count; i++) {
 		if (i)
 			fputc(',', f);
@@ -127,7 +129,7 @@ int adump_compare_write_csv(const struct adump_compare *c, FILE *f)
 		}
 		fputs("\r\n", f);
 	}
-	return ferror(f) ? -EIO : 0;
+	return ferror(f) ? (errno ? -errno : -EIO) : 0;
 }
 
 #define OVERFLOW_SUGGEST "Float16 data overflow occurs. Rectify the fault and perform comparison again."
@@ -186,6 +188,7 @@ int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
 
 	if (!c || !f)
 		return -ADUMP_ERR_CONFIG;
+	errno = 0;
 	adump_compare_summary_get(c, &sum);
 	for (uint32_t k = 0; k < c->cfg.alg_count; k++)
 		has_cos |= c->cfg.algs[k] == ADUMP_COMPARE_COSINE;
@@ -229,5 +232,5 @@ int adump_compare_write_advice(const struct adump_compare *c, FILE *f)
 	/* msaccucmp's three lines, then the op (and the module it ran in) by name. */
 	if (named)
 		fprintf(f, "Operator Name: %s\n", name);
-	return ferror(f) ? -EIO : 0;
+	return ferror(f) ? (errno ? -errno : -EIO) : 0;
 }

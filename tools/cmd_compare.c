@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +32,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: adump compare -m MY_DUMP -g GROUND_TRUTH [-out DIR] [-alg LIST] [-advisor]\n"
 		"                     [--json] [--threads N] [--recursive] [--msprobe] [--plot] [--quiet]\n"
-		"                     [--threshold KEY=VALUE,...]\n\n"
+		"                     [--threshold KEY=VALUE,...] [--fail-on warning|error]\n\n"
 		"Compares two dumps op by op, tensor by tensor, like msaccucmp compare (NPU vs NPU, no\n"
 		"fusion rule). Each side is a directory of dump files (.lz4 too), a packed capture,\n"
 		"one dump file, or msprobe's layout (a rank directory with dump.json, or dump.json:\n"
@@ -63,6 +62,8 @@ static void usage(FILE *f)
 		"  --threshold L    the verdicts' limits (README \"Verdicts\"): KEY=VALUE,... with KEY\n"
 		"                   cosine, cosine_warning, scaled, scaled_warning, max_abs or\n"
 		"                   max_abs_warning, alone or after float32. float16. bfloat16. integer.\n"
+		"  --fail-on LEVEL  warning or error: exit 101 when a row's verdict is LEVEL or\n"
+		"                   worse and the status would otherwise be 0 (for CI gates)\n"
 		"  --json           the rows as JSON on stdout (one object per row)\n"
 		"  --threads N      compare on N threads (default: one per CPU)\n"
 		"  --recursive      two directories: pair each capture directory below them\n"
@@ -86,7 +87,8 @@ static void usage(FILE *f)
 		"matched, or usage error; 3 a path that cannot be read; 11 an op whose inputs and\n"
 		"outputs both failed the count/shape checks; 18 an unreadable dump file; 31 bad -alg;\n"
 		"40 FFTS+ subtask data that does not fill its shape; 100 (adump's own) a tensor\n"
-		"whose NaN/Inf differ between the sides (it takes precedence).\n"
+		"whose NaN/Inf differ between the sides (it takes precedence); 101 (adump's own,\n"
+		"--fail-on only) a verdict at or above LEVEL where the status would be 0.\n"
 		"Each compared tensor gets a verdict (pass, warning, error: --json, the summary);\n"
 		"the first divergent op is the first in execution order (my output's timestamps)\n"
 		"whose verdict is not pass.\n");
@@ -282,88 +284,6 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 		fprintf(stderr, "  result: %s\n", csv);
 }
 
-/* Cosine and max relative error per row along the op order, first divergence marked. */
-static int plot(const struct adump_compare *c, const struct adump_compare_summary *s,
-		const char *dir, const char *stamp, char *msg, size_t cap)
-{
-	char data[4096], script[4096], png[4096], svg[4096];
-	FILE *f;
-	int status, ret = 0;
-
-	snprintf(data, sizeof(data), "%s/compare_%s.dat", dir, stamp);
-	snprintf(script, sizeof(script), "%s/compare_%s.gp", dir, stamp);
-	snprintf(png, sizeof(png), "%s/compare_%s.png", dir, stamp);
-	snprintf(svg, sizeof(svg), "%s/compare_%s.svg", dir, stamp);
-	f = fopen(data, "w");
-	if (!f) {
-		snprintf(msg, cap, "%s: %s", data, strerror(errno));
-		return -errno;
-	}
-	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
-		const struct adump_compare_row *row = adump_compare_row(c, r);
-
-		fprintf(f, "%llu %llu %.9g %.9g\n", (unsigned long long)r,
-			(unsigned long long)row->index, isnan(row->cosine) ? NAN : row->cosine,
-			isnan(row->max_relative_error) ? NAN : row->max_relative_error);
-	}
-	fclose(f);
-	f = fopen(script, "w");
-	if (!f) {
-		snprintf(msg, cap, "%s: %s", script, strerror(errno));
-		unlink(data);
-		return -errno;
-	}
-	fprintf(f, "set datafile missing 'nan'\n"
-		   "set xlabel 'row (op order: inputs, then outputs of each op)'\n"
-		   "set ylabel 'CosineSimilarity'\nset y2label 'MaxRelativeError'\n"
-		   "set ytics nomirror\nset y2tics\nset logscale y2\nset grid\nset key bottom left\n"
-		   "set yrange [*:1.02]\n");
-	if (s->first_divergent_row >= 0) {
-		const struct adump_compare_row *row =
-			adump_compare_row(c, (uint64_t)s->first_divergent_row);
-
-		fprintf(f, "set arrow from %lld, graph 0 to %lld, graph 1 nohead lc rgb 'red' lw 2\n"
-			   "set label \"first divergent: Index %llu %s (%s)\" at %lld, graph 0.95 "
-			   "offset 1,0 tc rgb 'red' noenhanced\n",
-			(long long)s->first_divergent_row, (long long)s->first_divergent_row,
-			(unsigned long long)row->index, row->op_name,
-			adump_compare_verdict_name(row->verdict), (long long)s->first_divergent_row);
-	}
-	fprintf(f, "set title 'adump compare: %llu ops, %llu tensors' noenhanced\n",
-		(unsigned long long)s->op_count, (unsigned long long)s->tensor_count);
-	for (int k = 0; k < 2; k++) {
-		fprintf(f, "set terminal %s size 1200,600\nset output '%s'\n",
-			k ? "svg" : "pngcairo", k ? svg : png);
-		fprintf(f, "plot '%s' using 1:3 with linespoints pt 7 ps 0.5 lc rgb '#1f77b4' "
-			   "title 'CosineSimilarity', '' using 1:($4 > 0 ? $4 : 1/0) axes x1y2 with "
-			   "points pt 2 ps 1 lc rgb '#ff7f0e' title 'MaxRelativeError (> 0)'\n",
-			data);
-	}
-	fclose(f);
-	char cmd[8400];
-
-	snprintf(cmd, sizeof(cmd), "gnuplot '%s' 1>&2", script);
-	status = system(cmd);
-	if (status != 0) {
-		/* pngcairo may be missing (gnuplot-nox has it; some builds do not): plain png. */
-		char alt[8600];
-
-		snprintf(alt, sizeof(alt), "sed -i 's/pngcairo/png/' '%s' && gnuplot '%s' 1>&2", script,
-			 script);
-		status = system(alt);
-	}
-	if (status != 0) {
-		snprintf(msg, cap, "gnuplot failed (status %d); is gnuplot installed?",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : status);
-		ret = -1;
-	}
-	unlink(script);
-	unlink(data);
-	if (ret == 0)
-		snprintf(msg, cap, "%.4000s, %.4000s", png, svg);
-	return ret;
-}
-
 /* ---- two .npy files: msaccucmp's single-file compare (file_compare) ------------------------ */
 
 struct npy_file {
@@ -485,10 +405,12 @@ static int npy_compare(const struct adump_compare_config *cfg, const char *my, c
 	uint32_t alg_count = has_algs ? cfg->alg_count : 8;
 	struct adump_compare_metrics m;
 	struct npy_file a, b;
+	struct compare_out o;
+	char stem[64];
 	struct tm tm;
 	time_t t;
 	FILE *f;
-	int code = 0;
+	int ret, code = 0;
 
 	if (npy_open(my, &a, msg, sizeof(msg)) < 0 || npy_open(golden, &b, msg, sizeof(msg)) < 0) {
 		fprintf(stderr, "adump compare: %s\n", msg);
@@ -505,19 +427,25 @@ static int npy_compare(const struct adump_compare_config *cfg, const char *my, c
 	t = time(NULL);
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
-	snprintf(path, sizeof(path), "%s/file_result_%s.txt", out_dir, stamp);
-	f = fopen(path, "w");
+	snprintf(stem, sizeof(stem), "file_result_%s", stamp);
+	f = compare_out_start(&o, out_dir);
 	if (!f) {
-		fprintf(stderr, "adump compare: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "adump compare: %s: %s\n", out_dir, strerror(errno));
 		code = EXIT_WRITE;
 		goto out;
 	}
+	errno = 0;
 	for (uint32_t k = 0; k < alg_count; k++) {
 		fprintf(f, "%s: %s\n", adump_compare_alg_name(algs[k]), cells[algs[k]]);
 		printf("%-28s %s\n", adump_compare_alg_name(algs[k]), cells[algs[k]]);
 	}
-	if (fclose(f) != 0)
+	ret = compare_out_finish(&o, ferror(f) ? (errno ? -errno : -EIO) : 0, out_dir, stem,
+				 ".txt", false, path, sizeof(path));
+	if (ret < 0) {
+		fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
 		code = EXIT_WRITE;
+		goto out;
+	}
 	if (msg[0])
 		fprintf(stderr, "adump compare: %s\n", msg);
 	fprintf(stderr, "adump compare: %s\n", path);
@@ -546,7 +474,7 @@ static bool is_npy(const char *path)
 int cmd_compare(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_THREADS, OPT_RECURSIVE, OPT_MSPROBE, OPT_PLOT, OPT_QUIET,
-	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK, OPT_THRESHOLD };
+	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK, OPT_THRESHOLD, OPT_FAIL_ON };
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, OPT_OUT },
 		{ "alg", required_argument, NULL, OPT_ALG },
@@ -559,14 +487,17 @@ int cmd_compare(int argc, char **argv)
 		{ "quiet", no_argument, NULL, OPT_QUIET },
 		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
+		{ "fail-on", required_argument, NULL, OPT_FAIL_ON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
 	const char *my = NULL, *golden = NULL, *out_dir = ".";
 	bool is_json = false, is_plot = false, is_quiet = false, is_advisor = false;
+	enum adump_compare_verdict fail_on = ADUMP_COMPARE_NONE;
 	struct adump_compare_summary sum;
 	struct adump_compare *c = NULL;
+	struct compare_out out;
 	char msg[8192], stamp[32], csv[4096], path[4096];
 	struct tm tm;
 	time_t t;
@@ -624,6 +555,17 @@ int cmd_compare(int argc, char **argv)
 			cfg.thresholds = optarg;
 			break;
 		}
+		case OPT_FAIL_ON:
+			if (!strcmp(optarg, "warning")) {
+				fail_on = ADUMP_COMPARE_WARNING;
+			} else if (!strcmp(optarg, "error")) {
+				fail_on = ADUMP_COMPARE_ERROR;
+			} else {
+				fprintf(stderr, "adump compare: --fail-on: expected warning or error, "
+					"got '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case OPT_RECURSIVE:
 			cfg.is_recursive = true;
 			break;
@@ -657,7 +599,7 @@ int cmd_compare(int argc, char **argv)
 	if (is_npy(my) && is_npy(golden))
 		return npy_compare(&cfg, my, golden, out_dir, cfg.alg_count != 0);
 	if (cfg.is_recursive && is_dir(my) && is_dir(golden)) {
-		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet);
+		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet, fail_on);
 		if (code != COMPARE_PAIRS_ONE) {
 			if (is_advisor || is_plot)
 				fprintf(stderr, "adump compare: -advisor and --plot apply to one "
@@ -680,7 +622,7 @@ int cmd_compare(int argc, char **argv)
 		return 1;
 	}
 	adump_compare_summary_get(c, &sum);
-	code = sum.exit_code;
+	code = compare_fail_on(sum.exit_code, &sum, fail_on);
 	t = time(NULL);
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
@@ -689,9 +631,11 @@ int cmd_compare(int argc, char **argv)
 		/* msaccucmp writes no result when no op matched. A name already taken (two
 		 * compares in one second) gets a suffix: result_<ts>_1.csv. */
 		snprintf(path, sizeof(path), "result_%s", stamp);
-		f = compare_out_create(out_dir, path, ".csv", csv, sizeof(csv));
-		if (!f || adump_compare_write_csv(c, f) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "adump compare: %s: %s\n", csv, strerror(errno));
+		f = compare_out_start(&out, out_dir);
+		ret = f ? adump_compare_write_csv(c, f) : -errno;
+		ret = compare_out_finish(&out, ret, out_dir, path, ".csv", true, csv, sizeof(csv));
+		if (ret < 0) {
+			fprintf(stderr, "adump compare: %s: %s\n", csv, strerror(-ret));
 			adump_compare_close(c);
 			return EXIT_WRITE;
 		}
@@ -700,10 +644,12 @@ int cmd_compare(int argc, char **argv)
 				"both sides\n");
 	}
 	if (is_advisor && sum.matched_count) {
-		snprintf(path, sizeof(path), "%s/advisor_summary.txt", out_dir);
-		f = fopen(path, "w");
-		if (!f || adump_compare_write_advice(c, f) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(errno));
+		f = compare_out_start(&out, out_dir);
+		ret = f ? adump_compare_write_advice(c, f) : -errno;
+		ret = compare_out_finish(&out, ret, out_dir, "advisor_summary", ".txt", false, path,
+					 sizeof(path));
+		if (ret < 0) {
+			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
 			adump_compare_close(c);
 			return EXIT_WRITE;
 		}
@@ -720,7 +666,7 @@ int cmd_compare(int argc, char **argv)
 		fprintf(stderr, "adump compare: --plot: statistics dumps have no "
 			"CosineSimilarity to plot\n");
 	} else if (is_plot && sum.matched_count) {
-		if (plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
+		if (compare_plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
 			fprintf(stderr, "adump compare: --plot: %s\n", msg);
 		else if (!is_quiet)
 			fprintf(stderr, "  plot: %s\n", msg);

@@ -15,29 +15,69 @@
 #include "tools/compare_out.h"
 #include "tools/tool.h"
 
-FILE *compare_out_create(const char *dir, const char *stem, const char *ext, char *path,
-			 size_t cap)
+FILE *compare_out_start(struct compare_out *o, const char *dir)
 {
-	for (unsigned k = 0; k < 10000; k++) {
-		FILE *f;
-		int fd;
+	FILE *f;
+	int ret;
 
-		if (k)
-			snprintf(path, cap, "%s/%s_%u%s", dir, stem, k, ext);
-		else
-			snprintf(path, cap, "%s/%s%s", dir, stem, ext);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-		if (fd < 0 && errno == EEXIST)
-			continue;
-		if (fd < 0)
-			return NULL;
-		f = fdopen(fd, "w");
-		if (!f)
-			close(fd);
-		return f;
+	o->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (o->dir_fd < 0)
+		return NULL;
+	ret = adump_outfile_open(&o->of, o->dir_fd, 0640);
+	if (ret < 0) {
+		close(o->dir_fd);
+		o->dir_fd = -1;
+		errno = -ret;
+		return NULL;
 	}
-	errno = EEXIST;
-	return NULL;
+	f = adump_outfile_stream(&o->of);
+	if (!f) {
+		adump_outfile_discard(&o->of);
+		close(o->dir_fd);
+		o->dir_fd = -1;
+		errno = ENOMEM;
+	}
+	return f;
+}
+
+int compare_out_finish(struct compare_out *o, int status, const char *dir, const char *stem,
+		       const char *ext, bool is_new, char *path, size_t cap)
+{
+	char name[512];
+	int ret = status;
+
+	if (snprintf(path, cap, "%s/%s%s", dir, stem, ext) >= (int)cap)
+		path[0] = '\0';
+	if (o->dir_fd < 0)
+		return status < 0 ? status : -EBADF;
+	for (unsigned k = 0; k < 10000; k++) {
+		if (k)
+			snprintf(name, sizeof(name), "%s_%u%s", stem, k, ext);
+		else
+			snprintf(name, sizeof(name), "%s%s", stem, ext);
+		ret = adump_outfile_publish(&o->of, ret, name, is_new ? ADUMP_OUTFILE_NEW : 0);
+		if (ret != -EEXIST || !is_new)
+			break;
+		ret = 0;
+	}
+	if (ret == -EEXIST)
+		adump_outfile_discard(&o->of);
+	if (ret == 0 && snprintf(path, cap, "%s/%s", dir, name) >= (int)cap)
+		path[0] = '\0';        /* published; too long a path to print */
+	close(o->dir_fd);
+	o->dir_fd = -1;
+	return ret;
+}
+
+int compare_fail_on(int code, const struct adump_compare_summary *s,
+		    enum adump_compare_verdict fail_on)
+{
+	uint64_t n = 0;
+
+	if (fail_on == ADUMP_COMPARE_NONE || code != 0)
+		return code;
+	n = s->error_count + (fail_on <= ADUMP_COMPARE_WARNING ? s->warning_count : 0);
+	return n ? ADUMP_COMPARE_EXIT_VERDICT : 0;
 }
 
 /* What one pair came to. */
@@ -64,6 +104,7 @@ static void pair_compare(const struct adump_compare_config *cfg,
 			 const char *stamp, struct pair_result *r)
 {
 	struct adump_compare *c = NULL;
+	struct compare_out o;
 	char msg[8192], stem[256];
 	FILE *f;
 	int ret;
@@ -92,14 +133,17 @@ static void pair_compare(const struct adump_compare_config *cfg,
 	}
 	if (r->sum.matched_count) {
 		/* A file name's component is at most 255 bytes: a longer label is cut, and
-		 * compare_out_create() gives a cut name that is taken a suffix of its own. */
+		 * compare_out_finish() gives a cut name that is taken a suffix of its own. */
 		char stem_label[200];
 
 		label_stem(p->label, stem_label, sizeof(stem_label));
 		snprintf(stem, sizeof(stem), "result_%s_%s", stem_label, stamp);
-		f = compare_out_create(out_dir, stem, ".csv", r->csv, sizeof(r->csv));
-		if (!f || adump_compare_write_csv(c, f) < 0 || fclose(f) != 0) {
-			snprintf(r->why, sizeof(r->why), "%.900s: %s", r->csv, strerror(errno));
+		f = compare_out_start(&o, out_dir);
+		ret = f ? adump_compare_write_csv(c, f) : -errno;
+		ret = compare_out_finish(&o, ret, out_dir, stem, ".csv", true, r->csv,
+					 sizeof(r->csv));
+		if (ret < 0) {
+			snprintf(r->why, sizeof(r->why), "%.900s: %s", r->csv, strerror(-ret));
 			r->code = 19;
 			r->csv[0] = '\0';
 		}
@@ -110,7 +154,8 @@ static void pair_compare(const struct adump_compare_config *cfg,
 }
 
 int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
-		      const char *golden, const char *out_dir, bool is_json, bool is_quiet)
+		      const char *golden, const char *out_dir, bool is_json, bool is_quiet,
+		      enum adump_compare_verdict fail_on)
 {
 	struct adump_compare_config one = *cfg;
 	struct adump_compare_pairs *pairs = NULL;
@@ -119,6 +164,8 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 	size_t n, unpaired = 0, first = SIZE_MAX;
 	struct tm tm;
 	time_t t = time(NULL);
+	struct compare_out o;
+	bool has_summary = false;
 	FILE *f;
 	int ret, code = 0;
 
@@ -172,12 +219,17 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			code = ADUMP_COMPARE_EXIT_NONFINITE;
 	for (size_t i = 0; i < n && !code; i++)
 		code = res[i].code;
+	/* --fail-on: only where every pair came to 0. */
+	for (size_t i = 0; i < n && fail_on != ADUMP_COMPARE_NONE && !code; i++)
+		if (compare_fail_on(0, &res[i].sum, fail_on))
+			code = ADUMP_COMPARE_EXIT_VERDICT;
 	snprintf(msg, sizeof(msg), "summary_%s", stamp);
-	f = compare_out_create(out_dir, msg, ".csv", path, sizeof(path));
+	f = compare_out_start(&o, out_dir);
 	if (!f) {
 		fprintf(stderr, "adump compare: %s/%s.csv: %s\n", out_dir, msg, strerror(errno));
 		code = 19;
 	} else {
+		errno = 0;
 		fputs("Pair,Step,Rank,NPUDump,GroundTruth,Ops,Matched,MyOnly,GroundTruthOnly,"
 		      "FirstDivergentIndex,FirstDivergentOp,FirstDivergentTensor,ExitCode,Result,"
 		      "Message\r\n", f);
@@ -204,9 +256,13 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			adump_compare_csv_cell(f, r->why);
 			fputs("\r\n", f);
 		}
-		if (fclose(f) != 0) {
-			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(errno));
+		ret = compare_out_finish(&o, ferror(f) ? (errno ? -errno : -EIO) : 0, out_dir, msg,
+					 ".csv", true, path, sizeof(path));
+		if (ret < 0) {
+			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
 			code = 19;
+		} else {
+			has_summary = true;
 		}
 	}
 	if (is_json)
@@ -269,7 +325,7 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		} else {
 			fprintf(stderr, "  no divergent op in any pair\n");
 		}
-		if (f)
+		if (has_summary)
 			fprintf(stderr, "  summary: %s\n", path);
 	}
 	free(res);

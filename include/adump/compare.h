@@ -111,6 +111,10 @@ struct adump_compare_thresholds {
 /* The exit status `adump compare` gives (and the summary's exit_code) when some tensor's NaN/Inf
  * differ between the sides: msaccucmp has no such status, and none of its codes is 100. */
 #define ADUMP_COMPARE_EXIT_NONFINITE 100
+/* The exit status `adump compare --fail-on LEVEL` gives (and adump.compare(fail_on=)'s
+ * exit_code) when a row's verdict is LEVEL or worse and the status would otherwise be 0:
+ * adump's own, as 100 is. */
+#define ADUMP_COMPARE_EXIT_VERDICT 101
 
 /* One result row: the CSV cells plus what a summary or plot needs as numbers. */
 struct adump_compare_row {

@@ -126,8 +126,22 @@ def _alg_list(algorithms):
     return ",".join(str(a) for a in algorithms)
 
 
+# `adump compare --fail-on`'s exit status (include/adump/compare.h ADUMP_COMPARE_EXIT_VERDICT).
+EXIT_VERDICT = 101
+_FAIL_ON = {"warning": ("warning", "error"), "error": ("error",)}
+
+
+def _fail_on(rows, summary, fail_on):
+    """summary["exit_code"] becomes EXIT_VERDICT where it is 0 and a row's verdict is fail_on
+    or worse, as ``adump compare --fail-on`` does."""
+    if fail_on is None or summary.get("exit_code") != 0:
+        return
+    if any(r.get("verdict") in _FAIL_ON[fail_on] for r in rows):
+        summary["exit_code"] = EXIT_VERDICT
+
+
 def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, threads=0,
-            recursive=False, out=None, thresholds=None, _csv=None):
+            recursive=False, out=None, thresholds=None, fail_on=None, _csv=None):
     """Compare two dumps op by op, tensor by tensor, as ``adump compare`` (msaccucmp's
     compare, NPU vs NPU) does.
 
@@ -149,6 +163,8 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
                  what the command writes (-out); created if missing
     thresholds   the verdicts' limits (--threshold): {"cosine": 0.995, "float16.scaled":
                  0.02} or "cosine=0.995,float16.scaled=0.02" (README "Verdicts")
+    fail_on      None, "warning" or "error" (--fail-on): summary["exit_code"] is 101 where it
+                 would be 0 and some row's verdict is that level or worse
 
     Returns a CompareResult: a list with one CompareRow per CSV row, keyed by the CSV column
     names (DataType and Address, which the CSV has once per side, become NPUDumpDataType,
@@ -161,6 +177,9 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
     Raises adump.ConfigError for bad algorithms or thresholds, adump.NotFoundError when a side holds no dump
     file, OSError for a path that cannot be read or an output that cannot be written.
     """
+    if fail_on is not None and fail_on not in _FAIL_ON:
+        raise _adump.ConfigError("fail_on: expected None, 'warning' or 'error', got %r"
+                                 % (fail_on,))
     if recursive and os.path.isdir(my) and os.path.isdir(golden):
         # Two capture roots: pair by pair, never merged (adump/_pairs.py).
         def one(m, g, csv):
@@ -172,6 +191,7 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
             res = CompareResult(rows)
             res.columns = list(last.columns) + ["Pair"] if last is not None else []
             res.summary = pairs
+            _fail_on(res, pairs, fail_on)
             return res
     csv = advice = None
     if _csv is not None:
@@ -200,6 +220,7 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
     summary["first_nonfinite_op"] = res[nonfinite]["NPUDump"] if nonfinite >= 0 else None
     summary["first_nonfinite_module"] = res[nonfinite]["module"] if nonfinite >= 0 else None
     res.summary = summary
+    _fail_on(res, summary, fail_on)
     if summary["matched_count"]:
         res.csv, res.advice = csv, advice
     return res

@@ -279,6 +279,25 @@ class Compare(unittest.TestCase):
         self.assertEqual(code, 2, text)
         self.assertIn("float16.cosine", text)
 
+    def test_fail_on(self):
+        # Add's input 1 differs: some row is not pass; the status stays 0 unless asked.
+        plain = adump.compare(self.my_dir, self.golden_dir)
+        self.assertEqual(plain.summary["exit_code"], 0)
+        worst = "error" if any(r["verdict"] == "error" for r in plain) else "warning"
+        self.assertTrue(any(r["verdict"] == worst for r in plain))
+        res = adump.compare(self.my_dir, self.golden_dir, fail_on=worst)
+        self.assertEqual(res.summary["exit_code"], 101)
+        res = adump.compare(self.my_dir, self.golden_dir, fail_on="warning")
+        self.assertEqual(res.summary["exit_code"], 101)
+        same = adump.compare(self.my_dir, self.my_dir, fail_on="warning")
+        self.assertEqual(same.summary["exit_code"], 0)
+        with self.assertRaises(adump.ConfigError):
+            adump.compare(self.my_dir, self.golden_dir, fail_on="never")
+        # The command agrees.
+        code, text = helpers.tool("compare", "-m", self.my_dir, "-g", self.golden_dir,
+                                  "-out", helpers.tmpdir("cmp-fail-on"), "--fail-on", worst)
+        self.assertEqual(code, 101, text)
+
 
 if __name__ == "__main__":
     unittest.main()
