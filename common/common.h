@@ -112,6 +112,11 @@ ADUMP_HIDDEN const char *adump_open_strerror(int ret);
 /* mkdir -p; existing directories are fine. Return: 0 or -errno. */
 ADUMP_HIDDEN int adump_mkdir_p(const char *path, unsigned mode);
 
+/* adump_mkdir_p(), and the last component must then be a directory itself, not a link to
+ * one (a link planted in a shared directory would lead writes elsewhere).
+ * Return: 0, -ENOTDIR for a link or another kind of file, or -errno. */
+ADUMP_HIDDEN int adump_mkdir_own(const char *path, unsigned mode);
+
 /* A file that appears under its name only once it is complete. Where the filesystem has
  * them it is an unnamed file (O_TMPFILE) linked in by adump_pubfile_close(): one directory
  * entry per file, and nothing partial under any name, even after a crash. Elsewhere it is

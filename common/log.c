@@ -63,3 +63,15 @@ int adump_mkdir_p(const char *path, unsigned mode)
 		return -errno;
 	return 0;
 }
+
+int adump_mkdir_own(const char *path, unsigned mode)
+{
+	struct stat st;
+	int ret = adump_mkdir_p(path, mode);
+
+	if (ret < 0)
+		return ret;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}

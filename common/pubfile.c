@@ -67,7 +67,10 @@ int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, un
 	 * failure comes again from the plain open. */
 	if (suffixed(part, sizeof(part), path, PART_SUFFIX) < 0)
 		return -ENAMETOOLONG;
-	pf->fd = open(part, oflags | O_WRONLY | O_CREAT | O_TRUNC, mode);
+	/* A stale one makes way; whatever is at the name then, a planted link included, is
+	 * never written through: the file is created new. */
+	unlink(part);
+	pf->fd = open(part, oflags | O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 	return pf->fd < 0 ? -errno : 0;
 }
 
@@ -115,7 +118,8 @@ static int copy_unnamed(int fd, const char *path)
 		return -errno;
 	if (flags >= 0 && (flags & O_DIRECT))
 		fcntl(fd, F_SETFL, flags & ~O_DIRECT);
-	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 07777);
+	/* New, never through a link: the callers removed what was at @path. */
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
 	if (out < 0)
 		return -errno;
 	while (ret == 0 && off < st.st_size) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ struct adump_loss {
 	int fd;                                 /* the log, named or not yet; -1: none */
 	bool is_named;
 	bool is_broken;                         /* a write failed: logged once */
+	int refused;                            /* the name is no regular file: -errno, kept */
 	uint64_t counts[ADUMP_LOSS_CAUSE_COUNT];
 	struct loss_stream streams[STREAM_TABLE];
 };
@@ -83,6 +85,41 @@ void adump_loss_destroy(struct adump_loss *l)
 	free(l);
 }
 
+/* Lock held. The log under its name, made now or another session's, appended to: only a
+ * regular file, never through a link planted at the name (O_NOFOLLOW), nor a FIFO or a
+ * device (O_NONBLOCK keeps the open from waiting on one). Return: the descriptor or -errno. */
+static int log_open_existing(struct adump_loss *l)
+{
+	struct stat st;
+	int fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		      0644);
+	int ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ELOOP || ret == -ENXIO) {
+			l->refused = ret;
+			l->is_broken = true;
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s is %s, not a regular file: not written "
+				  "(losses are still counted)", l->path,
+				  ret == -ELOOP ? "a symbolic link" : "a FIFO or device");
+		}
+		return ret;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		l->refused = ret = -EINVAL;
+		l->is_broken = true;
+		close(fd);
+		adump_log(ADUMP_LOG_ERROR, MODULE, "%s is not a regular file: not written (losses "
+			  "are still counted)", l->path);
+		return ret;
+	}
+	/* Appends never wait: a regular file ignores the flag anyway. */
+	l->fd = fd;
+	l->is_named = true;
+	return fd;
+}
+
 /* Lock held. Return: the log's descriptor, named, or -errno. */
 static int log_fd(struct adump_loss *l)
 {
@@ -90,6 +127,8 @@ static int log_fd(struct adump_loss *l)
 
 	if (l->is_named)
 		return l->fd;
+	if (l->refused)
+		return l->refused;
 	if (l->fd >= 0) {
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", l->fd);
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, l->path, AT_SYMLINK_FOLLOW) == 0) {
@@ -100,11 +139,7 @@ static int log_fd(struct adump_loss *l)
 		close(l->fd);
 		l->fd = -1;
 	}
-	l->fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (l->fd < 0)
-		return -errno;
-	l->is_named = true;
-	return l->fd;
+	return log_open_existing(l);
 }
 
 /* Not an error code anyone returns: what adump_loss_file_end() passes for a file the

@@ -5,6 +5,12 @@
  *
  *     <device_id>/<file name>\t<segment file>\t<offset>\t<length>\t<crc32c hex>\n
  *
+ * The files belong to the session that created them: each is created new (O_EXCL, never
+ * through a link), so that a second session or process writing into the same directory
+ * never truncates or appends to the first one's. A session whose worker-0 index name is
+ * taken picks a tag of its own (p<pid>, then p<pid>n<i>) and names its files
+ * w<worker>.<tag>.idx and w<worker>.<tag>-<n>.seg; a segment name that is taken is skipped.
+ *
  * Data is always written before its index line, and lines go out whole, in batches of one
  * write() (when the batch fills, before the worker sleeps, when it stops), so a crash leaves
  * an index whose complete lines all describe valid data. The index's space is reserved
@@ -63,6 +69,17 @@ struct packed_batch {
 	unsigned char *mem;
 };
 
+#define TAG_ATTEMPTS 1000               /* session tags tried before giving up */
+#define SEGMENT_ATTEMPTS 1000           /* taken segment names skipped before giving up */
+
+/* Per session (s->out_session): the packed directory, opened without following a link, and
+ * the tag of the session's file names ("" for the first session in the directory). */
+struct packed_session {
+	int dir_fd;
+	int index0_fd;                          /* worker 0's index, created at the claim */
+	char tag[ADUMP_PACKED_TAG_MAX];
+};
+
 /* Per worker (w->out_state). */
 struct packed_state {
 	int index_fd;
@@ -93,22 +110,107 @@ struct packed_state {
 };
 
 static int index_flush(struct adump_worker *w);
+static const char *packed_tag(const struct adump_worker *w);
 static void batch_submit(struct adump_worker *w);
 static void batch_done(struct adump_worker *w, struct packed_batch *b, int res);
+
+/* File @name of the session's packed directory, created new for writing: never a file that
+ * exists, never through a link. Return: the descriptor or -errno (-EEXIST: the name is taken). */
+static int create_new(const struct packed_session *ps, const char *name, int flags)
+{
+	int fd = openat(ps->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+				      flags, ADUMP_FILE_MODE);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static void index_name(char *dst, size_t cap, unsigned worker, const char *tag)
+{
+	snprintf(dst, cap, "w%u%s%s.idx", worker, tag[0] ? "." : "", tag);
+}
 
 static int segment_open(struct adump_worker *w)
 {
 	struct packed_state *p = w->out_state;
-	char path[4200];
-	int fd;
+	const struct packed_session *ps = w->session->out_session;
+	char name[96];
+	int fd = -EEXIST;
 
-	snprintf(path, sizeof(path), "%s/packed/w%u-%u.seg", w->session->dir, w->index, p->seg_number);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, ADUMP_FILE_MODE);
-	if (fd < 0)
-		return -errno;
+	/* A name already taken (a stale file, another session's) is left alone: the index
+	 * lines name each file's segment, so the numbers need not be consecutive. */
+	for (int attempt = 0; fd == -EEXIST && attempt < SEGMENT_ATTEMPTS; attempt++) {
+		if (attempt)
+			p->seg_number++;
+		snprintf(name, sizeof(name), "w%u%s%s-%u.seg", w->index, ps->tag[0] ? "." : "",
+			 ps->tag, p->seg_number);
+		fd = create_new(ps, name, 0);
+	}
+	if (fd < 0) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "creating segment %s/packed/%s: %s",
+			  w->session->dir, name, adump_strerror(fd));
+		return fd;
+	}
 	p->seg_fd = fd;
 	p->seg_offset = 0;
 	return 0;
+}
+
+/* The session's packed directory, and its claim on a set of names: worker 0's index, made
+ * with O_EXCL under the plain names first, then under tags until one is free. */
+static int packed_session_init(struct adump_session *s)
+{
+	struct packed_session *ps = calloc(1, sizeof(*ps));
+	char path[4200], name[96];
+	int ret;
+
+	if (!ps)
+		return -ENOMEM;
+	ps->dir_fd = ps->index0_fd = -1;
+	s->out_session = ps;
+	snprintf(path, sizeof(path), "%s/packed", s->dir);
+	ret = adump_mkdir_p(path, 0750);
+	if (ret < 0)
+		goto err;
+	/* A link planted in place of the directory is refused, not followed. */
+	ps->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ps->dir_fd < 0) {
+		ret = errno == ELOOP ? -ENOTDIR : -errno;
+		goto err;
+	}
+	ret = -EEXIST;
+	for (unsigned attempt = 0; ret == -EEXIST && attempt < TAG_ATTEMPTS; attempt++) {
+		if (attempt == 1)
+			snprintf(ps->tag, sizeof(ps->tag), "p%ld", (long)getpid());
+		else if (attempt > 1)
+			snprintf(ps->tag, sizeof(ps->tag), "p%ldn%u", (long)getpid(), attempt - 1);
+		index_name(name, sizeof(name), 0, ps->tag);
+		ret = create_new(ps, name, O_APPEND);
+	}
+	if (ret < 0)
+		goto err;
+	ps->index0_fd = ret;
+	if (ps->tag[0])
+		adump_log(ADUMP_LOG_INFO, MODULE, "%s holds another session's files: this one "
+			  "names its own w<k>.%s.idx and w<k>.%s-<n>.seg", path, ps->tag, ps->tag);
+	return 0;
+err:
+	adump_log(ADUMP_LOG_ERROR, MODULE, "cannot use %s for a packed capture: %s", path,
+		  adump_strerror(ret));
+	return ret;
+}
+
+static void packed_session_fini(struct adump_session *s)
+{
+	struct packed_session *ps = s->out_session;
+
+	if (!ps)
+		return;
+	if (ps->index0_fd >= 0)
+		close(ps->index0_fd);
+	if (ps->dir_fd >= 0)
+		close(ps->dir_fd);
+	free(ps);
+	s->out_session = NULL;
 }
 
 static void batch_destroy(struct packed_batch *b)
@@ -122,30 +224,34 @@ static void batch_destroy(struct packed_batch *b)
 
 static int packed_worker_init(struct adump_worker *w)
 {
+	struct packed_session *ps = w->session->out_session;
 	struct packed_state *p = calloc(1, sizeof(*p));
-	char path[4200];
-	int ret;
+	char name[96];
+	int fd;
 
 	if (!p)
 		return -ENOMEM;
 	w->out_state = p;
 	p->index_fd = p->seg_fd = p->wb_fd = -1;
-	snprintf(path, sizeof(path), "%s/packed", w->session->dir);
-	ret = adump_mkdir_p(path, 0750);
-	if (ret < 0)
-		return ret;
-	snprintf(path, sizeof(path), "%s/packed/w%u.idx", w->session->dir, w->index);
 	p->index_buf = malloc(INDEX_BATCH_BYTES);
 	if (!p->index_buf)
 		return -ENOMEM;
-	p->index_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, ADUMP_FILE_MODE);
-	if (p->index_fd < 0)
-		return -errno;
-	/* A session writing again into the same directory appends to its index. */
-	off_t end = lseek(p->index_fd, 0, SEEK_END);
-	if (end < 0)
-		return -errno;
-	p->index_size = p->index_reserved = (uint64_t)end;
+	if (w->index == 0 && ps->index0_fd >= 0) {
+		fd = ps->index0_fd;             /* created by the claim (packed_session_init()) */
+		ps->index0_fd = -1;
+	} else {
+		index_name(name, sizeof(name), w->index, ps->tag);
+		fd = create_new(ps, name, O_APPEND);
+		if (fd < 0) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "creating index %s/packed/%s: %s%s",
+				  w->session->dir, name, adump_strerror(fd),
+				  fd == -EEXIST ? " (a file of that name is there already; left "
+						  "alone)" : "");
+			return fd;
+		}
+	}
+	p->index_fd = fd;
+	p->index_size = p->index_reserved = 0;
 	return segment_open(w);
 }
 
@@ -328,7 +434,7 @@ static int index_add(struct adump_worker *w, struct file_state *fs)
 
 	if (rel_len + ADUMP_PACKED_LINE_FIXED_BYTES > sizeof(line))
 		return -ENAMETOOLONG;
-	n = (int)adump_packed_line_put(line, rel, rel_len, w->index, fs->seg_number, fs->base,
+	n = (int)adump_packed_line_put(line, rel, rel_len, w->index, packed_tag(w), fs->seg_number, fs->base,
 			  fs->header_len + fs->op->payload_bytes, fs->crc);
 	if (p->index_len + (size_t)n > INDEX_BATCH_BYTES) {
 		ret = index_flush(w);
@@ -609,7 +715,7 @@ static int take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 	uint64_t base = b->base + b->len;
 
 	memcpy(file + total - payload_bytes, adump_rec_data(rec), payload_bytes);
-	b->lines_len += adump_packed_line_put(b->lines + b->lines_len, rel, rel_len, w->index, p->seg_number,
+	b->lines_len += adump_packed_line_put(b->lines + b->lines_len, rel, rel_len, w->index, packed_tag(w), p->seg_number,
 				 base, total, adump_crc32c(0, file, total));
 	b->len += total;
 	b->file_count++;
@@ -695,6 +801,11 @@ static void packed_idle(struct adump_worker *w)
 		index_flush(w);
 }
 
+static const char *packed_tag(const struct adump_worker *w)
+{
+	return ((const struct packed_session *)w->session->out_session)->tag;
+}
+
 const struct adump_output_ops adump_out_packed = {
 	.name = "packed",
 	.worker_init = packed_worker_init,
@@ -707,4 +818,6 @@ const struct adump_output_ops adump_out_packed = {
 	.has_held = packed_has_held,
 	.submit_held = batch_submit,
 	.idle = packed_idle,
+	.session_init = packed_session_init,
+	.session_fini = packed_session_fini,
 };

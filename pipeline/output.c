@@ -53,7 +53,11 @@ int adump_device_dir_ensure(struct adump_session *s, uint32_t device_id)
 	if (bit && (atomic_load_explicit(&s->device_dirs, memory_order_relaxed) & bit))
 		return 0;
 	snprintf(path, sizeof(path), "%s/%u", s->dir, device_id);
-	ret = adump_mkdir_p(path, 0750);
+	/* A link planted at the device folder's name is refused, not written through. */
+	ret = adump_mkdir_own(path, 0750);
+	if (ret == -ENOTDIR)
+		adump_log_once(ADUMP_LOG_ERROR, MODULE, "%s is not a directory of its own (a link?): "
+			       "no dump written there", path);
 	if (ret == 0 && bit)
 		atomic_fetch_or_explicit(&s->device_dirs, bit, memory_order_relaxed);
 	return ret;

@@ -272,7 +272,10 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		goto err;
 	}
 	if (cfg->sink == ADUMP_SINK_FILE) {
-		ret = adump_mkdir_p(s->dir, 0750);
+		/* A folder named by the time must be the session's own: a link planted at
+		 * that name in a shared dump path is refused. A time_dir the caller names is
+		 * the caller's choice. */
+		ret = cfg->time_dir ? adump_mkdir_p(s->dir, 0750) : adump_mkdir_own(s->dir, 0750);
 		if (ret < 0) {
 			adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", s->dir,
 				  adump_strerror(ret));

@@ -42,7 +42,8 @@ char *adump_decimal_put(char *dst, uint64_t v)
 }
 
 size_t adump_packed_line_put(char *dst, const char *rel, size_t rel_len, unsigned worker,
-			     uint32_t seg_number, uint64_t base, uint64_t len, uint32_t crc)
+			     const char *tag, uint32_t seg_number, uint64_t base, uint64_t len,
+			     uint32_t crc)
 {
 	static const char hex[] = "0123456789abcdef";
 	char *p = dst;
@@ -52,6 +53,13 @@ size_t adump_packed_line_put(char *dst, const char *rel, size_t rel_len, unsigne
 	*p++ = '\t';
 	*p++ = 'w';
 	p = adump_decimal_put(p, worker);
+	if (tag[0]) {
+		size_t tag_len = strnlen(tag, ADUMP_PACKED_TAG_MAX - 1);
+
+		*p++ = '.';
+		memcpy(p, tag, tag_len);
+		p += tag_len;
+	}
 	*p++ = '-';
 	p = adump_decimal_put(p, seg_number);
 	memcpy(p, ".seg\t", 5);

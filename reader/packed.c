@@ -166,6 +166,18 @@ enum adump_reader_packed_file adump_reader_packed_file_kind(const char *path)
 		;
 	if (!strcmp(p, ".idx"))
 		return ADUMP_PACKED_FILE_INDEX;
+	/* A later session's files in the same directory carry its tag: w<k>.<tag>.idx and
+	 * w<k>.<tag>-<n>.seg, the tag of lowercase letters and digits. */
+	if (*p == '.') {
+		const char *tag = ++p;
+
+		while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+			p++;
+		if (p == tag)
+			return ADUMP_PACKED_FILE_NONE;
+		if (!strcmp(p, ".idx"))
+			return ADUMP_PACKED_FILE_INDEX;
+	}
 	if (*p++ != '-' || *p < '0' || *p > '9')
 		return ADUMP_PACKED_FILE_NONE;
 	while (*p >= '0' && *p <= '9')

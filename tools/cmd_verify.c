@@ -18,6 +18,7 @@
 #include "adump/reader.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
+#include "tools/verify_int.h"
 
 static void usage(FILE *f)
 {
@@ -48,7 +49,12 @@ static void usage(FILE *f)
 		"  --clean   remove the leftovers of a capture cut short (a crash, a kill): .part\n"
 		"            files, an index's cut-short last line, unindexed segment tails. Each is\n"
 		"            listed as REMOVED and no longer counts as a problem. .failed files stay:\n"
-		"            they record data lost. Only for a capture that has ended.\n"
+		"            they record data lost. Only for a capture that has ended. An\n"
+		"            argument that is part of a capture (an index, a segment, packed/)\n"
+		"            stands for the whole capture, which is read first: segment bytes are\n"
+		"            removed only when no index of the capture names them. If any index\n"
+		"            of it cannot be read (or is not a regular file), or segments have no\n"
+		"            index, nothing is removed and verify exits 1.\n"
 		"  --json    print one JSON document on stdout instead of text\n"
 		"  --quiet   no progress bar\n");
 }
@@ -412,7 +418,8 @@ int cmd_verify(int argc, char **argv)
 		if (argv[i][0] == '-')
 			continue;
 		dir_count++;
-		ret = tool_files_add(&files, argv[i], true);
+		ret = is_clean ? verify_capture_add(&files, argv[i]) :
+				 tool_files_add(&files, argv[i], true);
 		if (ret < 0) {
 			fprintf(stderr, "adump verify: %s: %s\n", argv[i], adump_strerror(ret));
 			rc = 1;
@@ -425,6 +432,24 @@ int cmd_verify(int argc, char **argv)
 	if (rc)
 		goto out;
 	tool_files_sort(&files);
+	if (is_clean)
+		verify_files_dedup(&files);
+	/* Every index of each packed directory must be readable before anything is judged
+	 * unindexed, let alone removed. */
+	char index_msg[8600];
+	long index_problems = verify_packed_dirs_check(&files, index_msg, sizeof(index_msg));
+
+	if (index_problems < 0) {
+		fprintf(stderr, "adump verify: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	if (index_problems && is_clean) {
+		fprintf(stderr, "adump verify --clean: %s%s: nothing removed\n", index_msg,
+			index_problems > 1 ? " (and more)" : "");
+		rc = 1;
+		goto out;
+	}
 	if (adump_reader_create(&r) < 0) {
 		fprintf(stderr, "adump verify: out of memory\n");
 		rc = 2;
@@ -435,6 +460,10 @@ int cmd_verify(int argc, char **argv)
 		problems = json_object_new_array();
 	}
 	tool_progress_start(&progress, "verify", tool_files_item_count(&files), is_quiet);
+	if (index_problems) {
+		counts[VERDICT_BAD] += (uint64_t)index_problems;
+		report(is_json, problems, &progress, VERDICT_BAD, index_msg, index_msg);
+	}
 	for (size_t i = 0; i < files.count; i++) {
 		enum adump_reader_packed_file kind = adump_reader_packed_file_kind(files.paths[i]);
 		struct adump_reader_packed *p = NULL;

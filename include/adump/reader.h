@@ -256,7 +256,8 @@ ADUMP_API int adump_reader_name_parse(const char *name, struct adump_reader_name
 /* ---- Packed captures ---------------------------------------------------------------------- */
 
 /* A packed capture (dump_layout "packed") keeps its dump files in <capture>/packed/: segment
- * files w<k>-<n>.seg and one index w<k>.idx per worker, a line per dump file:
+ * files w<k>-<n>.seg and one index w<k>.idx per worker, a line per dump file (a later session
+ * into the same directory names its own w<k>.<tag>-<n>.seg and w<k>.<tag>.idx):
  *     <device_id>/<file name> TAB <segment> TAB <offset> TAB <length> TAB <crc32c hex> LF
  * An index is read as a list of entries, each opened like a file. */
 
@@ -325,8 +326,8 @@ ADUMP_API int adump_reader_open_packed(struct adump_reader *r, struct adump_read
 
 enum adump_reader_packed_file {
 	ADUMP_PACKED_FILE_NONE = 0,
-	ADUMP_PACKED_FILE_INDEX = 1,    /* w<k>.idx */
-	ADUMP_PACKED_FILE_SEGMENT = 2,  /* w<k>-<n>.seg */
+	ADUMP_PACKED_FILE_INDEX = 1,    /* w<k>.idx, w<k>.<tag>.idx */
+	ADUMP_PACKED_FILE_SEGMENT = 2,  /* w<k>-<n>.seg, w<k>.<tag>-<n>.seg */
 };
 
 /**

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tools/: what `adump verify --clean` reads before it may remove anything (verify_clean.c):
+ * the whole capture an argument belongs to, each file once, and every packed index of it
+ * readable. */
+#ifndef ADUMP_VERIFY_INT_H
+#define ADUMP_VERIFY_INT_H
+
+#include <stddef.h>
+
+#include "tools/progress.h"
+
+/**
+ * verify_capture_add() - add the whole capture @arg is part of to @files: for a packed index
+ * or segment file, or a packed/ directory, the capture directory that holds packed/ (or the
+ * packed directory itself when it is not named packed); otherwise @arg as it is.
+ * Return: 0 or -errno.
+ */
+int verify_capture_add(struct tool_files *files, const char *arg);
+
+/* Drop the later of two paths naming the same file (sorted @files stay sorted). */
+void verify_files_dedup(struct tool_files *files);
+
+/**
+ * verify_packed_dirs_check() - every packed directory @files has a file of: each index name
+ * in it (w<k>.idx, w<k>.<tag>.idx) must be a regular file that reads to its end, and a
+ * directory with segments must have an index. Each problem is written to @msg (the first) and
+ * counted.
+ * Return: the number of problems (0: --clean may act), or -ENOMEM.
+ */
+long verify_packed_dirs_check(const struct tool_files *files, char *msg, size_t cap);
+
+#endif
