@@ -3,11 +3,17 @@
  * (include/adump/host.h) for Python. Copy-mode dumps copy the buffers with the GIL released;
  * zero-copy dumps hold the buffers (Py_buffer views) until the release callback. That
  * callback runs on a worker thread and never takes the GIL: it queues the finished dump, and
- * the views are released by the next call that holds the GIL (dump, sync, stats, close). */
+ * the views are released by the next call that holds the GIL (dump, sync, stats, close).
+ *
+ * Any thread may close a session or a stream while other threads still call into it: the
+ * native calls that run without the GIL are counted (busy), close first refuses new calls
+ * (adump.ClosedError), then waits for the counted ones to return before it frees what they
+ * use, as the library requires (no call on a stream concurrently with its close). */
 #include "pyadump_int.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,9 +38,13 @@ struct py_session {
 	PyObject_HEAD
 	struct adump_session *s;
 	PyObject *callback;             /* callback sink: callable(name, offset, data, is_last) */
-	pthread_mutex_t lock;           /* guards done */
+	pthread_mutex_t lock;           /* guards done and the busy counts */
+	pthread_cond_t idle;            /* a busy count fell to 0, or the session is closed */
 	struct zc_pending *done;        /* released by adump, views still held */
 	struct py_stream *streams;      /* open streams, closed with the session */
+	unsigned busy_count;            /* native calls on it or its streams, GIL released */
+	bool is_closing;                /* close began: every new call is refused */
+	bool is_closed;                 /* adump_session_destroy() returned */
 	int closed_error;               /* adump_session_destroy()'s return */
 };
 
@@ -42,6 +52,8 @@ struct py_stream {
 	PyObject_HEAD
 	struct py_session *sess;        /* strong reference */
 	struct adump_host_stream *hs;   /* NULL once closed */
+	unsigned busy_count;            /* its native calls running without the GIL */
+	bool is_closing;                /* close began (unlinked from sess->streams) */
 	struct py_stream *next, **pprev;
 };
 
@@ -64,6 +76,41 @@ static void signals_block(sigset_t *saved)
 static void signals_restore(const sigset_t *saved)
 {
 	pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* ---- calls in flight ------------------------------------------------------------------- */
+
+/* With the GIL: count a native call on @sess (and on @st, if not NULL) about to run without
+ * the GIL; busy_leave() after it, with the GIL again. */
+static void busy_enter(struct py_session *sess, struct py_stream *st)
+{
+	pthread_mutex_lock(&sess->lock);
+	sess->busy_count++;
+	if (st)
+		st->busy_count++;
+	pthread_mutex_unlock(&sess->lock);
+}
+
+static void busy_leave(struct py_session *sess, struct py_stream *st)
+{
+	pthread_mutex_lock(&sess->lock);
+	sess->busy_count--;
+	if (st)
+		st->busy_count--;
+	pthread_cond_broadcast(&sess->idle);
+	pthread_mutex_unlock(&sess->lock);
+}
+
+/* With the GIL (released while waiting): wait until *@count, a busy count of @sess, is 0.
+ * New calls are refused by then, so once 0 it stays 0. */
+static void busy_wait(struct py_session *sess, const unsigned *count)
+{
+	Py_BEGIN_ALLOW_THREADS
+	pthread_mutex_lock(&sess->lock);
+	while (*count)
+		pthread_cond_wait(&sess->idle, &sess->lock);
+	pthread_mutex_unlock(&sess->lock);
+	Py_END_ALLOW_THREADS
 }
 
 /* ---- zero-copy bookkeeping --------------------------------------------------------------- */
@@ -176,6 +223,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	if (!self)
 		return NULL;
 	pthread_mutex_init(&self->lock, NULL);
+	pthread_cond_init(&self->idle, NULL);
 	if (callback) {
 		Py_INCREF(callback);
 		self->callback = callback;
@@ -199,13 +247,27 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 static void stream_close_locked(struct py_stream *st, int *ret);
 
-/* Close every open stream, then the session; the session's first error is kept. */
+/* Close every open stream, then the session; the session's first error is kept. Calls in
+ * flight on other threads (dumps, syncs, a stream's close) are waited for; a second close
+ * waits for the first. */
 static void session_close_all(struct py_session *self)
 {
 	int ret = 0;
 
+	if (self->is_closing) {
+		Py_BEGIN_ALLOW_THREADS
+		pthread_mutex_lock(&self->lock);
+		while (!self->is_closed)
+			pthread_cond_wait(&self->idle, &self->lock);
+		pthread_mutex_unlock(&self->lock);
+		Py_END_ALLOW_THREADS
+		drain(self);
+		return;
+	}
+	self->is_closing = true;
 	while (self->streams)
 		stream_close_locked(self->streams, &ret);
+	busy_wait(self, &self->busy_count);
 	if (self->s) {
 		struct adump_session *s = self->s;
 
@@ -215,6 +277,10 @@ static void session_close_all(struct py_session *self)
 		Py_END_ALLOW_THREADS
 		self->closed_error = ret;
 	}
+	pthread_mutex_lock(&self->lock);
+	self->is_closed = true;
+	pthread_cond_broadcast(&self->idle);
+	pthread_mutex_unlock(&self->lock);
 	drain(self);
 }
 
@@ -226,6 +292,7 @@ static void session_dealloc(PyObject *obj)
 
 	session_close_all(self);
 	Py_XDECREF(self->callback);
+	pthread_cond_destroy(&self->idle);
 	pthread_mutex_destroy(&self->lock);
 	tp_free(obj);
 	Py_DECREF(tp);
@@ -245,11 +312,13 @@ static PyObject *session_flush(PyObject *obj, PyObject *unused)
 	struct py_session *self = (struct py_session *)obj;
 	int ret;
 
-	if (!self->s)
+	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
+	busy_enter(self, NULL);
 	Py_BEGIN_ALLOW_THREADS
 	ret = adump_session_flush(self->s);
 	Py_END_ALLOW_THREADS
+	busy_leave(self, NULL);
 	drain(self);
 	return PyLong_FromLong(ret);
 }
@@ -286,7 +355,7 @@ static PyObject *session_stats(PyObject *obj, PyObject *unused)
 	struct adump_stats st;
 	PyObject *d, *streams;
 
-	if (!self->s)
+	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
 	drain(self);
 	adump_stats_get(self->s, &st);
@@ -334,7 +403,7 @@ static PyObject *session_dir(PyObject *obj, PyObject *unused)
 {
 	struct py_session *self = (struct py_session *)obj;
 
-	if (!self->s)
+	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
 	return PyUnicode_DecodeFSDefault(adump_session_dir(self->s));
 }
@@ -358,7 +427,7 @@ static PyObject *session_stream(PyObject *obj, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "|I:stream", &device_id))
 		return NULL;
-	if (!self->s)
+	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
 	cfg.device_id = device_id;
 	st = (struct py_stream *)PyType_GenericNew(tp, NULL, NULL);
@@ -413,27 +482,34 @@ static PyType_Spec session_spec = {
 
 /* ---- Stream ------------------------------------------------------------------------------ */
 
-/* Close @st (waiting for its dumps with the GIL released) and unlink it; *@ret keeps the
- * first error. */
+/* Close @st and unlink it: new calls on it are refused, the calls in flight on other
+ * threads are waited for, then its dumps (with the GIL released); *@ret keeps the first
+ * error. The close counts as a call on the session, which waits for it. A stream another
+ * thread is closing already is left to that thread. */
 static void stream_close_locked(struct py_stream *st, int *ret)
 {
+	struct py_session *sess = st->sess;
 	struct adump_host_stream *hs = st->hs;
 	int r;
 
-	if (!hs)
+	if (!hs || st->is_closing)
 		return;
-	st->hs = NULL;
+	st->is_closing = true;
 	*st->pprev = st->next;
 	if (st->next)
 		st->next->pprev = st->pprev;
 	st->next = NULL;
 	st->pprev = NULL;
+	busy_enter(sess, NULL);
+	busy_wait(sess, &st->busy_count);
+	st->hs = NULL;
 	Py_BEGIN_ALLOW_THREADS
 	r = adump_host_stream_close(hs);
 	Py_END_ALLOW_THREADS
+	busy_leave(sess, NULL);
 	if (r < 0 && *ret == 0)
 		*ret = r;
-	drain(st->sess);
+	drain(sess);
 }
 
 static void stream_dealloc(PyObject *obj)
@@ -451,9 +527,11 @@ static void stream_dealloc(PyObject *obj)
 	Py_DECREF(tp);
 }
 
+/* The native stream of @st for a call made with the GIL held, or NULL with
+ * adump.ClosedError when the stream or its session is closed or closing. */
 static struct adump_host_stream *stream_get(struct py_stream *st)
 {
-	if (!st->hs || !st->sess || !st->sess->s) {
+	if (!st->hs || st->is_closing || !st->sess || !st->sess->s || st->sess->is_closing) {
 		pyadump_raise_closed("stream");
 		return NULL;
 	}
@@ -564,11 +642,18 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		op.release_fn = zc_release;
 		op.user = p;
 	}
+	/* The views and the drain above ran Python code: another thread may have closed the
+	 * stream meanwhile. From here to the count nothing lets the GIL go. */
+	hs = stream_get(st);
+	if (!hs)
+		goto fail;
+	busy_enter(st->sess, st);
 	Py_BEGIN_ALLOW_THREADS
 	pyadump_reason_begin(reason, sizeof(reason));
 	ret = adump_host_dump_op(hs, &op, &task_id);
 	pyadump_reason_end();
 	Py_END_ALLOW_THREADS
+	busy_leave(st->sess, st);
 	PyMem_Free(tensors);
 	tensors = NULL;
 	PyMem_Free(attr_list);              /* the op record holds its own copy */
@@ -609,9 +694,11 @@ static PyObject *stream_sync(PyObject *obj, PyObject *unused)
 
 	if (!hs)
 		return NULL;
+	busy_enter(st->sess, st);
 	Py_BEGIN_ALLOW_THREADS
 	ret = adump_host_stream_sync(hs);
 	Py_END_ALLOW_THREADS
+	busy_leave(st->sess, st);
 	drain(st->sess);
 	if (ret == -ADUMP_ERR_WRONG_THREAD)
 		return pyadump_raise(ret, "stream is owned by another thread: sync it from its "
@@ -641,9 +728,11 @@ static PyObject *stream_set_dir(PyObject *obj, PyObject *args)
 	}
 	if (path)
 		dir = PyBytes_AsString(path);
+	busy_enter(st->sess, st);
 	Py_BEGIN_ALLOW_THREADS
 	ret = adump_host_stream_set_dir(hs, dir);
 	Py_END_ALLOW_THREADS
+	busy_leave(st->sess, st);
 	drain(st->sess);
 	if (ret < 0 && ret != -ADUMP_ERR_DROPPED) {
 		PyObject *r = pyadump_raise(ret, "set_dir", dir);
