@@ -20,8 +20,10 @@ FILE *compare_out_create(const char *dir, const char *stem, const char *ext, cha
 #define COMPARE_PAIRS_ONE (-1)
 
 /* `adump compare --recursive` of two directories: each capture directory paired with its
- * counterpart and compared on its own. Return: the exit status, or COMPARE_PAIRS_ONE. */
+ * counterpart and compared on its own; @html (NULL: none) the page of every pair.
+ * Return: the exit status, or COMPARE_PAIRS_ONE. */
 int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
-		      const char *golden, const char *out_dir, bool is_json, bool is_quiet);
+		      const char *golden, const char *out_dir, bool is_json, bool is_quiet,
+		      const char *html);
 
 #endif
