@@ -15,6 +15,7 @@
 
 #include "adump/compare.h"
 #include "tools/compare_out.h"
+#include "tools/html_out.h"
 #include "tools/tool.h"
 
 /* msaccucmp's CompareError codes the command can end with. */
@@ -32,7 +33,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: adump compare -m MY_DUMP -g GROUND_TRUTH [-out DIR] [-alg LIST] [-advisor]\n"
 		"                     [--json] [--threads N] [--recursive] [--msprobe] [--plot] [--quiet]\n"
-		"                     [--threshold KEY=VALUE,...] [--fail-on warning|error]\n\n"
+		"                     [--threshold KEY=VALUE,...] [--fail-on warning|error] [--html FILE]\n\n"
 		"Compares two dumps op by op, tensor by tensor, like msaccucmp compare (NPU vs NPU, no\n"
 		"fusion rule). Each side is a directory of dump files (.lz4 too), a packed capture,\n"
 		"one dump file, or msprobe's layout (a rank directory with dump.json, or dump.json:\n"
@@ -78,6 +79,8 @@ static void usage(FILE *f)
 		"                   Accuracy Reached or Not columns\n"
 		"  --plot           DIR/compare_<ts>.png and .svg: cosine and max relative error along\n"
 		"                   the op order, first divergent op marked (needs gnuplot)\n"
+		"  --html FILE      FILE: the result as one self-contained HTML page (adump report\n"
+		"                   --help says what it shows); with --recursive, every pair\n"
 		"  --chunk N        elements read per step and side (default 64K; memory per thread\n"
 		"                   is about 24 bytes per element)\n"
 		"  --quiet          no summary on stderr\n\n"
@@ -474,7 +477,7 @@ static bool is_npy(const char *path)
 int cmd_compare(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_THREADS, OPT_RECURSIVE, OPT_MSPROBE, OPT_PLOT, OPT_QUIET,
-	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK, OPT_THRESHOLD, OPT_FAIL_ON };
+	       OPT_OUT, OPT_ALG, OPT_ADVISOR, OPT_CHUNK, OPT_THRESHOLD, OPT_FAIL_ON, OPT_HTML };
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, OPT_OUT },
 		{ "alg", required_argument, NULL, OPT_ALG },
@@ -488,11 +491,12 @@ int cmd_compare(int argc, char **argv)
 		{ "chunk", required_argument, NULL, OPT_CHUNK },
 		{ "threshold", required_argument, NULL, OPT_THRESHOLD },
 		{ "fail-on", required_argument, NULL, OPT_FAIL_ON },
+		{ "html", required_argument, NULL, OPT_HTML },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
-	const char *my = NULL, *golden = NULL, *out_dir = ".";
+	const char *my = NULL, *golden = NULL, *out_dir = ".", *html = NULL;
 	bool is_json = false, is_plot = false, is_quiet = false, is_advisor = false;
 	enum adump_compare_verdict fail_on = ADUMP_COMPARE_NONE;
 	struct adump_compare_summary sum;
@@ -575,6 +579,9 @@ int cmd_compare(int argc, char **argv)
 		case OPT_PLOT:
 			is_plot = true;
 			break;
+		case OPT_HTML:
+			html = optarg;
+			break;
 		case OPT_QUIET:
 			is_quiet = true;
 			break;
@@ -599,7 +606,8 @@ int cmd_compare(int argc, char **argv)
 	if (is_npy(my) && is_npy(golden))
 		return npy_compare(&cfg, my, golden, out_dir, cfg.alg_count != 0);
 	if (cfg.is_recursive && is_dir(my) && is_dir(golden)) {
-		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet, fail_on);
+		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet, fail_on,
+					 html);
 		if (code != COMPARE_PAIRS_ONE) {
 			if (is_advisor || is_plot)
 				fprintf(stderr, "adump compare: -advisor and --plot apply to one "
@@ -670,6 +678,11 @@ int cmd_compare(int argc, char **argv)
 			fprintf(stderr, "adump compare: --plot: %s\n", msg);
 		else if (!is_quiet)
 			fprintf(stderr, "  plot: %s\n", msg);
+	}
+	if (html) {
+		ret = html_out_compare(c, my, html, code, is_quiet);
+		if (ret && !code)
+			code = ret;
 	}
 	adump_compare_close(c);
 	return code;

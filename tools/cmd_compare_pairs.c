@@ -13,6 +13,7 @@
 
 #include "adump/compare_pairs.h"
 #include "tools/compare_out.h"
+#include "tools/html_out.h"
 #include "tools/tool.h"
 
 FILE *compare_out_start(struct compare_out *o, const char *dir)
@@ -101,7 +102,7 @@ static void label_stem(const char *label, char *buf, size_t cap)
 
 static void pair_compare(const struct adump_compare_config *cfg,
 			 const struct adump_compare_pair *p, const char *out_dir,
-			 const char *stamp, struct pair_result *r)
+			 const char *stamp, struct pair_result *r, struct adump_report *rep)
 {
 	struct adump_compare *c = NULL;
 	struct compare_out o;
@@ -118,6 +119,8 @@ static void pair_compare(const struct adump_compare_config *cfg,
 		snprintf(r->why, sizeof(r->why), "%.1000s", ret == -ENOMEM || !msg[0] ? adump_strerror(ret)
 										   : msg);
 		r->code = ret == -ADUMP_ERR_NOT_FOUND ? 2 : ret == -ENOMEM ? 1 : 3;
+		if (rep)
+			adump_report_add_pair_empty(rep, p->label, p->step, p->rank, r->code, r->why);
 		adump_compare_close(c);
 		return;
 	}
@@ -150,15 +153,19 @@ static void pair_compare(const struct adump_compare_config *cfg,
 	} else {
 		snprintf(r->why, sizeof(r->why), "no op is on both sides");
 	}
+	if (rep && adump_report_add_compare(rep, c, p->label, p->step, p->rank, r->code, msg,
+					    sizeof(msg)) < 0)
+		fprintf(stderr, "adump compare: --html: %s: %s\n", p->label, msg);
 	adump_compare_close(c);
 }
 
 int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		      const char *golden, const char *out_dir, bool is_json, bool is_quiet,
-		      enum adump_compare_verdict fail_on)
+		      enum adump_compare_verdict fail_on, const char *html)
 {
 	struct adump_compare_config one = *cfg;
 	struct adump_compare_pairs *pairs = NULL;
+	struct adump_report *rep = NULL;
 	struct pair_result *res;
 	char msg[8192], stamp[32], path[4096];
 	size_t n, unpaired = 0, first = SIZE_MAX;
@@ -188,6 +195,8 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		fprintf(stderr, "adump compare: out of memory\n");
 		return 1;
 	}
+	if (html && !(rep = html_out_pairs_begin(my)))
+		code = ADUMP_REPORT_EXIT_WRITE;
 	/* Each pair is one capture directory a side: read on its own, never merged. */
 	one.is_recursive = false;
 	localtime_r(&t, &tm);
@@ -204,9 +213,12 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			fprintf(stderr, "adump compare: %s has no counterpart: %s only in %s\n",
 				p->label, p->my ? p->my : p->golden,
 				p->my ? "my output" : "the ground truth");
+			if (rep)
+				adump_report_add_pair_empty(rep, p->label, p->step, p->rank, 2,
+							    res[i].why);
 			continue;
 		}
-		pair_compare(&one, p, out_dir, stamp, &res[i]);
+		pair_compare(&one, p, out_dir, stamp, &res[i], rep);
 		if (first == SIZE_MAX && res[i].sum.first_divergent_row >= 0)
 			first = i;
 		if (!code && res[i].code && res[i].code != 2)
@@ -327,6 +339,11 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		}
 		if (has_summary)
 			fprintf(stderr, "  summary: %s\n", path);
+	}
+	if (rep) {
+		ret = html_out_pairs_end(rep, html, is_quiet);
+		if (ret && !code)
+			code = ret;
 	}
 	free(res);
 	adump_compare_pairs_free(pairs);

@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "adump/scan.h"
+#include "tools/html_out.h"
 #include "tools/tool.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: adump scan [--json] [--threads N] [--flat] [--quiet] PATH\n\n"
+		"usage: adump scan [--json] [--threads N] [--flat] [--quiet] [--html FILE] PATH\n\n"
 		"Reads every dump of one capture (a directory and its subdirectories, a packed\n"
 		"capture or one dump; tensor dumps, .lz4 too, and statistics dumps alike) and walks\n"
 		"them in execution order (dump timestamps). Lists the op that made NaN or Inf (or,\n"
@@ -23,7 +24,9 @@ static void usage(FILE *f)
 		"  --json       one JSON object per listed op on stdout, then a summary object\n"
 		"  --threads N  read on N threads (default: one per CPU)\n"
 		"  --flat       PATH only, not its subdirectories\n"
-		"  --quiet      no table\n\n"
+		"  --quiet      no table\n"
+		"  --html FILE  FILE: the listed ops as one self-contained HTML page (the origin and\n"
+		"               the ops reached, on the execution order and the tree; adump report)\n\n"
 		"Exit status: 0 no anomaly; 1 an anomaly found, or no dump in PATH; 2 usage; 3 a\n"
 		"dump that cannot be read (and no anomaly).\n");
 }
@@ -42,12 +45,13 @@ static void json_counts(const char *key, const struct adump_scan_counts *c)
 
 int cmd_scan(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_THREADS, OPT_FLAT, OPT_QUIET };
+	enum { OPT_JSON = 256, OPT_THREADS, OPT_FLAT, OPT_QUIET, OPT_HTML };
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "threads", required_argument, NULL, OPT_THREADS },
 		{ "flat", no_argument, NULL, OPT_FLAT },
 		{ "quiet", no_argument, NULL, OPT_QUIET },
+		{ "html", required_argument, NULL, OPT_HTML },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -56,6 +60,7 @@ int cmd_scan(int argc, char **argv)
 	bool is_json = false, is_quiet = false;
 	uint64_t found = 0, unreadable = 0;
 	const struct adump_scan_op *origin = NULL;
+	const char *html = NULL;
 	char msg[8192];
 	double t0;
 	int opt, ret;
@@ -75,6 +80,9 @@ int cmd_scan(int argc, char **argv)
 			break;
 		case OPT_QUIET:
 			is_quiet = true;
+			break;
+		case OPT_HTML:
+			html = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -178,6 +186,7 @@ int cmd_scan(int argc, char **argv)
 		else if (found)
 			fprintf(f, "  no op made them: the first listed op's inputs already held them\n");
 	}
+	ret = html ? html_out_scan(s, argv[optind], html, is_quiet) : 0;
 	adump_scan_close(s);
-	return found ? 1 : unreadable ? 3 : 0;
+	return found ? 1 : unreadable ? 3 : ret;
 }

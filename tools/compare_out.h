@@ -37,10 +37,12 @@ int compare_plot(const struct adump_compare *c, const struct adump_compare_summa
 #define COMPARE_PAIRS_ONE (-1)
 
 /* `adump compare --recursive` of two directories: each capture directory paired with its
- * counterpart and compared on its own. Return: the exit status, or COMPARE_PAIRS_ONE. */
+ * counterpart and compared on its own; @fail_on as compare_fail_on(); @html (NULL: none)
+ * the page of every pair.
+ * Return: the exit status, or COMPARE_PAIRS_ONE. */
 int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		      const char *golden, const char *out_dir, bool is_json, bool is_quiet,
-		      enum adump_compare_verdict fail_on);
+		      enum adump_compare_verdict fail_on, const char *html);
 
 /* --fail-on: ADUMP_COMPARE_EXIT_VERDICT in place of a status 0 when a row of @s has a verdict
  * at or above @fail_on (ADUMP_COMPARE_NONE: off); @code otherwise. */

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "convert", cmd_convert, "dump files -> numpy .npy arrays (like msaccucmp convert)" },
 	{ "export", cmd_export, "a torch capture in msprobe's layout (dump.json, .pt files)" },
 	{ "inspect", cmd_inspect, "header and per-tensor statistics of dump files" },
+	{ "report", cmd_report, "a compare's or scan's result as one self-contained HTML page" },
 	{ "scan", cmd_scan, "NaN/Inf in one capture: the op that made them, the ops they reached" },
 	{ "verify", cmd_verify, "check that every dump file of a directory is complete" },
 	{ "unpack", cmd_unpack, "restore the dump files of a packed directory" },

@@ -28,6 +28,7 @@ int cmd_compare(int argc, char **argv) __attribute__((weak));
 int cmd_convert(int argc, char **argv) __attribute__((weak));
 int cmd_export(int argc, char **argv) __attribute__((weak));
 int cmd_inspect(int argc, char **argv) __attribute__((weak));
+int cmd_report(int argc, char **argv) __attribute__((weak));
 int cmd_scan(int argc, char **argv) __attribute__((weak));
 int cmd_verify(int argc, char **argv) __attribute__((weak));
 int cmd_unpack(int argc, char **argv) __attribute__((weak));

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* report/: the page. The template (page.html, page.css, page.js, embedded at build time) gets
+ * Chart.js inlined from its file and the rows as JSON inside <script type="application/json">,
+ * every string escaped so that no byte of it can close the script element or be markup. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report/report_int.h"
+
+extern const char adump_report_page_html[];
+extern const char adump_report_page_css[];
+extern const char adump_report_page_js[];
+
+/* The length of the UTF-8 sequence at @p (at most @n bytes), or 0 when it is not one (an
+ * overlong form, a surrogate, past U+10FFFF, cut short). */
+static size_t utf8_len(const unsigned char *p, size_t n, uint32_t *cp)
+{
+	size_t len;
+	uint32_t c, min;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2, c = p[0] & 0x1f, min = 0x80;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3, c = p[0] & 0x0f, min = 0x800;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4, c = p[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* The bytes of a JSON string's inside, escaped for a script element. */
+static void json_escaped(FILE *f, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t len = utf8_len(p + i, n - i, &cp);
+
+		if (!len) {
+			fputs("\\ufffd", f);
+			i++;
+			continue;
+		}
+		if (cp == '<' || cp == '>' || cp == '&' || cp < 0x20 || cp == 0x2028 || cp == 0x2029 ||
+		    cp == 0x7f)
+			fprintf(f, "\\u%04x", (unsigned)cp);
+		else if (cp == '"' || cp == '\\')
+			fprintf(f, "\\%c", (char)cp);
+		else
+			fwrite(p + i, 1, len, f);
+		i += len;
+	}
+}
+
+void report_json_str(FILE *f, const char *s)
+{
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	json_escaped(f, s, strlen(s));
+	fputc('"', f);
+}
+
+void report_json_raw(FILE *f, const char *json)
+{
+	const char *p = json;
+
+	/* Outside its strings valid JSON holds none of the bytes escaped; inside, a string's
+	 * escapes (\" included) are copied as they are. */
+	while (*p) {
+		const char *q;
+
+		if (*p != '"') {
+			fputc(*p++, f);
+			continue;
+		}
+		for (q = p + 1; *q && *q != '"'; q++)
+			if (*q == '\\' && q[1])
+				q++;
+		fputc('"', f);
+		/* Backslash escapes pass through: the escaper leaves '\\' pairs as they are. */
+		for (const char *s = p + 1; s < q;) {
+			if (*s == '\\' && s + 1 < q) {
+				fwrite(s, 1, 2, f);
+				s += 2;
+				continue;
+			}
+			const char *e = s;
+
+			while (e < q && *e != '\\')
+				e++;
+			json_escaped(f, s, (size_t)(e - s));
+			s = e;
+		}
+		fputc('"', f);
+		p = *q ? q + 1 : q;
+	}
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs("null", f);
+	else if (isinf(v))
+		fputs(v > 0 ? "1e999" : "-1e999", f);
+	else
+		fprintf(f, "%.9g", v);
+}
+
+static void json_row(FILE *f, const struct report_row *row, enum adump_report_kind kind)
+{
+	fprintf(f, "[%llu,", (unsigned long long)row->index);
+	report_json_str(f, row->type);
+	fputc(',', f);
+	report_json_str(f, row->op);
+	fputc(',', f);
+	report_json_str(f, row->tensor);
+	fputc(',', f);
+	report_json_str(f, row->module);
+	fprintf(f, ",%u,", row->verdict);
+	report_json_str(f, row->reason && row->reason[0] ? row->reason : NULL);
+	fputc(',', f);
+	json_num(f, row->cosine);
+	fputc(',', f);
+	json_num(f, row->max_rel);
+	fputc(',', f);
+	json_num(f, row->max_abs);
+	fputc(',', f);
+	json_num(f, row->scaled);
+	for (int s = 0; s < 2; s++) {
+		fputc(',', f);
+		report_json_str(f, row->dtype[s]);
+	}
+	fputc(',', f);
+	report_json_str(f, row->shape);
+	for (int s = 0; s < 2; s++) {
+		fputc(',', f);
+		report_json_str(f, row->stats[s]);
+	}
+	if (row->has_counts) {
+		int n = kind == ADUMP_REPORT_SCAN ? 6 : 4;
+
+		fputs(",[", f);
+		for (int k = 0; k < n; k++)
+			fprintf(f, "%s%llu", k ? "," : "", (unsigned long long)row->counts[k]);
+		fputc(']', f);
+	} else {
+		fputs(",null", f);
+	}
+	fprintf(f, ",%u]", row->scan_kind);
+}
+
+/* The page's data: one object, read by page.js from #adump-data. */
+static void json_data(FILE *f, const struct adump_report *r)
+{
+	char when[64];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(f, "{\"kind\":\"%s\",\"title\":", r->kind == ADUMP_REPORT_SCAN ? "scan" : "compare");
+	report_json_str(f, r->title);
+	fputs(",\"source\":", f);
+	report_json_str(f, r->source);
+	fprintf(f, ",\"generated\":\"%s\",\"fields\":[\"index\",\"type\",\"op\",\"tensor\","
+		"\"module\",\"verdict\",\"reason\",\"cosine\",\"max_rel\",\"max_abs\",\"scaled\","
+		"\"dtype_my\",\"dtype_golden\",\"shape\",\"stats_my\",\"stats_golden\",\"counts\","
+		"\"scan_kind\"],\"construct\":", when);
+	if (r->construct)
+		report_json_raw(f, r->construct);
+	else
+		fputs("null", f);
+	fputs(",\"pairs\":[", f);
+	for (size_t i = 0; i < r->pair_count; i++) {
+		const struct report_pair *p = &r->pairs[i];
+
+		fputs(i ? ",\n{\"label\":" : "\n{\"label\":", f);
+		report_json_str(f, p->label);
+		fprintf(f, ",\"step\":%lld,\"rank\":%lld,\"code\":%d,\"first\":%lld,\"rejudged\":%s,"
+			"\"message\":", (long long)p->step, (long long)p->rank, p->code,
+			(long long)p->first, p->is_rejudged ? "true" : "false");
+		report_json_str(f, p->message);
+		fputs(",\"rows\":[", f);
+		for (size_t k = 0; k < p->row_count; k++) {
+			fputs(k ? ",\n" : "\n", f);
+			json_row(f, &r->rows[p->row_first + k], r->kind);
+		}
+		fputs("]}", f);
+	}
+	fputs("]}", f);
+}
+
+/* Chart.js's file, whole; refused when it could end the script element it goes into. */
+static char *chartjs_read(const char *path, char *msg, size_t cap, int *ret)
+{
+	char *buf = NULL;
+	size_t len = 0, got;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		*ret = -errno;
+		snprintf(msg, cap, "%s: %s: the report inlines Chart.js (Debian: apt install "
+			 "libjs-chart.js; or --chartjs PATH)", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		char *p = realloc(buf, len + 65536 + 1);
+
+		if (!p || len > (64u << 20)) {
+			free(p ? p : buf);
+			fclose(f);
+			*ret = p ? -EFBIG : -ENOMEM;
+			snprintf(msg, cap, "%s: %s", path, p ? "larger than 64 MiB: not Chart.js"
+							    : strerror(ENOMEM));
+			return NULL;
+		}
+		buf = p;
+		got = fread(buf + len, 1, 65536, f);
+		len += got;
+		if (got < 65536)
+			break;
+	}
+	fclose(f);
+	buf[len] = '\0';
+	if (strlen(buf) != len || strcasestr(buf, "</script") || strstr(buf, "<!--") ||
+	    !strstr(buf, "Chart")) {
+		free(buf);
+		*ret = -EINVAL;
+		snprintf(msg, cap, "%s: not a Chart.js build that can be inlined", path);
+		return NULL;
+	}
+	return buf;
+}
+
+int adump_report_write_html(const struct adump_report *r, const char *path, const char *chartjs,
+			    char *msg, size_t cap)
+{
+	static const char mark[] = "<!--ADUMP:";
+	const char *t = adump_report_page_html;
+	char tmp[4200];
+	int ret = 0;
+	char *js = chartjs_read(chartjs ? chartjs : adump_report_chartjs_default(), msg, cap, &ret);
+	FILE *f;
+
+	if (!js)
+		return ret;
+	snprintf(tmp, sizeof(tmp), "%.4000s.tmp%ld", path, (long)getpid());
+	f = fopen(tmp, "w");
+	if (!f) {
+		ret = -errno;
+		snprintf(msg, cap, "%s: %s", tmp, strerror(errno));
+		free(js);
+		return ret;
+	}
+	while (*t) {
+		const char *m = strstr(t, mark), *end;
+
+		if (!m) {
+			fputs(t, f);
+			break;
+		}
+		fwrite(t, 1, (size_t)(m - t), f);
+		end = strstr(m, "-->");
+		if (!end)
+			break;
+		if (!strncmp(m, "<!--ADUMP:CSS-->", 16))
+			fputs(adump_report_page_css, f);
+		else if (!strncmp(m, "<!--ADUMP:CHARTJS-->", 20))
+			fputs(js, f);
+		else if (!strncmp(m, "<!--ADUMP:JS-->", 15))
+			fputs(adump_report_page_js, f);
+		else if (!strncmp(m, "<!--ADUMP:DATA-->", 17))
+			json_data(f, r);
+		else if (!strncmp(m, "<!--ADUMP:TITLE-->", 18)) {
+			/* The title element's text: the JSON escapes are no HTML, so only words. */
+			fputs(r->kind == ADUMP_REPORT_SCAN ? "adump scan report" : "adump compare report",
+			      f);
+		}
+		t = end + 3;
+	}
+	free(js);
+	if (ferror(f) | (fclose(f) != 0)) {
+		ret = -EIO;
+		snprintf(msg, cap, "%s: %s", tmp, strerror(EIO));
+		unlink(tmp);
+		return ret;
+	}
+	if (rename(tmp, path) < 0) {
+		ret = -errno;
+		snprintf(msg, cap, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return ret;
+	}
+	return 0;
+}
