@@ -3,6 +3,7 @@
  * Chart.js inlined from its file and the rows as JSON inside <script type="application/json">,
  * every string escaped so that no byte of it can close the script element or be markup. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/common.h"
 #include "report/report_int.h"
 
 extern const char adump_report_page_html[];
@@ -220,12 +222,15 @@ static char *chartjs_read(const char *path, char *msg, size_t cap, int *ret)
 {
 	char *buf = NULL;
 	size_t len = 0, got;
-	FILE *f = fopen(path, "rb");
+	int fd = adump_open_regular(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 
 	if (!f) {
-		*ret = -errno;
+		*ret = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
 		snprintf(msg, cap, "%s: %s: the report inlines Chart.js (Debian: apt install "
-			 "libjs-chart.js; or --chartjs PATH)", path, strerror(errno));
+			 "libjs-chart.js; or --chartjs PATH)", path, adump_open_strerror(*ret));
 		return NULL;
 	}
 	for (;;) {
@@ -262,18 +267,33 @@ int adump_report_write_html(const struct adump_report *r, const char *path, cons
 {
 	static const char mark[] = "<!--ADUMP:";
 	const char *t = adump_report_page_html;
-	char tmp[4200];
-	int ret = 0;
+	char dir[4200];
+	const char *base = strrchr(path, '/');
+	struct adump_outfile of;
+	int ret = 0, dir_fd;
 	char *js = chartjs_read(chartjs ? chartjs : adump_report_chartjs_default(), msg, cap, &ret);
 	FILE *f;
 
 	if (!js)
 		return ret;
-	snprintf(tmp, sizeof(tmp), "%.4000s.tmp%ld", path, (long)getpid());
-	f = fopen(tmp, "w");
-	if (!f) {
-		ret = -errno;
-		snprintf(msg, cap, "%s: %s", tmp, strerror(errno));
+	/* Written under a temporary name of its own beside @path and renamed once whole: a
+	 * full disk leaves no cut page under the name, a link planted there is replaced. */
+	if (base)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(base - path) ? (int)(base - path) : 1, path);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	base = base ? base + 1 : path;
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = dir_fd < 0 ? -errno : adump_outfile_open(&of, dir_fd, 0644);
+	f = ret < 0 ? NULL : adump_outfile_stream(&of);
+	if (!f || !*base) {
+		if (ret == 0) {
+			adump_outfile_discard(&of);
+			ret = *base ? -ENOMEM : -EISDIR;
+		}
+		snprintf(msg, cap, "%s: %s", path, strerror(-ret));
+		if (dir_fd >= 0)
+			close(dir_fd);
 		free(js);
 		return ret;
 	}
@@ -304,17 +324,9 @@ int adump_report_write_html(const struct adump_report *r, const char *path, cons
 		t = end + 3;
 	}
 	free(js);
-	if (ferror(f) | (fclose(f) != 0)) {
-		ret = -EIO;
-		snprintf(msg, cap, "%s: %s", tmp, strerror(EIO));
-		unlink(tmp);
-		return ret;
-	}
-	if (rename(tmp, path) < 0) {
-		ret = -errno;
-		snprintf(msg, cap, "%s: %s", path, strerror(errno));
-		unlink(tmp);
-		return ret;
-	}
-	return 0;
+	ret = adump_outfile_publish(&of, ferror(f) ? -EIO : 0, base, 0);
+	close(dir_fd);
+	if (ret < 0)
+		snprintf(msg, cap, "%s: %s", path, strerror(-ret));
+	return ret;
 }
