@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 #define ASM_DEFAULT_FILE_MAX_BYTES ((uint64_t)4 << 30)
 #define ASM_DEFAULT_TOTAL_MAX_BYTES ((uint64_t)1 << 30)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 /* Compressed bytes read from the underlying source at a time. */
 #define LZ4_IN_BYTES ((size_t)256 << 10)

@@ -13,8 +13,8 @@
 
 #include <json-c/json.h>
 
-#include "reader/msprobe_int.h"
-#include "reader/reader_int.h"
+#include "reader/msprobe.h"
+#include "reader/reader.h"
 
 /* dump.json larger than this is refused before it is read (a 2-layer model's op-level
  * dump.json is a few MB). */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 const char *adump_reader_npy_descr(int32_t dtype)
 {

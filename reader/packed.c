@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 /* Segment descriptors the list keeps open; a capture rolls a segment per GiB by default, so
  * a few cover it, and more are opened again as needed. */

@@ -24,7 +24,7 @@
 
 #include <isa-l/crc.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 #define PT_CDIR_MAX ((uint64_t)1 << 20)    /* central directory bytes */
 #define PT_RECORD_MAX 256                  /* records in one file */

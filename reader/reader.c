@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "dump_data.pb-c.h"
-#include "reader/msprobe_int.h"
-#include "reader/reader_int.h"
+#include "reader/msprobe.h"
+#include "reader/reader.h"
 
 typedef Toolkit__Dumpdata__DumpData DumpData;
 typedef Toolkit__Dumpdata__Shape Shape;

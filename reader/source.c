@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 int adump_reader_source_create(const struct adump_reader_source_ops *ops, void *ctx,
 			       uint64_t size, struct adump_reader_source **out)

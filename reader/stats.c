@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 bool adump_reader_stats_supported(int32_t dtype)
 {

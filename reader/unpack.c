@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 #define MODULE "unpack"
 #define COPY_BYTES (4u << 20)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "adump/reader.h"
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 static struct adump_reader *reader;
 static int null_fd = -1;

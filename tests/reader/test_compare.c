@@ -15,7 +15,7 @@
 
 #define EPS64 2.220446049250313e-16
 
-/* reader/compare_int.h: the portable kernels instead of the AVX2 ones; the conversion. */
+/* compare/compare_int.h: the portable kernels instead of the AVX2 ones; the conversion. */
 void adump_compare_simd_set(bool is_enabled);
 void adump_compare_to_float(int32_t dtype, const void *raw, size_t n, float *out);
 /* ... and the AVX2 KL kernel where the AVX-512 one would run. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 /* ---- listing ------------------------------------------------------------------------------ */
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 #define STATS_FILE_MAX ((long)64 << 20)
 

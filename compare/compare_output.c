@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 /* ---- results ------------------------------------------------------------------------------ */
 

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* reader/: internals shared by the parser, statistics, .npy writer and chunk assembler. */
-#ifndef ADUMP_READER_INT_H
-#define ADUMP_READER_INT_H
+/* reader/: reading every format adump reads (DumpData files, lz4 frames, packed segments
+ * and their index, torch .pt, msprobe's dump.json, .npy, statistics CSVs) behind the reader
+ * API (include/adump/reader.h), and nothing else. This header is the module's: what its
+ * parser, statistics, .npy writer and chunk assembler share, and what the analyses built on
+ * it (compare/, scan/, export/) use beyond the public API. */
+#ifndef ADUMP_READER_READER_H
+#define ADUMP_READER_READER_H
 
 #include <stdarg.h>
 #include <string.h>

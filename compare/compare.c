@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 #define CHUNK_ELEMENTS_DEFAULT ((size_t)64 << 10)
 #define MSG_BYTES 8192

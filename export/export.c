@@ -24,8 +24,8 @@
 #include <json-c/json.h>
 
 #include "adump/export.h"
-#include "reader/compare_int.h"
-#include "reader/reader_int.h"
+#include "compare/compare.h"
+#include "reader/reader.h"
 
 struct ex_file {
 	char *path;

@@ -3,10 +3,10 @@
  * read as dumps: each dump.json data entry is one dump whose inputs are its input_args
  * (flattened), input_kwargs, then parameters (a backward entry: its input), and whose outputs
  * are its output or its parameters_grad; tensors only, in that order. */
-#ifndef ADUMP_READER_MSPROBE_INT_H
-#define ADUMP_READER_MSPROBE_INT_H
+#ifndef ADUMP_READER_MSPROBE_H
+#define ADUMP_READER_MSPROBE_H
 
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 /* max, min, mean, norm as dump.json has them. */
 #define ADUMP_MSPROBE_STAT_COUNT 4

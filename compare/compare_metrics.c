@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -22,7 +22,7 @@
 
 #include <json-c/json.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 #define WINDOW_BYTES (64u << 10)        /* read ahead in a subtask for runs below half of it */
 #define SLICES_MAX (1u << 16)           /* thread x output shapes a cut may list */

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "adump/compare_pairs.h"
-#include "reader/reader_int.h"
+#include "reader/reader.h"
 
 /* Deeper than any capture layout (CANN's is five levels); stops symlink loops. */
 #define DEPTH_MAX 32

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/compare_int.h"
+#include "compare/compare_int.h"
 
 const char *adump_compare_accuracy_reached(double cos, double max_abs)
 {

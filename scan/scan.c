@@ -15,7 +15,7 @@
 #endif
 
 #include "adump/scan.h"
-#include "reader/compare_int.h"
+#include "compare/compare.h"
 
 #define FP16_MAX 65504.0
 /* Bytes read per step from a dump that is not in memory. */
