@@ -265,8 +265,14 @@ static void session_close_all(struct py_session *self)
 		return;
 	}
 	self->is_closing = true;
-	while (self->streams)
-		stream_close_locked(self->streams, &ret);
+	while (self->streams) {
+		/* Held: its owner thread may drop the last reference while the close waits. */
+		struct py_stream *st = self->streams;
+
+		Py_INCREF((PyObject *)st);
+		stream_close_locked(st, &ret);
+		Py_DECREF((PyObject *)st);
+	}
 	busy_wait(self, &self->busy_count);
 	if (self->s) {
 		struct adump_session *s = self->s;
