@@ -41,6 +41,7 @@ from ._read import Dump, TensorInfo, VerifyReport, Loss, open, walk, verify
 from ._capture import Session, Stream, DTYPES
 from ._compare import CompareResult, compare, compare_arrays
 from ._scan import ScanResult, scan
+from ._report import report
 
 __version__ = _adump.__version__
 
@@ -66,5 +67,5 @@ __all__ = [
     "STAT_L2NORM", "STAT_DEFAULT", "STAT_ALL", "GUARD_OFF", "config_check",
     "Dump", "TensorInfo", "VerifyReport", "Loss", "walk", "verify",
     "Session", "Stream", "DTYPES", "CompareResult", "compare", "compare_arrays",
-    "ScanResult", "scan",
+    "ScanResult", "scan", "report",
 ]

@@ -186,7 +186,7 @@ PyMODINIT_FUNC PyInit__adump(void)
 		return NULL;
 	if (add_errors(m) < 0 || pyadump_reader_init(m) < 0 || pyadump_capture_init(m) < 0 ||
 	    pyadump_compare_init(m) < 0 || pyadump_scan_init(m) < 0 ||
-	    pyadump_export_init(m) < 0 ||
+	    pyadump_export_init(m) < 0 || pyadump_report_init(m) < 0 ||
 	    pyadump_pt_init(m) < 0 ||
 	    pyadump_config_init(m) < 0 || pyadump_map_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
