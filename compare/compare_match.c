@@ -13,6 +13,19 @@
 
 /* ---- listing ------------------------------------------------------------------------------ */
 
+/* @name ends as a dump file name does: at least four dot-separated fields, the last digits. */
+static bool is_dump_shaped(const char *name)
+{
+	const char *last = strrchr(name, '.');
+	size_t dots = 0;
+
+	if (!last || !last[1] || strspn(last + 1, "0123456789") != strlen(last + 1))
+		return false;
+	for (const char *p = name; *p; p++)
+		dots += *p == '.';
+	return dots >= 3;
+}
+
 static int side_add(struct cmp_side *s, const char *path, const char *base,
 		    const struct adump_reader_packed_entry *entry)
 {
@@ -27,8 +40,13 @@ static int side_add(struct cmp_side *s, const char *path, const char *base,
 	f.is_stats = len > 4 && len <= NAME_MAX && !strcmp(base + len - 4, ".csv");
 	snprintf(name, sizeof(name), "%.*s", (int)(f.is_stats ? len - 4 : len), base);
 	if (adump_reader_name_parse(name, &fields) < 0) {
-		adump_log(ADUMP_LOG_DEBUG, "reader", "compare: %s is not a dump file name, skipped",
-			  path);
+		/* A dump whose op name holds characters outside [A-Za-z0-9_-] (CANN's writer
+		 * replaces only ' ', '.', '/' and '\\') is left out as msaccucmp leaves it out,
+		 * and said as msaccucmp says it: "every tensor passes" must not hide it. Other
+		 * files (the loss log, results) are no dumps and are passed over quietly. */
+		adump_log(is_dump_shaped(name) ? ADUMP_LOG_WARN : ADUMP_LOG_DEBUG, "reader",
+			  "compare: %s is not a dump file name (<op_type>.<op_name>.<task>"
+			  "[.<stream>].<timestamp>, names of [A-Za-z0-9_-]), skipped", path);
 		return 0;
 	}
 	if (fields.is_skipped) {

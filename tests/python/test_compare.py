@@ -298,6 +298,26 @@ class Compare(unittest.TestCase):
                                   "-out", helpers.tmpdir("cmp-fail-on"), "--fail-on", worst)
         self.assertEqual(code, 101, text)
 
+    def test_unreadable_name_said(self):
+        # An op name with characters msaccucmp's pattern refuses: the dump is left out as
+        # msaccucmp leaves it out, and the command says so instead of passing quietly.
+        a = np.arange(8, dtype=np.float32)
+        dirs = []
+        for tag, scale in (("cmp-name-my", 2), ("cmp-name-golden", 3)):
+            top = helpers.tmpdir(tag)
+            with adump.Session(top, workers=1) as s:
+                st = s.stream()
+                st.dump("Add", "ok", inputs=[a], outputs=[a])
+                st.dump("Mul", "f(x)", inputs=[a], outputs=[a * scale])
+                st.sync()
+            dirs.append(os.path.dirname(helpers.files_below(top)[0]))
+        code, text = helpers.tool("compare", "-m", dirs[0], "-g", dirs[1],
+                                  "-out", helpers.tmpdir("cmp-name-out"))
+        self.assertEqual(code, 0, text)
+        self.assertIn("Mul.f(x).", text)
+        self.assertIn("is not a dump file name", text)
+        self.assertIn("1 ops (1 matched", text)
+
 
 if __name__ == "__main__":
     unittest.main()
