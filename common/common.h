@@ -175,6 +175,12 @@ ADUMP_HIDDEN int adump_dir_open_new(int dir_fd, const char *rel, unsigned mode);
 /* Make @name (a name derived from an op name) one path component in place: '/' becomes '_',
  * and "." or ".." "_" or "_.": what a name from a dump may hold never leaves its directory. */
 ADUMP_HIDDEN void adump_name_component(char *name);
+/* adump_pt_write() (reader/pt.c) of the file @name (one path component) in the directory
+ * @dir_fd, written as a struct adump_outfile is: a link planted at @name is replaced, never
+ * written through, and an error leaves nothing under @name. */
+ADUMP_HIDDEN int adump_pt_write_at(int dir_fd, const char *name, const char *archive,
+				   int32_t dtype, const uint64_t *dims, uint32_t dim_count,
+				   const void *data, uint64_t bytes, char *msg, size_t cap);
 
 /* float16 / bfloat16 bit patterns to float, exactly (common/types.c): the one conversion
  * the capture's statistics and the reader share. */

@@ -199,6 +199,35 @@ static int side_add_msprobe(struct cmp_side *s, const char *path, char *msg, siz
 	return 0;
 }
 
+/* The entries of the packed capture at @path (a capture directory holding packed/, that
+ * folder, or one index) into @s, which reads one packed capture: a second one (@is_found,
+ * met walking a directory) is -EEXIST. Nothing packed at @path: 0. */
+static int side_add_packed(struct cmp_side *s, const char *path, bool is_found)
+{
+	const struct adump_reader_packed_entry *e;
+	int k, ret = 0;
+
+	if (s->packed)
+		return is_found ? -EEXIST : 0;
+	if (adump_reader_packed_open(path, &s->packed) != 0) {
+		s->packed = NULL;
+		return 0;
+	}
+	while (ret == 0 && (k = adump_reader_packed_next(s->packed, &e)) > 0) {
+		const char *base;
+		char *full;
+
+		if (e->status != ADUMP_PACKED_ENTRY)
+			continue;
+		base = strrchr(e->name, '/');
+		if (asprintf(&full, "%s/%s", adump_reader_packed_dir(s->packed), e->name) < 0)
+			return -ENOMEM;
+		ret = side_add(s, full, base ? base + 1 : e->name, e);
+		free(full);
+	}
+	return ret;
+}
+
 static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 {
 	struct dirent **names;
@@ -220,9 +249,13 @@ static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 			if (S_ISDIR(st.st_mode) && is_recursive && adump_msprobe_is_dir(path)) {
 				ret = side_add_msprobe(s, path, NULL, 0);
 			} else if (S_ISDIR(st.st_mode)) {
-				/* A packed directory is read through its index, not file by file. */
+				/* A packed directory is read through its index, not file by file:
+				 * a capture's root holds its sessions' directories, each its
+				 * packed/ (issue 30). */
 				if (is_recursive && strcmp(base, "packed"))
 					ret = side_walk(s, path, true);
+				else if (is_recursive)
+					ret = side_add_packed(s, dir, true);
 			} else if (S_ISREG(st.st_mode) &&
 				   adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_NONE) {
 				ret = side_add(s, path, base, NULL);
@@ -261,24 +294,13 @@ int adump_compare_side_list(struct cmp_side *s, const char *path, bool is_recurs
 		ret = side_add(s, path, base ? base + 1 : path, NULL);
 	} else {
 		ret = S_ISDIR(st.st_mode) ? side_walk(s, path, is_recursive) : 0;
-		if (ret == 0 && adump_reader_packed_open(path, &s->packed) == 0) {
-			const struct adump_reader_packed_entry *e;
-			int k;
-
-			while (ret == 0 && (k = adump_reader_packed_next(s->packed, &e)) > 0) {
-				const char *base;
-				char *full;
-
-				if (e->status != ADUMP_PACKED_ENTRY)
-					continue;
-				base = strrchr(e->name, '/');
-				if (asprintf(&full, "%s/%s", adump_reader_packed_dir(s->packed),
-					     e->name) < 0)
-					return -ENOMEM;
-				ret = side_add(s, full, base ? base + 1 : e->name, e);
-				free(full);
-			}
-		}
+		if (ret == 0 && !s->packed)
+			ret = side_add_packed(s, path, false);
+	}
+	if (ret == -EEXIST) {
+		snprintf(msg, cap, "%s: holds more than one packed capture (session directory): "
+			 "give each one", path);
+		return ret;
 	}
 	if (ret < 0) {
 		snprintf(msg, cap, "%s: %s", path, adump_strerror(ret));

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include <json-c/json.h>
 
 #include "adump/export.h"
+#include "common/common.h"
 #include "compare/compare.h"
 #include "reader/reader.h"
 
@@ -45,6 +47,7 @@ struct ex_ctx {
 	size_t cap;
 	struct adump_reader *r;
 	const char *data_dir;           /* absolute dump_tensor_data, NULL: no .pt files */
+	int data_fd;                    /* dump_tensor_data's, opened without following a link */
 	unsigned char *buf;             /* one tensor's bytes */
 	size_t buf_cap;
 	bool op_level;
@@ -245,18 +248,20 @@ static int tensor_json(struct ex_ctx *c, uint32_t ti, const char *data_name, boo
 		json_object_object_add(o, "md5", json_object_new_string(hex));
 	}
 	if (c->data_dir && dtn) {
-		char path[PATH_MAX], archive[ADUMP_PT_ARCHIVE_MAX + 1];
+		char file[NAME_MAX + 1], archive[ADUMP_PT_ARCHIVE_MAX + 1];
 
-		if (adump_pt_archive_name(data_name, archive, sizeof(archive)) < 0)
-			return ex_fail(c, -EINVAL, "%s: no archive name", data_name);
-		if (snprintf(path, sizeof(path), "%s/%s", c->data_dir, data_name) >=
-		    (int)sizeof(path))
+		/* The name comes from the op's name: one component of dump_tensor_data, as the
+		 * capture's own file names are ("scope/op" exports, "../x" stays inside). */
+		if (snprintf(file, sizeof(file), "%s", data_name) >= (int)sizeof(file))
 			return ex_fail(c, -ENAMETOOLONG, "%s: name too long", data_name);
-		ret = adump_pt_write(path, archive, t->info.dtype, t->info.dims, t->info.dim_count,
-				     c->buf, bytes, c->msg, c->cap);
+		adump_name_component(file);
+		if (adump_pt_archive_name(file, archive, sizeof(archive)) < 0)
+			return ex_fail(c, -EINVAL, "%s: no archive name", file);
+		ret = adump_pt_write_at(c->data_fd, file, archive, t->info.dtype, t->info.dims,
+					t->info.dim_count, c->buf, bytes, c->msg, c->cap);
 		if (ret < 0)
 			return ret;
-		json_object_object_add(o, "data_name", json_object_new_string(data_name));
+		json_object_object_add(o, "data_name", json_object_new_string(file));
 	}
 	return 0;
 }
@@ -563,15 +568,23 @@ static struct json_object *construct_fix(struct json_object *in)
 	return o;
 }
 
-static int save_json(struct ex_ctx *c, const char *dir, const char *name, struct json_object *o)
+/* @name in the directory @dir_fd (@dir for messages), written whole (common/outfile.c). */
+static int save_json(struct ex_ctx *c, int dir_fd, const char *dir, const char *name,
+		     struct json_object *o)
 {
-	char path[PATH_MAX];
+	struct adump_outfile of;
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							  JSON_C_TO_STRING_NOSLASHESCAPE);
+	int ret;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
-		return ex_fail(c, -ENAMETOOLONG, "%s/%s: name too long", dir, name);
-	if (json_object_to_file_ext(path, o, JSON_C_TO_STRING_PRETTY |
-				    JSON_C_TO_STRING_NOSLASHESCAPE) < 0)
-		return ex_fail(c, errno ? -errno : -EIO, "%s: %s", path, json_util_get_last_err());
+	if (!text)
+		return -ENOMEM;
+	ret = adump_outfile_open(&of, dir_fd, 0644);
+	if (ret == 0)
+		ret = adump_outfile_publish(&of, adump_write_all(of.fd, text, strlen(text)),
+					    name, 0);
+	if (ret < 0)
+		return ex_fail(c, ret, "%s/%s: %s", dir, name, strerror(-ret));
 	return 0;
 }
 
@@ -581,8 +594,10 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	struct json_object *doc = NULL, *data, *construct = NULL, *stack = NULL;
 	char data_dir[PATH_MAX], abs_dir[PATH_MAX];
 	bool any_module = false, any_api = false, stats = false, build_construct;
+	int out_fd = -1, ret;
 	long n = 0;
-	int ret;
+
+	c->data_fd = -1;
 
 	ret = collect(in, &files, 0);
 	if (ret < 0) {
@@ -597,6 +612,10 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	for (size_t i = 0; i < files.n; i++)
 		stats |= files.v[i].is_csv;
 	ret = adump_mkdir_p(out, 0755);
+	if (ret == 0) {
+		out_fd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ret = out_fd < 0 ? -errno : 0;
+	}
 	if (ret < 0) {
 		ex_fail(c, ret, "%s: %s", out, strerror(-ret));
 		goto out;
@@ -604,7 +623,9 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	c->data_dir = NULL;
 	if (!stats && !(c->flags & ADUMP_EXPORT_NO_DATA)) {
 		snprintf(data_dir, sizeof(data_dir), "%s/dump_tensor_data", out);
-		ret = adump_mkdir_p(data_dir, 0755);
+		/* entered without following a link planted in its place */
+		c->data_fd = adump_dir_open_new(out_fd, "dump_tensor_data", 0755);
+		ret = c->data_fd < 0 ? c->data_fd : 0;
 		if (ret < 0 || !realpath(data_dir, abs_dir)) {
 			ret = ex_fail(c, ret < 0 ? ret : -errno, "%s: %s", data_dir,
 				      strerror(ret < 0 ? -ret : errno));
@@ -654,12 +675,17 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	stack = load_json(in, "stack.json");
 	if (!stack)
 		stack = json_object_new_object();
-	ret = save_json(c, out, "dump.json", doc);
+	ret = save_json(c, out_fd, out, "dump.json", doc);
 	if (!ret)
-		ret = save_json(c, out, "construct.json", construct);
+		ret = save_json(c, out_fd, out, "construct.json", construct);
 	if (!ret)
-		ret = save_json(c, out, "stack.json", stack);
+		ret = save_json(c, out_fd, out, "stack.json", stack);
 out:
+	if (c->data_fd >= 0)
+		close(c->data_fd);
+	c->data_fd = -1;
+	if (out_fd >= 0)
+		close(out_fd);
 	json_object_put(doc);
 	json_object_put(construct);
 	json_object_put(stack);

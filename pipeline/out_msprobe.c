@@ -644,11 +644,11 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 				"a dfx_message that is not a JSON object in" : "describing");
 		return;
 	}
-	/* A '/' in a data name would make a folder of dump_tensor_data. */
+	/* A '/' in a data name would make a folder of dump_tensor_data: one component, as the
+	 * exporter's (adump_name_component()). */
 	for (uint32_t i = 0; i < mf->count; i++)
-		for (char *p = mf->t[i].data_name; p && *p; p++)
-			if (*p == '/')
-				*p = '_';
+		if (mf->t[i].data_name)
+			adump_name_component(mf->t[i].data_name);
 	ret = adump_statacc_init(&fs->stats, op, 0);
 	if (ret < 0) {
 		adump_file_fail(s, fs, ret, "starting statistics of");

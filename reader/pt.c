@@ -29,13 +29,14 @@ static int fail(char *msg, size_t cap, int ret, const char *fmt, ...)
 	return ret;
 }
 
-int adump_pt_write(const char *path, const char *archive, int32_t dtype, const uint64_t *dims,
-		   uint32_t dim_count, const void *data, uint64_t bytes, char *msg, size_t cap)
+/* Check the arguments and lay out the zip around the tensor's bytes. */
+static int pt_prepare(struct adump_pt *pt, const char *archive, int32_t dtype,
+		      const uint64_t *dims, uint32_t dim_count, const void *data, uint64_t bytes,
+		      char *msg, size_t cap)
 {
-	struct adump_pt pt;
 	uint64_t numel = 1;
 	unsigned bits = adump_dtype_bits(dtype);
-	int fd = -1, ret;
+	int ret;
 
 	if (!adump_pt_dtype_name(dtype))
 		return fail(msg, cap, -ADUMP_ERR_UNSUPPORTED, "dtype %d has no torch storage",
@@ -50,21 +51,40 @@ int adump_pt_write(const char *path, const char *archive, int32_t dtype, const u
 	if (bytes >= 0xffffffffu - 4096)
 		return fail(msg, cap, -EFBIG, "%llu bytes: past what a zip without zip64 holds",
 			    (unsigned long long)bytes);
-	ret = adump_pt_init(&pt, archive, dtype, dims, dim_count, bytes);
+	ret = adump_pt_init(pt, archive, dtype, dims, dim_count, bytes);
 	if (ret < 0)
 		return fail(msg, cap, ret, "%s", adump_strerror(ret));
-	adump_pt_set_crc(&pt, adump_crc32(0, data, bytes));
+	adump_pt_set_crc(pt, adump_crc32(0, data, bytes));
+	return 0;
+}
+
+/* The tensor's bytes go straight from @data, between the two parts built for them. */
+static int pt_emit(int fd, const struct adump_pt *pt, const void *data, uint64_t bytes)
+{
+	int ret = adump_write_all(fd, pt->head, pt->head_len);
+
+	if (!ret)
+		ret = adump_write_all(fd, data, bytes);
+	if (!ret)
+		ret = adump_write_all(fd, pt->tail, pt->tail_len);
+	return ret;
+}
+
+int adump_pt_write(const char *path, const char *archive, int32_t dtype, const uint64_t *dims,
+		   uint32_t dim_count, const void *data, uint64_t bytes, char *msg, size_t cap)
+{
+	struct adump_pt pt;
+	int fd = -1, ret;
+
+	ret = pt_prepare(&pt, archive, dtype, dims, dim_count, data, bytes, msg, cap);
+	if (ret < 0)
+		return ret;
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	/* The tensor's bytes go straight from @data, between the two parts built for them. */
-	ret = adump_write_all(fd, pt.head, pt.head_len);
-	if (!ret)
-		ret = adump_write_all(fd, data, bytes);
-	if (!ret)
-		ret = adump_write_all(fd, pt.tail, pt.tail_len);
+	ret = pt_emit(fd, &pt, data, bytes);
 	if (ret) {
 		fail(msg, cap, ret, "%s: %s", path, strerror(-ret));
 		goto out;
@@ -81,6 +101,32 @@ out:
 		close(fd);
 	if (ret)
 		unlink(path);
+	adump_pt_fini(&pt);
+	return ret;
+}
+
+int adump_pt_write_at(int dir_fd, const char *name, const char *archive, int32_t dtype,
+		      const uint64_t *dims, uint32_t dim_count, const void *data, uint64_t bytes,
+		      char *msg, size_t cap)
+{
+	struct adump_outfile of;
+	struct adump_pt pt;
+	int ret;
+
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return fail(msg, cap, -EINVAL, "%s: not one path component", name);
+	ret = pt_prepare(&pt, archive, dtype, dims, dim_count, data, bytes, msg, cap);
+	if (ret < 0)
+		return ret;
+	ret = adump_outfile_open(&of, dir_fd, 0644);
+	if (ret < 0) {
+		fail(msg, cap, ret, "%s: %s", name, strerror(-ret));
+		goto out;
+	}
+	ret = adump_outfile_publish(&of, pt_emit(of.fd, &pt, data, bytes), name, 0);
+	if (ret < 0)
+		fail(msg, cap, ret, "%s: %s", name, strerror(-ret));
+out:
 	adump_pt_fini(&pt);
 	return ret;
 }

@@ -256,9 +256,21 @@ static void first_set(struct scan_result *r, enum adump_tensor_kind kind, uint32
 /* A statistics dump: max, min and mean of each tensor as written. */
 static int scan_stats(struct cmp_file *f, struct scan_result *r)
 {
-	struct adump_compare_stats st;
-	char msg[1024];
-	int ret = adump_compare_stats_load(f->path, &st, msg, sizeof(msg));
+	struct adump_compare_stats st = { 0 };
+	char msg[1024] = "";
+	int ret;
+
+	/* An msprobe entry's statistics are in its dump.json, read with the listing. */
+	if (f->ms) {
+		ret = adump_compare_stats_msprobe(f->ms, f->ms_entry, &st);
+		if (ret < 0)
+			snprintf(msg, sizeof(msg), "%s: %s", f->path, adump_strerror(ret));
+		/* named as dump.json names it, as a tensor entry is by its header */
+		if (!r->op_name && !(r->op_name = strdup(f->hname)))
+			ret = -ENOMEM;
+	} else {
+		ret = adump_compare_stats_load(f->path, &st, msg, sizeof(msg));
+	}
 
 	if (ret == 0) {
 		for (uint32_t i = 0; i < st.count; i++) {
@@ -290,7 +302,10 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned 
 	const struct adump_reader_header *h;
 	int ret;
 
-	if (f->is_packed) {
+	if (f->ms) {
+		/* msprobe's layout: the entry's tensors from its .pt files, as compare reads them */
+		ret = adump_msprobe_open(rd, f->ms, f->ms_entry, false);
+	} else if (f->is_packed) {
 		pthread_mutex_lock(&s->side.packed_lock);
 		ret = adump_reader_open_packed(rd, s->side.packed, &f->entry, false);
 		pthread_mutex_unlock(&s->side.packed_lock);

@@ -4,6 +4,7 @@
  * such a dump in order, shuffled, with a duplicate and with a missing piece; <dir>/lz4 holds
  * those dumps as LZ4 frames (small blocks, so several per frame) and damaged frames;
  * <dir>/packed holds packed captures (see fuzz_packed.c): an index, a NUL, a segment;
+ * <dir>/msprobe holds msprobe rank directories (see fuzz_msprobe.c): dump.json, a NUL, a .pt;
  * fuzz_acl_seeds.c writes <dir>/acl_config and <dir>/acl_exception. */
 #include <errno.h>
 #include <isa-l/crc.h>
@@ -91,6 +92,57 @@ static void put_record(unsigned char *s, size_t *pos, unsigned op, unsigned offs
 	*pos += len;
 }
 
+/* msprobe rank directories: a tensor and a statistics dump.json, each with x.pt after it. */
+static int msprobe_seeds(const char *corpus)
+{
+	static const char tensor_json[] =
+		"{\"task\": \"tensor\", \"level\": \"L0\", \"framework\": \"pytorch\", "
+		"\"dump_data_dir\": null, \"data\": {\"Module.fc.Linear.forward.0\": {"
+		"\"input_args\": [{\"type\": \"torch.Tensor\", \"dtype\": \"torch.float32\", "
+		"\"shape\": [2, 2], \"Max\": 4.0, \"Min\": 1.0, \"Mean\": 2.5, \"Norm\": 5.477, "
+		"\"requires_grad\": false, \"data_name\": \"x.pt\"}], \"input_kwargs\": "
+		"{\"scale\": {\"type\": \"float\", \"value\": 2.0}}, \"output\": [{\"type\": "
+		"\"torch.Tensor\", \"dtype\": \"torch.float32\", \"shape\": [2, 2], "
+		"\"requires_grad\": true, \"data_name\": \"x.pt\"}], \"parameters\": {\"weight\": "
+		"{\"type\": \"torch.Tensor\", \"dtype\": \"torch.float32\", \"shape\": [2, 2], "
+		"\"data_name\": \"../x.pt\"}}}, \"Module.fc.Linear.parameters_grad.0\": "
+		"{\"weight\": [{\"type\": \"torch.Tensor\", \"dtype\": \"torch.float32\", "
+		"\"shape\": [2, 2], \"data_name\": \"x.pt\"}]}, \"Module.fc.Linear.backward.0\": "
+		"{\"input\": [{\"type\": \"torch.Tensor\", \"dtype\": \"torch.bfloat16\", "
+		"\"shape\": [4], \"data_name\": \"x.pt\"}], \"output\": [null, 3]}}}";
+	static const char stats_json[] =
+		"{\"task\": \"statistics\", \"level\": \"L1\", \"data\": {\"Tensor.add.0.forward\": "
+		"{\"input_args\": [{\"type\": \"torch.Tensor\", \"dtype\": \"torch.float16\", "
+		"\"shape\": [], \"Max\": NaN, \"Min\": -Infinity, \"Mean\": null, \"Norm\": 1e308}, "
+		"{\"type\": \"int\", \"value\": 1}], \"input_kwargs\": {}, \"output\": "
+		"[[{\"type\": \"torch.Tensor\", \"dtype\": \"torch.int64\", \"shape\": [3, 0]}]]}}}";
+	static const float v[4] = { 1, 2, 3, 4 };
+	static const uint64_t dims[2] = { 2, 2 };
+	char dir[4096 + 16], path[4096 + 32];
+	unsigned char seed[8192];
+	size_t pt_len = 0, n;
+	FILE *f;
+	int rc = 0;
+
+	snprintf(dir, sizeof(dir), "%s/msprobe", corpus);
+	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/.x.pt", dir);
+	if (adump_pt_write(path, "x", 1 /* float */, dims, 2, v, sizeof(v), NULL, 0) < 0)
+		return -1;
+	f = fopen(path, "rb");
+	if (f) {
+		pt_len = fread(seed + sizeof(tensor_json), 1, sizeof(seed) - sizeof(tensor_json), f);
+		fclose(f);
+	}
+	remove(path);
+	memcpy(seed, tensor_json, sizeof(tensor_json));        /* with its NUL */
+	n = sizeof(tensor_json) + pt_len;
+	rc |= write_seed(dir, "tensor", seed, n);
+	rc |= write_seed(dir, "tensor-cut-pt", seed, n - pt_len / 2);
+	rc |= write_seed(dir, "statistics", stats_json, sizeof(stats_json) - 1);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const int32_t dtypes[] = { 1, 2, 7, 27, 11, 12, 16, 28, 3 };
@@ -111,7 +163,7 @@ int main(int argc, char **argv)
 	mkdir(lz4_dir, 0755);
 	mkdir(reader_dir, 0755);
 	mkdir(asm_dir, 0755);
-	if (fuzz_acl_seeds_write(argv[1]) < 0)
+	if (fuzz_acl_seeds_write(argv[1]) < 0 || msprobe_seeds(argv[1]) < 0)
 		rc = 1;
 	{
 		/* .pt files for fuzz_pt: a matrix, a scalar, bfloat16 */

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# Build the libFuzzer targets (dump parser, LZ4 source, packed indexes, chunk assembler, acl.json
-# parser, acldumpSaveExceptionInfo arguments) with clang + ASan/UBSan in their
-# own build directory, write the seed corpus, and run each fuzzer for SECONDS (default 30).
+# Build the libFuzzer targets (dump parser, LZ4 source, packed indexes, chunk assembler, .pt
+# reader, msprobe's dump.json, acl.json parser, acldumpSaveExceptionInfo arguments) with
+# clang + ASan/UBSan in their own build directory, write the seed corpus, and run each fuzzer
+# for SECONDS (default 30).
 # Usage: tests/fuzz/run.sh [SECONDS]    (ADUMP_FUZZ_BUILD overrides the build directory)
 set -eu
 seconds=${1:-30}
@@ -13,7 +14,7 @@ cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang
 	-DADUMP_BUILD_FUZZ=ON -DADUMP_SANITIZE=address -DADUMP_BUILD_BENCH=OFF \
 	-DADUMP_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target fuzz_reader fuzz_lz4 fuzz_packed fuzz_asm \
-	fuzz_acl_config fuzz_acl_exception fuzz_pt fuzz_seeds
+	fuzz_acl_config fuzz_acl_exception fuzz_pt fuzz_msprobe fuzz_seeds
 
 corpus=$build/fuzz-corpus
 artifacts=$build/fuzz-artifacts
@@ -22,7 +23,7 @@ scratch=$build/fuzz-tmp
 rm -rf "$scratch"
 mkdir -p "$artifacts" "$scratch"
 "$build/tests/fuzz/fuzz_seeds" "$corpus"
-for target in reader lz4 packed asm acl_config acl_exception pt; do
+for target in reader lz4 packed asm acl_config acl_exception pt msprobe; do
 	echo "fuzz_$target: ${seconds}s on $corpus/$target"
 	dict=
 	if [ -f "$root/tests/fuzz/$target.dict" ]; then

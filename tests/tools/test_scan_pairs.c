@@ -187,6 +187,30 @@ static int lines_of(const char *path)
 	return n;
 }
 
+/* A packed capture's root (the directory given to the capture, holding its session's
+ * directory and that one's packed/) is scanned through its index (issue 30); a root with two
+ * packed sessions is refused by name, not called empty. */
+START_TEST(test_scan_packed_root)
+{
+	char *out;
+
+	ck_assert_int_eq(t_run_tool(TOOL, dir, "bench --out %s/pk --sink packed --streams 2 "
+				    "--ops 8 --min-size 64 --max-size 8K --no-warmup", dir), 0);
+	ck_assert_int_eq(t_run_tool(TOOL, dir, "scan %s/pk", dir), 0);
+	out = t_slurp(dir, "stdout");
+	ck_assert_msg(strstr(out, "adump scan: 16 dumps, 0 anomalous ops, 0 unreadable"),
+		      "%s", out);
+	free(out);
+	sleep(1);       /* the second session's directory is named by the second */
+	ck_assert_int_eq(t_run_tool(TOOL, dir, "bench --out %s/pk --sink packed --streams 1 "
+				    "--ops 2 --min-size 64 --max-size 8K --no-warmup", dir), 0);
+	ck_assert_int_ne(t_run_tool(TOOL, dir, "scan %s/pk", dir), 0);
+	out = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(out, "more than one packed capture"), "%s", out);
+	free(out);
+}
+END_TEST
+
 START_TEST(test_recursive_pairs)
 {
 	char out[PATH_MAX], *err, *json;
@@ -283,6 +307,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_scan_origin_and_reached);
 	tcase_add_test(tc, test_scan_clean_empty_unreadable);
+	tcase_add_test(tc, test_scan_packed_root);
 	tcase_add_test(tc, test_recursive_pairs);
 	tcase_add_test(tc, test_latest_wins_and_clash);
 	suite_add_tcase(s, tc);
