@@ -16,13 +16,16 @@ typedef Toolkit__Dumpdata__DumpData DumpData;
 typedef Toolkit__Dumpdata__Shape Shape;
 
 /* protobuf-c allocates per submessage; a header of tiny empty submessages can ask for ~100x
- * its length. The budget keeps that proportional and finite. */
-#define UNPACK_BUDGET_PER_BYTE 256u
+ * its length. The budget keeps that proportional and finite: real headers (a tensor's fields
+ * take eight bytes or more, ~25x that once parsed) fit, and a header that would need more
+ * than 48x is refused, so what a parsed header holds is bounded by what the file holds. */
+#define UNPACK_BUDGET_PER_BYTE 48u
 #define UNPACK_BUDGET_MIN ((size_t)1 << 16)
 #define UNPACK_BUDGET_MAX ((size_t)512 << 20)
 
 struct budget {
 	size_t left;
+	bool is_spent;                  /* an allocation was refused */
 };
 
 /* Each block records its size in front so the budget is refunded on free. */
@@ -31,8 +34,10 @@ static void *budget_alloc(void *data, size_t size)
 	struct budget *b = data;
 	size_t *p;
 
-	if (b->left < sizeof(size_t) * 2 || size > b->left - sizeof(size_t) * 2)
+	if (b->left < sizeof(size_t) * 2 || size > b->left - sizeof(size_t) * 2) {
+		b->is_spent = true;
 		return NULL;
+	}
 	p = malloc(size + sizeof(size_t) * 2);
 	if (!p)
 		return NULL;
@@ -321,6 +326,63 @@ static int build_tensors(struct adump_reader *r, uint64_t payload_start)
 	return 0;
 }
 
+/* One varint at @p (below @end) into *v; NULL when it runs off the end or past 10 bytes. */
+static const uint8_t *varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned shift = 0; p < end && shift < 70; shift += 7) {
+		uint8_t b = *p++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return p;
+	}
+	return NULL;
+}
+
+/* The tensors (inputs, outputs, buffers, workspaces) and attributes a DumpData header holds,
+ * counted from its top-level fields before protobuf-c builds any of them: each costs a
+ * parsed submessage and a struct adump_reader_tensor (~0.6 KB) for as little as two header
+ * bytes, so a 2 MB header of empty entries would ask for a gigabyte. A header that does
+ * not scan is left for unpack to refuse. */
+static void header_count(const uint8_t *p, size_t len, uint64_t *tensors, uint64_t *attrs)
+{
+	const uint8_t *end = p + len;
+
+	*tensors = *attrs = 0;
+	while (p && p < end) {
+		uint64_t key, v;
+
+		p = varint_get(p, end, &key);
+		if (!p)
+			return;
+		switch (key & 7) {
+		case 0:
+			p = varint_get(p, end, &v);
+			break;
+		case 1:
+			p = end - p < 8 ? NULL : p + 8;
+			break;
+		case 5:
+			p = end - p < 4 ? NULL : p + 4;
+			break;
+		case 2:
+			p = varint_get(p, end, &v);
+			if (!p || v > (uint64_t)(end - p))
+				return;
+			p += v;
+			/* output 3, input 4, buffer 5, workspace 8; attr 7 */
+			if ((key >> 3) == 3 || (key >> 3) == 4 || (key >> 3) == 5 || (key >> 3) == 8)
+				(*tensors)++;
+			else if ((key >> 3) == 7)
+				(*attrs)++;
+			break;
+		default:
+			return;
+		}
+	}
+}
+
 static int parse(struct adump_reader *r)
 {
 	uint64_t size = r->src->size, header_len, le;
@@ -359,11 +421,32 @@ static int parse(struct adump_reader *r)
 		return adump_reader_fail(r, ret, "reading the header: %s",
 					 adump_reader_source_strerror(r->src, ret));
 	}
+	{
+		uint64_t tensors, attrs;
+
+		header_count(header, (size_t)header_len, &tensors, &attrs);
+		if (tensors > ADUMP_READER_TENSORS_MAX || attrs > ADUMP_READER_TENSORS_MAX) {
+			free(header);
+			return adump_reader_fail(r, -ADUMP_ERR_TOO_BIG,
+						 "the %llu-byte header claims %llu tensors and %llu "
+						 "attributes (at most %u of each supported)",
+						 (unsigned long long)header_len,
+						 (unsigned long long)tensors, (unsigned long long)attrs,
+						 (unsigned)ADUMP_READER_TENSORS_MAX);
+		}
+	}
 	r->budget.left = (size_t)header_len * UNPACK_BUDGET_PER_BYTE + UNPACK_BUDGET_MIN;
 	if (r->budget.left > UNPACK_BUDGET_MAX)
 		r->budget.left = UNPACK_BUDGET_MAX;
+	r->budget.is_spent = false;
 	r->dd = toolkit__dumpdata__dump_data__unpack(&r->allocator, (size_t)header_len, header);
 	free(header);
+	if (!r->dd && r->budget.is_spent)
+		return adump_reader_fail(r, -ADUMP_ERR_TOO_BIG,
+					 "the %llu-byte DumpData header needs more than %u bytes of "
+					 "memory per header byte to parse (empty entries by the "
+					 "thousand): refused",
+					 (unsigned long long)header_len, UNPACK_BUDGET_PER_BYTE);
 	if (!r->dd)
 		return adump_reader_fail(r, -ADUMP_ERR_CORRUPT,
 					 "the %llu-byte DumpData header does not parse (bad varint, "

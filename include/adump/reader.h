@@ -23,6 +23,13 @@ extern "C" {
  * a byte of it is allocated. Real headers are a few hundred bytes per tensor. */
 #define ADUMP_READER_HEADER_MAX ((uint64_t)64 << 20)
 
+/* Most tensors (inputs + outputs + buffers + workspaces), and most attributes, one DumpData
+ * header may hold; a header claiming more is refused (ADUMP_ERR_TOO_BIG) before it is parsed.
+ * Each costs ~0.6 KB once parsed for as little as two header bytes, so this is what bounds an
+ * open dump's memory (~40 MB at most for the tensor table) whatever its header claims; real
+ * ops hold a few thousand at most. */
+#define ADUMP_READER_TENSORS_MAX 65536u
+
 /* ---- Sources: where a dump's bytes come from ---------------------------------------------- */
 
 /* A source reads bytes at absolute offsets of one logical dump file. Files, memory buffers,
