@@ -16,18 +16,7 @@
 #include "adump/export.h"
 #include "adump/types.h"
 #include "common/common.h"
-
-static int fail(char *msg, size_t cap, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (msg && cap) {
-		va_start(ap, fmt);
-		vsnprintf(msg, cap, fmt, ap);
-		va_end(ap);
-	}
-	return ret;
-}
+#include "reader/pt_int.h"
 
 /* Check the arguments and lay out the zip around the tensor's bytes. */
 static int pt_prepare(struct adump_pt *pt, const char *archive, int32_t dtype,
@@ -39,21 +28,21 @@ static int pt_prepare(struct adump_pt *pt, const char *archive, int32_t dtype,
 	int ret;
 
 	if (!adump_pt_dtype_name(dtype))
-		return fail(msg, cap, -ADUMP_ERR_UNSUPPORTED, "dtype %d has no torch storage",
+		return pt_fail(msg, cap, -ADUMP_ERR_UNSUPPORTED, "dtype %d has no torch storage",
 			    dtype);
 	if (!adump_pt_archive_ok(archive) || dim_count > ADUMP_MAX_DIMS || (bytes && !data))
-		return fail(msg, cap, -EINVAL, "bad archive name or arguments");
+		return pt_fail(msg, cap, -EINVAL, "bad archive name or arguments");
 	for (uint32_t i = 0; i < dim_count; i++)
 		numel *= dims[i];
 	if (numel * (bits / 8) != bytes)
-		return fail(msg, cap, -EINVAL, "%llu bytes for %llu elements of %u bits",
+		return pt_fail(msg, cap, -EINVAL, "%llu bytes for %llu elements of %u bits",
 			    (unsigned long long)bytes, (unsigned long long)numel, bits);
 	if (bytes >= 0xffffffffu - 4096)
-		return fail(msg, cap, -EFBIG, "%llu bytes: past what a zip without zip64 holds",
+		return pt_fail(msg, cap, -EFBIG, "%llu bytes: past what a zip without zip64 holds",
 			    (unsigned long long)bytes);
 	ret = adump_pt_init(pt, archive, dtype, dims, dim_count, bytes);
 	if (ret < 0)
-		return fail(msg, cap, ret, "%s", adump_strerror(ret));
+		return pt_fail(msg, cap, ret, "%s", adump_strerror(ret));
 	adump_pt_set_crc(pt, adump_crc32(0, data, bytes));
 	return 0;
 }
@@ -81,17 +70,17 @@ int adump_pt_write(const char *path, const char *archive, int32_t dtype, const u
 		return ret;
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		ret = fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
+		ret = pt_fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	ret = pt_emit(fd, &pt, data, bytes);
 	if (ret) {
-		fail(msg, cap, ret, "%s: %s", path, strerror(-ret));
+		pt_fail(msg, cap, ret, "%s: %s", path, strerror(-ret));
 		goto out;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		ret = fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
+		ret = pt_fail(msg, cap, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	fd = -1;
@@ -114,33 +103,24 @@ int adump_pt_write_at(int dir_fd, const char *name, const char *archive, int32_t
 	int ret;
 
 	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
-		return fail(msg, cap, -EINVAL, "%s: not one path component", name);
+		return pt_fail(msg, cap, -EINVAL, "%s: not one path component", name);
 	ret = pt_prepare(&pt, archive, dtype, dims, dim_count, data, bytes, msg, cap);
 	if (ret < 0)
 		return ret;
 	ret = adump_outfile_open(&of, dir_fd, 0644);
 	if (ret < 0) {
-		fail(msg, cap, ret, "%s: %s", name, strerror(-ret));
+		pt_fail(msg, cap, ret, "%s: %s", name, strerror(-ret));
 		goto out;
 	}
 	ret = adump_outfile_publish(&of, pt_emit(of.fd, &pt, data, bytes), name, 0);
 	if (ret < 0)
-		fail(msg, cap, ret, "%s: %s", name, strerror(-ret));
+		pt_fail(msg, cap, ret, "%s: %s", name, strerror(-ret));
 out:
 	adump_pt_fini(&pt);
 	return ret;
 }
 
 /* ---- checking ---------------------------------------------------------------------------- */
-
-static uint32_t rd_le(const unsigned char *p, unsigned n)
-{
-	uint32_t v = 0;
-
-	for (unsigned i = n; i-- > 0;)
-		v = v << 8 | p[i];
-	return v;
-}
 
 int adump_pt_check(const char *path, char *msg, size_t cap)
 {
@@ -153,23 +133,23 @@ int adump_pt_check(const char *path, char *msg, size_t cap)
 
 	fd = adump_open_regular(path);
 	if (fd < 0)
-		return fail(msg, cap, fd, "%s: %s", path, adump_open_strerror(fd));
+		return pt_fail(msg, cap, fd, "%s: %s", path, adump_open_strerror(fd));
 	if (fstat(fd, &st) < 0 || st.st_size < 22 || (uint64_t)st.st_size > 0xffffffffu) {
-		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: %lld bytes: not a torch zip file",
+		ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: %lld bytes: not a torch zip file",
 			   path, (long long)st.st_size);
 		goto out;
 	}
 	len = (size_t)st.st_size;
 	buf = malloc(len);
 	if (!buf) {
-		ret = fail(msg, cap, -ENOMEM, "out of memory");
+		ret = pt_fail(msg, cap, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t done = 0; done < len;) {
 		ssize_t n = pread(fd, buf + done, len - done, (off_t)done);
 
 		if (n <= 0) {
-			ret = fail(msg, cap, n < 0 ? -errno : -ADUMP_ERR_CORRUPT, "%s: read failed",
+			ret = pt_fail(msg, cap, n < 0 ? -errno : -ADUMP_ERR_CORRUPT, "%s: read failed",
 				   path);
 			goto out;
 		}
@@ -177,50 +157,50 @@ int adump_pt_check(const char *path, char *msg, size_t cap)
 	}
 	/* the end of central directory record: last 22 bytes, or before a comment */
 	for (size_t i = len - 22 + 1; i-- > 0 && len - i <= 22 + 0xffff;) {
-		if (rd_le(buf + i, 4) == 0x06054b50) {
+		if (pt_le(buf + i, 4) == 0x06054b50) {
 			eocd = i;
 			has_eocd = true;
 			break;
 		}
 	}
 	if (!has_eocd) {
-		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: no zip end record (cut short?)", path);
+		ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: no zip end record (cut short?)", path);
 		goto out;
 	}
-	count = rd_le(buf + eocd + 10, 2);
-	at = rd_le(buf + eocd + 16, 4);
+	count = pt_le(buf + eocd + 10, 2);
+	at = pt_le(buf + eocd + 16, 4);
 	for (unsigned i = 0; i < count; i++) {
 		size_t name_len, local, data_at, size;
 		uint32_t crc;
 		const char *name;
 
-		if (at + 46 > eocd || rd_le(buf + at, 4) != 0x02014b50) {
-			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: central directory entry %u bad",
+		if (at + 46 > eocd || pt_le(buf + at, 4) != 0x02014b50) {
+			ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: central directory entry %u bad",
 				   path, i);
 			goto out;
 		}
-		crc = rd_le(buf + at + 16, 4);
-		size = rd_le(buf + at + 20, 4);
-		name_len = rd_le(buf + at + 28, 2);
-		local = rd_le(buf + at + 42, 4);
+		crc = pt_le(buf + at + 16, 4);
+		size = pt_le(buf + at + 20, 4);
+		name_len = pt_le(buf + at + 28, 2);
+		local = pt_le(buf + at + 42, 4);
 		name = (const char *)buf + at + 46;
 		/* The entry's name (and the extra field and comment after it, skipped below)
 		 * lie inside the central directory, or the entry is damaged. */
-		if (at + 46 + name_len + rd_le(buf + at + 30, 2) + rd_le(buf + at + 32, 2) > eocd) {
-			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: central directory entry %u "
+		if (at + 46 + name_len + pt_le(buf + at + 30, 2) + pt_le(buf + at + 32, 2) > eocd) {
+			ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: central directory entry %u "
 				   "runs past the directory's end", path, i);
 			goto out;
 		}
-		if (rd_le(buf + at + 10, 2) != 0 || size != rd_le(buf + at + 24, 4) ||
-		    local + 30 > len || rd_le(buf + local, 4) != 0x04034b50) {
-			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %u is compressed or its "
+		if (pt_le(buf + at + 10, 2) != 0 || size != pt_le(buf + at + 24, 4) ||
+		    local + 30 > len || pt_le(buf + local, 4) != 0x04034b50) {
+			ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %u is compressed or its "
 				   "local header is missing", path, i);
 			goto out;
 		}
-		data_at = local + 30 + rd_le(buf + local + 26, 2) + rd_le(buf + local + 28, 2);
+		data_at = local + 30 + pt_le(buf + local + 26, 2) + pt_le(buf + local + 28, 2);
 		if (data_at + size > len ||
 		    (uint32_t)adump_crc32(0, buf + data_at, size) != crc) {
-			ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %.*s: data cut short or "
+			ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: record %.*s: data cut short or "
 				   "CRC mismatch", path, (int)name_len, name);
 			goto out;
 		}
@@ -228,10 +208,10 @@ int adump_pt_check(const char *path, char *msg, size_t cap)
 			found_pkl++;
 		if (name_len > 7 && memcmp(name + name_len - 7, "/data/0", 7) == 0)
 			found_data++;
-		at += 46 + name_len + rd_le(buf + at + 30, 2) + rd_le(buf + at + 32, 2);
+		at += 46 + name_len + pt_le(buf + at + 30, 2) + pt_le(buf + at + 32, 2);
 	}
 	if (found_pkl != 1)
-		ret = fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: no data.pkl record: not a torch file",
+		ret = pt_fail(msg, cap, -ADUMP_ERR_CORRUPT, "%s: no data.pkl record: not a torch file",
 			   path);
 	(void)found_data;                /* a tensor with no elements has no storage record */
 out:
