@@ -55,7 +55,7 @@ for k, f in enumerate(files):
     p = os.path.join(d, f)
     info = json.loads(subprocess.check_output([adump, 'inspect', '--json', '--no-stats', p]))
     dt = json.dumps(info)
-    width = 2 if 'float16' in dt else 4
+    width = 2 if 'float16' in dt.lower() else 4
     words = np.uint16 if width == 2 else np.uint32
     size = os.path.getsize(p)
     with open(p, 'r+b') as fh:
