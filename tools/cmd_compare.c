@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,16 +16,6 @@
 #include "tools/compare_out.h"
 #include "tools/html_out.h"
 #include "tools/tool.h"
-
-/* msaccucmp's CompareError codes the command can end with. */
-enum {
-	EXIT_NO_DUMP = 2,
-	EXIT_INVALID_PATH = 3,
-	EXIT_INVALID_PARAM = 6,
-	EXIT_WRITE = 19,
-	EXIT_INVALID_SHAPE = 23,
-	EXIT_INVALID_ALG = 31,
-};
 
 static void usage(FILE *f)
 {
@@ -287,177 +276,6 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 		fprintf(stderr, "  result: %s\n", csv);
 }
 
-/* ---- two .npy files: msaccucmp's single-file compare (file_compare) ------------------------ */
-
-struct npy_file {
-	void *map;
-	size_t map_bytes;
-	const void *data;
-	uint64_t count;
-	int32_t dtype;
-	uint64_t dims[32];
-	uint32_t dim_count;
-};
-
-static const struct {
-	const char *descr;
-	int32_t dtype;
-} npy_types[] = {
-	{ "<f4", ADUMP_DT_FLOAT }, { "<f2", ADUMP_DT_FLOAT16 }, { "<f8", ADUMP_DT_DOUBLE },
-	{ "|i1", ADUMP_DT_INT8 },  { "<i2", ADUMP_DT_INT16 },   { "<i4", ADUMP_DT_INT32 },
-	{ "<i8", ADUMP_DT_INT64 }, { "|u1", ADUMP_DT_UINT8 },   { "<u2", ADUMP_DT_UINT16 },
-	{ "<u4", ADUMP_DT_UINT32 }, { "<u8", ADUMP_DT_UINT64 }, { "|b1", ADUMP_DT_BOOL },
-};
-
-/* Map a numpy file (format 1.x or 2.x, C order, little-endian numeric dtypes). */
-static int npy_open(const char *path, struct npy_file *n, char *msg, size_t cap)
-{
-	const unsigned char *p;
-	uint64_t header, elem = 0;
-	const char *d, *sh, *end;
-	char dict[4096];
-	struct stat st;
-	int fd;
-
-	memset(n, 0, sizeof(*n));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		snprintf(msg, cap, "%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	n->map_bytes = (size_t)st.st_size;
-	n->map = n->map_bytes ? mmap(NULL, n->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-	close(fd);
-	if (n->map == MAP_FAILED) {
-		n->map = NULL;
-		snprintf(msg, cap, "%s: cannot map (%s)", path, n->map_bytes ? strerror(errno) : "empty");
-		return -1;
-	}
-	p = n->map;
-	if (n->map_bytes < 10 || memcmp(p, "\x93NUMPY", 6) || (p[6] != 1 && p[6] != 2) ||
-	    (p[6] == 2 && n->map_bytes < 12)) {
-		snprintf(msg, cap, "%s: not a numpy file", path);
-		return -1;
-	}
-	header = p[6] == 1 ? 10 + (uint64_t)(p[8] | p[9] << 8)
-			   : 12 + (uint64_t)(p[8] | p[9] << 8 | p[10] << 16 | (uint32_t)p[11] << 24);
-	if (header > n->map_bytes || header - 10 >= sizeof(dict)) {
-		snprintf(msg, cap, "%s: numpy header runs past the file", path);
-		return -1;
-	}
-	memcpy(dict, p + (p[6] == 1 ? 10 : 12), header - (p[6] == 1 ? 10 : 12));
-	dict[header - (p[6] == 1 ? 10 : 12)] = '\0';
-	d = strstr(dict, "'descr': '");
-	sh = strstr(dict, "'shape': (");
-	if (!d || !sh || strstr(dict, "'fortran_order': True")) {
-		snprintf(msg, cap, "%s: unsupported numpy header %s", path, dict);
-		return -1;
-	}
-	n->dtype = -1;
-	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++)
-		if (!strncmp(d + 10, npy_types[i].descr, 3) && d[13] == '\'')
-			n->dtype = npy_types[i].dtype;
-	if (n->dtype < 0) {
-		snprintf(msg, cap, "%s: dtype %.6s is not compared", path, d + 10);
-		return -1;
-	}
-	n->count = 1;
-	for (sh += 10; *sh && *sh != ')' && n->dim_count < 32;) {
-		unsigned long long v = strtoull(sh, (char **)&end, 10);
-
-		if (end == sh)
-			break;
-		n->dims[n->dim_count++] = v;
-		n->count *= v;
-		sh = end;
-		while (*sh == ',' || *sh == ' ')
-			sh++;
-	}
-	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++)
-		if (npy_types[i].dtype == n->dtype)
-			elem = npy_types[i].descr[2] - '0';
-	if (n->count > (n->map_bytes - header) / elem) {
-		snprintf(msg, cap, "%s: %llu elements do not fit in the file", path,
-			 (unsigned long long)n->count);
-		return -1;
-	}
-	n->data = p + header;
-	return 0;
-}
-
-static void npy_close(struct npy_file *n)
-{
-	if (n->map)
-		munmap(n->map, n->map_bytes);
-}
-
-/* msaccucmp with two files: same shape required (else 23); a table on stdout and, as its
- * file_compare does, file_result_<ts>.txt with one "Name: value" line per algorithm. */
-static int npy_compare(const struct adump_compare_config *cfg, const char *my, const char *golden,
-		       const char *out_dir, bool has_algs)
-{
-	static const enum adump_compare_alg file_algs[] = {
-		ADUMP_COMPARE_COSINE, ADUMP_COMPARE_MAX_ABS, ADUMP_COMPARE_ACC_REL,
-		ADUMP_COMPARE_REL_EUCLID, ADUMP_COMPARE_MEAN_ABS, ADUMP_COMPARE_RMSE,
-		ADUMP_COMPARE_MAX_REL, ADUMP_COMPARE_MEAN_REL,
-	};
-	char cells[ADUMP_COMPARE_ALG_COUNT][ADUMP_COMPARE_CELL_BYTES], msg[8192], path[4096], stamp[32];
-	const enum adump_compare_alg *algs = has_algs ? cfg->algs : file_algs;
-	uint32_t alg_count = has_algs ? cfg->alg_count : 8;
-	struct adump_compare_metrics m;
-	struct npy_file a, b;
-	struct compare_out o;
-	char stem[64];
-	struct tm tm;
-	time_t t;
-	FILE *f;
-	int ret, code = 0;
-
-	if (npy_open(my, &a, msg, sizeof(msg)) < 0 || npy_open(golden, &b, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "adump compare: %s\n", msg);
-		npy_close(&a);
-		return EXIT_INVALID_PATH;
-	}
-	if (a.dim_count != b.dim_count || memcmp(a.dims, b.dims, a.dim_count * sizeof(a.dims[0]))) {
-		fprintf(stderr, "adump compare: the shapes of %s and %s differ\n", my, golden);
-		code = EXIT_INVALID_SHAPE;
-		goto out;
-	}
-	adump_compare_buffers(a.dtype, a.data, a.count, b.dtype, b.data, b.count, a.dims,
-			      a.dim_count, &m, cells, msg, sizeof(msg));
-	t = time(NULL);
-	localtime_r(&t, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%d%H%M%S", &tm);
-	snprintf(stem, sizeof(stem), "file_result_%s", stamp);
-	f = compare_out_start(&o, out_dir);
-	if (!f) {
-		fprintf(stderr, "adump compare: %s: %s\n", out_dir, strerror(errno));
-		code = EXIT_WRITE;
-		goto out;
-	}
-	errno = 0;
-	for (uint32_t k = 0; k < alg_count; k++) {
-		fprintf(f, "%s: %s\n", adump_compare_alg_name(algs[k]), cells[algs[k]]);
-		printf("%-28s %s\n", adump_compare_alg_name(algs[k]), cells[algs[k]]);
-	}
-	ret = compare_out_finish(&o, ferror(f) ? (errno ? -errno : -EIO) : 0, out_dir, stem,
-				 ".txt", false, path, sizeof(path));
-	if (ret < 0) {
-		fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
-		code = EXIT_WRITE;
-		goto out;
-	}
-	if (msg[0])
-		fprintf(stderr, "adump compare: %s\n", msg);
-	fprintf(stderr, "adump compare: %s\n", path);
-out:
-	npy_close(&a);
-	npy_close(&b);
-	return code;
-}
-
 static bool is_dir(const char *path)
 {
 	struct stat st;
@@ -604,7 +422,7 @@ int cmd_compare(int argc, char **argv)
 		return EXIT_INVALID_PATH;
 	}
 	if (is_npy(my) && is_npy(golden))
-		return npy_compare(&cfg, my, golden, out_dir, cfg.alg_count != 0);
+		return compare_npy(&cfg, my, golden, out_dir, cfg.alg_count != 0);
 	if (cfg.is_recursive && is_dir(my) && is_dir(golden)) {
 		code = compare_pairs_run(&cfg, my, golden, out_dir, is_json, is_quiet, fail_on,
 					 html);

@@ -11,6 +11,16 @@
 #include "adump/compare.h"
 #include "common/common.h"
 
+/* msaccucmp's CompareError codes the command can end with. */
+enum {
+	EXIT_NO_DUMP = 2,
+	EXIT_INVALID_PATH = 3,
+	EXIT_INVALID_PARAM = 6,
+	EXIT_WRITE = 19,
+	EXIT_INVALID_SHAPE = 23,
+	EXIT_INVALID_ALG = 31,
+};
+
 /* A result file being written (common/outfile.c): under a temporary name in its directory,
  * published whole by compare_out_finish(), never through a link planted at its name. */
 struct compare_out {
@@ -48,5 +58,10 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
  * at or above @fail_on (ADUMP_COMPARE_NONE: off); @code otherwise. */
 int compare_fail_on(int code, const struct adump_compare_summary *s,
 		    enum adump_compare_verdict fail_on);
+
+/* Two .npy files (compare_npy.c): msaccucmp's single-file compare, @has_algs: cfg->algs
+ * chosen, else its eight. Return: the exit status. */
+int compare_npy(const struct adump_compare_config *cfg, const char *my, const char *golden,
+		const char *out_dir, bool has_algs);
 
 #endif

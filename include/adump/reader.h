@@ -411,6 +411,29 @@ ADUMP_API int adump_reader_save_npy(struct adump_reader *r, uint32_t tensor, con
 /** adump_reader_save_raw() - write a tensor's payload unchanged to @fd. Return: as above. */
 ADUMP_API int adump_reader_save_raw(struct adump_reader *r, uint32_t tensor, int fd);
 
+/* A .npy file mapped for reading: format 1.x or 2.x, C order, little-endian numeric dtypes. */
+struct adump_reader_npy {
+	void *map;
+	size_t map_bytes;
+	const void *data;               /* the elements, count of them of the dtype's size */
+	uint64_t count;
+	int32_t dtype;                  /* DumpData numbering */
+	uint64_t dims[ADUMP_MAX_DIMS];
+	uint32_t dim_count;
+};
+
+/**
+ * adump_reader_npy_map() - map the .npy file @path and parse its header.
+ * Return: 0; -EINVAL / -EISDIR for what is not a regular file (a FIFO is never opened for
+ * reading); -ADUMP_ERR_CORRUPT for a file that is not numpy's or whose shape's element count
+ * overflows; -ADUMP_ERR_INCOMPLETE when the elements run past the file;
+ * -ADUMP_ERR_UNSUPPORTED for a dtype, order or rank not read; -errno. The message in @msg.
+ * On error nothing stays mapped. adump_reader_npy_unmap() releases it.
+ */
+ADUMP_API int adump_reader_npy_map(const char *path, struct adump_reader_npy *n, char *msg,
+				   size_t cap);
+ADUMP_API void adump_reader_npy_unmap(struct adump_reader_npy *n);
+
 /* ---- Chunk assembler --------------------------------------------------------------------- */
 
 struct adump_asm_config {

@@ -200,7 +200,7 @@ START_TEST(test_npy_pair)
 {
 	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX];
 	float x[6] = { 1, 2, 3, 4, 5, 6 }, y[6] = { 1, 2, 3, 4, 5, 7 };
-	uint64_t dims[2] = { 2, 3 }, dims3[1] = { 6 };
+	uint64_t dims[2] = { 2, 3 }, dims3[1] = { 6 }, huge[2] = { (uint64_t)1 << 62, 8 };
 	char hdr[128];
 	long n;
 	FILE *f;
@@ -233,6 +233,18 @@ START_TEST(test_npy_pair)
 	ck_assert_ptr_null(strstr(text, "KullbackLeiblerDivergence"));
 	free(text);
 	ck_assert_int_eq(run("compare -m %s -g %s -out %s", a, c, dir), 23);   /* shapes differ */
+
+	/* A shape whose element count wraps to 0 (2^62 x 8 x 4 bytes) is refused, not compared
+	 * as an empty array: exit 3 saying why. */
+	n = adump_reader_npy_header("<f4", huge, 2, hdr, sizeof(hdr));
+	ck_assert_int_gt(n, 0);
+	f = fopen(c, "wb");
+	fwrite(hdr, 1, (size_t)n, f);
+	fclose(f);
+	ck_assert_int_eq(run("compare -m %s -g %s -out %s", c, c, dir), 3);
+	text = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(text, "c.npy: the shape's element count overflows"), "%s", text);
+	free(text);
 	t_rmtree(dir);
 	free(dir);
 }
