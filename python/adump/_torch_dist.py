@@ -24,7 +24,7 @@ import os
 import torch
 
 from ._read import Loss
-from ._torch_info import describe
+from ._torch_info import describe, own_ops
 
 # torch.distributed functions that move tensors (those this torch has are wrapped).
 COLLECTIVES = (
@@ -177,7 +177,8 @@ class Collectives:
             info, before, skipped = {}, [], []
             if cap.with_inputs:
                 info = describe_call(name, args, kwargs, before, skipped)
-                before = [t.detach().clone() for t in before]
+                with own_ops():
+                    before = [t.detach().clone() for t in before]
             coll.depth += 1
             try:
                 ret = fn(*args, **kwargs)

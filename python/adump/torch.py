@@ -35,7 +35,7 @@ from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
 from . import _torch_msprobe
-from ._torch_info import STORED, describe, storable, to_json
+from ._torch_info import STORED, describe, own_ops, storable, to_json
 from ._torch_select import _Select
 from ._torch_tree import ModuleTree
 
@@ -360,13 +360,10 @@ class capture(_Select):
 
     def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
         t0 = time.perf_counter()
-        # The copies and conversions below are the capture's, not the program's: no
-        # dispatch mode (an op-level capture's, the user's) sees them.
-        guard = torch._C._DisableTorchDispatch()
         try:
-            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            with own_ops():
+                self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
-            del guard
             self.handover_seconds += time.perf_counter() - t0
 
     def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):
@@ -536,7 +533,8 @@ class capture(_Select):
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
                 # This module modified its input in place before: keep the value at entry.
-                copies = [t.detach().clone() for t in inputs]
+                with own_ops():
+                    copies = [t.detach().clone() for t in inputs]
             versions = [t._version for t in inputs]
             views = {}
             if self.backward and torch.is_grad_enabled():
@@ -547,7 +545,8 @@ class capture(_Select):
                     if v is None:
                         v = views[id(t)] = t.view_as(t)
                     return v
-                args = _rebuild(args, wrap)
+                with own_ops():
+                    args = _rebuild(args, wrap)
             frames.append((n, {"inputs": inputs, "versions": versions, "copies": copies,
                                "views": [(v, v._version) for v in views.values()],
                                "info": info, "skipped": skipped}))
@@ -642,7 +641,8 @@ class capture(_Select):
                 def hook(grad_inputs, grad_outputs, i=i, geo=geo):
                     g = grad_inputs[0] if grad_inputs else None
                     if g is not None:
-                        g = g.contiguous().as_strided(*geo)
+                        with own_ops():
+                            g = g.contiguous().as_strided(*geo)
                     got(rec.grad_in, i, g)
                 v._base.grad_fn.register_hook(hook)
             else:
@@ -736,7 +736,8 @@ class capture(_Select):
             return out
         inputs, skipped = [], []
         if self.with_inputs and pkt in _UNDECLARED_INPLACE and not func._schema.is_mutable:
-            a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
+            with own_ops():
+                a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
             info = {"input_args": describe(a, inputs, "input", skipped),
                     "input_kwargs": describe(k, inputs, "input", skipped)}
         else:
@@ -746,7 +747,8 @@ class capture(_Select):
                 inputs = []
             elif inputs and func._schema.is_mutable:
                 # In-place and out= ops change their arguments: dump the values they had.
-                inputs = [t.detach().clone() for t in inputs]
+                with own_ops():
+                    inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
         flat_out = []
         info["output"] = describe(out, flat_out, "output", skipped)
@@ -773,8 +775,9 @@ class capture(_Select):
         name = "%s.%d.%s" % (base, self._next_index((base, direction)), direction)
         if not self._in_scope(base, pkt, (name, "%s.%s" % (base, direction))):
             return func(*args, **kwargs)
-        before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
-            if self.with_inputs else []
+        with own_ops():
+            before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
+                if self.with_inputs else []
         out = func(*args, **kwargs)
         work = out[-1] if isinstance(out, tuple) and out else out
         if hasattr(work, "wait"):

@@ -149,6 +149,41 @@ class OwnOps(unittest.TestCase):
                          "Module.sub.Zeros.forward.0")
         assert_ops(self, dumps, ref.named())
 
+    def test_nested_op_captures(self):
+        # Two op-level captures at once: the outer one saw the inner one's copies and
+        # conversions (detach, to, resolve_conj) as ops of the program. Each dumps the
+        # program's ops, the same ones a plain dispatch mode records, and nothing else.
+        def program(model):
+            x = torch.arange(3.0)
+            y = model(x)
+            z = torch.complex(y, x).conj() * 2      # complex values: converted to dump
+            z.add_(1)                               # in place: its input copied first
+            return z
+
+        model_ref = WithZeros()
+        ref = RefOps().watch(model_ref)
+        with ref:
+            program(model_ref)
+        want = ref.named()
+        model = WithZeros()
+        outer, inner = helpers.tmpdir("edge-outer"), helpers.tmpdir("edge-inner")
+        with adump.torch.capture(model, outer, level="op", backward=False) as a:
+            with adump.torch.capture(model, inner, level="op", backward=False) as b:
+                program(model)
+        self.assertEqual(a.losses, [])
+        self.assertEqual(b.losses, [])
+        for top in (outer, inner):
+            dumps = dumps_of(top)
+            self.assertIn("Aten.add_.Tensor.0.forward", dumps)
+            self.assertEqual(sorted(dumps), sorted(want), top)
+            for name, (module, ins, outs) in want.items():
+                self.assertEqual(dumps[name].attrs.get("module"), module, name)
+                self.assertEqual(len(dumps[name].inputs), len(ins), name)
+                for g, w in zip(dumps[name].inputs + dumps[name].outputs, ins + outs):
+                    np.testing.assert_array_equal(np.asarray(g).view(np.uint8),
+                                                  w.resolve_conj().numpy().view(np.uint8),
+                                                  err_msg=name)
+
 
 if __name__ == "__main__":
     unittest.main()
