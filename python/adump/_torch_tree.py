@@ -8,6 +8,10 @@ construct.json from it as it stands.
 Forward: a module call is open from its forward pre-hook to its forward hook; what runs
 between belongs to the innermost open call (per thread).
 
+Recomputation: a module call entered during a backward pass (activation checkpointing runs
+the module's forward again to rebuild what it did not save) is a forward call like any
+other, and the ops it runs are its forward ops.
+
 Backward: the autograd engine runs one graph node at a time. Each node an op makes while a
 module call is open (the op's outputs' grad_fn, read once the op has returned through
 autograd) gets a pre-hook naming that call's backward (`...backward.<n>`, <n> the forward
@@ -78,6 +82,31 @@ class ModuleTree:
         st = self._stack()
         if name in st:
             del st[st.index(name):]
+
+    def begin_backward(self):
+        """A backward pass starts on this thread (torch.autograd.backward or grad): the
+        module calls open now are left open by it; one entered from now until
+        end_backward() is a forward call run again inside the backward pass (activation
+        checkpointing recomputes the module's forward)."""
+        floors = getattr(self._local, "floors", None)
+        if floors is None:
+            floors = self._local.floors = []
+        floors.append(len(self._stack()))
+
+    def end_backward(self):
+        floors = getattr(self._local, "floors", None)
+        if floors:
+            floors.pop()
+
+    def recomputing(self):
+        """In a backward pass, a module call entered during it is open: what runs now is
+        that call's forward. On a thread of the autograd engine's own (no backward began
+        on it) every open call is one."""
+        st = self._stack()
+        if not st:
+            return False
+        floors = getattr(self._local, "floors", None)
+        return len(st) > (floors[-1] if floors else 0)
 
     def current(self, backward=False):
         """The module call running now: the innermost open forward call, or in backward the

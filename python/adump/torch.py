@@ -681,11 +681,13 @@ class capture(_Select):
 
         def backward(*args, **kwargs):
             cap.tree.resolve()          # the last forward op's graph nodes, before they run
+            cap.tree.begin_backward()
             cap._in_backward += 1
             try:
                 return orig(*args, **kwargs)
             finally:
                 cap._in_backward -= 1
+                cap.tree.end_backward()
                 if cap._param_grads:
                     cap._dump_param_grads()
         self._orig_backward = orig
@@ -694,11 +696,13 @@ class capture(_Select):
 
         def grad(*args, **kwargs):
             cap.tree.resolve()
+            cap.tree.begin_backward()
             cap._in_backward += 1
             try:
                 return orig_grad(*args, **kwargs)
             finally:
                 cap._in_backward -= 1
+                cap.tree.end_backward()
         self._orig_grad = orig_grad
         torch.autograd.grad = grad
 
@@ -710,14 +714,16 @@ class capture(_Select):
 
     def _op(self, func, args, kwargs):
         """Run one aten op and dump it (called by the dispatch mode, which is off inside)."""
-        in_bwd = self._in_backward > 0
+        tree = self.tree
+        # A forward op recomputed in backward (checkpointing) is a forward op of the module
+        # call it runs in, not an op of the backward call whose graph node is running.
+        in_bwd = self._in_backward > 0 and not tree.recomputing()
         if (in_bwd and not self.backward) or (not in_bwd and not self.with_forward) or \
                 not self._active():
             return func(*args, **kwargs)
         pkt = func.overloadpacket.__name__
         if pkt.startswith("_record_function"):
             return func(*args, **kwargs)        # profiler markers, not computation
-        tree = self.tree
         if not in_bwd:
             tree.resolve()              # the previous op's graph nodes exist now
         module = tree.current(in_bwd)

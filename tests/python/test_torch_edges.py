@@ -17,6 +17,7 @@ import helpers  # noqa: E402
 try:
     import torch
     import torch.nn as nn
+    import torch.utils.checkpoint
     from torch.utils._python_dispatch import TorchDispatchMode
 except ImportError:
     print("test_torch_edges: torch is not installed (python3-torch): skipped")
@@ -183,6 +184,64 @@ class OwnOps(unittest.TestCase):
                     np.testing.assert_array_equal(np.asarray(g).view(np.uint8),
                                                   w.resolve_conj().numpy().view(np.uint8),
                                                   err_msg=name)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)).tanh()
+
+
+class Checkpointed(nn.Module):
+    def __init__(self, reentrant):
+        super().__init__()
+        torch.manual_seed(3)
+        self.blk = Block()
+        self.head = nn.Linear(3, 1)
+        self.reentrant = reentrant
+
+    def forward(self, x):
+        h = torch.utils.checkpoint.checkpoint(self.blk, x, use_reentrant=self.reentrant)
+        return self.head(h)
+
+
+class Checkpointing(unittest.TestCase):
+    def test_recomputed_ops_name_their_module_call(self):
+        # Ops recomputed in backward run inside a second forward call of the checkpointed
+        # module (Module.blk.Block.forward.1, as its hooks see it): named by that call,
+        # not by the backward call whose graph node was running.
+        for reentrant in (False, True):
+            def x():
+                return torch.linspace(-1, 1, 6).reshape(2, 3).requires_grad_()
+            model_ref = Checkpointed(reentrant)
+            ref = RefOps().watch(model_ref)
+            with ref:
+                loss = model_ref(x()).sum()
+                ref.backward = True
+                loss.backward()
+            want = ref.named()
+            self.assertIn("Module.blk.lin.Linear.forward.1", {v[0] for v in want.values()})
+            model = Checkpointed(reentrant)
+            top = helpers.tmpdir("edge-ckpt")
+            with adump.torch.capture(model, top, level="op", backward=True) as cap:
+                model(x()).sum().backward()
+            self.assertEqual(cap.losses, [])
+            dumps = dumps_of(top)
+            recomputed = [k for k, v in dumps.items()
+                          if v.attrs.get("module") == "Module.blk.lin.Linear.forward.1"]
+            self.assertIn("Aten.addmm.2.forward", recomputed, reentrant)
+            assert_ops(self, dumps, want)
+            # Every op of the backward pass is dumped once, no more.
+            self.assertEqual(sorted(k for k in dumps if k.endswith(".backward")),
+                             sorted(k for k in want if k.endswith(".backward")), reentrant)
+            # The recomputed call is a node of the module tree under its own parent.
+            tree = cap.tree.steps[0]
+            self.assertEqual(tree["Module.blk.lin.Linear.forward.1"],
+                             "Module.blk.Block.forward.1")
+            self.assertEqual(tree["Aten.addmm.2.forward"], "Module.blk.lin.Linear.forward.1")
 
 
 if __name__ == "__main__":
