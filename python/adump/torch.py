@@ -432,8 +432,7 @@ class capture(_Select):
                 pre, post = self._tree_pre_hook(base), self._tree_post_hook()
             self._handles.append(module.register_forward_pre_hook(pre))
             self._handles.append(module.register_forward_hook(post))
-            if self.level == "module" and self.with_inputs:
-                self._wrap_forward(module)
+            self._wrap_forward(module, base)
             if self.level == "module" and self.backward:
                 self._hook_parameters(module, base, cls, path)
 
@@ -469,23 +468,35 @@ class capture(_Select):
             self.tree.add(name, None)
             self._dump(cls, name, [], outs, None, info)
 
-    def _wrap_forward(self, module):
-        """torch 1.13's forward pre-hooks see no keyword arguments: the instance's forward is
-        wrapped to hand them to the open frame (undone at exit)."""
+    def _wrap_forward(self, module, base):
+        """The instance's forward is wrapped (undone at exit) to close its call when it
+        raises: the forward hook does not run then (torch 1.13 has no always_call), and a
+        call left open would be the parent of every later call and the module of every
+        later op outside all modules (a training loop that skips a bad batch goes on).
+        At module level it also hands the keyword arguments to the open frame: torch
+        1.13's forward pre-hooks do not see them."""
         orig = module.forward
         had = "forward" in module.__dict__
+        kwargs_wanted = self.level == "module" and self.with_inputs
 
         def forward(*args, **kwargs):
-            if kwargs:
-                frames = module.__dict__.get("_adump_frames")
-                frame = frames[-1] if frames else None
+            frames = module.__dict__.get("_adump_frames")
+            depth = len(frames) if frames else 0    # this call's frame is the top one
+            if kwargs and kwargs_wanted and depth:
+                frame = frames[-1]
                 if frame is not None and frame[1] is not None:
                     frame[1]["kwargs"] = kwargs
-            return orig(*args, **kwargs)
+            try:
+                return orig(*args, **kwargs)
+            except BaseException:
+                if depth and len(frames) >= depth:
+                    self._unwind(base, frames[depth - 1])
+                    del frames[depth - 1:]
+                raise
         try:
             module.forward = forward
         except (AttributeError, TypeError, RuntimeError):
-            return                      # e.g. a scripted module: its kwargs go undumped
+            return                      # e.g. a scripted module: its calls stay open on a raise
 
         def undo():
             if had:
@@ -493,6 +504,17 @@ class capture(_Select):
             else:
                 module.__dict__.pop("forward", None)
         self._undo.append(undo)
+
+    def _unwind(self, base, frame):
+        """The module call of @frame raised: it and the calls left open inside it close."""
+        if frame is None:
+            return
+        if self.level == "module":
+            n = frame[0]
+            name = "%s.forward.%d" % (base, n)
+        else:
+            name = frame
+        self.tree.leave(name)
 
     def _tree_pre_hook(self, base):
         def pre(module, args):

@@ -244,5 +244,82 @@ class Checkpointing(unittest.TestCase):
             self.assertEqual(tree["Aten.addmm.2.forward"], "Module.blk.lin.Linear.forward.1")
 
 
+class Fragile(nn.Module):
+    def forward(self, x):
+        y = x.exp()
+        if bool(x.sum() < 0):
+            raise ValueError("bad batch")
+        return y
+
+
+class Guarded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.pre = nn.Linear(3, 3)
+        self.frag = Fragile()
+        self.post = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.post(self.frag(self.pre(x)))
+
+
+def skip_bad_batches(model, on_skip=None):
+    """A training loop that skips a batch whose forward raised; the loss outside the model."""
+    xs = [torch.ones(2, 3), -10 * torch.ones(2, 3), torch.ones(2, 3) / 2]
+    with torch.no_grad():
+        model.pre.weight.copy_(torch.eye(3))
+        model.pre.bias.zero_()
+    for x in xs:
+        try:
+            out = model(x)
+        except ValueError:
+            if on_skip is not None:
+                on_skip()
+            continue
+        (out * out).sum()
+
+
+class Exceptions(unittest.TestCase):
+    def test_exception_in_forward_unwinds(self):
+        # Fragile raises on the second batch and the loop goes on: the call it was in
+        # must not stay open (later calls would be its children, later ops outside every
+        # module would carry its name).
+        model_ref = Guarded()
+        ref = RefOps().watch(model_ref)
+        parents = {}
+
+        def parent(mod, args):
+            # Runs after ref's own pre-hook: the call just entered and the one around it.
+            parents[ref.stack[-1]] = ref.stack[-2] if len(ref.stack) > 1 else None
+        for path, m in model_ref.named_modules():
+            if path:
+                m.register_forward_pre_hook(parent)
+        with ref:
+            skip_bad_batches(model_ref, ref.stack.clear)    # the reference knows
+        want = ref.named()
+        self.assertIsNone(want["Aten.mul.Tensor.1.forward"][0])
+        model = Guarded()
+        top = helpers.tmpdir("edge-raise-op")
+        with adump.torch.capture(model, top, level="op", backward=False) as cap:
+            skip_bad_batches(model)
+        self.assertEqual(cap.losses, [])
+        assert_ops(self, dumps_of(top), want)
+        # Module level: every call's parent in the module tree is the reference's.
+        top = helpers.tmpdir("edge-raise-mod")
+        model = Guarded()
+        with adump.torch.capture(model, top, level="module", backward=False) as cap:
+            skip_bad_batches(model)
+        tree = cap.tree.steps[0]
+        self.assertEqual(tree, parents)
+        # The call that raised left no dump; the others did.
+        self.assertEqual(sorted(dumps_of(top)),
+                         sorted(k for k in parents if k != "Module.frag.Fragile.forward.1"))
+        # Nothing of the capture is left on the modules.
+        for m in model.modules():
+            self.assertFalse([k for k in m.__dict__ if k.startswith("_adump")], m)
+            self.assertNotIn("forward", m.__dict__)
+
+
 if __name__ == "__main__":
     unittest.main()
