@@ -34,7 +34,7 @@ from . import _adump, _losses
 from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
-from . import _torch_msprobe
+from . import _torch_msprobe, _torch_patch
 from ._torch_info import STORED, describe, own_ops, storable, to_json
 from ._torch_select import _Select
 from ._torch_tree import ModuleTree
@@ -175,7 +175,7 @@ class capture(_Select):
         self.keep_root = keep_root
         self.parameters = parameters
         self.stack = stack
-        self._undo = []
+        self._frames = {}               # id(module) -> its open calls' frames, innermost last
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
@@ -218,7 +218,6 @@ class capture(_Select):
         self._in_backward = 0
         self._inplace_modules = set()
         self._backwards = []
-        self._orig_backward = None
         # Which module call each dump ran inside, per step (construct.json's shape).
         self.tree = ModuleTree()
         # The session is created by the first dump of a step, so an unwritable dump_path
@@ -469,41 +468,34 @@ class capture(_Select):
             self._dump(cls, name, [], outs, None, info)
 
     def _wrap_forward(self, module, base):
-        """The instance's forward is wrapped (undone at exit) to close its call when it
-        raises: the forward hook does not run then (torch 1.13 has no always_call), and a
-        call left open would be the parent of every later call and the module of every
-        later op outside all modules (a training loop that skips a bad batch goes on).
-        At module level it also hands the keyword arguments to the open frame: torch
-        1.13's forward pre-hooks do not see them."""
-        orig = module.forward
-        had = "forward" in module.__dict__
+        """The instance's forward is wrapped (a _torch_patch layer, undone at exit) to
+        close its call when it raises: the forward hook does not run then (torch 1.13 has
+        no always_call), and a call left open would be the parent of every later call and
+        the module of every later op outside all modules (a training loop that skips a bad
+        batch goes on). At module level it also hands the keyword arguments to the open
+        frame: torch 1.13's forward pre-hooks do not see them."""
         kwargs_wanted = self.level == "module" and self.with_inputs
 
-        def forward(*args, **kwargs):
-            frames = module.__dict__.get("_adump_frames")
-            depth = len(frames) if frames else 0    # this call's frame is the top one
-            if kwargs and kwargs_wanted and depth:
-                frame = frames[-1]
-                if frame is not None and frame[1] is not None:
-                    frame[1]["kwargs"] = kwargs
-            try:
-                return orig(*args, **kwargs)
-            except BaseException:
-                if depth and len(frames) >= depth:
-                    self._unwind(base, frames[depth - 1])
-                    del frames[depth - 1:]
-                raise
+        def layer(inner):
+            def forward(*args, **kwargs):
+                frames = self._frames.get(id(module))
+                depth = len(frames) if frames else 0    # this call's frame is the top one
+                if kwargs and kwargs_wanted and depth:
+                    frame = frames[-1]
+                    if frame is not None and frame[1] is not None:
+                        frame[1]["kwargs"] = kwargs
+                try:
+                    return inner(*args, **kwargs)
+                except BaseException:
+                    if depth and len(frames) >= depth:
+                        self._unwind(base, frames[depth - 1])
+                        del frames[depth - 1:]
+                    raise
+            return forward
         try:
-            module.forward = forward
+            _torch_patch.add(module, "forward", self, layer)
         except (AttributeError, TypeError, RuntimeError):
-            return                      # e.g. a scripted module: its calls stay open on a raise
-
-        def undo():
-            if had:
-                module.forward = orig
-            else:
-                module.__dict__.pop("forward", None)
-        self._undo.append(undo)
+            pass                        # e.g. a scripted module: its calls stay open on a raise
 
     def _unwind(self, base, frame):
         """The module call of @frame raised: it and the calls left open inside it close."""
@@ -518,7 +510,7 @@ class capture(_Select):
 
     def _tree_pre_hook(self, base):
         def pre(module, args):
-            frames = module.__dict__.setdefault("_adump_frames", [])
+            frames = self._frames.setdefault(id(module), [])
             if not self._active():
                 frames.append(None)
                 return None
@@ -530,7 +522,7 @@ class capture(_Select):
 
     def _tree_post_hook(self):
         def post(module, args, output):
-            frames = module.__dict__.get("_adump_frames")
+            frames = self._frames.get(id(module))
             name = frames.pop() if frames else None
             if name is not None:
                 self.tree.leave(name)
@@ -539,7 +531,7 @@ class capture(_Select):
 
     def _pre_hook(self, base, path):
         def pre(module, args):
-            frames = module.__dict__.setdefault("_adump_frames", [])
+            frames = self._frames.setdefault(id(module), [])
             if not self._active():
                 frames.append(None)
                 return None
@@ -577,7 +569,7 @@ class capture(_Select):
 
     def _post_hook(self, base, path, cls):
         def post(module, args, output):
-            frames = module.__dict__.get("_adump_frames")
+            frames = self._frames.get(id(module))
             frame = frames.pop() if frames else None
             if frame is None:
                 return None
@@ -698,41 +690,37 @@ class capture(_Select):
     # ---- op level ----------------------------------------------------------------------------
 
     def _patch_backward(self):
-        orig = torch.autograd.backward
+        """torch.autograd.backward and grad, one layer of this capture's on each
+        (_torch_patch: captures open at once stay independent, in any close order)."""
         cap = self
 
-        def backward(*args, **kwargs):
-            cap.tree.resolve()          # the last forward op's graph nodes, before they run
-            cap.tree.begin_backward()
-            cap._in_backward += 1
-            try:
-                return orig(*args, **kwargs)
-            finally:
-                cap._in_backward -= 1
-                cap.tree.end_backward()
-                if cap._param_grads:
-                    cap._dump_param_grads()
-        self._orig_backward = orig
-        torch.autograd.backward = backward
-        orig_grad = torch.autograd.grad
+        def backward_layer(inner):
+            def backward(*args, **kwargs):
+                cap.tree.resolve()      # the last forward op's graph nodes, before they run
+                cap.tree.begin_backward()
+                cap._in_backward += 1
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    cap._in_backward -= 1
+                    cap.tree.end_backward()
+                    if cap._param_grads:
+                        cap._dump_param_grads()
+            return backward
 
-        def grad(*args, **kwargs):
-            cap.tree.resolve()
-            cap.tree.begin_backward()
-            cap._in_backward += 1
-            try:
-                return orig_grad(*args, **kwargs)
-            finally:
-                cap._in_backward -= 1
-                cap.tree.end_backward()
-        self._orig_grad = orig_grad
-        torch.autograd.grad = grad
-
-    def _unpatch_backward(self):
-        if self._orig_backward is not None:
-            torch.autograd.backward = self._orig_backward
-            torch.autograd.grad = self._orig_grad
-            self._orig_backward = None
+        def grad_layer(inner):
+            def grad(*args, **kwargs):
+                cap.tree.resolve()
+                cap.tree.begin_backward()
+                cap._in_backward += 1
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    cap._in_backward -= 1
+                    cap.tree.end_backward()
+            return grad
+        _torch_patch.add(torch.autograd, "backward", self, backward_layer)
+        _torch_patch.add(torch.autograd, "grad", self, grad_layer)
 
     def _op(self, func, args, kwargs):
         """Run one aten op and dump it (called by the dispatch mode, which is off inside)."""
@@ -829,18 +817,14 @@ class capture(_Select):
     def __exit__(self, exc_type, exc, tb):
         try:
             if self._mode is not None:
-                self._mode.__exit__(None, None, None)
+                _torch_patch.leave_mode(self._mode)
                 self._mode = None
-            self._unpatch_backward()
+            _torch_patch.remove(self)   # backward, grad, the modules' forward
             self._coll.remove()
             for h in self._handles:
                 h.remove()
             self._handles = []
-            for undo in self._undo:
-                undo()
-            self._undo = []
-            for m in self.model.modules():
-                m.__dict__.pop("_adump_frames", None)
+            self._frames = {}
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
             if self._param_grads:

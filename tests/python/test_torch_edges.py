@@ -321,5 +321,116 @@ class Exceptions(unittest.TestCase):
             self.assertNotIn("forward", m.__dict__)
 
 
+def torch_state(model):
+    """What a capture may replace and must put back, by identity."""
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+    state = {"autograd.backward": torch.autograd.backward, "autograd.grad": torch.autograd.grad,
+             "Tensor.backward": torch.Tensor.backward,
+             "TorchDispatchMode stack": torch._C._len_torch_dispatch_stack()}
+    for name in ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"):
+        if hasattr(c10d, name):
+            state["c10d." + name] = getattr(c10d, name)
+            state["dist." + name] = getattr(dist, name)
+    for path, m in model.named_modules():
+        state["forward of %r" % path] = m.__dict__.get("forward", "the class's")
+        state["dict of %r" % path] = sorted(m.__dict__)
+    return state
+
+
+class Net2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.a = nn.Linear(3, 4)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def grads_per_backward(model, xs):
+    """Plain parameter hooks: [{module path: {param: grad}} per backward() call]."""
+    calls = []
+    for path, m in model.named_modules():
+        for pname, p in m.named_parameters(recurse=False):
+            def hook(g, path=path, pname=pname):
+                calls[-1].setdefault(path, {})[pname] = g.clone()
+            p.register_hook(hook)
+    for x in xs:
+        calls.append({})
+        model(x).sum().backward()
+    return calls
+
+
+class Overlapping(unittest.TestCase):
+    def test_module_captures_out_of_order(self):
+        # A opens, B opens, A closes, B closes: with each capture putting back what it
+        # found, A's close took B's backward wrapper away (B then dumped one
+        # parameters_grad for two backward calls) and B's close put A's back for good.
+        xs = [torch.linspace(-1, 1, 6).reshape(2, 3) * k for k in (1.0, 2.0, 3.0)]
+        want = grads_per_backward(Net2(), xs)
+        for order in ("AB", "BA"):      # which one closes first
+            model = Net2()
+            before = torch_state(model)
+            tops = {k: helpers.tmpdir("edge-overlap-" + k) for k in "AB"}
+            caps = {k: adump.torch.capture(model, tops[k], level="module", backward=True)
+                    for k in "AB"}
+            caps["A"].__enter__()
+            model(xs[0]).sum().backward()
+            caps["B"].__enter__()
+            model(xs[1]).sum().backward()
+            caps[order[0]].__exit__(None, None, None)
+            model(xs[2]).sum().backward()
+            self.assertNotEqual(torch_state(model), before)     # the second is open
+            caps[order[1]].__exit__(None, None, None)
+            self.assertEqual(torch_state(model), before, order)
+            # Each capture's parameters_grad dumps: one per backward() call it was open
+            # for, with that call's gradients.
+            open_for = {"A": [0, 1] + ([2] if order[0] == "B" else []),
+                        "B": [1] + ([2] if order[0] == "A" else [])}
+            for k in "AB":
+                self.assertEqual(caps[k].losses, [], k)
+                dumps = dumps_of(tops[k])
+                for path, cls in (("a", "Linear"), ("b", "Linear")):
+                    for i, call in enumerate(open_for[k]):
+                        name = "Module.%s.%s.parameters_grad.%d" % (path, cls, i)
+                        self.assertIn(name, dumps, (order, k))
+                        assert_values(self, dumps[name].outputs,
+                                      [want[call][path][p] for p in ("weight", "bias")],
+                                      "%s %s %s" % (order, k, name))
+                    self.assertNotIn("Module.%s.%s.parameters_grad.%d" %
+                                     (path, cls, len(open_for[k])), dumps, (order, k))
+                    self.assertEqual(
+                        sorted(n for n in dumps if ".%s.Linear.forward." % path in n),
+                        ["Module.%s.Linear.forward.%d" % (path, i)
+                         for i in range(len(open_for[k]))], (order, k))
+
+    def test_op_captures_out_of_order(self):
+        # The same with op-level captures: each one's dispatch mode leaves the stack
+        # whichever closes first; each dumps the program's ops while open.
+        x = torch.linspace(-1, 1, 6).reshape(2, 3)
+        model_ref = Net2()
+        ref = RefOps().watch(model_ref)
+        with ref:
+            model_ref(x)
+        want = ref.named()
+        for order in ("AB", "BA"):
+            model = Net2()
+            before = torch_state(model)
+            tops = {k: helpers.tmpdir("edge-overlap-op-" + k) for k in "AB"}
+            caps = {k: adump.torch.capture(model, tops[k], level="op", backward=False)
+                    for k in "AB"}
+            caps["A"].__enter__()
+            caps["B"].__enter__()
+            caps[order[0]].__exit__(None, None, None)
+            model(x)
+            caps[order[1]].__exit__(None, None, None)
+            self.assertEqual(torch_state(model), before, order)
+            # Nothing ran while the first one to close was open.
+            self.assertFalse(os.path.exists(os.path.join(tops[order[0]], "step0")), order)
+            assert_ops(self, dumps_of(tops[order[1]]), want)
+
+
 if __name__ == "__main__":
     unittest.main()
