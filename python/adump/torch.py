@@ -125,13 +125,15 @@ class _Backward:
 class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    keep_root=False, parameters=False, stack=False, **config): a context manager; call
+    keep_root=False, parameters=None, stack=False, **config): a context manager; call
     cap.step() after each training step. stack=True records the Python call stack of each
     forward dump (cap.tree.stack_json(step): msprobe's stack.json).
 
     Module level: a forward dump's inputs are the positional tensor arguments, then the
-    keyword ones, then (parameters=True; off by default, since adump scan and compare take
-    every input for an argument) the module's own parameters; its header's
+    keyword ones, then (parameters=True) the module's own parameters; parameters=None (the
+    default) is the format's default: recorded with format="msprobe", as msprobe's L0 always
+    does, left out of CANN dumps (adump scan and compare take every input there for an
+    argument, so a NaN weight would read as a NaN input); its header's
     dfx_message describes them in msprobe's model (see _torch_info: which input is which,
     dtype, shape, requires_grad, non-tensor values). The root module is not dumped
     (msprobe's rule) unless keep_root=True. Complex tensors are dumped with the header's
@@ -155,7 +157,7 @@ class capture(_Select):
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
                  steps=None, content="tensor", zero_copy=False, list=None, data_mode=None,
-                 keep_root=False, parameters=False, stack=False, **config):
+                 keep_root=False, parameters=None, stack=False, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -173,7 +175,6 @@ class capture(_Select):
         self.content = content
         self.zero_copy = zero_copy
         self.keep_root = keep_root
-        self.parameters = parameters
         self.stack = stack
         self._frames = {}               # id(module) -> its open calls' frames, innermost last
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
@@ -187,6 +188,8 @@ class capture(_Select):
         self.format = self.config.setdefault("format", "cann")
         if self.format not in ("cann", "msprobe"):
             raise ValueError("format must be 'cann' or 'msprobe'")
+        # None: the format's default (msprobe's L0 records every module's parameters).
+        self.parameters = self.format == "msprobe" if parameters is None else bool(parameters)
         if self.config.pop("md5", False):
             if self.format != "msprobe":
                 raise ValueError("md5=True applies to format='msprobe'")

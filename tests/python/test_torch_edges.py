@@ -432,5 +432,48 @@ class Overlapping(unittest.TestCase):
             assert_ops(self, dumps_of(tops[order[1]]), want)
 
 
+class ParametersDefault(unittest.TestCase):
+    def test_msprobe_format_records_parameters(self):
+        # msprobe's L0 records every module's own parameters with its forward entry: a
+        # format="msprobe" capture does too unless told otherwise (parameters=False); the
+        # native format keeps leaving them out unless parameters=True.
+        import json
+        x = torch.linspace(-1, 1, 6).reshape(2, 3)
+        model = Net2()
+        ref = {}                # the reference: module parameters at each forward call
+
+        def pre(mod, args):
+            ref[mod] = {n: p.detach().clone() for n, p in mod.named_parameters(recurse=False)}
+        handles = [m.register_forward_pre_hook(pre) for m in (model.a, model.b)]
+        top = helpers.tmpdir("edge-params-msprobe")
+        with adump.torch.capture(model, top, format="msprobe", backward=False) as cap:
+            model(x)
+        for h in handles:
+            h.remove()
+        self.assertEqual(cap.losses, [])
+        rank = os.path.join(top, "step0", os.listdir(os.path.join(top, "step0"))[0])
+        with open(os.path.join(rank, "dump.json")) as f:
+            data = json.load(f)["data"]
+        for path, m in (("a", model.a), ("b", model.b)):
+            entry = data["Module.%s.Linear.forward.0" % path]
+            self.assertEqual(sorted(entry.get("parameters", {})), ["bias", "weight"], path)
+            for pname, item in entry["parameters"].items():
+                t = torch.load(os.path.join(rank, "dump_tensor_data", item["data_name"]))
+                self.assertTrue(torch.equal(t, ref[m][pname]), (path, pname))
+        top = helpers.tmpdir("edge-params-off")
+        with adump.torch.capture(model, top, format="msprobe", backward=False,
+                                 parameters=False):
+            model(x)
+        rank = os.path.join(top, "step0", os.listdir(os.path.join(top, "step0"))[0])
+        with open(os.path.join(rank, "dump.json")) as f:
+            self.assertNotIn("parameters", json.load(f)["data"]["Module.a.Linear.forward.0"])
+        top = helpers.tmpdir("edge-params-cann")
+        with adump.torch.capture(model, top, backward=False):
+            model(x)
+        d = dumps_of(top)["Module.a.Linear.forward.0"]
+        self.assertEqual(len(d.inputs), 1)               # x alone
+        self.assertNotIn("parameters", json.loads(d.dfx_message))
+
+
 if __name__ == "__main__":
     unittest.main()
