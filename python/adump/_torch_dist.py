@@ -23,8 +23,9 @@ import os
 
 import torch
 
+from . import _torch_patch
 from ._read import Loss
-from ._torch_info import describe
+from ._torch_info import describe, own_ops
 
 # torch.distributed functions that move tensors (those this torch has are wrapped).
 COLLECTIVES = (
@@ -134,36 +135,33 @@ class Collectives:
 
     def __init__(self, cap):
         self.cap = cap
-        self.orig = {}
+        self.installed = False
         self.depth = 0              # inside a wrapped call: its c10d ops are not dumped twice
         self.pending = []           # Works handed back, not waited for yet
 
     def install(self):
+        """One layer of this capture's on each collective (_torch_patch), on
+        torch.distributed's name for it too where that is the same function."""
         dist = getattr(torch, "distributed", None)
         if dist is None or not dist.is_available():
             return
         from torch.distributed import distributed_c10d as c10d
         for name in COLLECTIVES:
-            fn = getattr(c10d, name, None)
+            fn = _torch_patch.original(c10d, name)
             if fn is None:
                 continue
-            self.orig[name] = fn
-            wrapped = self._wrap(name, fn)
-            setattr(c10d, name, wrapped)
-            if getattr(dist, name, None) is fn:
-                setattr(dist, name, wrapped)
+
+            def layer(inner, name=name):
+                return self._wrap(name, inner)
+            if _torch_patch.original(dist, name) is fn:
+                _torch_patch.add(dist, name, self, layer)
+            _torch_patch.add(c10d, name, self, layer)
+            self.installed = True
 
     def remove(self):
-        if not self.orig:
-            return
-        import torch.distributed as dist
-        from torch.distributed import distributed_c10d as c10d
-        for name, fn in self.orig.items():
-            wrapped = getattr(c10d, name, None)
-            setattr(c10d, name, fn)
-            if getattr(dist, name, None) is wrapped:
-                setattr(dist, name, fn)
-        self.orig = {}
+        if self.installed:
+            _torch_patch.remove(self)
+            self.installed = False
 
     def _wrap(self, name, fn):
         coll = self
@@ -177,7 +175,8 @@ class Collectives:
             info, before, skipped = {}, [], []
             if cap.with_inputs:
                 info = describe_call(name, args, kwargs, before, skipped)
-                before = [t.detach().clone() for t in before]
+                with own_ops():
+                    before = [t.detach().clone() for t in before]
             coll.depth += 1
             try:
                 ret = fn(*args, **kwargs)

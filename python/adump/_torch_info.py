@@ -36,6 +36,22 @@ STORED = {
 }
 
 
+class own_ops:
+    """with own_ops(): the capture's own tensor operations (copies, conversions to dump)
+    run unseen by every dispatch mode: an op-level capture's (this one's, which torch calls
+    with its mode still on for a factory op; an outer one's, which gets the ops a mode's
+    __torch_dispatch__ runs) or the user's would take them for the program's."""
+    __slots__ = ("_guard",)
+
+    def __enter__(self):
+        self._guard = torch._C._DisableTorchDispatch()
+        return self
+
+    def __exit__(self, *exc):
+        del self._guard
+        return False
+
+
 def storable(t):
     return t.dtype in STORED and not t.is_sparse and not t.is_quantized
 

@@ -8,6 +8,10 @@ construct.json from it as it stands.
 Forward: a module call is open from its forward pre-hook to its forward hook; what runs
 between belongs to the innermost open call (per thread).
 
+Recomputation: a module call entered during a backward pass (activation checkpointing runs
+the module's forward again to rebuild what it did not save) is a forward call like any
+other, and the ops it runs are its forward ops.
+
 Backward: the autograd engine runs one graph node at a time. Each node an op makes while a
 module call is open (the op's outputs' grad_fn, read once the op has returned through
 autograd) gets a pre-hook naming that call's backward (`...backward.<n>`, <n> the forward
@@ -18,6 +22,7 @@ as in msprobe."""
 import os
 import threading
 import traceback
+import weakref
 
 _OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -78,6 +83,31 @@ class ModuleTree:
         if name in st:
             del st[st.index(name):]
 
+    def begin_backward(self):
+        """A backward pass starts on this thread (torch.autograd.backward or grad): the
+        module calls open now are left open by it; one entered from now until
+        end_backward() is a forward call run again inside the backward pass (activation
+        checkpointing recomputes the module's forward)."""
+        floors = getattr(self._local, "floors", None)
+        if floors is None:
+            floors = self._local.floors = []
+        floors.append(len(self._stack()))
+
+    def end_backward(self):
+        floors = getattr(self._local, "floors", None)
+        if floors:
+            floors.pop()
+
+    def recomputing(self):
+        """In a backward pass, a module call entered during it is open: what runs now is
+        that call's forward. On a thread of the autograd engine's own (no backward began
+        on it) every open call is one."""
+        st = self._stack()
+        if not st:
+            return False
+        floors = getattr(self._local, "floors", None)
+        return len(st) > (floors[-1] if floors else 0)
+
     def current(self, backward=False):
         """The module call running now: the innermost open forward call, or in backward the
         module backward call whose graph node the engine is running (None: none)."""
@@ -126,18 +156,26 @@ class ModuleTree:
     def forward_op(self, outputs, module, inplace=False):
         """An op ran in forward inside @module with these output tensors: their graph nodes
         exist once the op is back through autograd, so they are tagged at the next op (or
-        resolve()). @inplace: the op changes its arguments (its schema says so)."""
+        resolve()). @inplace: the op changes its arguments (its schema says so).
+
+        Held by weak reference: a factory op (torch.zeros) whose output is referenced
+        from elsewhere when it returns gets an aten.detach from torch, which the program
+        without the capture never runs."""
         self.resolve()
         if module is not None and outputs:
-            self._pending = (outputs, backward_name(module), inplace)
+            self._pending = ([weakref.ref(t) for t in outputs], backward_name(module),
+                             inplace)
 
     def resolve(self):
         p, self._pending = self._pending, None
         if p is None:
             return
-        outputs, name, inplace = p
+        refs, name, inplace = p
         seen = set()
-        for t in outputs:
+        for r in refs:
+            t = r()
+            if t is None:
+                continue                # gone: nothing of it reaches a backward
             nodes = [getattr(t, "grad_fn", None)]
             if inplace and t._base is not None:
                 # In place on a view: the op's own node runs inside the base's CopySlices,

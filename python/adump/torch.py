@@ -34,8 +34,8 @@ from . import _adump, _losses
 from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
 from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
-from . import _torch_msprobe
-from ._torch_info import STORED, describe, storable, to_json
+from . import _torch_msprobe, _torch_patch
+from ._torch_info import STORED, describe, own_ops, storable, to_json
 from ._torch_select import _Select
 from ._torch_tree import ModuleTree
 
@@ -125,13 +125,15 @@ class _Backward:
 class capture(_Select):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
-    keep_root=False, parameters=False, stack=False, **config): a context manager; call
+    keep_root=False, parameters=None, stack=False, **config): a context manager; call
     cap.step() after each training step. stack=True records the Python call stack of each
     forward dump (cap.tree.stack_json(step): msprobe's stack.json).
 
     Module level: a forward dump's inputs are the positional tensor arguments, then the
-    keyword ones, then (parameters=True; off by default, since adump scan and compare take
-    every input for an argument) the module's own parameters; its header's
+    keyword ones, then (parameters=True) the module's own parameters; parameters=None (the
+    default) is the format's default: recorded with format="msprobe", as msprobe's L0 always
+    does, left out of CANN dumps (adump scan and compare take every input there for an
+    argument, so a NaN weight would read as a NaN input); its header's
     dfx_message describes them in msprobe's model (see _torch_info: which input is which,
     dtype, shape, requires_grad, non-tensor values). The root module is not dumped
     (msprobe's rule) unless keep_root=True. Complex tensors are dumped with the header's
@@ -155,7 +157,7 @@ class capture(_Select):
 
     def __init__(self, model, dump_path, level="module", mode="all", backward=True, scope=None,
                  steps=None, content="tensor", zero_copy=False, list=None, data_mode=None,
-                 keep_root=False, parameters=False, stack=False, **config):
+                 keep_root=False, parameters=None, stack=False, **config):
         if level not in ("module", "op"):
             raise ValueError("level must be 'module' or 'op'")
         if mode not in ("all", "input", "output"):
@@ -173,9 +175,8 @@ class capture(_Select):
         self.content = content
         self.zero_copy = zero_copy
         self.keep_root = keep_root
-        self.parameters = parameters
         self.stack = stack
-        self._undo = []
+        self._frames = {}               # id(module) -> its open calls' frames, innermost last
         self._param_grads = {}          # base -> (class, parameter names, {name: grad})
         self.config = dict(config)
         self.config["content"] = content
@@ -187,6 +188,8 @@ class capture(_Select):
         self.format = self.config.setdefault("format", "cann")
         if self.format not in ("cann", "msprobe"):
             raise ValueError("format must be 'cann' or 'msprobe'")
+        # None: the format's default (msprobe's L0 records every module's parameters).
+        self.parameters = self.format == "msprobe" if parameters is None else bool(parameters)
         if self.config.pop("md5", False):
             if self.format != "msprobe":
                 raise ValueError("md5=True applies to format='msprobe'")
@@ -218,7 +221,6 @@ class capture(_Select):
         self._in_backward = 0
         self._inplace_modules = set()
         self._backwards = []
-        self._orig_backward = None
         # Which module call each dump ran inside, per step (construct.json's shape).
         self.tree = ModuleTree()
         # The session is created by the first dump of a step, so an unwritable dump_path
@@ -361,7 +363,8 @@ class capture(_Select):
     def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
         t0 = time.perf_counter()
         try:
-            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            with own_ops():
+                self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
             self.handover_seconds += time.perf_counter() - t0
 
@@ -431,8 +434,7 @@ class capture(_Select):
                 pre, post = self._tree_pre_hook(base), self._tree_post_hook()
             self._handles.append(module.register_forward_pre_hook(pre))
             self._handles.append(module.register_forward_hook(post))
-            if self.level == "module" and self.with_inputs:
-                self._wrap_forward(module)
+            self._wrap_forward(module, base)
             if self.level == "module" and self.backward:
                 self._hook_parameters(module, base, cls, path)
 
@@ -468,34 +470,50 @@ class capture(_Select):
             self.tree.add(name, None)
             self._dump(cls, name, [], outs, None, info)
 
-    def _wrap_forward(self, module):
-        """torch 1.13's forward pre-hooks see no keyword arguments: the instance's forward is
-        wrapped to hand them to the open frame (undone at exit)."""
-        orig = module.forward
-        had = "forward" in module.__dict__
+    def _wrap_forward(self, module, base):
+        """The instance's forward is wrapped (a _torch_patch layer, undone at exit) to
+        close its call when it raises: the forward hook does not run then (torch 1.13 has
+        no always_call), and a call left open would be the parent of every later call and
+        the module of every later op outside all modules (a training loop that skips a bad
+        batch goes on). At module level it also hands the keyword arguments to the open
+        frame: torch 1.13's forward pre-hooks do not see them."""
+        kwargs_wanted = self.level == "module" and self.with_inputs
 
-        def forward(*args, **kwargs):
-            if kwargs:
-                frames = module.__dict__.get("_adump_frames")
-                frame = frames[-1] if frames else None
-                if frame is not None and frame[1] is not None:
-                    frame[1]["kwargs"] = kwargs
-            return orig(*args, **kwargs)
+        def layer(inner):
+            def forward(*args, **kwargs):
+                frames = self._frames.get(id(module))
+                depth = len(frames) if frames else 0    # this call's frame is the top one
+                if kwargs and kwargs_wanted and depth:
+                    frame = frames[-1]
+                    if frame is not None and frame[1] is not None:
+                        frame[1]["kwargs"] = kwargs
+                try:
+                    return inner(*args, **kwargs)
+                except BaseException:
+                    if depth and len(frames) >= depth:
+                        self._unwind(base, frames[depth - 1])
+                        del frames[depth - 1:]
+                    raise
+            return forward
         try:
-            module.forward = forward
+            _torch_patch.add(module, "forward", self, layer)
         except (AttributeError, TypeError, RuntimeError):
-            return                      # e.g. a scripted module: its kwargs go undumped
+            pass                        # e.g. a scripted module: its calls stay open on a raise
 
-        def undo():
-            if had:
-                module.forward = orig
-            else:
-                module.__dict__.pop("forward", None)
-        self._undo.append(undo)
+    def _unwind(self, base, frame):
+        """The module call of @frame raised: it and the calls left open inside it close."""
+        if frame is None:
+            return
+        if self.level == "module":
+            n = frame[0]
+            name = "%s.forward.%d" % (base, n)
+        else:
+            name = frame
+        self.tree.leave(name)
 
     def _tree_pre_hook(self, base):
         def pre(module, args):
-            frames = module.__dict__.setdefault("_adump_frames", [])
+            frames = self._frames.setdefault(id(module), [])
             if not self._active():
                 frames.append(None)
                 return None
@@ -507,7 +525,7 @@ class capture(_Select):
 
     def _tree_post_hook(self):
         def post(module, args, output):
-            frames = module.__dict__.get("_adump_frames")
+            frames = self._frames.get(id(module))
             name = frames.pop() if frames else None
             if name is not None:
                 self.tree.leave(name)
@@ -516,7 +534,7 @@ class capture(_Select):
 
     def _pre_hook(self, base, path):
         def pre(module, args):
-            frames = module.__dict__.setdefault("_adump_frames", [])
+            frames = self._frames.setdefault(id(module), [])
             if not self._active():
                 frames.append(None)
                 return None
@@ -532,7 +550,8 @@ class capture(_Select):
             copies = None
             if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
                 # This module modified its input in place before: keep the value at entry.
-                copies = [t.detach().clone() for t in inputs]
+                with own_ops():
+                    copies = [t.detach().clone() for t in inputs]
             versions = [t._version for t in inputs]
             views = {}
             if self.backward and torch.is_grad_enabled():
@@ -543,7 +562,8 @@ class capture(_Select):
                     if v is None:
                         v = views[id(t)] = t.view_as(t)
                     return v
-                args = _rebuild(args, wrap)
+                with own_ops():
+                    args = _rebuild(args, wrap)
             frames.append((n, {"inputs": inputs, "versions": versions, "copies": copies,
                                "views": [(v, v._version) for v in views.values()],
                                "info": info, "skipped": skipped}))
@@ -552,7 +572,7 @@ class capture(_Select):
 
     def _post_hook(self, base, path, cls):
         def post(module, args, output):
-            frames = module.__dict__.get("_adump_frames")
+            frames = self._frames.get(id(module))
             frame = frames.pop() if frames else None
             if frame is None:
                 return None
@@ -638,7 +658,8 @@ class capture(_Select):
                 def hook(grad_inputs, grad_outputs, i=i, geo=geo):
                     g = grad_inputs[0] if grad_inputs else None
                     if g is not None:
-                        g = g.contiguous().as_strided(*geo)
+                        with own_ops():
+                            g = g.contiguous().as_strided(*geo)
                     got(rec.grad_in, i, g)
                 v._base.grad_fn.register_hook(hook)
             else:
@@ -672,48 +693,50 @@ class capture(_Select):
     # ---- op level ----------------------------------------------------------------------------
 
     def _patch_backward(self):
-        orig = torch.autograd.backward
+        """torch.autograd.backward and grad, one layer of this capture's on each
+        (_torch_patch: captures open at once stay independent, in any close order)."""
         cap = self
 
-        def backward(*args, **kwargs):
-            cap.tree.resolve()          # the last forward op's graph nodes, before they run
-            cap._in_backward += 1
-            try:
-                return orig(*args, **kwargs)
-            finally:
-                cap._in_backward -= 1
-                if cap._param_grads:
-                    cap._dump_param_grads()
-        self._orig_backward = orig
-        torch.autograd.backward = backward
-        orig_grad = torch.autograd.grad
+        def backward_layer(inner):
+            def backward(*args, **kwargs):
+                cap.tree.resolve()      # the last forward op's graph nodes, before they run
+                cap.tree.begin_backward()
+                cap._in_backward += 1
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    cap._in_backward -= 1
+                    cap.tree.end_backward()
+                    if cap._param_grads:
+                        cap._dump_param_grads()
+            return backward
 
-        def grad(*args, **kwargs):
-            cap.tree.resolve()
-            cap._in_backward += 1
-            try:
-                return orig_grad(*args, **kwargs)
-            finally:
-                cap._in_backward -= 1
-        self._orig_grad = orig_grad
-        torch.autograd.grad = grad
-
-    def _unpatch_backward(self):
-        if self._orig_backward is not None:
-            torch.autograd.backward = self._orig_backward
-            torch.autograd.grad = self._orig_grad
-            self._orig_backward = None
+        def grad_layer(inner):
+            def grad(*args, **kwargs):
+                cap.tree.resolve()
+                cap.tree.begin_backward()
+                cap._in_backward += 1
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    cap._in_backward -= 1
+                    cap.tree.end_backward()
+            return grad
+        _torch_patch.add(torch.autograd, "backward", self, backward_layer)
+        _torch_patch.add(torch.autograd, "grad", self, grad_layer)
 
     def _op(self, func, args, kwargs):
         """Run one aten op and dump it (called by the dispatch mode, which is off inside)."""
-        in_bwd = self._in_backward > 0
+        tree = self.tree
+        # A forward op recomputed in backward (checkpointing) is a forward op of the module
+        # call it runs in, not an op of the backward call whose graph node is running.
+        in_bwd = self._in_backward > 0 and not tree.recomputing()
         if (in_bwd and not self.backward) or (not in_bwd and not self.with_forward) or \
                 not self._active():
             return func(*args, **kwargs)
         pkt = func.overloadpacket.__name__
         if pkt.startswith("_record_function"):
             return func(*args, **kwargs)        # profiler markers, not computation
-        tree = self.tree
         if not in_bwd:
             tree.resolve()              # the previous op's graph nodes exist now
         module = tree.current(in_bwd)
@@ -732,7 +755,8 @@ class capture(_Select):
             return out
         inputs, skipped = [], []
         if self.with_inputs and pkt in _UNDECLARED_INPLACE and not func._schema.is_mutable:
-            a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
+            with own_ops():
+                a, k = _copy_named(func, args, kwargs, _UNDECLARED_INPLACE[pkt])
             info = {"input_args": describe(a, inputs, "input", skipped),
                     "input_kwargs": describe(k, inputs, "input", skipped)}
         else:
@@ -742,7 +766,8 @@ class capture(_Select):
                 inputs = []
             elif inputs and func._schema.is_mutable:
                 # In-place and out= ops change their arguments: dump the values they had.
-                inputs = [t.detach().clone() for t in inputs]
+                with own_ops():
+                    inputs = [t.detach().clone() for t in inputs]
         out = func(*args, **kwargs)
         flat_out = []
         info["output"] = describe(out, flat_out, "output", skipped)
@@ -769,8 +794,9 @@ class capture(_Select):
         name = "%s.%d.%s" % (base, self._next_index((base, direction)), direction)
         if not self._in_scope(base, pkt, (name, "%s.%s" % (base, direction))):
             return func(*args, **kwargs)
-        before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
-            if self.with_inputs else []
+        with own_ops():
+            before = [t.detach().clone() for t in tensors_of((args, kwargs), [])] \
+                if self.with_inputs else []
         out = func(*args, **kwargs)
         work = out[-1] if isinstance(out, tuple) and out else out
         if hasattr(work, "wait"):
@@ -794,18 +820,14 @@ class capture(_Select):
     def __exit__(self, exc_type, exc, tb):
         try:
             if self._mode is not None:
-                self._mode.__exit__(None, None, None)
+                _torch_patch.leave_mode(self._mode)
                 self._mode = None
-            self._unpatch_backward()
+            _torch_patch.remove(self)   # backward, grad, the modules' forward
             self._coll.remove()
             for h in self._handles:
                 h.remove()
             self._handles = []
-            for undo in self._undo:
-                undo()
-            self._undo = []
-            for m in self.model.modules():
-                m.__dict__.pop("_adump_frames", None)
+            self._frames = {}
         finally:
             # Everything handed over is written or marked failed, also on Ctrl-C.
             if self._param_grads:
