@@ -83,6 +83,39 @@ ADUMP_HIDDEN void adump_compare_dims_text(const uint64_t *dims, uint32_t dim_cou
 /* Python's '{:.6f}'.format(). */
 ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
 
+/* ---- the chunk kernels (compare_kernels.c), for compare_acc.c and compare_convert.c ---- */
+
+/* float64 machine epsilon: msaccucmp's FLOAT_EPSILON, compared against float32 data. */
+#define EPS64 2.220446049250313e-16
+
+/* The chunk kernel works on LANES independent partial results at a time, so the compiler can
+ * keep them in vector registers without reordering any one sum; NaNs are counted apart and
+ * restored at the end, which keeps the maxima branch-free. */
+#define LANES 8
+
+struct lanes {
+	double sxx[LANES], syy[LANES], sxy[LANES], sdd[LANES], sabs[LANES], srel[LANES];
+	double sx[LANES], sy[LANES];
+	float max_abs[LANES], max_rel[LANES], max_abs_x[LANES];
+	float min_x[LANES], max_x[LANES], min_y[LANES], max_y[LANES];
+	uint32_t nan_d[LANES], nan_r[LANES], nan_x[LANES], nan_y[LANES];
+	uint32_t inf_x[LANES], inf_y[LANES];
+};
+
+/* AVX2 with FMA and F16C, which every AVX2 processor has (false once the tests turn SIMD
+ * off, and off x86-64). */
+ADUMP_HIDDEN bool adump_compare_has_avx2(void);
+/* The lanes of @n elements (a multiple of LANES) of @x and @y added into @l. */
+ADUMP_HIDDEN void adump_compare_lanes_run(struct lanes *l, const float *x, const float *y,
+					  size_t n);
+/* Sum of squared deviations from @mean of @n elements (a multiple of LANES) of @v. */
+ADUMP_HIDDEN double adump_compare_m2_run(const float *v, size_t n, double mean);
+/* KL's second pass over @n elements: the sums of p and q, and of p ln(p/q), added to
+ * out[0..2], where p and q are @x and @y scaled to [0, 1] by @mm (min and max of x, then of
+ * y) and clamped below at float32's epsilon (msaccucmp's _normalized()). */
+ADUMP_HIDDEN void adump_compare_kl_run(const float *x, const float *y, size_t n,
+				       const double mm[4], double out[3]);
+
 /* ---- the engine's state (compare.c; listing and matching in compare_match.c) ---- */
 
 enum { MY = 0, GOLDEN = 1 };
