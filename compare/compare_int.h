@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* compare/: what the compare engine's own files share: its state, the per-tensor accumulator
- * and its printing. Private to compare/; what the other analyses use is compare/compare.h. */
+ * and its printing, a worker and what each step of comparing an op gives the others.
+ * Private to compare/; what the other analyses use is compare/compare.h. */
 #ifndef ADUMP_COMPARE_COMPARE_INT_H
 #define ADUMP_COMPARE_COMPARE_INT_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -81,6 +83,39 @@ ADUMP_HIDDEN void adump_compare_dims_text(const uint64_t *dims, uint32_t dim_cou
 /* Python's '{:.6f}'.format(). */
 ADUMP_HIDDEN void adump_compare_fmt6(char *buf, size_t cap, double v);
 
+/* ---- the chunk kernels (compare_kernels.c), for compare_acc.c and compare_convert.c ---- */
+
+/* float64 machine epsilon: msaccucmp's FLOAT_EPSILON, compared against float32 data. */
+#define EPS64 2.220446049250313e-16
+
+/* The chunk kernel works on LANES independent partial results at a time, so the compiler can
+ * keep them in vector registers without reordering any one sum; NaNs are counted apart and
+ * restored at the end, which keeps the maxima branch-free. */
+#define LANES 8
+
+struct lanes {
+	double sxx[LANES], syy[LANES], sxy[LANES], sdd[LANES], sabs[LANES], srel[LANES];
+	double sx[LANES], sy[LANES];
+	float max_abs[LANES], max_rel[LANES], max_abs_x[LANES];
+	float min_x[LANES], max_x[LANES], min_y[LANES], max_y[LANES];
+	uint32_t nan_d[LANES], nan_r[LANES], nan_x[LANES], nan_y[LANES];
+	uint32_t inf_x[LANES], inf_y[LANES];
+};
+
+/* AVX2 with FMA and F16C, which every AVX2 processor has (false once the tests turn SIMD
+ * off, and off x86-64). */
+ADUMP_HIDDEN bool adump_compare_has_avx2(void);
+/* The lanes of @n elements (a multiple of LANES) of @x and @y added into @l. */
+ADUMP_HIDDEN void adump_compare_lanes_run(struct lanes *l, const float *x, const float *y,
+					  size_t n);
+/* Sum of squared deviations from @mean of @n elements (a multiple of LANES) of @v. */
+ADUMP_HIDDEN double adump_compare_m2_run(const float *v, size_t n, double mean);
+/* KL's second pass over @n elements: the sums of p and q, and of p ln(p/q), added to
+ * out[0..2], where p and q are @x and @y scaled to [0, 1] by @mm (min and max of x, then of
+ * y) and clamped below at float32's epsilon (msaccucmp's _normalized()). */
+ADUMP_HIDDEN void adump_compare_kl_run(const float *x, const float *y, size_t n,
+				       const double mm[4], double out[3]);
+
 /* ---- the engine's state (compare.c; listing and matching in compare_match.c) ---- */
 
 enum { MY = 0, GOLDEN = 1 };
@@ -100,7 +135,7 @@ struct cmp_op {
 	/* While it is compared: the name its rows show (msaccucmp's: the header's op_name when
 	 * my output's dump carries attributes); NULL: name. */
 	const char *shown;
-	const char *module;             /* while it is compared: see module_of() */
+	const char *module;             /* while it is compared: adump_compare_module_of() */
 	uint64_t id;
 	struct cmp_row *rows;
 	uint32_t row_count;
@@ -173,5 +208,81 @@ ADUMP_HIDDEN int adump_compare_ffts_read(struct adump_compare_ffts *m, uint32_t 
 					 uint64_t offset, void *buf, size_t len,
 					 struct adump_reader **failed);
 ADUMP_HIDDEN void adump_compare_ffts_free(struct adump_compare_ffts *m);
+
+/* ---- comparing ops (compare.c runs them on a pool of workers) ---- */
+
+/* A message's bytes: a worker's, and each algorithm's. */
+#define MSG_BYTES 8192
+
+/* Whether a file's dump has statistics: a statistics dump, or an msprobe entry (dump.json
+ * holds each tensor's Max/Min/Mean/Norm whatever the task). */
+static inline bool adump_compare_file_has_stats(const struct cmp_file *f)
+{
+	return f->is_stats || f->ms;
+}
+
+/* One thread of the run: its readers, the op being compared, its chunk buffers. */
+struct cmp_worker {
+	struct adump_compare *c;
+	struct adump_reader *r[2];
+	/* FFTS+ (compare_worker.c's ffts_open()): the subtask dumps of a side, subs[s][0] being
+	 * r[s], and what msaccucmp makes of them; NULL for an ordinary dump. */
+	struct adump_reader **subs[2];
+	uint32_t sub_cap[2], sub_open[2];
+	struct adump_compare_ffts *merged[2];
+	const char *path[2];            /* what messages name as the side's file */
+	const struct adump_reader_header *h[2];         /* of the op being compared */
+	char merged_path[2][PATH_MAX + 8];
+	unsigned char *raw[2];
+	float *val[2];
+	char (*alg_msgs)[MSG_BYTES];     /* per algorithm, then one for the tensor */
+	uint64_t advised[2];            /* payload offset at which to ask for the next window */
+	char msg[MSG_BYTES];
+};
+
+/* compare_worker.c: a worker's readers and buffers for @c's chunks. Return: 0 or -ENOMEM
+ * (then nothing is left to free). */
+ADUMP_HIDDEN int adump_compare_worker_init(struct cmp_worker *w, struct adump_compare *c);
+ADUMP_HIDDEN void adump_compare_worker_fini(struct cmp_worker *w);
+/* Side @s of @op opened for comparing: its dump, or its FFTS+ subtask dumps merged (or the
+ * one of them msaccucmp takes). Return: 0 with w->r[s] (and *h) ready; an msaccucmp error
+ * code with @text set; -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_side_open(struct cmp_worker *w, struct cmp_op *op, int s,
+					 const struct adump_reader_header **h, char *text,
+					 size_t cap);
+/* Close side @s's other FFTS+ subtask dumps and free their merge (w->r[s] stays open). */
+ADUMP_HIDDEN void adump_compare_subs_close(struct cmp_worker *w, int s);
+/* Stream both tensors through the accumulator; KL reads them a second time. On failure @msg
+ * holds the reason and the return is negative. */
+ADUMP_HIDDEN int adump_compare_tensor_stream(struct cmp_worker *w, const uint32_t idx[2],
+					     uint64_t count, const int32_t dtype[2], bool has_kl,
+					     struct adump_compare_acc *acc);
+
+/* compare_op.c: compare @op on @w (both sides opened and closed again): its rows go to
+ * op->rows, msaccucmp's return code to op->code. Return: 0 or -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_op(struct cmp_worker *w, struct cmp_op *op);
+
+/* compare_rows.c: the module an op ran in: its header's `module` attribute (adump.torch at
+ * level="op"), or for a module's own dump (adump.torch names them
+ * "Module.<path>.<Class>.<pass>.<n>") the op itself, by its header's dotted name as the
+ * attribute gives it (@name, the file name's, when there is no header: statistics dumps);
+ * NULL when neither. */
+ADUMP_HIDDEN const char *adump_compare_module_of(const struct adump_reader_header *h,
+						 const char *name);
+/* The empty, NaN-filled row for an op that could not be compared; @op_type may be NULL.
+ * Return: 0 or -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_row_failed(struct adump_compare *c, struct cmp_op *op,
+					  const char *op_type, const char *message);
+/* The row of tensor @i of @kind (first[s] + i in w->h[s]): its metrics and verdict, or in its
+ * last column why it could not be compared. Return: 0 or -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_tensor_row(struct cmp_worker *w, struct cmp_op *op,
+					  const char *op_type, enum adump_tensor_kind kind,
+					  uint32_t i, uint32_t first[2]);
+/* One tensor pair of two statistics dumps: msprobe's summary-mode cells. Return: 0 or
+ * -ENOMEM. */
+ADUMP_HIDDEN int adump_compare_stats_row(struct adump_compare *c, struct cmp_op *op,
+					 const struct adump_compare_stats st[2],
+					 enum adump_tensor_kind kind, uint32_t i,
+					 const uint32_t first[2]);
 
 #endif

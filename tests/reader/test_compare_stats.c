@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* adump compare over statistics dumps (content=stats): msprobe's summary-mode cells from
+ * hand-written statistics, the matching of statistics dumps (against each other and against
+ * tensor dumps), and two content=stats captures of one workload compared. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "adump/compare.h"
+#include "capture_helpers.h"
+#include "compare_helpers.h"
+
+/* ---- statistics dumps (content=stats): msprobe's summary mode ------------------------------ */
+
+#define STATS_HEAD "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max Value,Min Value," \
+		   "Avg Value,l2norm\n"
+
+static void stats_write(const char *side, const char *name, const char *rows)
+{
+	char path[4096], *text;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, side);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/Add.%s.1.2.100.csv", dir, side, name);
+	ck_assert_int_ge(asprintf(&text, STATS_HEAD "%s", rows), 0);
+	ck_assert_int_eq(write_text(path, text), 0);
+	free(text);
+}
+
+/* Python's str() of the relative error of @n against @b, '%' appended: what msprobe writes. */
+static void check_stat_cells(const struct adump_compare *c, int row, const char *stat,
+			     double n, double b)
+{
+	char col[64];
+	const char *d, *r;
+	double want = n - b, got;
+
+	snprintf(col, sizeof(col), "%s diff", stat);
+	d = cell(c, row, col);
+	snprintf(col, sizeof(col), "%sRelativeErr", !strcmp(stat, "L2norm") ? "Norm" : stat);
+	r = cell(c, row, col);
+	got = strtod(d, NULL);
+	ck_assert_msg(got == want, "%s diff %s, want %.17g", stat, d, want);
+	got = strtod(r, NULL);
+	ck_assert_msg(r[strlen(r) - 1] == '%', "%s rel %s", stat, r);
+	ck_assert_msg(got == fabs(want / b * 100.0), "%s rel %s, want %.17g", stat, r,
+		      fabs(want / b * 100.0));
+}
+START_TEST(test_stats_values)
+{
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	struct adump_compare *c;
+	char *text = NULL, ***rows;
+	size_t len = 0, nrows = 0, ncols = 0;
+	FILE *f;
+	int r;
+
+	dir = t_tmpdir("compare");
+	/* Input 0: plain numbers; input 1: NaN and infinities; output 0: NA and a NaN l2norm;
+	 * output 1: values whose differences are not round. */
+	stats_write("my", "a", "Input,0,24,DT_FLOAT,ND,2x3,6,3,-1,0.5,4\n"
+		    "Input,1,24,DT_FLOAT,ND,2x3,6,nan,-inf,inf,5\n"
+		    "Output,0,24,DT_FLOAT,ND,2x3,6,1.5,0,NA,2\n"
+		    "Output,1,24,DT_FLOAT,ND,2x3,6,0.1234567,-7.25,1e-05,123456.789\n");
+	stats_write("golden", "a", "Input,0,24,DT_FLOAT,ND,2x3,6,2,-1,0.25,0\n"
+		    "Input,1,24,DT_FLOAT,ND,2x3,6,1,-inf,1,5\n"
+		    "Output,0,24,DT_FLOAT,ND,2x3,6,1.5,2,0.5,nan\n"
+		    "Output,1,24,DT_FLOAT,ND,2x3,6,0.1,-7,3e-05,123456.7\n");
+	cfg.has_msprobe = true;         /* ignored: statistics mode has its own columns */
+	c = run_compare(&cfg);
+	ck_assert_uint_eq(adump_compare_row_count(c), 4);
+	ck_assert_str_eq(adump_compare_column(c, 10), "Max diff");
+	ck_assert_str_eq(adump_compare_column(c, adump_compare_column_count(c) - 2), "Result");
+	ck_assert_str_eq(adump_compare_column(c, adump_compare_column_count(c) - 1),
+			 "CompareFailReason");
+	ck_assert_uint_eq(adump_compare_column_count(c), 10 + 17 + 1);
+
+	r = find_row(c, "a:input:0");
+	ck_assert_str_eq(cell(c, r, "Max diff"), "1.0");
+	ck_assert_str_eq(cell(c, r, "MaxRelativeErr"), "50.0%");
+	ck_assert_str_eq(cell(c, r, "Min diff"), "0");
+	ck_assert_str_eq(cell(c, r, "MinRelativeErr"), "0%");
+	ck_assert_str_eq(cell(c, r, "Mean diff"), "0.25");
+	ck_assert_str_eq(cell(c, r, "MeanRelativeErr"), "100.0%");
+	ck_assert_str_eq(cell(c, r, "L2norm diff"), "4.0");
+	ck_assert_str_eq(cell(c, r, "NormRelativeErr"), "inf");          /* Bench 0 */
+	ck_assert_str_eq(cell(c, r, "NPU max"), "3");
+	ck_assert_str_eq(cell(c, r, "Bench l2norm"), "0");
+	ck_assert_str_eq(cell(c, r, "Result"), "Warning");               /* |4| / 4 > 0.5 */
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"), "Need double check api accuracy.");
+	ck_assert_str_eq(cell(c, r, "DataType"), "float32");
+	ck_assert_str_eq(cell(c, r, "Shape"), "[2,3]");
+	ck_assert(adump_compare_row(c, (uint64_t)r)->is_compared);
+
+	r = find_row(c, "a:input:1");
+	ck_assert_str_eq(cell(c, r, "Max diff"), "Nan");
+	ck_assert_str_eq(cell(c, r, "MaxRelativeErr"), "Nan");
+	ck_assert_str_eq(cell(c, r, "Min diff"), "0");                   /* -inf both */
+	ck_assert_str_eq(cell(c, r, "Mean diff"), "inf");
+	ck_assert_str_eq(cell(c, r, "MeanRelativeErr"), "inf");
+	ck_assert_str_eq(cell(c, r, "L2norm diff"), "0");
+	ck_assert_str_eq(cell(c, r, "NPU max"), "nan");
+	ck_assert_str_eq(cell(c, r, "NPU mean"), "inf");
+	/* msprobe leaves Result empty here (inf/inf is no number); a NaN max where the bench's
+	 * is 1 is a divergence (issue 22), and the reason says which statistic. */
+	ck_assert_str_eq(cell(c, r, "Result"), "Warning");
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"),
+			 "Need double check api accuracy.,max differs: nan vs 1");
+	ck_assert_int_eq(adump_compare_row(c, (uint64_t)r)->verdict, ADUMP_COMPARE_ERROR);
+
+	r = find_row(c, "a:output:0");
+	ck_assert_str_eq(cell(c, r, "Min diff"), "-2.0");
+	ck_assert_str_eq(cell(c, r, "MinRelativeErr"), "100.0%");
+	ck_assert_str_eq(cell(c, r, "Mean diff"), "N/A");
+	ck_assert_str_eq(cell(c, r, "MeanRelativeErr"), "N/A");
+	ck_assert_str_eq(cell(c, r, "NPU mean"), "N/A");
+	ck_assert_str_eq(cell(c, r, "Bench mean"), "0.5");
+	ck_assert_str_eq(cell(c, r, "L2norm diff"), "Nan");
+	ck_assert_str_eq(cell(c, r, "Result"), "Warning");
+
+	r = find_row(c, "a:output:1");
+	check_stat_cells(c, r, "Max", 0.1234567, 0.1);
+	check_stat_cells(c, r, "Min", -7.25, -7);
+	check_stat_cells(c, r, "Mean", 1e-05, 3e-05);
+	check_stat_cells(c, r, "L2norm", 123456.789, 123456.7);
+	/* Python's str() of the same numbers (python3 -c 'print(0.1234567 - 0.1)' ...). */
+	ck_assert_str_eq(cell(c, r, "Max diff"), "0.023456699999999997");
+	ck_assert_str_eq(cell(c, r, "Mean diff"), "-1.9999999999999998e-05");
+	ck_assert_str_eq(cell(c, r, "MeanRelativeErr"), "66.66666666666666%");
+	ck_assert_str_eq(cell(c, r, "L2norm diff"), "0.08900000000721775");
+	ck_assert_str_eq(cell(c, r, "Result"), "Warning");              /* mean: 2e-5 / 3e-5 */
+
+	adump_compare_summary_get(c, &s);
+	ck_assert_uint_eq(s.matched_count, 1);
+	ck_assert_uint_eq(s.tensor_count, 4);
+	/* input:1's NaN max against a finite one: the NaN/Inf status, and the first
+	 * divergent row in execution order is input:0 (its mean differs: a warning). */
+	ck_assert_int_eq(s.exit_code, ADUMP_COMPARE_EXIT_NONFINITE);
+	ck_assert_int_eq(s.first_nonfinite_row, find_row(c, "a:input:1"));
+	ck_assert_int_eq(s.first_divergent_row, find_row(c, "a:input:0"));
+	ck_assert_uint_eq(s.nonfinite_count, 1);
+
+	/* The result CSV read back: the same cells. */
+	f = open_memstream(&text, &len);
+	ck_assert_int_eq(adump_compare_write_csv(c, f), 0);
+	fclose(f);
+	rows = csv_parse(text, &nrows, &ncols);
+	ck_assert_uint_eq(nrows, 5);
+	ck_assert_uint_eq(ncols, adump_compare_column_count(c));
+	for (size_t i = 0; i < ncols; i++)
+		ck_assert_str_eq(rows[0][i], adump_compare_column(c, (uint32_t)i));
+	for (size_t k = 1; k < nrows; k++)
+		for (size_t i = 0; i < ncols; i++)
+			ck_assert_str_eq(rows[k][i], adump_compare_row(c, k - 1)->cells[i]);
+	for (size_t k = 0; k < nrows; k++) {
+		for (size_t i = 0; i < ncols; i++)
+			free(rows[k][i]);
+		free(rows[k]);
+	}
+	free(rows);
+	free(text);
+	adump_compare_close(c);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_stats_matching)
+{
+	uint64_t rng = t_seed() + 7, dims[1] = { 16 };
+	float *a = randf(16, &rng, 2);
+	const float *in[1] = { a };
+	struct adump_compare *c;
+	struct adump_compare_summary s;
+	char path[4096];
+	int r;
+
+	dir = t_tmpdir("compare");
+	stats_write("my", "ok", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+	stats_write("golden", "ok", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+	/* Only on my side. */
+	stats_write("my", "lone", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+	/* Input counts differ, outputs agree: the outputs are still compared. */
+	stats_write("my", "cnt", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n"
+		    "Input,1,4,DT_FLOAT,ND,1,1,1,1,1,1\nOutput,0,4,DT_FLOAT,ND,1,1,2,2,2,2\n");
+	stats_write("golden", "cnt", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n"
+		    "Output,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+	/* Both counts differ: one row with both messages. */
+	stats_write("my", "both", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n"
+		    "Input,1,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+	stats_write("golden", "both", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n"
+		    "Output,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+	/* Statistics on one side, tensors on the other. */
+	dump_write("my", "mixed", 100, 1, in, dims, 0, NULL, dims, 1);
+	stats_write("golden", "mixed", "Input,0,64,DT_FLOAT,ND,16,16,1,1,1,1\n");
+	/* Not a statistics file. */
+	snprintf(path, sizeof(path), "%s/my/Add.bad.1.2.100.csv", dir);
+	ck_assert_int_eq(write_text(path, "hello,world\n1,2\n"), 0);
+	stats_write("golden", "bad", "Input,0,4,DT_FLOAT,ND,1,1,1,1,1,1\n");
+
+	c = run_compare(NULL);
+	ck_assert_str_eq(adump_compare_column(c, 10), "Max diff");
+	r = find_row(c, "ok:input:0");
+	ck_assert_str_eq(cell(c, r, "Max diff"), "0");
+	ck_assert_str_eq(cell(c, r, "CompareFailReason"), "");
+	ck_assert_int_lt(find_row(c, "cnt:input:0"), 0);
+	r = find_row(c, "cnt:output:0");
+	ck_assert_str_eq(cell(c, r, "Max diff"), "1.0");
+	ck_assert_str_eq(cell(c, r, "MaxRelativeErr"), "100.0%");
+	for (uint64_t i = 0; i < adump_compare_row_count(c); i++) {
+		const struct adump_compare_row *row = adump_compare_row(c, i);
+		const char *why = row->cells[adump_compare_column_count(c) - 1];
+
+		if (!strcmp(row->op_name, "lone"))
+			ck_assert_str_eq(why, "[lone] There is no the ground truth dump file for the "
+					 "op \"lone\".");
+		else if (!strcmp(row->op_name, "both"))
+			ck_assert_str_eq(why, "[both] The number of input does not match (2 vs 1).,"
+					 "[both] The number of output does not match (0 vs 1).");
+		else if (!strcmp(row->op_name, "mixed"))
+			ck_assert_str_eq(why, "[mixed] The ground truth is a statistics dump and my "
+					 "output a tensor dump: they cannot be compared.");
+		else if (!strcmp(row->op_name, "bad"))
+			ck_assert_msg(strstr(why, "no \"Input/Output\" column"), "%s", why);
+		else
+			continue;
+		ck_assert(!row->is_compared);
+		ck_assert_str_eq(row->cells[10], "NaN");
+	}
+	adump_compare_summary_get(c, &s);
+	ck_assert_uint_eq(s.op_count, 6);
+	ck_assert_uint_eq(s.my_only_count, 1);
+	ck_assert_uint_eq(s.tensor_count, 2);
+	ck_assert_uint_eq(s.failed_count, 4);
+	adump_compare_close(c);
+
+	/* With tensor dumps on both sides for one op, the comparison is of tensors: the
+	 * statistics ops get a message, the tensor op is compared. */
+	dump_write("golden", "tens", 100, 1, in, dims, 0, NULL, dims, 1);
+	dump_write("my", "tens", 100, 1, in, dims, 0, NULL, dims, 1);
+	c = run_compare(NULL);
+	ck_assert_str_eq(adump_compare_column(c, 10), "CosineSimilarity");
+	r = find_row(c, "tens:input:0");
+	ck_assert_str_eq(cell(c, r, "CosineSimilarity"), "1.000000");
+	for (uint64_t i = 0; i < adump_compare_row_count(c); i++) {
+		const struct adump_compare_row *row = adump_compare_row(c, i);
+
+		if (!strcmp(row->op_name, "ok"))
+			ck_assert_str_eq(row->cells[adump_compare_column_count(c) - 1],
+					 "[ok] Both sides are statistics dumps, but other ops are "
+					 "tensor dumps: compare statistics dumps on their own.");
+	}
+	adump_compare_close(c);
+	free(a);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* A content=stats capture of the capture helpers' Add workload into <dir>/<side>. */
+static void stats_capture(const char *side, uint64_t seed)
+{
+	struct t_workload wl = { .stream_count = 1, .op_count = 5, .min_bytes = 64,
+				 .max_bytes = 16384, .chunk_bytes = 4000, .seed = seed };
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	char root[4096];
+
+	snprintf(root, sizeof(root), "%s/%s", dir, side);
+	cfg.dump_path = root;
+	cfg.time_dir = "20260104000000";
+	cfg.content = ADUMP_CONTENT_STATS;
+	cfg.stats_mask = ADUMP_STAT_ALL;
+	cfg.chunk_bytes = wl.chunk_bytes;
+	cfg.stream_max = 1;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(t_workload_run(s, &wl), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	t_workload_free(&wl);
+}
+
+START_TEST(test_stats_capture)
+{
+	struct adump_compare_config cfg = ADUMP_COMPARE_CONFIG_INIT;
+	struct adump_compare_summary s;
+	struct adump_compare *c;
+	uint64_t seed = t_seed();
+
+	dir = t_tmpdir("compare");
+	stats_capture("my", seed);
+	stats_capture("golden", seed);
+	cfg.is_recursive = true;
+	c = run_compare(&cfg);
+	adump_compare_summary_get(c, &s);
+	ck_assert_uint_eq(s.matched_count, 5);
+	ck_assert_uint_eq(s.failed_count, 0);
+	ck_assert_uint_eq(s.tensor_count, 5 * 3);       /* self, other, out */
+	ck_assert_int_eq(s.exit_code, 0);
+	for (uint64_t i = 0; i < adump_compare_row_count(c); i++) {
+		static const char *const stat[] = { "max", "min", "mean", "l2norm" };
+		static const char *const diff[] = { "Max diff", "Min diff", "Mean diff", "L2norm diff" };
+		int r = (int)i;
+
+		for (int k = 0; k < 4; k++) {
+			char npu[32], bench[32];
+
+			snprintf(npu, sizeof(npu), "NPU %s", stat[k]);
+			snprintf(bench, sizeof(bench), "Bench %s", stat[k]);
+			ck_assert_str_ne(cell(c, r, npu), "N/A");
+			ck_assert_str_eq(cell(c, r, npu), cell(c, r, bench));
+			ck_assert_str_eq(cell(c, r, diff[k]), "0");
+		}
+		ck_assert_str_eq(cell(c, r, "Result"), "");
+		ck_assert_str_eq(cell(c, r, "CompareFailReason"), "");
+	}
+	adump_compare_close(c);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+int main(void)
+{
+	Suite *s = suite_create("compare_stats");
+	TCase *td = tcase_create("dirs");
+
+	tcase_set_timeout(td, 60);
+	tcase_add_test(td, test_stats_values);
+	tcase_add_test(td, test_stats_matching);
+	tcase_add_test(td, test_stats_capture);
+	suite_add_tcase(s, td);
+	return t_run_suite(s);
+}
