@@ -27,6 +27,7 @@ struct adump_journal {
 	uint32_t per_stream;                    /* slots per stream slot */
 	unsigned stream_count;
 	struct adump_journal_slot *slots;
+	_Atomic uint32_t used[ADUMP_STREAM_MAX_LIMIT];  /* per stream slot: by its ports */
 };
 
 static const char *output_suffix(const struct adump_session *s)
@@ -120,12 +121,14 @@ err:
 }
 
 struct adump_journal_slot *adump_journal_slots(struct adump_journal *j, unsigned index,
-					       uint32_t *count)
+					       uint32_t *count, _Atomic uint32_t **used)
 {
 	*count = 0;
+	*used = NULL;
 	if (!j || index >= j->stream_count)
 		return NULL;
 	*count = j->per_stream;
+	*used = &j->used[index];
 	return j->slots + (size_t)index * j->per_stream;
 }
 
@@ -135,9 +138,15 @@ void adump_journal_destroy(struct adump_journal *j)
 
 	if (!j)
 		return;
-	for (uint64_t i = 0; i < (uint64_t)j->per_stream * j->stream_count; i++)
-		pending += atomic_load_explicit(&j->slots[i].state, memory_order_acquire) ==
-			   ADUMP_JOURNAL_PENDING;
+	/* Only the slots ports used: the rest were never touched, nor paged in. */
+	for (unsigned k = 0; k < j->stream_count; k++) {
+		const struct adump_journal_slot *region = j->slots + (size_t)k * j->per_stream;
+		uint32_t used = atomic_load_explicit(&j->used[k], memory_order_relaxed);
+
+		for (uint32_t i = 0; i < used; i++)
+			pending += atomic_load_explicit(&region[i].state, memory_order_acquire) ==
+				   ADUMP_JOURNAL_PENDING;
+	}
 	munmap(j->map, j->map_bytes);
 	if (pending)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "%s kept: %llu dump(s) handed over, not written",

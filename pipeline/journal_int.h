@@ -20,9 +20,10 @@ struct adump_journal_slot;
  */
 int adump_journal_create(struct adump_session *s, struct adump_journal **out);
 /* The slots of stream slot @index (ADUMP_STREAM_MAX_LIMIT of them at most), or NULL
- * without a journal; *@count receives how many. */
+ * without a journal; *@count receives how many, *@used where its ports keep how many of
+ * them they used (struct adump_port_cfg). */
 struct adump_journal_slot *adump_journal_slots(struct adump_journal *j, unsigned index,
-					       uint32_t *count);
+					       uint32_t *count, _Atomic uint32_t **used);
 /* The session ends, every worker stopped: the journal is removed when no slot is pending
  * (every dump handed over was finished), and kept otherwise, for verify to report. NULL ok. */
 void adump_journal_destroy(struct adump_journal *j);

@@ -418,7 +418,8 @@ int adump_session_attach_producer(struct adump_session *s, void *producer, uint3
 		goto out;
 	}
 	pcfg = (struct adump_port_cfg){ .on_full = s->cfg.on_full };
-	pcfg.journal = adump_journal_slots(s->journal, slot, &pcfg.journal_count);
+	pcfg.journal = adump_journal_slots(s->journal, slot, &pcfg.journal_count,
+					   &pcfg.journal_used);
 	pcfg.chan = (struct adump_chan_cfg){
 		.stream_id = stream_id,
 		.buffer_count = s->buffers_per_stream,
