@@ -300,6 +300,8 @@ struct adump_op_hooks {
 /* The metadata of one dump file, created by the producer when a dumped op has run and owned
  * by the consumer from its first record on; freed with adump_op_rec_destroy() once the file
  * is complete. `op` points into the record's own storage. */
+struct adump_journal_slot;
+
 struct adump_op_rec {
 	struct adump_op op;
 	uint64_t payload_bytes;                 /* Σ tensors[i].bytes */
@@ -328,6 +330,9 @@ struct adump_op_rec {
 	/* Set by the consumer before destroying the record: 0 once the file is published,
 	 * otherwise why it was not (-ADUMP_ERR_WRITE until the consumer says otherwise). */
 	int status;
+	/* The hand-over journal's slot for this dump (common/journal.h), or NULL: marked done
+	 * by adump_op_rec_destroy(), once the consumer has finished the file. */
+	struct adump_journal_slot *journal_slot;
 };
 
 /**

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "common/journal.h"
 
 static size_t str_size(const char *s)
 {
@@ -65,6 +66,7 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->dir = NULL;
 	rec->tstats = NULL;
 	rec->status = -ADUMP_ERR_WRITE;
+	rec->journal_slot = NULL;
 	pos = (char *)rec + head;
 	if (hook_bytes) {
 		rec->hook_data = pos;
@@ -108,6 +110,10 @@ void adump_op_rec_destroy(struct adump_op_rec *rec)
 {
 	if (!rec)
 		return;
+	/* The consumer destroys the record once the file is finished: published, or failed
+	 * with its loss lines written. From here the journal need not speak for it. */
+	if (rec->journal_slot)
+		adump_journal_slot_done(rec->journal_slot);
 	if (rec->hooks && rec->hooks->release)
 		rec->hooks->release(rec);
 	free(rec->header);

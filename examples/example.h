@@ -107,7 +107,9 @@ static int ex_count_one(const char *path, const struct stat *st, int flag, struc
 	size_t n = strlen(path), k = strlen(ex_count_suffix);
 
 	(void)st;
-	(void)ftw;
+	/* adump's hand-over journal lives only while a capture runs: not a dump file. */
+	if (!strncmp(path + ftw->base, "adump-journal-", 14))
+		return 0;
 	if (flag == FTW_F && n >= k && !strcmp(path + n - k, ex_count_suffix))
 		ex_counted++;
 	return 0;

@@ -19,6 +19,7 @@ struct adump_output_ops;
 struct file_state;
 struct adump_loss;
 struct adump_guard;
+struct adump_journal;
 
 /* One write in flight: a record's chunk (one per staging buffer, indexed like the pool), a
  * file's header (embedded in the file's state, rec == NULL), or an output module's own write
@@ -106,6 +107,7 @@ struct adump_session {
 	_Atomic uint64_t detached_wait_ns;
 	struct adump_loss *loss;                /* loss.c: counters by cause, the loss log */
 	struct adump_guard *guard;              /* guard.c; NULL: no disk guard */
+	struct adump_journal *journal;          /* journal.c; NULL: none for this output */
 };
 
 int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned index);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "pipeline/journal_int.h"
 #include "pipeline/producer.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/worker_int.h"
@@ -306,6 +307,8 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		ret = adump_loss_create(cfg->sink == ADUMP_SINK_FILE ? s->dir : NULL, &s->loss);
 	if (ret == 0)
 		ret = adump_guard_create(&s->cfg, s->dir, &s->guard);
+	if (ret == 0)
+		ret = adump_journal_create(s, &s->journal);
 	if (ret < 0)
 		goto err;
 	*out = s;
@@ -313,6 +316,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 err:
 	if (s->out_session && s->out->session_fini)
 		s->out->session_fini(s);
+	adump_journal_destroy(s->journal);
 	adump_guard_destroy(s->guard);
 	adump_loss_destroy(s->loss);
 	free(s->pool_iov);
@@ -414,6 +418,8 @@ int adump_session_attach_producer(struct adump_session *s, void *producer, uint3
 		goto out;
 	}
 	pcfg = (struct adump_port_cfg){ .on_full = s->cfg.on_full };
+	pcfg.journal = adump_journal_slots(s->journal, slot, &pcfg.journal_count,
+					   &pcfg.journal_used);
 	pcfg.chan = (struct adump_chan_cfg){
 		.stream_id = stream_id,
 		.buffer_count = s->buffers_per_stream,
@@ -547,6 +553,8 @@ int adump_session_destroy(struct adump_session *s)
 	if (s->out->session_fini)
 		s->out->session_fini(s);
 	ret = adump_session_error(s);
+	/* Every file is finished: the journal goes (unless something is still pending). */
+	adump_journal_destroy(s->journal);
 	adump_guard_destroy(s->guard);
 	adump_loss_destroy(s->loss);
 	munmap(s->pool, s->pool_bytes);

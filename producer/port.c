@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "common/journal.h"
 #include "producer/producer.h"
 
 /* Pauses before a producer that found no free buffer sleeps: ~5 µs. Short on purpose: with
@@ -26,6 +27,9 @@ struct adump_port {
 	struct adump_doorbell *_Atomic doorbell;
 	/* The producer's op records, given back by the worker as it finishes each file. */
 	struct adump_freelist op_recs;
+	struct adump_journal_slot *journal;     /* borrowed (struct adump_port_cfg), or NULL */
+	uint32_t journal_count;
+	_Atomic uint32_t *journal_used;         /* borrowed; the port's copy: journal_window */
 
 	/* Producer only. */
 	alignas(64) uint32_t sample_rng;        /* picks the enqueue samples */
@@ -33,6 +37,8 @@ struct adump_port {
 	uint64_t reserve_ns;                    /* its reserve's duration */
 	bool is_doorbell_deferred;              /* see adump_port_defer_sp() */
 	uint32_t doorbell_owed;                 /* commits not rung for yet */
+	uint32_t journal_next;                  /* where the search for a free slot starts */
+	uint32_t journal_window;                /* slots in use: the search wraps there */
 
 	/* Written by the producer, read by any thread (relaxed). */
 	_Atomic uint64_t drops;
@@ -64,6 +70,12 @@ int adump_port_create(const struct adump_port_cfg *cfg, struct adump_port **out)
 	}
 	adump_freelist_init(&p->op_recs, OP_REC_POOLED_BYTES);
 	p->on_full = cfg->on_full;
+	p->journal = cfg->journal_count ? cfg->journal : NULL;
+	p->journal_count = cfg->journal_count;
+	p->journal_used = cfg->journal_used;
+	/* An earlier port of the same stream slot used these; none of them is pending. */
+	p->journal_window = p->journal ? atomic_load_explicit(p->journal_used, memory_order_relaxed)
+				       : 0;
 	p->stream_id = cfg->chan.stream_id;
 	p->sample_rng = 0x9e3779b9u ^ (cfg->chan.stream_id << 1);       /* odd: never zero */
 	*out = p;
@@ -82,6 +94,56 @@ void adump_port_destroy(struct adump_port *p)
 struct adump_chan *adump_port_chan(struct adump_port *p)
 {
 	return p->chan;
+}
+
+static void journal_fill(struct adump_op_rec *op_rec, struct adump_journal_slot *js)
+{
+	const struct adump_op *op = &op_rec->op;
+
+	adump_journal_slot_fill(js, op->device_id, op->task_id, op->stream_id, op->timestamp_us,
+				op_rec->payload_bytes, op->op_type, op->op_name);
+	op_rec->journal_slot = js;
+}
+
+void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec)
+{
+	/* A producer's own directory is not the one the journal lies in. */
+	if (!p->journal || op_rec->dir)
+		return;
+	/* The slots used so far are a ring in hand-over order, and files finish about in that
+	 * order: the slot at the cursor (the oldest) is nearly always free. While it is not,
+	 * the ring grows by one instead of searching, so a hand-over costs one look whatever
+	 * the worker's backlog, and the slots used stay few (on pages resident and dirty: a
+	 * store into one is no page fault). */
+	if (p->journal_window) {
+		struct adump_journal_slot *js = &p->journal[p->journal_next];
+
+		/* Pairs with the release in adump_journal_slot_done(). */
+		if (atomic_load_explicit(&js->state, memory_order_acquire) != ADUMP_JOURNAL_PENDING) {
+			if (++p->journal_next == p->journal_window)
+				p->journal_next = 0;
+			journal_fill(op_rec, js);
+			return;
+		}
+	}
+	if (p->journal_window < p->journal_count) {
+		journal_fill(op_rec, &p->journal[p->journal_window++]);
+		atomic_store_explicit(p->journal_used, p->journal_window, memory_order_relaxed);
+		return;
+	}
+	/* Every slot in use: one is free all the same (struct adump_port_cfg), out of order. */
+	for (uint32_t n = 0; n < p->journal_count; n++) {
+		struct adump_journal_slot *js = &p->journal[p->journal_next];
+
+		if (++p->journal_next == p->journal_count)
+			p->journal_next = 0;
+		if (atomic_load_explicit(&js->state, memory_order_acquire) != ADUMP_JOURNAL_PENDING) {
+			journal_fill(op_rec, js);
+			return;
+		}
+	}
+	/* More slots than dumps that can be unfinished (struct adump_port_cfg): a bug. */
+	adump_log_once(ADUMP_LOG_ERROR, "producer", "hand-over journal full: a dump unrecorded");
 }
 
 void adump_port_set_doorbell(struct adump_port *p, struct adump_doorbell *db)

@@ -95,6 +95,8 @@ uint64_t adump_port_post_sp(struct adump_port *port, struct adump_op_rec *op_rec
 		skew = (uint64_t)op_rec->header_len % align;
 	first_bytes = chunk_bytes - skew;
 	is_ref_cut = is_ref && !align;
+	/* Before the first commit: once the worker has a record, it may finish the file. */
+	adump_port_journal_sp(port, op_rec);
 	cursor_settle(&cursor);
 	do {
 		uint64_t len = next_len(&cursor, offset, total, offset ? chunk_bytes : first_bytes,

@@ -17,9 +17,20 @@
 
 struct adump_port;
 
+struct adump_journal_slot;
+
 struct adump_port_cfg {
 	struct adump_chan_cfg chan;             /* the channel the port creates and owns */
 	enum adump_on_full on_full;
+	/* The port's own hand-over journal slots (common/journal.h), borrowed until the port
+	 * is destroyed; NULL: no journal. More than the channel's buffers, so that one is
+	 * always free at a hand-over (each dump not finished holds a record, but the one
+	 * being posted). @journal_used: how many of them have been used so far (a hand-over
+	 * extends it only when every slot used is pending), kept by the port for whoever
+	 * reads the journal at the end; borrowed likewise. */
+	struct adump_journal_slot *journal;
+	uint32_t journal_count;
+	_Atomic uint32_t *journal_used;
 };
 
 /**
@@ -49,6 +60,14 @@ struct adump_rec *adump_port_reserve_sp(struct adump_port *p, bool must_wait);
 
 /* Publish a reserved record to the worker and ring its doorbell. Producer thread only. */
 void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec);
+
+/**
+ * adump_port_journal_sp() - record @op_rec in the port's hand-over journal (a free slot
+ * filled, op_rec->journal_slot set), before any of its records is committed. Nothing
+ * without a journal, or for a dump going to a producer's own directory. Producer thread
+ * only; no system call. adump_port_post_sp() calls it.
+ */
+void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec);
 
 /* Most commits a deferring producer makes before it rings anyway. */
 #define ADUMP_DOORBELL_BATCH 128u

@@ -18,7 +18,8 @@ uint64_t t_seed(void);
 uint64_t t_rand(uint64_t *state);
 /* Whole file into a malloc'd buffer; *len set. NULL on error. */
 void *t_read_file(const char *path, size_t *len);
-/* Number of regular files below @dir (recursive) whose names end in @suffix ("" = all). */
+/* Number of regular files below @dir (recursive) whose names end in @suffix ("" = all),
+ * a live session's hand-over journal (adump-journal-*) left out. */
 size_t t_count_files(const char *dir, const char *suffix);
 /* Runs "<tool> <printf args>" with stdout and stderr in @out_dir/stdout and @out_dir/stderr.
  * Return: the exit status (128 if it did not exit normally). */

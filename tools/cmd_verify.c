@@ -16,6 +16,7 @@
 
 #include "adump/export.h"
 #include "adump/reader.h"
+#include "common/journal.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 #include "tools/verify_int.h"
@@ -45,6 +46,11 @@ static void usage(FILE *f)
 		"what a capture cut short leaves too: a warning.\n"
 		"A capture's loss log (" ADUMP_LOSS_LOG_NAME ": one line per tensor lost, with its\n"
 		"cause) is listed line by line as LOST; any loss is a problem.\n"
+		"A capture's hand-over journal (" ADUMP_JOURNAL_PREFIX "<pid>-<n>, kept while a\n"
+		"session runs, removed when it ends cleanly) names the dumps handed over and not\n"
+		"yet finished: each whose file is not there is listed as MISSING (the process is\n"
+		"gone: handed over but never written) or BUSY (the process still runs: capture in\n"
+		"progress); both are problems. --clean leaves the journal: it records data lost.\n"
 		"Prints one line per problem and a summary; exits 1 on any problem, 2 on bad usage.\n\n"
 		"  --clean   remove the leftovers of a capture cut short (a crash, a kill): .part\n"
 		"            files, an index's cut-short last line, unindexed segment tails. Each is\n"
@@ -72,6 +78,8 @@ enum verdict {
 	VERDICT_SEGMENT_TAIL,
 	VERDICT_REMOVED,
 	VERDICT_LOST,
+	VERDICT_MISSING,
+	VERDICT_IN_PROGRESS,
 	VERDICT_COUNT
 };
 
@@ -191,7 +199,7 @@ static enum verdict verify_entry(struct adump_reader *r, struct adump_reader_pac
 
 static const char *const verdict_names[VERDICT_COUNT] = {
 	"ok", "bad", "part", "failed", "skipped", "index_leftover", "segment_leftover", "removed",
-	"lost",
+	"lost", "missing", "in_progress",
 };
 
 /* One problem (or warning), as a JSON entry or a line of text. */
@@ -200,7 +208,7 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 {
 	static const char *const labels[VERDICT_COUNT] = { "OK",   "BAD",  "PART",   "FAILED",
 							   "SKIP", "WARN", "WARN",   "REMOVED",
-							   "LOST" };
+							   "LOST", "MISSING", "BUSY" };
 
 	if (is_json) {
 		json_object *p = json_object_new_object();
@@ -226,6 +234,26 @@ static void ms_problem(void *arg, const char *file, const char *message)
 	struct ms_report *m = arg;
 
 	report(m->is_json, m->problems, m->progress, VERDICT_BAD, file, message);
+}
+
+/* A hand-over journal's findings, as problems of the journal file. */
+struct journal_report {
+	bool is_json;
+	json_object *problems;
+	struct tool_progress *progress;
+	const char *path;
+	uint64_t *counts;
+};
+
+static void journal_problem(void *arg, enum verify_journal_kind kind, const char *msg)
+{
+	struct journal_report *j = arg;
+	enum verdict v = kind == VERIFY_JOURNAL_MISSING	    ? VERDICT_MISSING :
+			 kind == VERIFY_JOURNAL_IN_PROGRESS ? VERDICT_IN_PROGRESS :
+							      VERDICT_BAD;
+
+	j->counts[v]++;
+	report(j->is_json, j->problems, j->progress, v, j->path, msg);
 }
 
 /* A capture's loss log: each line reported as a loss (or as a bad line). Return: false if
@@ -495,6 +523,12 @@ int cmd_verify(int argc, char **argv)
 			tool_progress_step(&progress);
 			continue;
 		}
+		struct journal_report jr = { is_json, problems, &progress, files.paths[i], counts };
+
+		if (verify_journal_list(files.paths[i], journal_problem, &jr) >= 0) {
+			tool_progress_step(&progress);
+			continue;
+		}
 		if (list_losses(files.paths[i], is_json, problems, &progress, counts)) {
 			tool_progress_step(&progress);
 			continue;
@@ -591,7 +625,8 @@ int cmd_verify(int argc, char **argv)
 	tool_progress_end(&progress);
 
 	uint64_t problem_count = counts[VERDICT_BAD] + counts[VERDICT_PART] +
-				 counts[VERDICT_FAILED] + counts[VERDICT_LOST];
+				 counts[VERDICT_FAILED] + counts[VERDICT_LOST] +
+				 counts[VERDICT_MISSING] + counts[VERDICT_IN_PROGRESS];
 	bool is_empty = counts[VERDICT_OK] + problem_count == 0;
 
 	if (is_json) {
@@ -629,6 +664,12 @@ int cmd_verify(int argc, char **argv)
 		if (counts[VERDICT_LOST])
 			printf(", %llu tensor(s) lost (" ADUMP_LOSS_LOG_NAME ")",
 			       (unsigned long long)counts[VERDICT_LOST]);
+		if (counts[VERDICT_MISSING])
+			printf(", %llu dump(s) handed over but never written",
+			       (unsigned long long)counts[VERDICT_MISSING]);
+		if (counts[VERDICT_IN_PROGRESS])
+			printf(", %llu dump(s) not yet written (capture in progress)",
+			       (unsigned long long)counts[VERDICT_IN_PROGRESS]);
 		printf("%s\n", is_empty ? " (no dump files found)" : problem_count ? "" : ": passed");
 	}
 	rc = problem_count || is_empty ? 1 : 0;

@@ -29,4 +29,20 @@ void verify_files_dedup(struct tool_files *files);
  */
 long verify_packed_dirs_check(const struct tool_files *files, char *msg, size_t cap);
 
+enum verify_journal_kind {
+	VERIFY_JOURNAL_MISSING,                 /* handed over, never written, process gone */
+	VERIFY_JOURNAL_IN_PROGRESS,             /* the same, its process still running */
+	VERIFY_JOURNAL_BAD,                     /* the journal (or an entry) unreadable */
+};
+
+/* One finding of verify_journal_list(): @msg is one line naming the file. */
+typedef void (*verify_journal_fn)(void *arg, enum verify_journal_kind kind, const char *msg);
+
+/**
+ * verify_journal_list() - if @path is a hand-over journal (common/journal.h; by its name),
+ * report each dump it holds as handed over whose file is not on disk, and any damage.
+ * Return: -1 if @path is no journal (nothing done), else the number of findings reported.
+ */
+int verify_journal_list(const char *path, verify_journal_fn fn, void *arg);
+
 #endif

@@ -75,7 +75,9 @@ static int look(const char *path, const struct stat *st, int flag, struct FTW *f
 
 	(void)st;
 	(void)ftw;
-	if (flag != FTW_F || strstr(path, "/packed/") || strstr(path, ADUMP_LOSS_LOG_NAME))
+	/* The loss log, and the hand-over journal of a session still open. */
+	if (flag != FTW_F || strstr(path, "/packed/") || strstr(path, ADUMP_LOSS_LOG_NAME) ||
+	    strstr(path, "/adump-journal-"))
 		return 0;
 	if (strstr(path, ".failed")) {
 		seen.failed++;

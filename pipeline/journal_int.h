@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pipeline/ private: the session's hand-over journal (journal.c; the format is
+ * common/journal.h). */
+#ifndef ADUMP_JOURNAL_INT_H
+#define ADUMP_JOURNAL_INT_H
+
+#include <stdint.h>
+
+struct adump_session;
+struct adump_journal;
+struct adump_journal_slot;
+
+/*
+ * adump_journal_create() - the session's journal, <s->dir>/adump-journal-<pid>-<n>, made
+ * with O_EXCL|O_NOFOLLOW (never an existing file, never through a link), its whole size
+ * allocated on disk (a store into the mapping never meets a full disk) and mapped shared.
+ * Only for outputs that publish each dump as a file named after its op (the file sink:
+ * uncompressed, lz4, statistics CSVs); *@out is NULL for the others.
+ * Return: 0 or -errno (logged).
+ */
+int adump_journal_create(struct adump_session *s, struct adump_journal **out);
+/* The slots of stream slot @index (ADUMP_STREAM_MAX_LIMIT of them at most), or NULL
+ * without a journal; *@count receives how many, *@used where its ports keep how many of
+ * them they used (struct adump_port_cfg). */
+struct adump_journal_slot *adump_journal_slots(struct adump_journal *j, unsigned index,
+					       uint32_t *count, _Atomic uint32_t **used);
+/* The session ends, every worker stopped: the journal is removed when no slot is pending
+ * (every dump handed over was finished), and kept otherwise, for verify to report. NULL ok. */
+void adump_journal_destroy(struct adump_journal *j);
+
+#endif
