@@ -24,6 +24,31 @@ void adump_set_log_level(enum adump_log_level level)
 	atomic_store_explicit(&log_min_level, (int)level, memory_order_relaxed);
 }
 
+/* Messages carry names from dumps and files (op names, paths) that strangers wrote: a control
+ * byte (an escape sequence, a carriage return, a newline forging a second message) becomes
+ * \xNN, so what reaches a terminal or a log file is the text it says, one line per message.
+ * Cut at @cap (NUL included) where the escapes do not fit. */
+static void log_escape(char *msg, size_t cap)
+{
+	char out[1024];
+	size_t n = 0;
+
+	for (const unsigned char *p = (const unsigned char *)msg; *p && n + 1 < sizeof(out); p++) {
+		if (*p >= 0x20 && *p != 0x7f) {
+			out[n++] = (char)*p;
+		} else if (*p == '\t') {
+			out[n++] = ' ';
+		} else {
+			if (n + 5 > sizeof(out))
+				break;
+			snprintf(out + n, 5, "\\x%02x", *p);
+			n += 4;
+		}
+	}
+	out[n] = '\0';
+	snprintf(msg, cap, "%s", out);
+}
+
 void adump_log(enum adump_log_level level, const char *module, const char *fmt, ...)
 {
 	adump_log_fn fn = atomic_load_explicit(&log_fn, memory_order_acquire);
@@ -35,6 +60,7 @@ void adump_log(enum adump_log_level level, const char *module, const char *fmt, 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	log_escape(msg, sizeof(msg));
 	if (fn) {
 		fn(level, module, msg, atomic_load_explicit(&log_user, memory_order_relaxed));
 		return;
