@@ -65,24 +65,6 @@ static void usage(FILE *f)
 		"  --quiet   no progress bar\n");
 }
 
-/* SKIPPED: statistics CSVs (dump_data "stats"), which are not dump files. LEFTOVER: a packed
- * index's cut-short last line, a warning. SEGMENT_TAIL: segment bytes no index line names, a
- * warning. REMOVED: a leftover --clean removed. */
-enum verdict {
-	VERDICT_OK,
-	VERDICT_BAD,
-	VERDICT_PART,
-	VERDICT_FAILED,
-	VERDICT_SKIPPED,
-	VERDICT_LEFTOVER,
-	VERDICT_SEGMENT_TAIL,
-	VERDICT_REMOVED,
-	VERDICT_LOST,
-	VERDICT_MISSING,
-	VERDICT_IN_PROGRESS,
-	VERDICT_COUNT
-};
-
 /* Shape, dtype and size agreement for one opened dump; the first mismatch goes to @msg. */
 static bool check_shapes(struct adump_reader *r, char *msg, size_t cap)
 {
@@ -291,127 +273,6 @@ static bool list_losses(const char *path, bool is_json, json_object *problems,
 	return true;
 }
 
-/* Segment files of packed captures, by inode, and the end of the last entry any index line
- * places in each: bytes past it were written but never indexed. */
-struct segment_ends {
-	struct segment_end {
-		dev_t dev;
-		ino_t ino;
-		uint64_t end;
-	} *items;
-	size_t count;
-	size_t cap;
-};
-
-static struct segment_end *segment_find(struct segment_ends *s, const struct stat *st)
-{
-	for (size_t i = 0; i < s->count; i++)
-		if (s->items[i].dev == st->st_dev && s->items[i].ino == st->st_ino)
-			return &s->items[i];
-	return NULL;
-}
-
-static int segment_note(struct segment_ends *s, const char *dir,
-			const struct adump_reader_packed_entry *e)
-{
-	char path[8400];
-	struct segment_end *item;
-	struct stat st;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, e->segment) >= (int)sizeof(path) ||
-	    stat(path, &st) < 0)
-		return 0;       /* verify_entry() reports a missing segment */
-	item = segment_find(s, &st);
-	if (!item) {
-		if (s->count == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 16;
-			struct segment_end *grown = realloc(s->items, cap * sizeof(*grown));
-
-			if (!grown)
-				return -ENOMEM;
-			s->items = grown;
-			s->cap = cap;
-		}
-		item = &s->items[s->count++];
-		*item = (struct segment_end){ .dev = st.st_dev, .ino = st.st_ino };
-	}
-	if (e->offset + e->length > item->end)
-		item->end = e->offset + e->length;
-	return 0;
-}
-
-/* Cut @path, a packed index, after its last newline: the line a crash cut short goes.
- * Return: 0 or -errno. */
-static int trim_index(const char *path)
-{
-	char buf[4096];
-	struct stat st;
-	off_t end, keep = 0;
-	int fd = open(path, O_RDWR | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto out;
-	}
-	for (end = st.st_size; end > 0 && !keep;) {
-		size_t n = end < (off_t)sizeof(buf) ? (size_t)end : sizeof(buf);
-		ssize_t got = pread(fd, buf, n, end - (off_t)n);
-
-		if (got != (ssize_t)n) {
-			ret = got < 0 ? -errno : -EIO;
-			goto out;
-		}
-		for (size_t i = n; i-- > 0;)
-			if (buf[i] == '\n') {
-				keep = end - (off_t)n + (off_t)i + 1;
-				break;
-			}
-		end -= (off_t)n;
-	}
-	if (ftruncate(fd, keep) < 0)
-		ret = -errno;
-out:
-	close(fd);
-	return ret;
-}
-
-/* A segment's bytes past its last indexed entry: listed, and with @is_clean cut off (the
- * whole file removed when no entry lies in it). */
-static enum verdict check_segment_tail(const char *path, struct segment_ends *ends, bool is_clean,
-				       char *msg, size_t cap)
-{
-	struct segment_end *item;
-	struct stat st;
-	uint64_t end, extra;
-	int ret;
-
-	if (stat(path, &st) < 0) {
-		snprintf(msg, cap, "%s: %s", path, strerror(errno));
-		return VERDICT_BAD;
-	}
-	item = segment_find(ends, &st);
-	end = item ? item->end : 0;
-	if ((uint64_t)st.st_size <= end)
-		return VERDICT_OK;
-	extra = (uint64_t)st.st_size - end;
-	if (!is_clean) {
-		snprintf(msg, cap, "%s: %llu bytes after the last indexed entry (written, never "
-			 "indexed: a capture cut short)", path, (unsigned long long)extra);
-		return VERDICT_SEGMENT_TAIL;
-	}
-	ret = end ? truncate(path, (off_t)end) : unlink(path);
-	if (ret < 0) {
-		snprintf(msg, cap, "%s: cannot remove %llu unindexed bytes: %s", path,
-			 (unsigned long long)extra, strerror(errno));
-		return VERDICT_BAD;
-	}
-	snprintf(msg, cap, "%s: %llu unindexed bytes removed%s", path, (unsigned long long)extra,
-		 end ? "" : " (the whole segment)");
-	return VERDICT_REMOVED;
-}
-
 int cmd_verify(int argc, char **argv)
 {
 	uint64_t file_count = 0, entry_count = 0;
@@ -557,7 +418,7 @@ int cmd_verify(int argc, char **argv)
 					    (int)sizeof(entry_name))
 					name = entry_name;
 				if (e->status == ADUMP_PACKED_ENTRY &&
-				    segment_note(&ends, adump_reader_packed_dir(p), e) < 0) {
+				    verify_segment_note(&ends, adump_reader_packed_dir(p), e) < 0) {
 					adump_reader_packed_close(p);
 					tool_progress_end(&progress);
 					fprintf(stderr, "adump verify: out of memory\n");
@@ -599,7 +460,7 @@ int cmd_verify(int argc, char **argv)
 		}
 		adump_reader_packed_close(p);
 		if (has_cut_line) {
-			ret = trim_index(files.paths[i]);
+			ret = verify_trim_index(files.paths[i]);
 			v = ret < 0 ? VERDICT_BAD : VERDICT_REMOVED;
 			snprintf(msg, sizeof(msg), "%s: cut-short last line %s%s", files.paths[i],
 				 ret < 0 ? "not removed: " : "removed", ret < 0 ? strerror(-ret) : "");
@@ -617,7 +478,7 @@ int cmd_verify(int argc, char **argv)
 
 		if (adump_reader_packed_file_kind(files.paths[i]) != ADUMP_PACKED_FILE_SEGMENT)
 			continue;
-		v = check_segment_tail(files.paths[i], &ends, is_clean, msg, sizeof(msg));
+		v = verify_check_segment_tail(files.paths[i], &ends, is_clean, msg, sizeof(msg));
 		counts[v] += v != VERDICT_OK;
 		if (v != VERDICT_OK)
 			report(is_json, problems, &progress, v, files.paths[i], msg);

@@ -2,7 +2,9 @@
 /* `adump verify --clean` acts on whole captures only: segment bytes are removed when no index
  * of the capture names them, so every index of the capture must be read first, and each must
  * be readable. An argument that is part of a capture (an index, a segment, packed/) stands
- * for the whole capture; a capture whose indexes cannot all be read is not touched. */
+ * for the whole capture; a capture whose indexes cannot all be read is not touched. And what
+ * it cuts: the segment bytes past the last entry any index places in each segment (noted
+ * while verify walks the indexes), an index's cut-short last line. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -222,4 +224,113 @@ out:
 		free(dirs[i]);
 	free(dirs);
 	return problems;
+}
+
+static struct segment_end *segment_find(struct segment_ends *s, const struct stat *st)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (s->items[i].dev == st->st_dev && s->items[i].ino == st->st_ino)
+			return &s->items[i];
+	return NULL;
+}
+
+int verify_segment_note(struct segment_ends *s, const char *dir,
+			const struct adump_reader_packed_entry *e)
+{
+	char path[8400];
+	struct segment_end *item;
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, e->segment) >= (int)sizeof(path) ||
+	    stat(path, &st) < 0)
+		return 0;       /* verify_entry() reports a missing segment */
+	item = segment_find(s, &st);
+	if (!item) {
+		if (s->count == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 16;
+			struct segment_end *grown = realloc(s->items, cap * sizeof(*grown));
+
+			if (!grown)
+				return -ENOMEM;
+			s->items = grown;
+			s->cap = cap;
+		}
+		item = &s->items[s->count++];
+		*item = (struct segment_end){ .dev = st.st_dev, .ino = st.st_ino };
+	}
+	if (e->offset + e->length > item->end)
+		item->end = e->offset + e->length;
+	return 0;
+}
+
+/* Cut @path, a packed index, after its last newline: the line a crash cut short goes.
+ * Return: 0 or -errno. */
+int verify_trim_index(const char *path)
+{
+	char buf[4096];
+	struct stat st;
+	off_t end, keep = 0;
+	int fd = open(path, O_RDWR | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (end = st.st_size; end > 0 && !keep;) {
+		size_t n = end < (off_t)sizeof(buf) ? (size_t)end : sizeof(buf);
+		ssize_t got = pread(fd, buf, n, end - (off_t)n);
+
+		if (got != (ssize_t)n) {
+			ret = got < 0 ? -errno : -EIO;
+			goto out;
+		}
+		for (size_t i = n; i-- > 0;)
+			if (buf[i] == '\n') {
+				keep = end - (off_t)n + (off_t)i + 1;
+				break;
+			}
+		end -= (off_t)n;
+	}
+	if (ftruncate(fd, keep) < 0)
+		ret = -errno;
+out:
+	close(fd);
+	return ret;
+}
+
+/* A segment's bytes past its last indexed entry: listed, and with @is_clean cut off (the
+ * whole file removed when no entry lies in it). */
+enum verdict verify_check_segment_tail(const char *path, struct segment_ends *ends,
+				       bool is_clean, char *msg, size_t cap)
+{
+	struct segment_end *item;
+	struct stat st;
+	uint64_t end, extra;
+	int ret;
+
+	if (stat(path, &st) < 0) {
+		snprintf(msg, cap, "%s: %s", path, strerror(errno));
+		return VERDICT_BAD;
+	}
+	item = segment_find(ends, &st);
+	end = item ? item->end : 0;
+	if ((uint64_t)st.st_size <= end)
+		return VERDICT_OK;
+	extra = (uint64_t)st.st_size - end;
+	if (!is_clean) {
+		snprintf(msg, cap, "%s: %llu bytes after the last indexed entry (written, never "
+			 "indexed: a capture cut short)", path, (unsigned long long)extra);
+		return VERDICT_SEGMENT_TAIL;
+	}
+	ret = end ? truncate(path, (off_t)end) : unlink(path);
+	if (ret < 0) {
+		snprintf(msg, cap, "%s: cannot remove %llu unindexed bytes: %s", path,
+			 (unsigned long long)extra, strerror(errno));
+		return VERDICT_BAD;
+	}
+	snprintf(msg, cap, "%s: %llu unindexed bytes removed%s", path, (unsigned long long)extra,
+		 end ? "" : " (the whole segment)");
+	return VERDICT_REMOVED;
 }

@@ -1,13 +1,59 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* tools/: what `adump verify --clean` reads before it may remove anything (verify_clean.c):
- * the whole capture an argument belongs to, each file once, and every packed index of it
- * readable. */
+/* tools/: what `adump verify`'s files share: the verdicts; and what --clean reads before it
+ * may remove anything and what it cuts (verify_clean.c): the whole capture an argument
+ * belongs to, each file once, every packed index of it readable, segment bytes past the last
+ * indexed entry; and the hand-over journals (verify_journal.c). */
 #ifndef ADUMP_VERIFY_INT_H
 #define ADUMP_VERIFY_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "adump/reader.h"
 
 #include "tools/progress.h"
+
+/* SKIPPED: statistics CSVs (dump_data "stats"), which are not dump files. LEFTOVER: a packed
+ * index's cut-short last line, a warning. SEGMENT_TAIL: segment bytes no index line names, a
+ * warning. REMOVED: a leftover --clean removed. */
+enum verdict {
+	VERDICT_OK,
+	VERDICT_BAD,
+	VERDICT_PART,
+	VERDICT_FAILED,
+	VERDICT_SKIPPED,
+	VERDICT_LEFTOVER,
+	VERDICT_SEGMENT_TAIL,
+	VERDICT_REMOVED,
+	VERDICT_LOST,
+	VERDICT_MISSING,
+	VERDICT_IN_PROGRESS,
+	VERDICT_COUNT
+};
+
+/* Segment files of packed captures, by inode, and the end of the last entry any index line
+ * places in each: bytes past it were written but never indexed. */
+struct segment_ends {
+	struct segment_end {
+		dev_t dev;
+		ino_t ino;
+		uint64_t end;
+	} *items;
+	size_t count;
+	size_t cap;
+};
+
+/* Note in @s the end of packed entry @e of index directory @dir in its segment.
+ * Return: 0 or -errno. */
+int verify_segment_note(struct segment_ends *s, const char *dir,
+			const struct adump_reader_packed_entry *e);
+/* Cut the index @path back to its last whole line. Return: 0 or -errno. */
+int verify_trim_index(const char *path);
+/* A segment's bytes past its last indexed entry: listed, and with @is_clean cut off (the
+ * whole file removed when no entry lies in it). */
+enum verdict verify_check_segment_tail(const char *path, struct segment_ends *ends,
+				       bool is_clean, char *msg, size_t cap);
 
 /**
  * verify_capture_add() - add the whole capture @arg is part of to @files: for a packed index
