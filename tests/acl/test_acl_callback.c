@@ -87,8 +87,9 @@ static char found[4096];
 static int find_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
-	(void)ftw;
-	if (flag == FTW_F && !strstr(path, "acl.json"))
+	/* Not acl.json, nor the open session's hand-over journal. */
+	if (flag == FTW_F && !strstr(path, "acl.json") &&
+	    strncmp(path + ftw->base, "adump-journal-", 14))
 		snprintf(found, sizeof(found), "%s", path);
 	return 0;
 }
