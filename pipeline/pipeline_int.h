@@ -115,4 +115,28 @@ void adump_worker_stop(struct adump_worker *w);
 /* Record the session's first error (the first one wins). */
 void adump_session_set_error(struct adump_session *s, int err);
 
+/* A config's sizes with their defaults (session.c, config.c). */
+static inline size_t cfg_chunk(const struct adump_config *cfg)
+{
+	return cfg->chunk_bytes ? cfg->chunk_bytes : ADUMP_DEFAULT_CHUNK_BYTES;
+}
+
+static inline size_t cfg_pool(const struct adump_config *cfg)
+{
+	return cfg->pool_bytes ? cfg->pool_bytes : ADUMP_DEFAULT_POOL_BYTES;
+}
+
+/* O_DIRECT applies: uncompressed tensor dumps to plain files, chunks in whole blocks. */
+static inline bool is_direct_capable(const struct adump_config *cfg, size_t chunk)
+{
+	return cfg->sink == ADUMP_SINK_FILE && cfg->layout == ADUMP_LAYOUT_FILES &&
+	       cfg->compress == ADUMP_COMPRESS_NONE && cfg->content == ADUMP_CONTENT_TENSOR &&
+	       cfg->format == ADUMP_OUTPUT_CANN && chunk % ADUMP_DIRECT_ALIGN == 0;
+}
+
+static inline unsigned cfg_stream_max(const struct adump_config *cfg)
+{
+	return cfg->stream_max ? cfg->stream_max : ADUMP_DEFAULT_STREAM_MAX;
+}
+
 #endif

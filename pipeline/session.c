@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The capture session: configuration, the staging pool and its per-stream shares, stream
- * attach/detach, flush and stats. The workers themselves live in worker.c. */
+/* The capture session: made from a checked configuration (config.c), the staging pool and
+ * its per-stream shares, stream attach/detach, flush and stats. The workers themselves live
+ * in worker.c. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,138 +18,6 @@
 #include "pipeline/worker_int.h"
 
 #define MODULE "session"
-
-static size_t cfg_chunk(const struct adump_config *cfg)
-{
-	return cfg->chunk_bytes ? cfg->chunk_bytes : ADUMP_DEFAULT_CHUNK_BYTES;
-}
-
-static size_t cfg_pool(const struct adump_config *cfg)
-{
-	return cfg->pool_bytes ? cfg->pool_bytes : ADUMP_DEFAULT_POOL_BYTES;
-}
-
-/* O_DIRECT applies: uncompressed tensor dumps to plain files, chunks in whole blocks. */
-static bool is_direct_capable(const struct adump_config *cfg, size_t chunk)
-{
-	return cfg->sink == ADUMP_SINK_FILE && cfg->layout == ADUMP_LAYOUT_FILES &&
-	       cfg->compress == ADUMP_COMPRESS_NONE && cfg->content == ADUMP_CONTENT_TENSOR &&
-	       cfg->format == ADUMP_OUTPUT_CANN && chunk % ADUMP_DIRECT_ALIGN == 0;
-}
-
-static unsigned cfg_stream_max(const struct adump_config *cfg)
-{
-	return cfg->stream_max ? cfg->stream_max : ADUMP_DEFAULT_STREAM_MAX;
-}
-
-int adump_config_check(const struct adump_config *cfg)
-{
-	size_t chunk, pool;
-
-	if (!cfg) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "config is NULL");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->struct_size < sizeof(struct adump_config)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE,
-			  "config.struct_size %zu: initialise the config with ADUMP_CONFIG_INIT",
-			  cfg->struct_size);
-		return -ADUMP_ERR_CONFIG;
-	}
-	chunk = cfg_chunk(cfg);
-	pool = cfg_pool(cfg);
-	if (chunk < ADUMP_MIN_CHUNK_BYTES || chunk > ADUMP_MAX_CHUNK_BYTES) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "chunk_bytes %zu out of range [%u, %u]", chunk,
-			  ADUMP_MIN_CHUNK_BYTES, ADUMP_MAX_CHUNK_BYTES);
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg_stream_max(cfg) > ADUMP_STREAM_MAX_LIMIT) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "stream_max %u above %u", cfg->stream_max,
-			  ADUMP_STREAM_MAX_LIMIT);
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (pool / chunk < (size_t)ADUMP_MIN_BUFFERS_PER_STREAM * cfg_stream_max(cfg)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE,
-			  "pool_bytes %zu holds %zu chunks of %zu bytes; stream_max %u streams "
-			  "need at least %u each",
-			  pool, pool / chunk, chunk, cfg_stream_max(cfg), ADUMP_MIN_BUFFERS_PER_STREAM);
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->worker_count > ADUMP_WORKER_MAX) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "worker_count %u above %u", cfg->worker_count,
-			  ADUMP_WORKER_MAX);
-		return -ADUMP_ERR_CONFIG;
-	}
-	if ((unsigned)cfg->on_full > ADUMP_ON_FULL_DROP || (unsigned)cfg->writer > ADUMP_WRITER_PWRITE ||
-	    (unsigned)cfg->sink > ADUMP_SINK_CALLBACK) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "on_full, writer or sink has an unknown value");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if ((unsigned)cfg->io > ADUMP_IO_AUTO || (unsigned)cfg->compress > ADUMP_COMPRESS_LZ4 ||
-	    (unsigned)cfg->layout > ADUMP_LAYOUT_PACKED || (unsigned)cfg->content > ADUMP_CONTENT_STATS) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "io, compress, layout or content has an unknown value");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if ((unsigned)cfg->format > ADUMP_OUTPUT_MSPROBE ||
-	    (unsigned)cfg->summary > ADUMP_SUMMARY_MD5) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "format or summary has an unknown value");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->format == ADUMP_OUTPUT_MSPROBE &&
-	    (cfg->sink != ADUMP_SINK_FILE || cfg->layout != ADUMP_LAYOUT_FILES ||
-	     cfg->compress != ADUMP_COMPRESS_NONE || cfg->io == ADUMP_IO_DIRECT)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "format msprobe applies to the file sink with "
-			  "the files layout, no compression, io buffered or auto");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->summary != ADUMP_SUMMARY_STATISTICS && cfg->format != ADUMP_OUTPUT_MSPROBE) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "summary applies to format msprobe");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->compress == ADUMP_COMPRESS_LZ4 &&
-	    (cfg->sink != ADUMP_SINK_FILE || cfg->layout != ADUMP_LAYOUT_FILES ||
-	     cfg->content != ADUMP_CONTENT_TENSOR)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE,
-			  "compress lz4 applies to tensor dumps in the file sink with the files layout");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->layout == ADUMP_LAYOUT_PACKED &&
-	    (cfg->sink != ADUMP_SINK_FILE || cfg->content != ADUMP_CONTENT_TENSOR)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "layout packed applies to tensor dumps in the file sink");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->content == ADUMP_CONTENT_STATS && (cfg->stats_mask & ~(uint32_t)ADUMP_STAT_ALL)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "stats_mask 0x%x has unknown bits", cfg->stats_mask);
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->io == ADUMP_IO_DIRECT &&
-	    (cfg->sink != ADUMP_SINK_FILE || cfg->layout != ADUMP_LAYOUT_FILES ||
-	     cfg->compress != ADUMP_COMPRESS_NONE || cfg->content != ADUMP_CONTENT_TENSOR)) {
-		adump_log(ADUMP_LOG_ERROR, MODULE,
-			  "io direct applies to uncompressed tensor dumps in the file sink, files layout");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->io == ADUMP_IO_DIRECT && chunk % ADUMP_DIRECT_ALIGN) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "io direct needs chunk_bytes a multiple of %u",
-			  ADUMP_DIRECT_ALIGN);
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->sink == ADUMP_SINK_CALLBACK && !cfg->chunk_fn) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "sink is callback but chunk_fn is NULL");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->sink == ADUMP_SINK_FILE && (!cfg->dump_path || !cfg->dump_path[0])) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "dump_path is required for the file sink");
-		return -ADUMP_ERR_CONFIG;
-	}
-	if (cfg->time_dir && (strchr(cfg->time_dir, '/') || !strcmp(cfg->time_dir, "..") ||
-			      !strcmp(cfg->time_dir, "."))) {
-		adump_log(ADUMP_LOG_ERROR, MODULE, "time_dir '%s' must be a single path component",
-			  cfg->time_dir);
-		return -ADUMP_ERR_CONFIG;
-	}
-	return 0;
-}
 
 static char *absolute_path(const char *path)
 {
