@@ -3,7 +3,7 @@
 entry one dump whose inputs are its input_args (flattened), input_kwargs, then parameters (a
 backward entry: its input), and whose outputs are its output or its parameters_grad (in the
 module's parameter order); tensors only, as `adump compare` reads them. Each tensor's bytes
-are located in dump_tensor_data/<data_name>.pt by the C reader (_adump.pt_read) and mapped
+are located in dump_tensor_data/<data_name>.pt by the C reader (_adump.pt_read) and read
 when first used."""
 
 import json
@@ -177,7 +177,7 @@ def dumps(rank_dir, make_dump, bf16):
                             pt, row.get("dtype"), list(info.shape),
                             _adump.dtype_name(loc["dtype_code"]), list(loc["shape"])))
                 if loc["bytes"]:
-                    raw = np.frombuffer(_adump.Map(pt, loc["offset"], loc["bytes"]),
+                    raw = np.frombuffer(_adump.FileRange(pt, loc["offset"], loc["bytes"]),
                                         dtype=np.uint8)
                 else:
                     raw = np.empty(0, np.uint8)

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reading dumps: adump.open, adump.walk, adump.verify over the C reader.
 
-Tensors of plain files and packed captures are numpy views of a read-only memory map of the
-file (or segment): nothing is copied. The map is made when a Dump's tensors are first used
-and holds no file descriptor (_adump.Map), so walking any number of dumps keeps no file
-open; Dump.close() (or `with` on the Dump) lets the map go before the Dump does. Tensors of
+Tensors of plain files and packed captures are read-only numpy views of the dump's bytes,
+read (pread, not mapped: a file that shrinks under a map kills the interpreter with SIGBUS,
+a short read is an exception) into memory of their own when a Dump's tensors are first used;
+no file descriptor is held (_adump.FileRange), so walking any number of dumps keeps no file
+open; Dump.close() (or `with` on the Dump) lets the bytes go before the Dump does. Tensors of
 .lz4 files are decoded into memory. bfloat16 tensors come back as float32 (as msaccucmp
 converts them) unless bf16="raw", which gives their bits as uint16. Statistics captures
 (content="stats": one <dump name>.csv per dump) read back as Dumps whose .stats holds the
@@ -120,7 +121,7 @@ class Dump:
     step and rank (from adump.torch's step<N>/rank<R> directories, else None), attrs (dict),
     dfx_message, version, container ("file", "lz4", "packed" or "stats"), tensors
     (TensorInfo, in file order), stats (statistics captures: one dict per CSV row, else
-    None); inputs, outputs, buffers, workspaces: lists of numpy arrays, read (mapped) on
+    None); inputs, outputs, buffers, workspaces: lists of numpy arrays, read on
     first use. close() lets them go; a Dump is a context manager."""
 
     def __init__(self, header, path, container, load):
@@ -156,7 +157,7 @@ class Dump:
     workspaces = property(lambda self: self._arrays()[WORKSPACE])
 
     def close(self):
-        """Drop this Dump's arrays (the map goes once no array of it is left elsewhere)."""
+        """Drop this Dump's arrays (their memory goes once no array of it is left elsewhere)."""
         self._by_kind = None
         self._load = None
 
@@ -172,8 +173,8 @@ class Dump:
 
 
 def _mapped(header, path, offset, length, bf16):
-    """Arrays over a read-only map of @length bytes of @path at @offset (no fd kept)."""
-    mm = np.frombuffer(_adump.Map(path, offset, length), dtype=np.uint8)
+    """Arrays over @length bytes of @path at @offset, read into memory (no fd kept)."""
+    mm = np.frombuffer(_adump.FileRange(path, offset, length), dtype=np.uint8)
     arrays = []
     for t in header["tensors"]:
         info = _info(t)

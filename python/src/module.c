@@ -188,7 +188,7 @@ PyMODINIT_FUNC PyInit__adump(void)
 	    pyadump_compare_init(m) < 0 || pyadump_scan_init(m) < 0 ||
 	    pyadump_export_init(m) < 0 || pyadump_report_init(m) < 0 ||
 	    pyadump_pt_init(m) < 0 ||
-	    pyadump_config_init(m) < 0 || pyadump_map_init(m) < 0 ||
+	    pyadump_config_init(m) < 0 || pyadump_file_range_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
 	    PyModule_AddStringConstant(m, "__version__", ADUMP_VERSION_STRING) < 0) {
 		Py_DECREF(m);

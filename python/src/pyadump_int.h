@@ -50,7 +50,7 @@ int pyadump_pt_init(PyObject *module);
 int pyadump_config_init(PyObject *module);
 int pyadump_scan_init(PyObject *module);
 int pyadump_report_init(PyObject *module);
-int pyadump_map_init(PyObject *module);
+int pyadump_file_range_init(PyObject *module);
 
 /* Between begin and end, the first warning or error the calling thread's library calls log
  * is copied into @buf (""  if none): the reason to put in the exception. */

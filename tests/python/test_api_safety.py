@@ -105,6 +105,49 @@ print("ok")
 """
 
 
+# A plain dump and a packed capture truncated after adump.open / walk read their headers and
+# before their tensors are read: a mapped file would die of SIGBUS at the first touch.
+SHRINK = r"""
+import os, sys
+import numpy as np
+import adump
+
+top, layout = sys.argv[1], sys.argv[2]
+with adump.Session(top, workers=1, time_dir="t", layout=layout) as s:
+    st = s.stream()
+    st.dump("Add", "a", inputs=[np.arange(1 << 18, dtype=np.float32)],
+            outputs=[np.ones(1 << 18, np.float32)])
+    st.sync()
+if layout == "files":
+    path = os.path.join(top, "t", "0", os.listdir(os.path.join(top, "t", "0"))[0])
+    d = adump.open(path)
+else:
+    d = next(adump.walk(top))
+    path = [os.path.join(dp, f) for dp, _, fs in os.walk(top) for f in fs
+            if f.endswith(".seg")][0]
+os.truncate(path, os.path.getsize(path) // 2)
+try:
+    d.outputs[0].sum()
+    print("read a truncated file")
+except adump.Error as e:
+    print("raised", type(e).__name__, e)
+"""
+
+
+class FileShrinks(unittest.TestCase):
+    def check(self, layout):
+        code, out = run_child(SHRINK, helpers.tmpdir("shrink"), layout)
+        self.assertEqual(code, 0, out)          # not -SIGBUS
+        self.assertIn("raised IncompleteError", out)
+        self.assertIn("shrank after it was opened", out)
+
+    def test_plain_file_truncated_after_open(self):
+        self.check("files")
+
+    def test_packed_segment_truncated_after_walk(self):
+        self.check("packed")
+
+
 class CloseFromAnotherThread(unittest.TestCase):
     def test_session_close_while_streams_dump(self):
         code, out = run_child(CLOSE_RACE, helpers.tmpdir("close"), 25)
