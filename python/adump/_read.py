@@ -183,6 +183,24 @@ def _mapped(header, path, offset, length, bf16):
     return arrays
 
 
+# Bytes of an .lz4 tensor decoded per read_into.
+_DECODE_STEP = 4 << 20
+
+
+def _decode_tensor(reader, i, nbytes):
+    """Tensor @i of the open .lz4 dump as a uint8 array, decoded a step at a time into a
+    buffer that grows with what decodes. The sizes in the header are only the frame's claim
+    (up to 256 times its compressed bytes, all lz4 can encode): a frame that holds less fails
+    at its first missing byte, having taken memory for the bytes it held, not for its claim."""
+    buf = bytearray()
+    while len(buf) < nbytes:
+        done = len(buf)
+        buf += bytes(min(_DECODE_STEP, nbytes - done))
+        with memoryview(buf) as view, view[done:] as part:
+            reader.read_into(i, part, done)
+    return np.frombuffer(buf, np.uint8)
+
+
 def _decoded(path, bf16):
     """Loader of an .lz4 dump: opened again and decoded when its tensors are used."""
     def load(_header):
@@ -192,9 +210,7 @@ def _decoded(path, bf16):
             arrays = []
             for i, t in enumerate(header["tensors"]):
                 info = _info(t)
-                raw = np.empty(info.bytes, np.uint8)
-                if info.bytes:
-                    reader.read_into(i, raw)
+                raw = _decode_tensor(reader, i, info.bytes)
                 arrays.append(_as_array(raw, info, t[10], bf16))
             return arrays
         finally:

@@ -4,6 +4,7 @@ threads dump, a dump file that shrinks under its reader, lying headers and index
 Each case that could kill the interpreter runs in a child, so a signal fails the test
 instead of the runner."""
 import os
+import struct
 import subprocess
 import sys
 import textwrap
@@ -146,6 +147,112 @@ class FileShrinks(unittest.TestCase):
 
     def test_packed_segment_truncated_after_walk(self):
         self.check("packed")
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append(n & 0x7f | (0x80 if n >> 7 else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def pb(number, value):
+    """A protobuf field: an int as a varint, bytes length-delimited."""
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def dump_head(payload_bytes):
+    """A dump file's first bytes (header length, DumpData) for one uint8 input of
+    @payload_bytes bytes that follows them."""
+    inp = pb(1, 4) + pb(2, 2) + pb(3, pb(1, payload_bytes)) + pb(5, payload_bytes)
+    dd = pb(4, inp) + pb(6, b"big")
+    return struct.pack("<Q", len(dd)) + dd
+
+
+def xxh32(data):
+    """XXH32 (seed 0) of fewer than 16 bytes: an lz4 frame descriptor's checksum."""
+    m, p1, p2, p3, p4, p5 = 0xffffffff, 2654435761, 2246822519, 3266489917, 668265263, 374761393
+
+    def rotl(x, r):
+        return (x << r | x >> (32 - r)) & m
+    h = (p5 + len(data)) & m
+    end = len(data) - len(data) % 4
+    for i in range(0, end, 4):
+        h = rotl((h + struct.unpack_from("<I", data, i)[0] * p3) & m, 17) * p4 & m
+    for b in data[end:]:
+        h = rotl((h + b * p5) & m, 11) * p1 & m
+    h = (h ^ h >> 15) * p2 & m
+    h = (h ^ h >> 13) * p3 & m
+    return h ^ h >> 16
+
+
+def lz4_frame(content_size, data):
+    """An lz4 frame of @data in stored (uncompressed) 4 MiB blocks whose header claims
+    @content_size bytes of content, whatever @data holds."""
+    desc = bytes([0x68, 0x70]) + struct.pack("<Q", content_size)   # independent blocks, 4 MiB
+    out = bytearray(b"\x04\x22\x4d\x18" + desc + bytes([xxh32(desc) >> 8 & 0xff]))
+    for i in range(0, len(data), 4 << 20):
+        block = data[i:i + (4 << 20)]
+        out += struct.pack("<I", len(block) | 1 << 31) + block
+    return bytes(out + b"\0\0\0\0")
+
+
+# Decode an .lz4 dump whose frame claims 1 GiB but holds 4 MiB under an address-space limit
+# of 256 MiB more than the process has: the decoded bytes need memory, the claim must not.
+LZ4_CLAIM = r"""
+import resource, sys
+import adump
+
+d = adump.open(sys.argv[1])
+with open("/proc/self/status") as f:
+    vm = [int(l.split()[1]) << 10 for l in f if l.startswith("VmSize:")][0]
+resource.setrlimit(resource.RLIMIT_AS, (vm + (256 << 20), resource.RLIM_INFINITY))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    d.inputs
+    print("decoded")
+except adump.Error as e:
+    print("raised", type(e).__name__, e)
+print("rss_growth_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+class Lz4ContentClaim(unittest.TestCase):
+    def test_claim_beyond_content_takes_no_memory(self):
+        claim = 1 << 30
+        head = dump_head(claim - len(dump_head(claim)))
+        path = os.path.join(helpers.tmpdir("lz4claim"), "Add.big.1.1.1700000000000000.lz4")
+        with open(path, "wb") as f:
+            f.write(lz4_frame(claim, head + os.urandom(4 << 20)))
+        self.assertLess(os.path.getsize(path), 5 << 20)
+        d = adump.open(path)                    # the header is whole: the claim holds so far
+        self.assertEqual(d.tensors[0].bytes + d.tensors[0].offset, claim)
+        code, out = run_child(LZ4_CLAIM, path)
+        self.assertEqual(code, 0, out)
+        self.assertIn("raised CorruptError", out)
+        self.assertIn("reading the payload", out)
+        growth = int(out.split("rss_growth_kib")[1])
+        self.assertLess(growth, 64 << 10, out)  # KiB: the 4 MiB held plus a step or two
+
+    def test_steps_reassemble_the_tensor(self):
+        top = helpers.tmpdir("lz4steps")
+        a = np.arange(10000, dtype=np.float32)
+        with adump.Session(top, workers=1, time_dir="t", compress="lz4") as s:
+            st = s.stream()
+            st.dump("Add", "a", inputs=[a], outputs=[a[:3]])
+            st.sync()
+        step = adump._read._DECODE_STEP
+        adump._read._DECODE_STEP = 4096 + 4     # steps that split elements and pages
+        try:
+            d = next(adump.walk(top))
+            np.testing.assert_array_equal(d.inputs[0], a)
+            np.testing.assert_array_equal(d.outputs[0], a[:3])
+        finally:
+            adump._read._DECODE_STEP = step
 
 
 class CloseFromAnotherThread(unittest.TestCase):
