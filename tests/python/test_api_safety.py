@@ -255,6 +255,48 @@ class Lz4ContentClaim(unittest.TestCase):
             adump._read._DECODE_STEP = step
 
 
+class IndexArguments(unittest.TestCase):
+    """Indices the dump does not have are refused, never cut to their low 32 or 64 bits
+    (2**32 and 2**40 read tensor 0 before), nor turned into OverflowError."""
+
+    def test_tensor_indices_and_offsets(self):
+        top = helpers.tmpdir("index")
+        with adump.Session(top, workers=1, time_dir="t") as s:
+            st = s.stream()
+            st.dump("Add", "a", inputs=[np.full(4, 7, np.float32)],
+                    outputs=[np.full(4, 9, np.float32)])
+            st.sync()
+        path = adump.open(helpers.files_below(top)[0]).path
+        r = adump._adump.Reader()
+        r.open(path)
+        buf = np.zeros(16, np.uint8)
+        r.read_into(1, buf)
+        self.assertEqual(buf.view(np.float32)[0], 9)
+        for idx in (2, 2**32, 2**32 + 1, 2**40, 2**64, 2**70, -1, -2**40):
+            buf[:] = 0
+            with self.assertRaises(adump.ConfigError, msg=idx):
+                r.read_into(idx, buf)
+            self.assertFalse(buf.any(), idx)
+            with self.assertRaises(adump.ConfigError, msg=idx):
+                r.tensor_stats(idx)
+        for off in (2**64, 2**80, -1, 2**64 - 1):
+            with self.assertRaises(adump.ConfigError, msg=off):
+                r.read_into(0, buf, off)
+        self.assertFalse(buf.any())
+        with self.assertRaises(TypeError):
+            r.read_into(1.0, buf)
+        self.assertEqual(r.tensor_stats(np.int64(1))["max"], 9)
+        r.close()
+        with self.assertRaises(adump.StateError):
+            r.read_into(0, buf)
+
+    def test_device_id(self):
+        with adump.Session(helpers.tmpdir("devid")) as s:
+            for dev in (2**32, 2**32 + 1, 2**64, -1):
+                with self.assertRaises(adump.ConfigError, msg=dev):
+                    s.stream(dev)
+
+
 class CloseFromAnotherThread(unittest.TestCase):
     def test_session_close_while_streams_dump(self):
         code, out = run_child(CLOSE_RACE, helpers.tmpdir("close"), 25)
