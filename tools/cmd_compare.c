@@ -364,16 +364,26 @@ static int npy_open(const char *path, struct npy_file *n, char *msg, size_t cap)
 		return -1;
 	}
 	n->count = 1;
-	for (sh += 10; *sh && *sh != ')' && n->dim_count < 32;) {
+	for (sh += 10; *sh >= '0' && *sh <= '9' && n->dim_count < 32;) {
 		unsigned long long v = strtoull(sh, (char **)&end, 10);
 
-		if (end == sh)
-			break;
 		n->dims[n->dim_count++] = v;
-		n->count *= v;
+		/* A count that wraps (2**62 x 8 is 0) would pass the size check below and
+		 * compare a few bytes as a tensor of that shape. */
+		if (__builtin_mul_overflow(n->count, v, &n->count)) {
+			snprintf(msg, cap, "%s: shape's element count overflows 64 bits", path);
+			return -1;
+		}
 		sh = end;
 		while (*sh == ',' || *sh == ' ')
 			sh++;
+	}
+	/* Only digits, commas and spaces up to the ')': no sign, no 33rd dimension. */
+	if (*sh != ')') {
+		sh = strstr(dict, "'shape': (") + 9;
+		snprintf(msg, cap, "%s: unsupported numpy shape %.*s", path,
+			 (int)(strcspn(sh, ")") < 64 ? strcspn(sh, ")") + 1 : 64), sh);
+		return -1;
 	}
 	for (size_t i = 0; i < sizeof(npy_types) / sizeof(npy_types[0]); i++)
 		if (npy_types[i].dtype == n->dtype)
