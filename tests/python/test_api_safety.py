@@ -3,6 +3,7 @@
 threads dump, a dump file that shrinks under its reader, lying headers and index arguments.
 Each case that could kill the interpreter runs in a child, so a signal fails the test
 instead of the runner."""
+import json
 import os
 import struct
 import subprocess
@@ -295,6 +296,53 @@ class IndexArguments(unittest.TestCase):
             for dev in (2**32, 2**32 + 1, 2**64, -1):
                 with self.assertRaises(adump.ConfigError, msg=dev):
                     s.stream(dev)
+
+
+class MalformedDumpJson(unittest.TestCase):
+    """msprobe's dump.json whose tensor entries are not msprobe's: adump.walk raises
+    adump.CorruptError naming the entry (it was a bare ValueError, TypeError or
+    RecursionError), adump.verify lists a problem and never raises."""
+
+    def rank_dir(self, text):
+        d = helpers.tmpdir("badjson")
+        os.makedirs(os.path.join(d, "dump_tensor_data"))
+        with open(os.path.join(d, "dump.json"), "w") as f:
+            f.write(text)
+        return d
+
+    def test_bad_tensor_fields(self):
+        good = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2],
+                "data_name": "Functional.add.0.forward.input.0.pt"}
+        for bad in ({"shape": ["a"]}, {"shape": "12"}, {"shape": 5}, {"shape": [None]},
+                    {"shape": [-1]}, {"shape": [1.5]}, {"shape": [True]}, {"shape": {"a": 1}},
+                    {"data_name": 5}, {"data_name": ["x.pt"]}):
+            t = dict(good, **bad)
+            doc = {"task": "tensor", "level": "L1",
+                   "data": {"Functional.add.0.forward": {"input_args": [t], "output": []}}}
+            d = self.rank_dir(json.dumps(doc))
+            with self.assertRaises(adump.CorruptError, msg=bad) as cm:
+                list(adump.walk(d))
+            self.assertIn("Functional.add.0.forward input.0", str(cm.exception))
+            rep = adump.verify(d)
+            self.assertFalse(rep.ok, bad)
+            self.assertTrue(any("Functional.add.0.forward input.0" in p[2]
+                                for p in rep.problems), (bad, rep.problems))
+
+    def test_unhashable_dtype(self):
+        t = {"type": "torch.Tensor", "dtype": ["torch.float32"], "shape": [2]}
+        doc = {"data": {"Functional.add.0.forward": {"input_args": [t]}}}
+        d = self.rank_dir(json.dumps(doc))
+        dumps = list(adump.walk(d))             # an unknown dtype, as any other name
+        self.assertEqual(dumps[0].tensors[0].dtype_code, -1)
+        self.assertEqual(dumps[0].inputs, [None])
+        self.assertTrue(adump.verify(d).ok)
+
+    def test_nested_too_deep(self):
+        d = self.rank_dir('{"data": {"a.0.forward": {"input_args": %s}}}' %
+                          ("[" * 100000 + "]" * 100000))
+        with self.assertRaises(adump.CorruptError):
+            list(adump.walk(d))
+        self.assertFalse(adump.verify(d).ok)
 
 
 class CloseFromAnotherThread(unittest.TestCase):
