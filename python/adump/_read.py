@@ -248,13 +248,19 @@ def _open_stats(path):
     if fields is None:
         raise _adump.CorruptError("%s: not a statistics dump (its name is not a dump's "
                                   "name followed by .csv)" % path)
-    with builtins.open(path, newline="") as f:
-        rows = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    try:
+        with builtins.open(path, newline="") as f:
+            rows = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    except (ValueError, TypeError, csv.Error) as e:
+        # Bytes that are not UTF-8 text, a row longer than the header (a list value).
+        raise _adump.CorruptError("%s: not a statistics dump (%s)" % (path, e)) from None
     tensors = []
     for row in rows:
         try:
             kind = {"Input": INPUT, "Output": OUTPUT}[row["Input/Output"]]
-            shape = tuple(int(d) for d in str(row["Shape"]).split("x") if d != "")
+            # CANN writes a scalar's (0-d tensor's) shape as "-" (pipeline/stats.c too).
+            text = str(row["Shape"])
+            shape = () if text == "-" else tuple(int(d) for d in text.split("x") if d != "")
             dt = row["Data Type"]
             code = next((c for c in range(64) if _adump.dtype_name(c) == dt), -1)
             tensors.append((kind, row["Index"], code, 0, 0, shape, shape, 0,

@@ -345,6 +345,36 @@ class MalformedDumpJson(unittest.TestCase):
         self.assertFalse(adump.verify(d).ok)
 
 
+class StatsCsv(unittest.TestCase):
+    def test_scalar_row_reads_back(self):
+        # CANN (and pipeline/stats.c) write a 0-d tensor's shape as "-"; the loss of every
+        # op-level statistics capture is one, and adump.walk refused the file.
+        top = helpers.tmpdir("statscalar")
+        with adump.Session(top, workers=1, time_dir="t", content="stats") as s:
+            st = s.stream()
+            st.dump("Mul", "loss", inputs=[np.array(2.5, np.float32),
+                                           np.arange(6, dtype=np.float32).reshape(2, 3)],
+                    outputs=[np.array(1.5, np.float32)])
+            st.sync()
+        with open(helpers.files_below(top)[0]) as f:
+            self.assertEqual(f.read().count(",-,"), 2)
+        d, = adump.walk(top)
+        self.assertEqual([t.shape for t in d.tensors], [(), (2, 3), ()])
+        self.assertEqual([r["Max Value"] for r in d.stats], [2.5, 5, 1.5])
+
+    def test_not_text_is_corrupt(self):
+        top = helpers.tmpdir("statsbin")
+        path = os.path.join(top, "Mul.loss.1.1.1700000000000000.csv")
+        with open(path, "wb") as f:
+            f.write(b"Input/Output,Index\n\xff\xfe,1,2,3\n")
+        with self.assertRaises(adump.CorruptError):
+            adump.open(path)
+        with open(path, "w") as f:
+            f.write("Input/Output,Index\nInput,0,extra\n")
+        with self.assertRaises(adump.CorruptError):
+            adump.open(path)
+
+
 class CloseFromAnotherThread(unittest.TestCase):
     def test_session_close_while_streams_dump(self):
         code, out = run_child(CLOSE_RACE, helpers.tmpdir("close"), 25)
