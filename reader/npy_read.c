@@ -54,18 +54,20 @@ static int npy_shape(struct adump_reader_npy *n, const char *sh, const char *pat
 		unsigned long long v;
 
 		if (*sh < '0' || *sh > '9')
-			return npy_fail(n, msg, cap, -ADUMP_ERR_CORRUPT, "%s: bad numpy shape", path);
+			return npy_fail(n, msg, cap, -ADUMP_ERR_CORRUPT, "%s: unsupported numpy shape: a "
+					"dimension that is not a count", path);
 		errno = 0;
 		v = strtoull(sh, &end, 10);
 		if (errno)
-			return npy_fail(n, msg, cap, -ADUMP_ERR_CORRUPT, "%s: a numpy dimension out "
-					"of range", path);
+			return npy_fail(n, msg, cap, -ADUMP_ERR_CORRUPT, "%s: unsupported numpy "
+					"shape: a dimension past 64 bits", path);
 		if (n->dim_count == ADUMP_MAX_DIMS)
-			return npy_fail(n, msg, cap, -ADUMP_ERR_UNSUPPORTED, "%s: more than %d "
-					"dimensions", path, ADUMP_MAX_DIMS);
+			return npy_fail(n, msg, cap, -ADUMP_ERR_UNSUPPORTED, "%s: unsupported "
+					"numpy shape: more than %d dimensions", path,
+					ADUMP_MAX_DIMS);
 		if (__builtin_mul_overflow(n->count, (uint64_t)v, &n->count))
 			return npy_fail(n, msg, cap, -ADUMP_ERR_CORRUPT, "%s: the shape's element "
-					"count overflows", path);
+					"count overflows 64 bits", path);
 		n->dims[n->dim_count++] = v;
 		sh = end;
 		while (*sh == ',' || *sh == ' ')

@@ -3,7 +3,7 @@
 entry one dump whose inputs are its input_args (flattened), input_kwargs, then parameters (a
 backward entry: its input), and whose outputs are its output or its parameters_grad (in the
 module's parameter order); tensors only, as `adump compare` reads them. Each tensor's bytes
-are located in dump_tensor_data/<data_name>.pt by the C reader (_adump.pt_read) and mapped
+are located in dump_tensor_data/<data_name>.pt by the C reader (_adump.pt_read) and read
 when first used."""
 
 import json
@@ -31,7 +31,7 @@ _DESCR = {"DT_FLOAT": "<f4", "DT_FLOAT16": "<f2", "DT_BF16": None, "DT_DOUBLE": 
 
 def dtype_code(torch_name):
     """DumpData dtype number of a torch dtype name ("torch.float32"), -1 if unknown."""
-    name = _TORCH_DT.get(torch_name)
+    name = _TORCH_DT.get(torch_name) if isinstance(torch_name, str) else None
     return getattr(_adump, name, -1) if name else -1
 
 
@@ -119,12 +119,33 @@ def load(rank_dir):
         text = f.read()
     try:
         doc = json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise _adump.CorruptError("%s: not JSON (%s): a cut or damaged dump.json" %
                                   (path, e)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
         raise _adump.CorruptError("%s: no \"data\" object: not msprobe's dump.json" % path)
     return doc
+
+
+def _shape(t, where):
+    """A tensor entry's shape as a tuple of sizes (none given: a scalar's ()). Raises
+    adump.CorruptError naming @where for one that is not a list of sizes."""
+    shape = t.get("shape")
+    if shape is None:
+        return ()
+    if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and
+                                       d >= 0 for d in shape):
+        return tuple(shape)
+    raise _adump.CorruptError("%s: shape %.80r is not a list of sizes" % (where, shape))
+
+
+def _data_name(t, where):
+    """A tensor entry's data_name (None without one). Raises adump.CorruptError naming
+    @where for one that is not a file name."""
+    name = t.get("data_name")
+    if name is None or isinstance(name, str):
+        return name or None
+    raise _adump.CorruptError("%s: data_name %.80r is not a file name" % (where, name))
 
 
 def _numel(shape):
@@ -148,14 +169,16 @@ def dumps(rank_dir, make_dump, bf16):
         tensors, stats = [], []
         for kind, group in ((0, ins), (1, outs)):
             for index, (label, t) in enumerate(group):
+                where = "%s: %s %s" % (json_path, name, label)
                 code = dtype_code(t.get("dtype"))
-                shape = tuple(int(d) for d in t.get("shape") or ())
+                shape = _shape(t, where)
                 bits = _adump.dtype_bits(code) if code >= 0 else 0
                 nbytes = (_numel(shape) * bits + 7) // 8
                 tensors.append((kind, index, code, 2, 0, shape, shape, 0, nbytes, 0,
                                 descr_of(code)))
                 row = {k: t.get(k) for k in ("Max", "Min", "Mean", "Norm", "requires_grad",
-                                             "md5", "data_name", "dtype")}
+                                             "md5", "dtype")}
+                row["data_name"] = _data_name(t, where)
                 row["arg"] = label
                 stats.append(row)
         header = {"op_name": name, "dump_time": order, "version": "", "dfx_message": "",
@@ -177,7 +200,7 @@ def dumps(rank_dir, make_dump, bf16):
                             pt, row.get("dtype"), list(info.shape),
                             _adump.dtype_name(loc["dtype_code"]), list(loc["shape"])))
                 if loc["bytes"]:
-                    raw = np.frombuffer(_adump.Map(pt, loc["offset"], loc["bytes"]),
+                    raw = np.frombuffer(_adump.FileRange(pt, loc["offset"], loc["bytes"]),
                                         dtype=np.uint8)
                 else:
                     raw = np.empty(0, np.uint8)
@@ -205,9 +228,16 @@ def verify(rank_dir):
             continue
         ins, outs = entry_tensors(data, name, entry)
         for label, t in ins + outs:
-            if not t.get("data_name"):
+            where = "%s: %s %s" % (os.path.join(rank_dir, DUMP_JSON), name, label)
+            try:
+                data_name = _data_name(t, where)
+                shape = _shape(t, where)
+            except _adump.Error as e:
+                problems.append((os.path.join(rank_dir, DUMP_JSON), str(e)))
                 continue
-            pt = os.path.join(rank_dir, TENSOR_DIR, t["data_name"])
+            if not data_name:
+                continue
+            pt = os.path.join(rank_dir, TENSOR_DIR, data_name)
             checked += 1
             try:
                 loc = _adump.pt_read(pt, checked=True)
@@ -215,7 +245,6 @@ def verify(rank_dir):
                 problems.append((pt, "%s %s: %s" % (name, label, e)))
                 continue
             code = dtype_code(t.get("dtype"))
-            shape = tuple(int(d) for d in t.get("shape") or ())
             if (code >= 0 and loc["dtype_code"] != code) or loc["shape"] != shape:
                 problems.append((pt, "%s %s: dump.json says %s %s, the file holds %s %s" % (
                     name, label, t.get("dtype"), list(shape),

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Reading dumps: adump.open, adump.walk, adump.verify over the C reader.
 
-Tensors of plain files and packed captures are numpy views of a read-only memory map of the
-file (or segment): nothing is copied. The map is made when a Dump's tensors are first used
-and holds no file descriptor (_adump.Map), so walking any number of dumps keeps no file
-open; Dump.close() (or `with` on the Dump) lets the map go before the Dump does. Tensors of
+Tensors of plain files and packed captures are read-only numpy views of the dump's bytes,
+read (pread, not mapped: a file that shrinks under a map kills the interpreter with SIGBUS,
+a short read is an exception) into memory of their own when a Dump's tensors are first used;
+no file descriptor is held (_adump.FileRange), so walking any number of dumps keeps no file
+open; Dump.close() (or `with` on the Dump) lets the bytes go before the Dump does. Tensors of
 .lz4 files are decoded into memory. bfloat16 tensors come back as float32 (as msaccucmp
 converts them) unless bf16="raw", which gives their bits as uint16. Statistics captures
 (content="stats": one <dump name>.csv per dump) read back as Dumps whose .stats holds the
@@ -120,7 +121,7 @@ class Dump:
     step and rank (from adump.torch's step<N>/rank<R> directories, else None), attrs (dict),
     dfx_message, version, container ("file", "lz4", "packed" or "stats"), tensors
     (TensorInfo, in file order), stats (statistics captures: one dict per CSV row, else
-    None); inputs, outputs, buffers, workspaces: lists of numpy arrays, read (mapped) on
+    None); inputs, outputs, buffers, workspaces: lists of numpy arrays, read on
     first use. close() lets them go; a Dump is a context manager."""
 
     def __init__(self, header, path, container, load):
@@ -156,7 +157,7 @@ class Dump:
     workspaces = property(lambda self: self._arrays()[WORKSPACE])
 
     def close(self):
-        """Drop this Dump's arrays (the map goes once no array of it is left elsewhere)."""
+        """Drop this Dump's arrays (their memory goes once no array of it is left elsewhere)."""
         self._by_kind = None
         self._load = None
 
@@ -172,14 +173,32 @@ class Dump:
 
 
 def _mapped(header, path, offset, length, bf16):
-    """Arrays over a read-only map of @length bytes of @path at @offset (no fd kept)."""
-    mm = np.frombuffer(_adump.Map(path, offset, length), dtype=np.uint8)
+    """Arrays over @length bytes of @path at @offset, read into memory (no fd kept)."""
+    mm = np.frombuffer(_adump.FileRange(path, offset, length), dtype=np.uint8)
     arrays = []
     for t in header["tensors"]:
         info = _info(t)
         raw = mm[info.offset:info.offset + info.bytes]
         arrays.append(_as_array(raw, info, t[10], bf16))
     return arrays
+
+
+# Bytes of an .lz4 tensor decoded per read_into.
+_DECODE_STEP = 4 << 20
+
+
+def _decode_tensor(reader, i, nbytes):
+    """Tensor @i of the open .lz4 dump as a uint8 array, decoded a step at a time into a
+    buffer that grows with what decodes. The sizes in the header are only the frame's claim
+    (up to 256 times its compressed bytes, all lz4 can encode): a frame that holds less fails
+    at its first missing byte, having taken memory for the bytes it held, not for its claim."""
+    buf = bytearray()
+    while len(buf) < nbytes:
+        done = len(buf)
+        buf += bytes(min(_DECODE_STEP, nbytes - done))
+        with memoryview(buf) as view, view[done:] as part:
+            reader.read_into(i, part, done)
+    return np.frombuffer(buf, np.uint8)
 
 
 def _decoded(path, bf16):
@@ -191,9 +210,7 @@ def _decoded(path, bf16):
             arrays = []
             for i, t in enumerate(header["tensors"]):
                 info = _info(t)
-                raw = np.empty(info.bytes, np.uint8)
-                if info.bytes:
-                    reader.read_into(i, raw)
+                raw = _decode_tensor(reader, i, info.bytes)
                 arrays.append(_as_array(raw, info, t[10], bf16))
             return arrays
         finally:
@@ -231,13 +248,19 @@ def _open_stats(path):
     if fields is None:
         raise _adump.CorruptError("%s: not a statistics dump (its name is not a dump's "
                                   "name followed by .csv)" % path)
-    with builtins.open(path, newline="") as f:
-        rows = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    try:
+        with builtins.open(path, newline="") as f:
+            rows = [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    except (ValueError, TypeError, csv.Error) as e:
+        # Bytes that are not UTF-8 text, a row longer than the header (a list value).
+        raise _adump.CorruptError("%s: not a statistics dump (%s)" % (path, e)) from None
     tensors = []
     for row in rows:
         try:
             kind = {"Input": INPUT, "Output": OUTPUT}[row["Input/Output"]]
-            shape = tuple(int(d) for d in str(row["Shape"]).split("x") if d != "")
+            # CANN writes a scalar's (0-d tensor's) shape as "-" (pipeline/stats.c too).
+            text = str(row["Shape"])
+            shape = () if text == "-" else tuple(int(d) for d in text.split("x") if d != "")
             dt = row["Data Type"]
             code = next((c for c in range(64) if _adump.dtype_name(c) == dt), -1)
             tensors.append((kind, row["Index"], code, 0, 0, shape, shape, 0,

@@ -427,15 +427,17 @@ static PyObject *session_stream(PyObject *obj, PyObject *args)
 	struct adump_host_stream_config cfg = ADUMP_HOST_STREAM_CONFIG_INIT;
 	struct py_session *self = (struct py_session *)obj;
 	PyTypeObject *tp = (PyTypeObject *)stream_type;
-	unsigned int device_id = 0;
+	uint64_t device_id = 0;
 	struct py_stream *st;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "|I:stream", &device_id))
+	if (!PyArg_ParseTuple(args, "|O&:stream", pyadump_uint64_conv, &device_id))
 		return NULL;
 	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
-	cfg.device_id = device_id;
+	if (device_id > UINT32_MAX)
+		return pyadump_raise(-ADUMP_ERR_CONFIG, "device_id out of range", NULL);
+	cfg.device_id = (uint32_t)device_id;
 	st = (struct py_stream *)PyType_GenericNew(tp, NULL, NULL);
 	if (!st)
 		return NULL;

@@ -100,6 +100,34 @@ int pyadump_dict_steal(PyObject *dict, const char *key, PyObject *value)
 	return ret;
 }
 
+int pyadump_uint64_conv(PyObject *obj, void *out)
+{
+	PyObject *n = PyNumber_Index(obj);
+	unsigned long long v;
+
+	if (!n)
+		return 0;
+	v = PyLong_AsUnsignedLongLong(n);
+	if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+		/* Negative or past 64 bits: OverflowError, not one of the documented classes. */
+		PyObject *text = PyErr_ExceptionMatches(PyExc_OverflowError) ? PyObject_Str(n) : NULL;
+		const char *s = text ? PyUnicode_AsUTF8AndSize(text, NULL) : NULL;
+		char msg[160];
+
+		if (s) {
+			PyErr_Clear();
+			snprintf(msg, sizeof(msg), "%.64s is out of range (0 to 2**64 - 1)", s);
+			pyadump_raise(-ADUMP_ERR_CONFIG, msg, NULL);
+		}
+		Py_XDECREF(text);
+		Py_DECREF(n);
+		return 0;
+	}
+	Py_DECREF(n);
+	*(uint64_t *)out = v;
+	return 1;
+}
+
 static PyObject *py_strerror(PyObject *self, PyObject *arg)
 {
 	long code = PyLong_AsLong(arg);
@@ -188,7 +216,7 @@ PyMODINIT_FUNC PyInit__adump(void)
 	    pyadump_compare_init(m) < 0 || pyadump_scan_init(m) < 0 ||
 	    pyadump_export_init(m) < 0 || pyadump_report_init(m) < 0 ||
 	    pyadump_pt_init(m) < 0 ||
-	    pyadump_config_init(m) < 0 || pyadump_map_init(m) < 0 ||
+	    pyadump_config_init(m) < 0 || pyadump_file_range_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
 	    PyModule_AddStringConstant(m, "__version__", ADUMP_VERSION_STRING) < 0) {
 		Py_DECREF(m);

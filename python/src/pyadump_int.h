@@ -39,6 +39,11 @@ extern struct pyadump_errors pyadump_err;
  */
 PyObject *pyadump_raise(int ret, const char *message, const char *filename);
 
+/* PyArg_ParseTuple "O&" converter of an index, offset or id to a uint64_t: TypeError for
+ * what is not an int, adump.ConfigError for a negative one or one past 64 bits (never cut to
+ * its low bits, as the "I" and "K" formats do). Return: 1, or 0 with the error set. */
+int pyadump_uint64_conv(PyObject *obj, void *out);
+
 /* Raise adump.ClosedError "<what> is closed". Return: NULL. */
 PyObject *pyadump_raise_closed(const char *what);
 
@@ -50,7 +55,7 @@ int pyadump_pt_init(PyObject *module);
 int pyadump_config_init(PyObject *module);
 int pyadump_scan_init(PyObject *module);
 int pyadump_report_init(PyObject *module);
-int pyadump_map_init(PyObject *module);
+int pyadump_file_range_init(PyObject *module);
 
 /* Between begin and end, the first warning or error the calling thread's library calls log
  * is copied into @buf (""  if none): the reason to put in the exception. */

@@ -5,6 +5,7 @@
  * the bytes sit uncompressed in a file. */
 #include "pyadump_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "adump/reader.h"
@@ -186,19 +187,42 @@ static PyObject *reader_open_packed(PyObject *obj, PyObject *args)
 	return header_dict(self->r);
 }
 
+/* Refuse a tensor index the open dump does not have, before it is cut to the reader's 32
+ * bits (2**32 would read tensor 0). Return: 0, or -1 with the error set. */
+static int check_index(struct py_reader *self, uint64_t idx)
+{
+	const struct adump_reader_header *h = adump_reader_header(self->r);
+	char msg[128];
+
+	if (!h) {
+		pyadump_raise(-ADUMP_ERR_STATE, "no dump is open", NULL);
+		return -1;
+	}
+	if (idx < h->tensor_count)
+		return 0;
+	snprintf(msg, sizeof(msg), "tensor %llu out of range: the dump has %u tensors",
+		 (unsigned long long)idx, h->tensor_count);
+	pyadump_raise(-ADUMP_ERR_CONFIG, msg, adump_reader_name(self->r));
+	return -1;
+}
+
 /* read_into(tensor, buffer[, offset]): fill a writable buffer with payload bytes. */
 static PyObject *reader_read_into(PyObject *obj, PyObject *args)
 {
 	struct py_reader *self = (struct py_reader *)obj;
-	unsigned long long off = 0;
-	unsigned int idx;
+	uint64_t idx, off = 0;
 	Py_buffer view;
 	int ret;
 
-	if (!PyArg_ParseTuple(args, "Iw*|K:read_into", &idx, &view, &off))
+	if (!PyArg_ParseTuple(args, "O&w*|O&:read_into", pyadump_uint64_conv, &idx, &view,
+			      pyadump_uint64_conv, &off))
 		return NULL;
+	if (check_index(self, idx) < 0) {
+		PyBuffer_Release(&view);
+		return NULL;
+	}
 	Py_BEGIN_ALLOW_THREADS
-	ret = adump_reader_read(self->r, idx, off, view.buf, (size_t)view.len);
+	ret = adump_reader_read(self->r, (uint32_t)idx, off, view.buf, (size_t)view.len);
 	Py_END_ALLOW_THREADS
 	PyBuffer_Release(&view);
 	if (ret < 0)
@@ -224,10 +248,10 @@ static PyObject *reader_stats(PyObject *obj, PyObject *arg)
 {
 	struct py_reader *self = (struct py_reader *)obj;
 	struct adump_reader_stats st;
-	unsigned long idx = PyLong_AsUnsignedLong(arg);
+	uint64_t idx;
 	int ret;
 
-	if (PyErr_Occurred())
+	if (!pyadump_uint64_conv(arg, &idx) || check_index(self, idx) < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
 	ret = adump_reader_tensor_stats(self->r, (uint32_t)idx, &st);

@@ -3,7 +3,9 @@
 threads dump, a dump file that shrinks under its reader, lying headers and index arguments.
 Each case that could kill the interpreter runs in a child, so a signal fails the test
 instead of the runner."""
+import json
 import os
+import struct
 import subprocess
 import sys
 import textwrap
@@ -103,6 +105,274 @@ with adump.Session(top, workers=1, time_dir="t") as s:
         assert ended == ["ClosedError"], ended
 print("ok")
 """
+
+
+# A plain dump and a packed capture truncated after adump.open / walk read their headers and
+# before their tensors are read: a mapped file would die of SIGBUS at the first touch.
+SHRINK = r"""
+import os, sys
+import numpy as np
+import adump
+
+top, layout = sys.argv[1], sys.argv[2]
+with adump.Session(top, workers=1, time_dir="t", layout=layout) as s:
+    st = s.stream()
+    st.dump("Add", "a", inputs=[np.arange(1 << 18, dtype=np.float32)],
+            outputs=[np.ones(1 << 18, np.float32)])
+    st.sync()
+if layout == "files":
+    path = os.path.join(top, "t", "0", os.listdir(os.path.join(top, "t", "0"))[0])
+    d = adump.open(path)
+else:
+    d = next(adump.walk(top))
+    path = [os.path.join(dp, f) for dp, _, fs in os.walk(top) for f in fs
+            if f.endswith(".seg")][0]
+os.truncate(path, os.path.getsize(path) // 2)
+try:
+    d.outputs[0].sum()
+    print("read a truncated file")
+except adump.Error as e:
+    print("raised", type(e).__name__, e)
+"""
+
+
+class FileShrinks(unittest.TestCase):
+    def check(self, layout):
+        code, out = run_child(SHRINK, helpers.tmpdir("shrink"), layout)
+        self.assertEqual(code, 0, out)          # not -SIGBUS
+        self.assertIn("raised IncompleteError", out)
+        self.assertIn("shrank after it was opened", out)
+
+    def test_plain_file_truncated_after_open(self):
+        self.check("files")
+
+    def test_packed_segment_truncated_after_walk(self):
+        self.check("packed")
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append(n & 0x7f | (0x80 if n >> 7 else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def pb(number, value):
+    """A protobuf field: an int as a varint, bytes length-delimited."""
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint(number << 3 | 2) + varint(len(value)) + value
+
+
+def dump_head(payload_bytes):
+    """A dump file's first bytes (header length, DumpData) for one uint8 input of
+    @payload_bytes bytes that follows them."""
+    inp = pb(1, 4) + pb(2, 2) + pb(3, pb(1, payload_bytes)) + pb(5, payload_bytes)
+    dd = pb(4, inp) + pb(6, b"big")
+    return struct.pack("<Q", len(dd)) + dd
+
+
+def xxh32(data):
+    """XXH32 (seed 0) of fewer than 16 bytes: an lz4 frame descriptor's checksum."""
+    m, p1, p2, p3, p4, p5 = 0xffffffff, 2654435761, 2246822519, 3266489917, 668265263, 374761393
+
+    def rotl(x, r):
+        return (x << r | x >> (32 - r)) & m
+    h = (p5 + len(data)) & m
+    end = len(data) - len(data) % 4
+    for i in range(0, end, 4):
+        h = rotl((h + struct.unpack_from("<I", data, i)[0] * p3) & m, 17) * p4 & m
+    for b in data[end:]:
+        h = rotl((h + b * p5) & m, 11) * p1 & m
+    h = (h ^ h >> 15) * p2 & m
+    h = (h ^ h >> 13) * p3 & m
+    return h ^ h >> 16
+
+
+def lz4_frame(content_size, data):
+    """An lz4 frame of @data in stored (uncompressed) 4 MiB blocks whose header claims
+    @content_size bytes of content, whatever @data holds."""
+    desc = bytes([0x68, 0x70]) + struct.pack("<Q", content_size)   # independent blocks, 4 MiB
+    out = bytearray(b"\x04\x22\x4d\x18" + desc + bytes([xxh32(desc) >> 8 & 0xff]))
+    for i in range(0, len(data), 4 << 20):
+        block = data[i:i + (4 << 20)]
+        out += struct.pack("<I", len(block) | 1 << 31) + block
+    return bytes(out + b"\0\0\0\0")
+
+
+# Decode an .lz4 dump whose frame claims 1 GiB but holds 4 MiB under an address-space limit
+# of 256 MiB more than the process has: the decoded bytes need memory, the claim must not.
+LZ4_CLAIM = r"""
+import resource, sys
+import adump
+
+d = adump.open(sys.argv[1])
+with open("/proc/self/status") as f:
+    vm = [int(l.split()[1]) << 10 for l in f if l.startswith("VmSize:")][0]
+resource.setrlimit(resource.RLIMIT_AS, (vm + (256 << 20), resource.RLIM_INFINITY))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    d.inputs
+    print("decoded")
+except adump.Error as e:
+    print("raised", type(e).__name__, e)
+print("rss_growth_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+class Lz4ContentClaim(unittest.TestCase):
+    def test_claim_beyond_content_takes_no_memory(self):
+        claim = 1 << 30
+        head = dump_head(claim - len(dump_head(claim)))
+        path = os.path.join(helpers.tmpdir("lz4claim"), "Add.big.1.1.1700000000000000.lz4")
+        with open(path, "wb") as f:
+            f.write(lz4_frame(claim, head + os.urandom(4 << 20)))
+        self.assertLess(os.path.getsize(path), 5 << 20)
+        d = adump.open(path)                    # the header is whole: the claim holds so far
+        self.assertEqual(d.tensors[0].bytes + d.tensors[0].offset, claim)
+        code, out = run_child(LZ4_CLAIM, path)
+        self.assertEqual(code, 0, out)
+        self.assertIn("raised CorruptError", out)
+        self.assertIn("reading the payload", out)
+        growth = int(out.split("rss_growth_kib")[1])
+        self.assertLess(growth, 64 << 10, out)  # KiB: the 4 MiB held plus a step or two
+
+    def test_steps_reassemble_the_tensor(self):
+        top = helpers.tmpdir("lz4steps")
+        a = np.arange(10000, dtype=np.float32)
+        with adump.Session(top, workers=1, time_dir="t", compress="lz4") as s:
+            st = s.stream()
+            st.dump("Add", "a", inputs=[a], outputs=[a[:3]])
+            st.sync()
+        step = adump._read._DECODE_STEP
+        adump._read._DECODE_STEP = 4096 + 4     # steps that split elements and pages
+        try:
+            d = next(adump.walk(top))
+            np.testing.assert_array_equal(d.inputs[0], a)
+            np.testing.assert_array_equal(d.outputs[0], a[:3])
+        finally:
+            adump._read._DECODE_STEP = step
+
+
+class IndexArguments(unittest.TestCase):
+    """Indices the dump does not have are refused, never cut to their low 32 or 64 bits
+    (2**32 and 2**40 read tensor 0 before), nor turned into OverflowError."""
+
+    def test_tensor_indices_and_offsets(self):
+        top = helpers.tmpdir("index")
+        with adump.Session(top, workers=1, time_dir="t") as s:
+            st = s.stream()
+            st.dump("Add", "a", inputs=[np.full(4, 7, np.float32)],
+                    outputs=[np.full(4, 9, np.float32)])
+            st.sync()
+        path = adump.open(helpers.files_below(top)[0]).path
+        r = adump._adump.Reader()
+        r.open(path)
+        buf = np.zeros(16, np.uint8)
+        r.read_into(1, buf)
+        self.assertEqual(buf.view(np.float32)[0], 9)
+        for idx in (2, 2**32, 2**32 + 1, 2**40, 2**64, 2**70, -1, -2**40):
+            buf[:] = 0
+            with self.assertRaises(adump.ConfigError, msg=idx):
+                r.read_into(idx, buf)
+            self.assertFalse(buf.any(), idx)
+            with self.assertRaises(adump.ConfigError, msg=idx):
+                r.tensor_stats(idx)
+        for off in (2**64, 2**80, -1, 2**64 - 1):
+            with self.assertRaises(adump.ConfigError, msg=off):
+                r.read_into(0, buf, off)
+        self.assertFalse(buf.any())
+        with self.assertRaises(TypeError):
+            r.read_into(1.0, buf)
+        self.assertEqual(r.tensor_stats(np.int64(1))["max"], 9)
+        r.close()
+        with self.assertRaises(adump.StateError):
+            r.read_into(0, buf)
+
+    def test_device_id(self):
+        with adump.Session(helpers.tmpdir("devid")) as s:
+            for dev in (2**32, 2**32 + 1, 2**64, -1):
+                with self.assertRaises(adump.ConfigError, msg=dev):
+                    s.stream(dev)
+
+
+class MalformedDumpJson(unittest.TestCase):
+    """msprobe's dump.json whose tensor entries are not msprobe's: adump.walk raises
+    adump.CorruptError naming the entry (it was a bare ValueError, TypeError or
+    RecursionError), adump.verify lists a problem and never raises."""
+
+    def rank_dir(self, text):
+        d = helpers.tmpdir("badjson")
+        os.makedirs(os.path.join(d, "dump_tensor_data"))
+        with open(os.path.join(d, "dump.json"), "w") as f:
+            f.write(text)
+        return d
+
+    def test_bad_tensor_fields(self):
+        good = {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [2],
+                "data_name": "Functional.add.0.forward.input.0.pt"}
+        for bad in ({"shape": ["a"]}, {"shape": "12"}, {"shape": 5}, {"shape": [None]},
+                    {"shape": [-1]}, {"shape": [1.5]}, {"shape": [True]}, {"shape": {"a": 1}},
+                    {"data_name": 5}, {"data_name": ["x.pt"]}):
+            t = dict(good, **bad)
+            doc = {"task": "tensor", "level": "L1",
+                   "data": {"Functional.add.0.forward": {"input_args": [t], "output": []}}}
+            d = self.rank_dir(json.dumps(doc))
+            with self.assertRaises(adump.CorruptError, msg=bad) as cm:
+                list(adump.walk(d))
+            self.assertIn("Functional.add.0.forward input.0", str(cm.exception))
+            rep = adump.verify(d)
+            self.assertFalse(rep.ok, bad)
+            self.assertTrue(any("Functional.add.0.forward input.0" in p[2]
+                                for p in rep.problems), (bad, rep.problems))
+
+    def test_unhashable_dtype(self):
+        t = {"type": "torch.Tensor", "dtype": ["torch.float32"], "shape": [2]}
+        doc = {"data": {"Functional.add.0.forward": {"input_args": [t]}}}
+        d = self.rank_dir(json.dumps(doc))
+        dumps = list(adump.walk(d))             # an unknown dtype, as any other name
+        self.assertEqual(dumps[0].tensors[0].dtype_code, -1)
+        self.assertEqual(dumps[0].inputs, [None])
+        self.assertTrue(adump.verify(d).ok)
+
+    def test_nested_too_deep(self):
+        d = self.rank_dir('{"data": {"a.0.forward": {"input_args": %s}}}' %
+                          ("[" * 100000 + "]" * 100000))
+        with self.assertRaises(adump.CorruptError):
+            list(adump.walk(d))
+        self.assertFalse(adump.verify(d).ok)
+
+
+class StatsCsv(unittest.TestCase):
+    def test_scalar_row_reads_back(self):
+        # CANN (and pipeline/stats.c) write a 0-d tensor's shape as "-"; the loss of every
+        # op-level statistics capture is one, and adump.walk refused the file.
+        top = helpers.tmpdir("statscalar")
+        with adump.Session(top, workers=1, time_dir="t", content="stats") as s:
+            st = s.stream()
+            st.dump("Mul", "loss", inputs=[np.array(2.5, np.float32),
+                                           np.arange(6, dtype=np.float32).reshape(2, 3)],
+                    outputs=[np.array(1.5, np.float32)])
+            st.sync()
+        with open(helpers.files_below(top)[0]) as f:
+            self.assertEqual(f.read().count(",-,"), 2)
+        d, = adump.walk(top)
+        self.assertEqual([t.shape for t in d.tensors], [(), (2, 3), ()])
+        self.assertEqual([r["Max Value"] for r in d.stats], [2.5, 5, 1.5])
+
+    def test_not_text_is_corrupt(self):
+        top = helpers.tmpdir("statsbin")
+        path = os.path.join(top, "Mul.loss.1.1.1700000000000000.csv")
+        with open(path, "wb") as f:
+            f.write(b"Input/Output,Index\n\xff\xfe,1,2,3\n")
+        with self.assertRaises(adump.CorruptError):
+            adump.open(path)
+        with open(path, "w") as f:
+            f.write("Input/Output,Index\nInput,0,extra\n")
+        with self.assertRaises(adump.CorruptError):
+            adump.open(path)
 
 
 class CloseFromAnotherThread(unittest.TestCase):

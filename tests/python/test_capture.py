@@ -72,12 +72,12 @@ class CaptureRoundTrip(unittest.TestCase):
         top, data, names = self.capture()
         dumps = list(adump.walk(top))
         self.check_dumps(dumps, data, names, "file")
-        # Plain files are mapped, not copied: the arrays are views of an adump.Map.
+        # Plain files are read once, not per tensor: the arrays are views of a FileRange.
         base = dumps[0].inputs[0]
         while isinstance(base, np.ndarray) and base.base is not None:
             base = base.base
         self.assertIsInstance(base.obj if isinstance(base, memoryview) else base,
-                              adump._adump.Map)
+                              adump._adump.FileRange)
         # adump.open on the file gives the same; the file is named as CANN names it.
         path = [d.path for d in dumps if d.op_type == "MatMul"][0]
         self.assertRegex(os.path.basename(path), r"^MatMul\.layer_0_mm\.\d+\.\d+\.\d+$")

@@ -5,6 +5,7 @@ writes for the same pair; bad paths and algorithms."""
 import csv
 import math
 import os
+import struct
 import sys
 import unittest
 
@@ -318,6 +319,49 @@ class Compare(unittest.TestCase):
         self.assertIn("is not a dump file name", text)
         self.assertIn("1 ops (1 matched", text)
 
+
+
+def write_npy(path, shape_text, payload):
+    """A .npy file (format 1.0, <f4) whose header says 'shape': @shape_text, then @payload."""
+    d = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
+    d += " " * (63 - (10 + len(d)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(d)) + d.encode() + payload)
+
+
+class NpyShapes(unittest.TestCase):
+    """`adump compare` of two .npy files refuses a shape it cannot hold: an element count
+    that overflows 64 bits (2**62 x 8 wrapped to 0 and compared 16 bytes as that shape,
+    exit 0, cosine 1.0), a negative dimension, more than 32 dimensions."""
+
+    def compare(self, shape_text, payload=np.arange(4, dtype="<f4").tobytes()):
+        top = helpers.tmpdir("npyshape")
+        a, b = os.path.join(top, "a.npy"), os.path.join(top, "b.npy")
+        write_npy(a, shape_text, payload)
+        write_npy(b, shape_text, payload)
+        return helpers.tool("compare", "-m", a, "-g", b, "-out", top)
+
+    def test_overflowing_count_refused(self):
+        for shape in ("(%d, 8)" % 2**62, "(%d, %d)" % (2**32, 2**32),
+                      "(%d, 2, 2, 2)" % 2**62):
+            code, text = self.compare(shape)
+            self.assertEqual(code, 3, shape + text)
+            self.assertIn("element count overflows 64 bits", text)
+            self.assertNotIn("CosineSimilarity", text)
+
+    def test_bad_dimensions_refused(self):
+        for shape in ("(-1, 4)", "(%s)" % ", ".join(["1"] * 33)):
+            code, text = self.compare(shape)
+            self.assertEqual(code, 3, shape + text)
+            self.assertIn("unsupported numpy shape", text)
+
+    def test_good_shapes_compared(self):
+        for shape in ("(2, 2)", "(4,)", "(1, 4, 1)"):
+            code, text = self.compare(shape)
+            self.assertEqual(code, 0, shape + text)
+            self.assertIn("CosineSimilarity", text)
+        code, text = self.compare("()", np.float32(3).tobytes())
+        self.assertEqual(code, 0, text)
 
 if __name__ == "__main__":
     unittest.main()
