@@ -9,16 +9,11 @@
 
 #include "acl/acl_int.h"
 
+#define FUZZ_NAME "fuzz_acl_config"
+#include "tests/fuzz/fuzz_util.h"
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_acl_config: invariant failed: %s\n", what);
-		abort();
-	}
-}
 
 static void quiet(enum adump_log_level level, const char *module, const char *msg, void *user)
 {

@@ -22,6 +22,9 @@
 #include "adump/reader.h"
 #include "fuzz_acl.h"
 
+#define FUZZ_NAME "fuzz_acl_exception"
+#include "tests/fuzz/fuzz_util.h"
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -42,14 +45,6 @@ static struct adump_reader *reader;
 static const char *walk_file;
 static size_t walk_file_count;
 static bool walk_is_outside;
-
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_acl_exception: invariant failed: %s\n", what);
-		abort();
-	}
-}
 
 static void quiet(enum adump_log_level level, const char *module, const char *msg, void *user)
 {

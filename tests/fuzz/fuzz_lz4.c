@@ -11,15 +11,10 @@
 
 #include "adump/reader.h"
 
-static struct adump_reader *reader;
+#define FUZZ_NAME "fuzz_lz4"
+#include "tests/fuzz/fuzz_util.h"
 
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_lz4: invariant failed: %s\n", what);
-		abort();
-	}
-}
+static struct adump_reader *reader;
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

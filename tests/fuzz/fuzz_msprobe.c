@@ -13,28 +13,12 @@
 
 #include "reader/msprobe.h"
 
+#define FUZZ_NAME "fuzz_msprobe"
+#include "tests/fuzz/fuzz_util.h"
+
 static struct adump_reader *reader;
 static char dir[PATH_MAX];
 static unsigned char buf[1 << 16];
-
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_msprobe: invariant failed: %s\n", what);
-		abort();
-	}
-}
-
-static void put(const char *name, const unsigned char *data, size_t len)
-{
-	char path[PATH_MAX + 32];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f) != 0)
-		abort();
-}
 
 /* The scratch directory goes when libFuzzer exits. */
 static void remove_dir(void)
@@ -74,8 +58,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			abort();
 		atexit(remove_dir);
 	}
-	put("dump.json", data, json_len);
-	put("dump_tensor_data/x.pt", nul ? nul + 1 : data, nul ? size - json_len - 1 : 0);
+	put(dir, "dump.json", data, json_len);
+	put(dir, "dump_tensor_data/x.pt", nul ? nul + 1 : data, nul ? size - json_len - 1 : 0);
 	ret = adump_msprobe_load(dir, &m, msg, sizeof(msg));
 	if (ret < 0) {
 		check(msg[0] != '\0', "a refused dump.json says why");

@@ -11,27 +11,11 @@
 
 #include "adump/reader.h"
 
+#define FUZZ_NAME "fuzz_packed"
+#include "tests/fuzz/fuzz_util.h"
+
 static struct adump_reader *reader;
 static char dir[PATH_MAX];
-
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_packed: invariant failed: %s\n", what);
-		abort();
-	}
-}
-
-static void put(const char *name, const unsigned char *data, size_t len)
-{
-	char path[PATH_MAX + 16];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f) != 0)
-		abort();
-}
 
 /* The scratch directory goes when libFuzzer exits. */
 static void remove_dir(void)
@@ -65,8 +49,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			abort();
 		atexit(remove_dir);
 	}
-	put("w0.idx", data, index_len);
-	put("w0-0.seg", nul ? nul + 1 : data, nul ? size - index_len - 1 : 0);
+	put(dir, "w0.idx", data, index_len);
+	put(dir, "w0-0.seg", nul ? nul + 1 : data, nul ? size - index_len - 1 : 0);
 	ret = adump_reader_packed_open(dir, &p);
 	check(ret == 0, "a directory with an index opens");
 	while ((ret = adump_reader_packed_next(p, &e)) > 0) {

@@ -11,13 +11,8 @@
 
 #include "adump/reader.h"
 
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_pt: invariant failed: %s\n", what);
-		abort();
-	}
-}
+#define FUZZ_NAME "fuzz_pt"
+#include "tests/fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

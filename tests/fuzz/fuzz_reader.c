@@ -13,16 +13,11 @@
 #include "adump/reader.h"
 #include "compare/compare_int.h"
 
+#define FUZZ_NAME "fuzz_reader"
+#include "tests/fuzz/fuzz_util.h"
+
 static struct adump_reader *reader;
 static int null_fd = -1;
-
-static void check(int cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "fuzz_reader: invariant failed: %s\n", what);
-		abort();
-	}
-}
 
 static void ffts_check(const struct adump_reader_header *h)
 {
