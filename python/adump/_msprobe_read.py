@@ -143,9 +143,27 @@ def _data_name(t, where):
     """A tensor entry's data_name (None without one). Raises adump.CorruptError naming
     @where for one that is not a file name."""
     name = t.get("data_name")
-    if name is None or isinstance(name, str):
-        return name or None
-    raise _adump.CorruptError("%s: data_name %.80r is not a file name" % (where, name))
+    if name is None or name == "":
+        return None
+    # msprobe's data names are one file name of dump_tensor_data/: a path ("../x.pt", "/x",
+    # "a/b.pt") would read outside the capture, whoever wrote the dump.json.
+    if (isinstance(name, str) and "/" not in name and "\0" not in name
+            and name not in (".", "..")):
+        return name
+    raise _adump.CorruptError("%s: data_name %.80r is not a file name of %s/" % (
+        where, name, TENSOR_DIR))
+
+
+def _pt_path(tensor_dir, name, where):
+    """dump_tensor_data/<name>, refused (adump.CorruptError) when it is a link that leads
+    out of dump_tensor_data/: the .pt is then read by path (_adump.pt_read opens only
+    regular files, so a FIFO there is refused too)."""
+    path = os.path.join(tensor_dir, name)
+    real = os.path.realpath(path)
+    if os.path.dirname(real) != os.path.realpath(tensor_dir):
+        raise _adump.CorruptError("%s: %s leads out of %s/ (to %s)" % (
+            where, path, TENSOR_DIR, real))
+    return path
 
 
 def _numel(shape):
@@ -192,7 +210,7 @@ def dumps(rank_dir, make_dump, bf16):
                 if not row.get("data_name"):
                     arrays.append(None)         # a statistics dump: no .pt
                     continue
-                pt = os.path.join(tensor_dir, row["data_name"])
+                pt = _pt_path(tensor_dir, row["data_name"], json_path)
                 loc = _adump.pt_read(pt)
                 if loc["dtype_code"] != info.dtype_code or loc["shape"] != info.shape:
                     raise _adump.CorruptError(
@@ -237,9 +255,10 @@ def verify(rank_dir):
                 continue
             if not data_name:
                 continue
-            pt = os.path.join(rank_dir, TENSOR_DIR, data_name)
             checked += 1
+            pt = os.path.join(rank_dir, TENSOR_DIR, data_name)
             try:
+                _pt_path(os.path.join(rank_dir, TENSOR_DIR), data_name, where)
                 loc = _adump.pt_read(pt, checked=True)
             except (OSError, _adump.Error) as e:
                 problems.append((pt, "%s %s: %s" % (name, label, e)))

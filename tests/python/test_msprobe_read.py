@@ -244,5 +244,42 @@ class Statistics(unittest.TestCase):
             adump.compare(b, a)
 
 
+class StaysInside(unittest.TestCase):
+    """A dump.json's data_name naming a path ("../../secret.pt", an absolute path), or a
+    dump_tensor_data/ entry that is a link out, is refused by walk (adump.CorruptError) and
+    listed by verify; the file outside is never read (issue 30 item 2)."""
+
+    def make(self, data_name, link=None):
+        top = helpers.tmpdir("msr-inside")
+        rank = os.path.join(top, "cap", "step0", "rank0")
+        os.makedirs(os.path.join(rank, "dump_tensor_data"))
+        secret = os.path.join(top, "secret.pt")
+        torch.save(torch.arange(4, dtype=torch.float32), secret)
+        if link:
+            os.symlink(secret, os.path.join(rank, "dump_tensor_data", link))
+        entry = {"input_args": [{"type": "torch.Tensor", "dtype": "torch.float32",
+                                 "shape": [4], "Max": 3.0, "Min": 0.0, "Mean": 1.5,
+                                 "Norm": 3.74, "requires_grad": False,
+                                 "data_name": data_name}],
+                 "input_kwargs": {}, "output": []}
+        with open(os.path.join(rank, "dump.json"), "w") as f:
+            json.dump({"task": "tensor", "level": "L1", "dump_data_dir": "",
+                       "data": {"Torch.add.0.forward": entry}}, f)
+        return top, rank, secret
+
+    def test_refused(self):
+        for name, link in (("../../secret.pt", None), ("ABSOLUTE", None), ("x.pt", "x.pt")):
+            top, rank, secret = self.make(name, link)
+            if name == "ABSOLUTE":
+                top, rank, secret = self.make(secret)
+            with self.assertRaises(adump.CorruptError, msg=name):
+                for d in adump.walk(os.path.join(top, "cap")):
+                    d.inputs
+            rep = adump.verify(os.path.join(top, "cap"))
+            self.assertFalse(rep.ok, name)
+            text = "\n".join(str(p) for p in rep.problems)
+            self.assertTrue("not a file name" in text or "leads out" in text, text)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
