@@ -320,30 +320,24 @@ class ModuleHooks:
         (_torch_patch: captures open at once stay independent, in any close order)."""
         cap = self
 
-        def backward_layer(inner):
-            def backward(*args, **kwargs):
-                cap.tree.resolve()      # the last forward op's graph nodes, before they run
-                cap.tree.begin_backward()
-                cap._in_backward += 1
-                try:
-                    return inner(*args, **kwargs)
-                finally:
-                    cap._in_backward -= 1
-                    cap.tree.end_backward()
-                    if cap._param_grads:
-                        cap._dump_param_grads()
-            return backward
-
-        def grad_layer(inner):
-            def grad(*args, **kwargs):
-                cap.tree.resolve()
-                cap.tree.begin_backward()
-                cap._in_backward += 1
-                try:
-                    return inner(*args, **kwargs)
-                finally:
-                    cap._in_backward -= 1
-                    cap.tree.end_backward()
-            return grad
+        def layer(is_backward):
+            """A layer over torch.autograd.backward (@is_backward: it ends with the
+            parameters' gradients dumped) or torch.autograd.grad (it does not)."""
+            def wrap(inner):
+                def call(*args, **kwargs):
+                    cap.tree.resolve()  # the last forward op's graph nodes, before they run
+                    cap.tree.begin_backward()
+                    cap._in_backward += 1
+                    try:
+                        return inner(*args, **kwargs)
+                    finally:
+                        cap._in_backward -= 1
+                        cap.tree.end_backward()
+                        if is_backward and cap._param_grads:
+                            cap._dump_param_grads()
+                call.__name__ = "backward" if is_backward else "grad"
+                return call
+            return wrap
+        backward_layer, grad_layer = layer(True), layer(False)
         _torch_patch.add(torch.autograd, "backward", self, backward_layer)
         _torch_patch.add(torch.autograd, "grad", self, grad_layer)
