@@ -154,16 +154,14 @@ def _data_name(t, where):
         where, name, TENSOR_DIR))
 
 
-def _pt_path(tensor_dir, name, where):
-    """dump_tensor_data/<name>, refused (adump.CorruptError) when it is a link that leads
+def _check_inside(tensor_dir, path, where):
+    """Raises adump.CorruptError when @path (a file of @tensor_dir) is a link that leads
     out of dump_tensor_data/: the .pt is then read by path (_adump.pt_read opens only
     regular files, so a FIFO there is refused too)."""
-    path = os.path.join(tensor_dir, name)
     real = os.path.realpath(path)
     if os.path.dirname(real) != os.path.realpath(tensor_dir):
         raise _adump.CorruptError("%s: %s leads out of %s/ (to %s)" % (
             where, path, TENSOR_DIR, real))
-    return path
 
 
 def _numel(shape):
@@ -210,7 +208,8 @@ def dumps(rank_dir, make_dump, bf16):
                 if not row.get("data_name"):
                     arrays.append(None)         # a statistics dump: no .pt
                     continue
-                pt = _pt_path(tensor_dir, row["data_name"], json_path)
+                pt = os.path.join(tensor_dir, row["data_name"])
+                _check_inside(tensor_dir, pt, json_path)
                 loc = _adump.pt_read(pt)
                 if loc["dtype_code"] != info.dtype_code or loc["shape"] != info.shape:
                     raise _adump.CorruptError(
@@ -240,6 +239,7 @@ def verify(rank_dir):
     except (OSError, _adump.Error) as e:
         return 0, [(os.path.join(rank_dir, DUMP_JSON), str(e))]
     checked = 0
+    tensor_dir = os.path.join(rank_dir, TENSOR_DIR)
     data = doc["data"]
     for name, entry in data.items():
         if not isinstance(entry, dict):
@@ -256,9 +256,9 @@ def verify(rank_dir):
             if not data_name:
                 continue
             checked += 1
-            pt = os.path.join(rank_dir, TENSOR_DIR, data_name)
+            pt = os.path.join(tensor_dir, data_name)
             try:
-                _pt_path(os.path.join(rank_dir, TENSOR_DIR), data_name, where)
+                _check_inside(tensor_dir, pt, where)
                 loc = _adump.pt_read(pt, checked=True)
             except (OSError, _adump.Error) as e:
                 problems.append((pt, "%s %s: %s" % (name, label, e)))
