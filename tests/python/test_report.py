@@ -138,6 +138,11 @@ class Series(unittest.TestCase):
         self.assertEqual(code, 0, text)
         with open(page, "rb") as a, open(cli, "rb") as b:
             self.assertEqual(without_time(a.read()), without_time(b.read()))
+        # The page inside the capture is no dump to the readers.
+        self.assertGreater(len(list(adump.walk(top))), 0)
+        code, text = helpers.tool("verify", top)
+        self.assertIn(" 0 bad,", text)       # (a CSV-only capture has no dump file: status 1)
+        self.assertNotIn("report.html", text)
         data = page_data(page)
         self.assertEqual(data["kind"], "series")
         series = {s["name"]: s for s in data["series"]}
