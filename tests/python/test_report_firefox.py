@@ -40,7 +40,7 @@ except ImportError:
 ERROR_RED = (0xd6, 0x27, 0x28)
 # Hosts of Firefox's own background services: not the page's requests.
 OWN_HOSTS = ("mozilla.com", "mozilla.org", "mozilla.net", "firefox.com", "mozaws.net",
-             "mozgcp.net", "digicert.com")
+             "mozgcp.net", "digicert.com", "getpocket.com")
 
 
 class Proxy:
@@ -105,6 +105,7 @@ def open_in_firefox(page, shot, work, proxy):
         "browser.safebrowsing.malware.enabled": False,
         "browser.safebrowsing.phishing.enabled": False,
         "browser.shell.checkDefaultBrowser": False,
+        "extensions.pocket.enabled": False,
     }
     with open(os.path.join(profile, "user.js"), "w") as f:
         for k, v in prefs.items():
