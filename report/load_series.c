@@ -547,9 +547,13 @@ static int judge_series(struct adump_report *r, struct report_series *s)
 			    (v > base * ADUMP_REPORT_SPIKE_FACTOR ||
 			     (base > 0 && v < base / ADUMP_REPORT_SPIKE_FACTOR))) {
 				p->flags |= REPORT_POINT_SPIKE;
-				snprintf(why, sizeof(why), "%s %.6g is %.3gx the mean of its previous "
-					 "%u steps (%.6g)", use_norm ? "norm" : "max |x|", v,
-					 base > 0 ? v / base : INFINITY, n, base);
+				if (base > 0)
+					snprintf(why, sizeof(why), "%s %.6g is %.3gx the mean of its "
+						 "previous %u steps (%.6g)", use_norm ? "norm" : "max |x|",
+						 v, v / base, n, base);
+				else
+					snprintf(why, sizeof(why), "%s %.6g after %u steps at 0",
+						 use_norm ? "norm" : "max |x|", v, n);
 			}
 		}
 		if (p->flags)
