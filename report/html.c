@@ -17,6 +17,7 @@
 extern const char adump_report_page_html[];
 extern const char adump_report_page_css[];
 extern const char adump_report_page_js[];
+extern const char adump_report_page_series_js[];
 
 /* The length of the UTF-8 sequence at @p (at most @n bytes), or 0 when it is not one (an
  * overlong form, a surrogate, past U+10FFFF, cut short). */
@@ -176,6 +177,73 @@ static void json_row(FILE *f, const struct report_row *row, enum adump_report_ki
 	fprintf(f, ",%u]", row->scan_kind);
 }
 
+/* A statistic of a series point: null where the point has none, "nan" for NaN (JSON has no
+ * NaN; infinities are 1e999, which JSON.parse reads as Infinity). */
+static void json_stat(FILE *f, const struct report_point *p, int k)
+{
+	if (!(p->has & (1u << k)))
+		fputs("null", f);
+	else if (isnan(p->value[k]))
+		fputs("\"nan\"", f);
+	else
+		json_num(f, p->value[k]);
+}
+
+/* A series report's data (page_series.js): each tensor with its points
+ * [step, max, min, mean, norm, NaN count, Inf count, flags, why], the triggers, the rule. */
+static void json_series(FILE *f, const struct adump_report *r)
+{
+	fprintf(f, ",\"rule\":{\"factor\":%g,\"history\":%u,\"min_history\":%u},\"series\":[",
+		ADUMP_REPORT_SPIKE_FACTOR, ADUMP_REPORT_SPIKE_HISTORY, ADUMP_REPORT_SPIKE_MIN_HISTORY);
+	for (size_t i = 0; i < r->series_count; i++) {
+		const struct report_series *s = &r->series[i];
+
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
+		report_json_str(f, s->name);
+		fprintf(f, ",\"rank\":%lld,\"dtype\":", (long long)s->rank);
+		report_json_str(f, s->dtype);
+		fputs(",\"shape\":", f);
+		report_json_str(f, s->shape);
+		fputs(",\"points\":[", f);
+		for (size_t k = 0; k < s->point_count; k++) {
+			const struct report_point *p = &r->points[s->point_first + k];
+
+			fprintf(f, "%s[%lld", k ? "," : "", (long long)p->step);
+			for (int j = 0; j < 4; j++) {
+				fputc(',', f);
+				json_stat(f, p, j);
+			}
+			if (p->has & REPORT_POINT_HAS_COUNTS)
+				fprintf(f, ",%llu,%llu", (unsigned long long)p->nan_count,
+					(unsigned long long)p->inf_count);
+			else
+				fputs(",null,null", f);
+			fprintf(f, ",%u,", p->flags);
+			report_json_str(f, p->why);
+			fputc(']', f);
+		}
+		fputs("]}", f);
+	}
+	fputs("],\"triggers\":[", f);
+	for (size_t i = 0; i < r->trigger_count; i++) {
+		const struct report_trigger *t = &r->triggers[i];
+
+		fprintf(f, "%s{\"step\":%lld,\"rank\":%lld,\"rule\":", i ? "," : "",
+			(long long)t->step, (long long)t->rank);
+		report_json_str(f, t->rule);
+		fputs(",\"tensor\":", f);
+		report_json_str(f, t->tensor);
+		fputs(",\"reason\":", f);
+		report_json_str(f, t->reason);
+		fputs(",\"value\":", f);
+		report_json_str(f, t->value);
+		fputs(",\"path\":", f);
+		report_json_str(f, t->path);
+		fputc('}', f);
+	}
+	fputs("],\"pairs\":[]}", f);
+}
+
 /* The page's data: one object, read by page.js from #adump-data. */
 static void json_data(FILE *f, const struct adump_report *r)
 {
@@ -185,6 +253,15 @@ static void json_data(FILE *f, const struct adump_report *r)
 
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	if (r->kind == ADUMP_REPORT_SERIES) {
+		fputs("{\"kind\":\"series\",\"title\":", f);
+		report_json_str(f, r->title);
+		fputs(",\"source\":", f);
+		report_json_str(f, r->source);
+		fprintf(f, ",\"generated\":\"%s\",\"fields\":[]", when);
+		json_series(f, r);
+		return;
+	}
 	fprintf(f, "{\"kind\":\"%s\",\"title\":", r->kind == ADUMP_REPORT_SCAN ? "scan" : "compare");
 	report_json_str(f, r->title);
 	fputs(",\"source\":", f);
@@ -312,14 +389,17 @@ int adump_report_write_html(const struct adump_report *r, const char *path, cons
 			fputs(adump_report_page_css, f);
 		else if (!strncmp(m, "<!--ADUMP:CHARTJS-->", 20))
 			fputs(js, f);
-		else if (!strncmp(m, "<!--ADUMP:JS-->", 15))
+		else if (!strncmp(m, "<!--ADUMP:JS-->", 15)) {
+			fputs(adump_report_page_series_js, f);
 			fputs(adump_report_page_js, f);
+		}
 		else if (!strncmp(m, "<!--ADUMP:DATA-->", 17))
 			json_data(f, r);
 		else if (!strncmp(m, "<!--ADUMP:TITLE-->", 18)) {
 			/* The title element's text: the JSON escapes are no HTML, so only words. */
-			fputs(r->kind == ADUMP_REPORT_SCAN ? "adump scan report" : "adump compare report",
-			      f);
+			fputs(r->kind == ADUMP_REPORT_SCAN     ? "adump scan report"
+			      : r->kind == ADUMP_REPORT_SERIES ? "adump statistics over steps"
+							       : "adump compare report", f);
 		}
 		t = end + 3;
 	}

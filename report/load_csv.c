@@ -355,16 +355,25 @@ int adump_report_load(const char *path, struct adump_report **out, char *msg, si
 		snprintf(msg, cap, "%s: %s", path, strerror(errno));
 		return ret;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		if (!latest(path, "summary_", file, sizeof(file)) &&
-		    !latest(path, "result_", file, sizeof(file))) {
-			snprintf(msg, cap, "%s: no result_<ts>.csv or summary_<ts>.csv: not a "
-				 "directory adump compare wrote its result into", path);
-			return -ADUMP_ERR_NOT_FOUND;
+	if (S_ISDIR(st.st_mode) && !latest(path, "summary_", file, sizeof(file)) &&
+	    !latest(path, "result_", file, sizeof(file))) {
+		/* No compare result: a statistics capture over steps, or nothing adump reads. */
+		ret = adump_report_create(ADUMP_REPORT_SERIES, "adump statistics over steps", &r);
+		if (ret == 0)
+			ret = adump_report_source_set(r, path);
+		if (ret == 0)
+			ret = report_load_series(r, path, msg, cap);
+		else
+			snprintf(msg, cap, "report: %s", strerror(-ret));
+		if (ret < 0) {
+			adump_report_destroy(r);
+			return ret;
 		}
-	} else {
-		snprintf(file, sizeof(file), "%s", path);
+		*out = r;
+		return 0;
 	}
+	if (!S_ISDIR(st.st_mode))
+		snprintf(file, sizeof(file), "%s", path);
 	ret = adump_report_create(ADUMP_REPORT_COMPARE, "adump compare", &r);
 	if (ret < 0) {
 		snprintf(msg, cap, "report: %s", strerror(-ret));

@@ -105,6 +105,9 @@ void adump_report_destroy(struct adump_report *r)
 	free(r->construct);
 	free(r->rows);
 	free(r->pairs);
+	free(r->series);
+	free(r->points);
+	free(r->triggers);
 	free(r);
 }
 

@@ -7,6 +7,8 @@
   const data = JSON.parse(document.getElementById('adump-data').textContent);
   const F = {};
   data.fields.forEach(function (n, i) { F[n] = i; });
+  // A statistics capture over steps has a page of its own (page_series.js).
+  if (data.kind === 'series') { adumpSeriesPage(data); return; }
   const VERDICT = ['none', 'pass', 'warning', 'error'];
   const VERDICT_WORDS = ['not compared', 'pass', 'warning', 'error'];
   const SCAN_KIND = ['', 'origin', 'reached', 'unreadable'];

@@ -2,7 +2,9 @@
 /* report/: the answer of a compare or a scan as one self-contained HTML page (`adump report`,
  * `adump compare --html`, `adump scan --html`, adump.report()): the first divergence in words,
  * Chart.js's chart of the metrics along the execution order, the module tree, the rows as a
- * table, a step x rank grid. Data goes into the page as escaped JSON, drawn by DOM APIs only. */
+ * table, a step x rank grid; of a statistics capture over steps, each tensor's series with its
+ * anomalies and the flight recorder's triggers. Data goes into the page as escaped JSON, drawn
+ * by DOM APIs only. */
 #ifndef ADUMP_REPORT_H
 #define ADUMP_REPORT_H
 
@@ -32,7 +34,21 @@ enum {
 enum adump_report_kind {
 	ADUMP_REPORT_COMPARE = 0,
 	ADUMP_REPORT_SCAN = 1,
+	ADUMP_REPORT_SERIES = 2,                /* a statistics capture over steps */
 };
+
+/* The series view's anomalies. A point (one tensor at one step) is marked
+ *   - non-finite when a statistic it has (max, min, mean, norm) is NaN or infinite, or its NaN
+ *     or Inf count is not 0;
+ *   - a spike when its scale (the norm, where every point of the tensor has one; else the
+ *     largest magnitude max(|max|, |min|)) is more than ADUMP_REPORT_SPIKE_FACTOR times, or
+ *     less than 1 / ADUMP_REPORT_SPIKE_FACTOR of, the mean scale of the tensor's last
+ *     ADUMP_REPORT_SPIKE_HISTORY earlier steps that were finite and not marked (at least
+ *     ADUMP_REPORT_SPIKE_MIN_HISTORY of them; before that nothing is judged). Marked steps
+ *     stay out of the history, so one spike does not hide the next or mark its return. */
+#define ADUMP_REPORT_SPIKE_FACTOR 10.0
+#define ADUMP_REPORT_SPIKE_HISTORY 5u
+#define ADUMP_REPORT_SPIKE_MIN_HISTORY 3u
 
 struct adump_report;
 
@@ -74,8 +90,13 @@ int adump_report_construct_find(struct adump_report *r, const char *dir, char *m
  * (its latest summary_<ts>.csv with each pair's result CSV, else its latest result_<ts>.csv),
  * one result or summary CSV, or the output of `adump compare --json` or `adump scan --json`.
  * From a CSV the verdicts are judged again from its cells (the scaled error is not in it).
+ * A directory without result CSVs is read as a statistics capture over steps (a series
+ * report): every <dump name>.csv of a content=stats session and msprobe dump.json beneath it,
+ * step and rank from the step<N> and rank<R> directories above each (0 above none), and the
+ * flight recorder's trigger.json files; links are not followed, only regular files read.
  * Return: 0 with *@out set; -errno for a path that cannot be read; -ADUMP_ERR_CORRUPT for a
- * file that is not such a result, truncated or malformed; -E2BIG past a limit; the message,
+ * file that is not such a result, truncated or malformed (a statistics CSV too);
+ * -ADUMP_ERR_NOT_FOUND for a directory holding neither; -E2BIG past a limit; the message,
  * naming file and line, in @msg. adump_report_exit_code() maps them to exit statuses.
  */
 int adump_report_load(const char *path, struct adump_report **out, char *msg, size_t cap);

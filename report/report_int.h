@@ -40,6 +40,38 @@ struct report_pair {
 	bool is_rejudged;                       /* verdicts judged again from CSV cells */
 };
 
+/* The statistics of a series point, in this order in report_point.value. */
+enum { REPORT_STAT_MAX = 0, REPORT_STAT_MIN = 1, REPORT_STAT_MEAN = 2, REPORT_STAT_NORM = 3 };
+#define REPORT_POINT_HAS_COUNTS (1u << 4)       /* report_point.has: the NaN/Inf counts */
+#define REPORT_POINT_NONFINITE 1u               /* report_point.flags (report.h's rule) */
+#define REPORT_POINT_SPIKE 2u
+
+/* One tensor's statistics over steps (a series report): its points are
+ * points[point_first .. point_first + point_count), by step. */
+struct report_series {
+	const char *name, *dtype, *shape;
+	int64_t rank;
+	int64_t last_step;                      /* while loading: the step of its last point */
+	size_t point_first, point_count;
+};
+
+struct report_point {
+	uint32_t series;
+	uint32_t order;                         /* read order, the tie-break within a step */
+	int64_t step;
+	double value[4];                        /* REPORT_STAT_*; meaningful where has says */
+	uint64_t nan_count, inf_count;
+	uint8_t has;                            /* bit k: value[k]; REPORT_POINT_HAS_COUNTS */
+	uint8_t flags;                          /* REPORT_POINT_NONFINITE | REPORT_POINT_SPIKE */
+	const char *why;                        /* the anomaly in words, or NULL */
+};
+
+/* A flight recorder trigger.json (strings NULL where it has none). */
+struct report_trigger {
+	int64_t step, rank;
+	const char *rule, *tensor, *reason, *value, *path;
+};
+
 struct report_block;
 
 struct adump_report {
@@ -52,6 +84,13 @@ struct adump_report {
 	size_t pair_count, pair_cap;
 	struct report_block *blocks;            /* the string arena */
 	size_t text_bytes;
+	/* A series report's (the rows and pairs above stay empty). */
+	struct report_series *series;
+	size_t series_count, series_cap;
+	struct report_point *points;
+	size_t point_count, point_cap;
+	struct report_trigger *triggers;
+	size_t trigger_count, trigger_cap;
 };
 
 /* A copy of @s (up to @len bytes; SIZE_MAX: strlen) in @r's arena; NULL for NULL @s. Sets
@@ -88,6 +127,8 @@ int report_load_result_csv(struct adump_report *r, const char *path, const char 
 			   int64_t step, int64_t rank, int code, char *msg, size_t cap);
 int report_load_summary_csv(struct adump_report *r, const char *path, char *msg, size_t cap);
 int report_load_json(struct adump_report *r, const char *path, char *msg, size_t cap);
+/* A statistics capture under @dir (load_series.c): makes @r a series report. */
+int report_load_series(struct adump_report *r, const char *dir, char *msg, size_t cap);
 
 /* What kind of result file @path's first bytes say it is. */
 enum report_file_kind {

@@ -12,7 +12,7 @@ packages=(
 	python3 python3-dev python3-numpy python3-torch python3-torchvision
 	python3-setuptools python3-wheel python3-venv python3-pip
 	gnuplot-nox fio
-	libjs-chart.js chromium
+	libjs-chart.js chromium firefox-esr
 )
 
 missing=()

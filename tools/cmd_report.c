@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `adump report RESULT`: a compare's or a scan's result as one self-contained HTML page
- * (report/); and the --html of compare and scan (tools/html_out.h). */
+/* `adump report RESULT`: a compare's or a scan's result, or a statistics capture over steps,
+ * as one self-contained HTML page (report/); and the --html of compare and scan
+ * (tools/html_out.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,14 +25,21 @@ static void usage(FILE *f)
 		"scan --json printed (saved to a file). From a CSV the verdicts are judged again\n"
 		"from its cells (the scaled error is not in it); compare --html and --json have\n"
 		"compare's own.\n\n"
+		"A directory with no compare result is read as a statistics capture over steps:\n"
+		"the <dump name>.csv files of content=stats sessions and msprobe's dump.json under\n"
+		"step<N>/rank<R>/ (adump.torch's layout), and the flight recorder's trigger.json.\n"
+		"The page lists the tensors (a name search filters them) and draws each one's max,\n"
+		"min, mean and norm by step, marking NaN/Inf, a norm (else max |x|) more than %gx\n"
+		"off the mean of its last %u steps, and the triggers.\n\n"
 		"  -o FILE         the page (default: RESULT/report.html for a directory, else\n"
 		"                  RESULT.html)\n"
 		"  --chartjs PATH  Chart.js to inline (default %s)\n"
 		"  --quiet         no line naming the page\n\n"
 		"Exit status: 0 written; 1 the page or Chart.js could not be read or written; 2 usage;\n"
 		"3 RESULT cannot be read; 4 RESULT is not an adump result, or truncated (the message\n"
-		"names file and line); 5 more than a report holds (1,000,000 rows).\n",
-		adump_report_chartjs_default());
+		"names file and line; also a directory with neither a result nor statistics); 5\n"
+		"more than a report holds (1,000,000 rows or statistics points).\n",
+		ADUMP_REPORT_SPIKE_FACTOR, ADUMP_REPORT_SPIKE_HISTORY, adump_report_chartjs_default());
 }
 
 static int write_page(struct adump_report *r, const char *html, const char *chartjs,

@@ -29,7 +29,8 @@ static void usage(FILE *f)
 		"the tensor sizes equals the file size, the DumpData header parses, and each\n"
 		"input's and output's shape x dtype size equals its size. Lists leftover .part\n"
 		"files (writes that never finished) and .failed files (write errors, dropped data).\n"
-		".csv files (statistics mode) are not dump files and are skipped, and so are\n"
+		".csv files (statistics mode) and .html files (adump report's pages) are not\n"
+		"dump files and are skipped, and so are\n"
 		".json files but msprobe's dump.json: in msprobe's layout (msprobe, or adump's\n"
 		"format=\"msprobe\" / export --msprobe) dump.json must parse and every .pt it lists\n"
 		"must exist, be a whole torch zip (each record inside the file, CRC-32 equal) and\n"
@@ -126,7 +127,9 @@ static enum verdict verify_one(struct adump_reader *r, const char *path, char *m
 		snprintf(msg, cap, "%s: leftover .part file (a write that never finished)", path);
 		return VERDICT_PART;
 	}
-	if (tool_has_suffix(path, ".csv") || tool_has_suffix(path, ".json"))
+	/* adump report writes its page of a statistics capture into it (report.html). */
+	if (tool_has_suffix(path, ".csv") || tool_has_suffix(path, ".json") ||
+	    tool_has_suffix(path, ".html"))
 		return VERDICT_SKIPPED;
 	if (tool_has_suffix(path, ".pt")) {     /* msprobe layout (adump export --msprobe) */
 		if (adump_pt_check(path, msg, cap) < 0)

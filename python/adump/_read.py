@@ -29,7 +29,8 @@ INPUT, OUTPUT, BUFFER, WORKSPACE = 0, 1, 2, 3
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _PACKED_ENTRY = 0
 _NOT_DUMPS = (".csv", ".part", ".failed", ".npy", ".json", ".jsonl", ".txt", ".log",
-              ".pt")             # msprobe layout: dump_tensor_data/*.pt (adump export)
+              ".pt",             # msprobe layout: dump_tensor_data/*.pt (adump export)
+              ".html")           # adump report's page of a statistics capture, inside it
 LOSS_LOG = "adump-losses.jsonl"
 
 TensorInfo = namedtuple("TensorInfo", "kind index dtype format sub_format shape orig_shape "

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""adump.report: a compare's or a scan's result as one self-contained HTML page
-(report/report.h), the page `adump report` writes."""
+"""adump.report: a compare's or a scan's result, or a statistics capture over steps, as one
+self-contained HTML page (report/report.h), the page `adump report` writes."""
 import os
 
 from . import _adump
@@ -9,7 +9,10 @@ from . import _adump
 def report(result, out=None, *, chartjs=None):
     """Write the report of @result: a directory ``adump compare`` wrote into (its latest
     summary with each pair's result CSV, else its latest result CSV), one result or summary
-    CSV, or the JSON of ``adump compare --json`` / ``adump scan --json``. The page holds
+    CSV, or the JSON of ``adump compare --json`` / ``adump scan --json``; or a statistics
+    capture over steps (a directory with content="stats" CSVs or msprobe dump.json files
+    under step<N>/rank<R>/, e.g. adump.torch's with content="stats"): each tensor's max,
+    min, mean and norm by step, NaN/Inf and spikes marked (README: the series view). The page holds
     every script and style it needs (Chart.js inlined, no network request) and opens from
     file:// in any browser; names from the dumps are shown as text, never run as markup.
 
@@ -18,7 +21,8 @@ def report(result, out=None, *, chartjs=None):
     chartjs  Chart.js's minified build to inline; default Debian's libjs-chart.js
 
     Returns the page's path. Raises adump.CorruptError for a result that is not one
-    (another tool's CSV, truncated), OSError for a path that cannot be read or written or
+    (another tool's CSV, truncated, a statistics CSV likewise), adump.NotFoundError for
+    a directory holding neither, OSError for a path that cannot be read or written or
     a result past the report's limits (E2BIG), each naming the file."""
     result = os.fspath(result)
     if out is None:

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """adump.report against `adump report`: the page of a compare result directory is the page
 the command writes for it, Chart.js inlined; a result that is not one and a Chart.js that is
-missing raise the documented errors and leave no page behind. (What the page shows, names
-holding markup among it, is tested in Chromium: tests/report/test_report_page.c.)"""
+missing raise the documented errors and leave no page behind; a statistics capture of
+adump.torch over steps (CANN's CSVs and msprobe's dump.json) gives the series page, the NaN's
+step and a spike marked. (What the page shows, names holding markup among it, is tested in
+Chromium: tests/report/test_report_page.c.)"""
+import json
 import os
+import re
 import sys
 import unittest
 
@@ -77,6 +81,89 @@ class Report(unittest.TestCase):
             adump.report(self.out, page, chartjs="/nonexistent/chart.js")
         self.assertIn("chart.js", str(cm.exception))
         self.assertEqual(os.listdir(os.path.dirname(page)), [])
+
+
+try:
+    import torch
+    from torch import nn
+    import adump.torch  # noqa: F401
+except ImportError:
+    torch = None
+
+NAN_STEP, SPIKE_STEP, STEPS = 4, 6, 8
+
+
+def page_data(path):
+    """The JSON a page holds in #adump-data."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r'<script type="application/json" id="adump-data">(.*?)</script>', text, re.S)
+    return json.loads(m.group(1))
+
+
+def without_time(data):
+    return re.sub(rb'"generated":"[^"]*"', b"", data)
+
+
+@unittest.skipUnless(os.path.exists(CHARTJS), "Debian's libjs-chart.js is not installed")
+@unittest.skipUnless(torch is not None, "torch is not installed")
+class Series(unittest.TestCase):
+    """adump.torch's content="stats" capture over STEPS steps of a small model whose input has a
+    NaN at NAN_STEP (the training carries it no further: the step's update is skipped) and is
+    a thousand times larger at SPIKE_STEP."""
+
+    def capture(self, fmt):
+        top = helpers.tmpdir("rep-series-" + fmt)
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        with adump.torch.capture(model, top, content="stats", format=fmt,
+                                 backward=False) as cap:
+            for step in range(STEPS):
+                x = torch.randn(3, 4)
+                if step == NAN_STEP:
+                    x[0, 1] = float("nan")
+                if step == SPIKE_STEP:
+                    x = x * 1000
+                with torch.no_grad():
+                    model(x)
+                cap.step()
+        self.assertEqual(cap.losses, [])
+        return top
+
+    def check(self, top, name):
+        page = adump.report(top)
+        self.assertEqual(page, os.path.join(top, "report.html"))
+        cli = os.path.join(helpers.tmpdir("rep-series-cli"), "cli.html")
+        code, text = helpers.tool("report", "--quiet", "-o", cli, top)
+        self.assertEqual(code, 0, text)
+        with open(page, "rb") as a, open(cli, "rb") as b:
+            self.assertEqual(without_time(a.read()), without_time(b.read()))
+        # The page inside the capture is no dump to the readers.
+        self.assertGreater(len(list(adump.walk(top))), 0)
+        code, text = helpers.tool("verify", top)
+        self.assertIn(" 0 bad,", text)       # (a CSV-only capture has no dump file: status 1)
+        self.assertNotIn("report.html", text)
+        data = page_data(page)
+        self.assertEqual(data["kind"], "series")
+        series = {s["name"]: s for s in data["series"]}
+        self.assertIn(name, series, sorted(series))
+        points = series[name]["points"]
+        self.assertEqual([p[0] for p in points], list(range(STEPS)))
+        flagged = {p[0]: p[7] for p in points if p[7]}
+        self.assertEqual(flagged, {NAN_STEP: 1, SPIKE_STEP: 2}, points)
+        self.assertIn("is NaN", points[NAN_STEP][8])
+        self.assertIn("the mean of its previous 5 steps", points[SPIKE_STEP][8])
+        # The ReLU after it: NaN at NAN_STEP too, and nothing else is NaN anywhere else.
+        for s in data["series"]:
+            for p in s["points"]:
+                if p[7] & 1:
+                    self.assertEqual(p[0], NAN_STEP, (s["name"], p))
+
+    def test_cann_stats(self):
+        self.check(self.capture("cann"), "Module_0_Linear_forward_0.input.0")
+
+    def test_msprobe_stats(self):
+        self.check(self.capture("msprobe"), "Module.0.Linear.forward.0.input.0")
 
 
 if __name__ == "__main__":

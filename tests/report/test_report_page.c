@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "adump/adump.h"
+#include "adump/host.h"
 #include "browser.h"
 #include "helpers.h"
 
@@ -365,22 +367,208 @@ START_TEST(test_bad_bytes_page)
 }
 END_TEST
 
+/* ---- a statistics capture over steps ---------------------------------------------------- */
+
+#define STEPS 8
+#define NAN_STEP 3
+#define SPIKE_STEP 5
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Through the native host stream API, a content=stats session over STEPS steps into
+ * <dir>/@sub/step<N>/rank0: layer.fc's output grows slowly and jumps a thousandfold at
+ * SPIKE_STEP, layer.act's output has a NaN at NAN_STEP, layer.norm stays put. Then, as msprobe's
+ * dump.json of rank 1, one statistics entry per step named XSS, and the flight recorder's
+ * trigger.json beside SPIKE_STEP, its reason holding markup. */
+static void stats_capture(const char *sub)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	char root[PATH_MAX], path[PATH_MAX], text[2048];
+	float fc[N], act[N];
+
+	snprintf(root, sizeof(root), "%s/%s", dir, sub);
+	cfg.dump_path = root;
+	cfg.content = ADUMP_CONTENT_STATS;
+	cfg.stats_mask = ADUMP_STAT_ALL;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (int step = 0; step < STEPS; step++) {
+		struct adump_host_tensor in = { .data = base, .bytes = sizeof(base),
+						.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+						.dims = { N } };
+		struct adump_host_tensor out = in;
+
+		for (int i = 0; i < N; i++) {
+			fc[i] = base[i] * (1.0f + 0.05f * (float)step) *
+				(step == SPIKE_STEP ? 1000.0f : 1.0f);
+			act[i] = step == NAN_STEP ? with_nan[i] : base[i] * 0.5f;
+		}
+		snprintf(path, sizeof(path), "step%d/rank0", step);
+		ck_assert_int_eq(adump_host_stream_set_dir(hs, path), 0);
+		out.data = fc;
+		ck_assert_int_eq(adump_host_dump(hs, "MatMul", "layer.fc", &in, 1, &out, 1), 0);
+		out.data = act;
+		ck_assert_int_eq(adump_host_dump(hs, "Softmax", "layer.act", &in, 1, &out, 1), 0);
+		out.data = base;
+		ck_assert_int_eq(adump_host_dump(hs, "Add", "layer.norm", &in, 1, &out, 1), 0);
+	}
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	for (int step = 0; step < STEPS; step++) {
+		snprintf(path, sizeof(path), "%s/step%d/rank1", root, step);
+		mkdirs(path);
+		snprintf(path, sizeof(path), "%s/step%d/rank1/dump.json", root, step);
+		snprintf(text, sizeof(text),
+			 "{\"task\": \"statistics\", \"level\": \"L0\", \"framework\": \"pytorch\", "
+			 "\"dump_data_dir\": null, \"data\": {\"" XSS ".forward.0\": {\"input_args\": "
+			 "[{\"type\": \"torch.Tensor\", \"dtype\": \"torch.float32\", \"shape\": [4], "
+			 "\"Max\": %d.5, \"Min\": -1.0, \"Mean\": 0.25, \"Norm\": %d.0, "
+			 "\"requires_grad\": false}], \"input_kwargs\": {}, \"output\": []}}}\n",
+			 step + 1, step + 2);
+		write_text(path, text);
+	}
+	snprintf(path, sizeof(path), "%s/step%d/rank0/trigger.json", root, SPIKE_STEP);
+	write_text(path, "{\"rule\": \"deviation\", \"tensor\": \"layer_fc.output.0\", \"step\": 5, "
+		   "\"rank\": 0, \"value\": 1234.5, \"reason\": \"<script>alert(1)</script> norm "
+		   "off its history\", \"time\": \"2026-12-06T03:00:00Z\"}\n");
+}
+
+START_TEST(test_series_page)
+{
+	char cap[PATH_MAX], html[PATH_MAX];
+	struct browser_page p;
+	char *text;
+
+	stats_capture("stats");
+	snprintf(cap, sizeof(cap), "%s/stats", dir);
+	ck_assert_int_eq(run("report --quiet %s", cap), 0);
+	snprintf(html, sizeof(html), "%s/stats/report.html", dir);
+	browser_open(dir, html, "", ADUMP_TEST_OUT "/series.png", &p);
+	assert_clean(&p, "series");
+	ck_assert_msg(!strstr(p.dom, "<script>alert"), "the trigger's reason became markup");
+	/* The answer: the NaN of layer.act at NAN_STEP comes first; the trigger is told. */
+	text = browser_element_text(p.dom, "first-tensor");
+	ck_assert_msg(text && !strcmp(text, "layer_act.output.0"), "first anomaly '%s'",
+		      text ? text : "(none)");
+	free(text);
+	text = browser_element_text(p.dom, "answer");
+	assert_contains(text, "at step 3, rank 0", "series answer");
+	assert_contains(text, "1 NaN", "series answer");
+	assert_contains(text, "fired at step 5, rank 0", "series answer");
+	assert_contains(text, "&lt;script&gt;alert(1)&lt;/script&gt; norm off", "series answer");
+	free(text);
+	/* Every tensor is listed, the XSS name as text; the page opens on the NaN's series. */
+	text = browser_element_text(p.dom, "series-count");
+	assert_contains(text, "7 of 7 tensors match", "series list");
+	free(text);
+	assert_contains(p.dom, "<td class=\"mono\">&lt;img src=x onerror=alert(1)&gt;.forward.0"
+			       ".input.0</td>", "series list");
+	assert_contains(p.dom, "data-tensor=\"layer_act.output.0\" data-anomaly-steps=\"3\"",
+			"series chart");
+	assert_contains(p.dom, "<tr class=\"anomaly\" data-step=\"3\">", "series points");
+	browser_page_free(&p);
+
+	/* The search: fc's tensors only, its output drawn with the spike and the trigger. */
+	browser_open(dir, html, "#q=fc.out", ADUMP_TEST_OUT "/series_fc.png", &p);
+	assert_clean(&p, "series #q=fc.out");
+	text = browser_element_text(p.dom, "series-count");
+	assert_contains(text, "1 of 7 tensors match (name contains \"fc.out\")", "series search");
+	free(text);
+	ck_assert_msg(!strstr(p.dom, "<td class=\"mono\">layer_norm"), "the search kept norm");
+	assert_contains(p.dom, "data-tensor=\"layer_fc.output.0\" data-anomaly-steps=\"5\" "
+			       "data-trigger-steps=\"5\"", "series spike");
+	assert_contains(p.dom, "<tr class=\"anomaly trigger\" data-step=\"5\">", "series spike");
+	text = browser_element_text(p.dom, "series-note");
+	assert_contains(text, "far off its own history at step 5", "series note");
+	free(text);
+	browser_page_free(&p);
+}
+END_TEST
+
+/* Statistics CSVs that are not what content=stats writes: a clear error naming the file, no
+ * page. */
+START_TEST(test_series_bad_input)
+{
+	char cap[PATH_MAX], path[PATH_MAX], *out;
+
+	snprintf(cap, sizeof(cap), "%s/other/step0/rank0/0", dir);
+	mkdirs(cap);
+	snprintf(path, sizeof(path), "%s/MatMul.fc.1.1.1700000000000000.csv", cap);
+	write_text(path, "name,loss,accuracy\nfc,0.5,0.9\n");
+	snprintf(cap, sizeof(cap), "%s/other", dir);
+	ck_assert_int_eq(run("report %s", cap), 4 /* not a statistics capture */);
+	out = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(out, "MatMul.fc.1.1.1700000000000000.csv: no \"Input/Output\" column: "
+			      "not a statistics dump"), "%s", out);
+	free(out);
+	snprintf(path, sizeof(path), "%s/other/report.html", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+
+	/* Cut in the middle of a row. */
+	snprintf(path, sizeof(path), "%s/other/step0/rank0/0/MatMul.fc.1.1.1700000000000000.csv",
+		 dir);
+	write_text(path, "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max Value\n"
+		   "Input,0,16,DT_FLOAT,ND,4,4,1.5\nOutput,0,16,DT_FL");
+	ck_assert_int_eq(run("report %s", cap), 4 /* not a statistics capture */);
+	out = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(out, "the last row has no line end: the file is truncated"), "%s", out);
+	free(out);
+
+	/* A trigger.json that is cut short. */
+	write_text(path, "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max Value\n"
+		   "Input,0,16,DT_FLOAT,ND,4,4,1.5\n");
+	snprintf(path, sizeof(path), "%s/other/step0/trigger.json", dir);
+	write_text(path, "{\"rule\": \"nonfinite\", \"step\": ");
+	ck_assert_int_eq(run("report %s", cap), 4 /* not a statistics capture */);
+	out = t_slurp(dir, "stderr");
+	ck_assert_msg(strstr(out, "trigger.json: not the flight recorder's trigger.json"), "%s", out);
+	free(out);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(run("report %s", cap), 0);
+
+	/* A directory with neither a compare result nor statistics. */
+	snprintf(cap, sizeof(cap), "%s/empty", dir);
+	mkdirs(cap);
+	ck_assert_int_eq(run("report %s", cap), 4 /* not a statistics capture */);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("report_page");
-	TCase *tc = tcase_create("chromium");
+	TCase *tc = tcase_create("chromium"), *input = tcase_create("input");
+	bool has_browser = browser_is_present();
+	int ret;
 
-	if (!browser_is_present()) {
-		printf("test_report_page: skipped: %s is missing (Debian: apt install chromium; "
-		       "scripts/setup.sh installs it)\n", BROWSER_PATH);
+	tcase_add_checked_fixture(input, setup, teardown);
+	tcase_set_timeout(input, 120);
+	tcase_add_test(input, test_series_bad_input);
+	suite_add_tcase(s, input);
+	if (has_browser) {
+		tcase_add_checked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 600);
+		tcase_add_test(tc, test_compare_page);
+		tcase_add_test(tc, test_recursive_page);
+		tcase_add_test(tc, test_scan_page);
+		tcase_add_test(tc, test_bad_bytes_page);
+		tcase_add_test(tc, test_series_page);
+		suite_add_tcase(s, tc);
+	}
+	ret = t_run_suite(s);
+	if (!has_browser && ret == 0) {
+		printf("test_report_page: the pages skipped: %s is missing (Debian: apt install "
+		       "chromium; scripts/setup.sh installs it)\n", BROWSER_PATH);
 		return 77;
 	}
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 600);
-	tcase_add_test(tc, test_compare_page);
-	tcase_add_test(tc, test_recursive_page);
-	tcase_add_test(tc, test_scan_page);
-	tcase_add_test(tc, test_bad_bytes_page);
-	suite_add_tcase(s, tc);
-	return t_run_suite(s);
+	return ret;
 }
