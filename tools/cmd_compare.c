@@ -162,7 +162,7 @@ static bool is_stats_mode(const struct adump_compare *c)
 	return name && !strcmp(name, "Max diff");
 }
 
-/* Statistics mode: how many rows msprobe would flag Warning, and the first of them. */
+/* Statistics mode: how many rows have Result Warning (verdict not pass), and the first. */
 static void stats_summary_print(const struct adump_compare *c)
 {
 	uint32_t cols = adump_compare_column_count(c);
@@ -178,7 +178,7 @@ static void stats_summary_print(const struct adump_compare *c)
 			first = row;
 	}
 	fprintf(stderr, "  statistics dumps (msprobe summary mode): %llu tensors with Result "
-		"Warning (a statistic differs by more than half)\n", (unsigned long long)warnings);
+		"Warning (a statistic differs by more than the tensor's scale allows)\n", (unsigned long long)warnings);
 	if (first)
 		fprintf(stderr, "  first: Index %llu %s, tensor %s: Max diff %s  Min diff %s  "
 			"Mean diff %s  L2norm diff %s\n", (unsigned long long)first->index,
