@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "adump/compare.h"
+#include "adump/scan.h"
 #include "capture_helpers.h"
 #include "compare_helpers.h"
 
@@ -231,6 +232,135 @@ START_TEST(test_stats_scale)
 }
 END_TEST
 
+/* A CANN statistics dump <type>.<name>.<task>.1.<time>.csv in <dir>/<side>, in task order. */
+static void stats_put(const char *side, const char *type, const char *name, int task,
+		      const char *rows)
+{
+	char path[4096], *text;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, side);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%s/%s.%s.%d.1.%llu.csv", dir, side, type, name, task,
+		 1700000000000000ull + (unsigned)task);
+	ck_assert_int_ge(asprintf(&text, STATS_HEAD "%s", rows), 0);
+	ck_assert_int_eq(write_text(path, text), 0);
+	free(text);
+}
+
+static struct adump_scan *scan_side(const char *side)
+{
+	char path[4096], msg[1024];
+	struct adump_scan *s;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, side);
+	ck_assert_int_eq(adump_scan_open(NULL, path, &s, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(adump_scan_run(s), 0);
+	return s;
+}
+
+/* Issue 31: torch.empty's output and bernoulli_'s first input hold whatever memory was there:
+ * not compared (verdict uninitialized), no divergence, no NaN/Inf status, and scan lists them
+ * as uninitialized, no anomaly. */
+START_TEST(test_stats_uninitialized)
+{
+	struct adump_compare_summary sum;
+	struct adump_compare *c;
+	struct adump_scan *s;
+	int r;
+
+	dir = t_tmpdir("compare");
+	stats_put("my", "empty", "Aten_empty_memory_format_0_forward", 1,
+		  "Output,0,32,DT_FLOAT,ND,8,8,nan,-3e+38,nan,nan\n");
+	stats_put("golden", "empty", "Aten_empty_memory_format_0_forward", 1,
+		  "Output,0,32,DT_FLOAT,ND,8,8,0,0,0,0\n");
+	stats_put("my", "bernoulli_", "Aten_bernoulli__float_0_forward", 2,
+		  "Input,0,32,DT_FLOAT,ND,8,8,nan,-3e+38,nan,nan\n"
+		  "Output,0,32,DT_FLOAT,ND,8,8,1,0,0.75,2.4494897\n");
+	stats_put("golden", "bernoulli_", "Aten_bernoulli__float_0_forward", 2,
+		  "Input,0,32,DT_FLOAT,ND,8,8,0,0,0,0\n"
+		  "Output,0,32,DT_FLOAT,ND,8,8,1,0,0.75,2.4494897\n");
+	/* a real divergence after them: an empty_like elsewhere is no licence */
+	stats_put("my", "mul", "Aten_mul_Tensor_0_forward", 3,
+		  "Input,0,32,DT_FLOAT,ND,8,8,1,0,0.75,2.4494897\n"
+		  "Output,0,32,DT_FLOAT,ND,8,8,2,0,1.5,4.9\n");
+	stats_put("golden", "mul", "Aten_mul_Tensor_0_forward", 3,
+		  "Input,0,32,DT_FLOAT,ND,8,8,1,0,0.75,2.4494897\n"
+		  "Output,0,32,DT_FLOAT,ND,8,8,1,0,0.75,2.4494897\n");
+	c = run_compare(NULL);
+	ck_assert_uint_eq(adump_compare_row_count(c), 5);
+	for (int k = 0; k < 2; k++) {
+		static const char *const ids[] = { "Aten_empty_memory_format_0_forward:output:0",
+						   "Aten_bernoulli__float_0_forward:input:0" };
+
+		r = find_row(c, ids[k]);
+		ck_assert_int_ge(r, 0);
+		ck_assert_int_eq(adump_compare_row(c, (uint64_t)r)->verdict,
+				 ADUMP_COMPARE_UNINITIALIZED);
+		ck_assert(!adump_compare_row(c, (uint64_t)r)->is_compared);
+		ck_assert_str_eq(adump_compare_verdict_name(ADUMP_COMPARE_UNINITIALIZED),
+				 "uninitialized");
+		ck_assert_msg(strstr(cell(c, r, "CompareFailReason"), "uninitialized memory"), "%s",
+			      cell(c, r, "CompareFailReason"));
+		ck_assert_str_eq(cell(c, r, "Result"), "NaN");
+	}
+	r = find_row(c, "Aten_bernoulli__float_0_forward:output:0");
+	ck_assert_int_eq(adump_compare_row(c, (uint64_t)r)->verdict, ADUMP_COMPARE_PASS);
+	adump_compare_summary_get(c, &sum);
+	ck_assert_int_eq(sum.first_divergent_row, find_row(c, "Aten_mul_Tensor_0_forward:output:0"));
+	ck_assert_int_eq(sum.first_nonfinite_row, -1);
+	ck_assert_int_eq(sum.exit_code, 0);
+	adump_compare_close(c);
+
+	s = scan_side("my");
+	ck_assert_uint_eq(adump_scan_op_count(s), 2);
+	for (uint64_t i = 0; i < 2; i++)
+		ck_assert_int_eq(adump_scan_op(s, i)->kind, ADUMP_SCAN_UNINITIALIZED);
+	ck_assert_str_eq(adump_scan_kind_name(ADUMP_SCAN_UNINITIALIZED), "uninitialized");
+	adump_scan_close(s);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
+/* Issue 31: scan's origin is the innermost op with finite inputs. A NaN weight (input 1) of a
+ * Linear inside a Block: the Linear is where it entered, the Block around it is "enclosing"
+ * (not a second origin), the head after them is reached. */
+START_TEST(test_scan_origin_innermost)
+{
+	struct adump_scan *s;
+	const struct adump_scan_op *op;
+
+	dir = t_tmpdir("compare");
+	stats_put("my", "Linear", "Module_blk_fc_Linear_forward_0", 1,
+		  "Input,0,32,DT_FLOAT,ND,2x4,8,1,-1,0,2\n"
+		  "Input,1,64,DT_FLOAT,ND,4x4,16,nan,-0.5,nan,nan\n"
+		  "Output,0,32,DT_FLOAT,ND,2x4,8,nan,nan,nan,nan\n");
+	stats_put("my", "ReLU", "Module_blk_act_ReLU_forward_0", 2,
+		  "Input,0,32,DT_FLOAT,ND,2x4,8,nan,nan,nan,nan\n"
+		  "Output,0,32,DT_FLOAT,ND,2x4,8,nan,nan,nan,nan\n");
+	stats_put("my", "Block", "Module_blk_Block_forward_0", 3,
+		  "Input,0,32,DT_FLOAT,ND,2x4,8,1,-1,0,2\n"
+		  "Output,0,32,DT_FLOAT,ND,2x4,8,nan,nan,nan,nan\n");
+	stats_put("my", "Linear", "Module_head_Linear_forward_0", 4,
+		  "Input,0,32,DT_FLOAT,ND,2x4,8,nan,nan,nan,nan\n"
+		  "Output,0,8,DT_FLOAT,ND,2,2,nan,nan,nan,nan\n");
+	s = scan_side("my");
+	ck_assert_uint_eq(adump_scan_op_count(s), 4);
+	op = adump_scan_op(s, 0);
+	ck_assert_int_eq(op->kind, ADUMP_SCAN_ENTERED);
+	ck_assert_str_eq(op->message, "first seen in input:1 of Module_blk_fc_Linear_forward_0, "
+			 "made by no captured op");
+	ck_assert_int_eq(adump_scan_op(s, 1)->kind, ADUMP_SCAN_REACHED);
+	op = adump_scan_op(s, 2);
+	ck_assert_int_eq(op->kind, ADUMP_SCAN_ENCLOSING);
+	ck_assert_str_eq(op->message, "made inside it, by Module_blk_fc_Linear_forward_0");
+	ck_assert_int_eq(adump_scan_op(s, 3)->kind, ADUMP_SCAN_REACHED);
+	adump_scan_close(s);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_stats_matching)
 {
 	uint64_t rng = t_seed() + 7, dims[1] = { 16 };
@@ -393,6 +523,8 @@ int main(void)
 	tcase_set_timeout(td, 60);
 	tcase_add_test(td, test_stats_values);
 	tcase_add_test(td, test_stats_scale);
+	tcase_add_test(td, test_stats_uninitialized);
+	tcase_add_test(td, test_scan_origin_innermost);
 	tcase_add_test(td, test_stats_matching);
 	tcase_add_test(td, test_stats_capture);
 	suite_add_tcase(s, td);
