@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,36 +526,43 @@ static bool is_inside(const char *outer, const char *inner)
 	return li > lo && !strncmp(po, pi, lo) && pi[lo] == outer[6];
 }
 
-/* The first op that ran inside module call @i (@name) and made non-finite outputs: among
- * the dumps right before it that ran inside it (a call's forward dump comes after its
- * children's), and for a backward call also those right after it (adump.torch dumps a
- * module's backward before its children's). NULL: none. */
-static const char *child_made(const struct adump_scan *s, size_t i, const char *name)
+/* Whether dump @j ran inside module call @name and made non-finite outputs. */
+static bool made_inside(const struct adump_scan *s, size_t j, const char *name, bool *is_in)
 {
-	const char *inner = NULL;
+	const struct scan_result *g = &s->res[j];
 
-	for (int way = 0; way < 2; way++) {
-		if (way && !strstr(name, "backward"))
-			break;
-		for (size_t j = way ? i + 1 : i; way ? j < s->side.count : j-- > 0; way ? j++ : 0) {
-			const struct scan_result *g = &s->res[j];
-			const char *gname = g->op_name ? g->op_name : s->side.files[j].op_name;
-
-			if (!is_inside(name, gname))
-				break;
-			if (!g->message && is_bad(&g->counts[1]) &&
-			    (!inner || !way))
-				inner = gname;
-		}
-	}
-	return inner;
+	*is_in = is_inside(name, g->op_name ? g->op_name : s->side.files[j].op_name);
+	return *is_in && !g->message && is_bad(&g->counts[1]);
 }
 
-/* Sort the anomalous dumps (in execution order) into kinds: a non-finite input is "entered"
- * when it is a parameter or no op before made any, else "reached"; a non-finite output from
- * finite inputs is "origin", unless the dump is a module call and an op listed in the run
- * of dumps just before it that ran inside it (a module call's dumps end with the call's, so
- * its children are those right before it) made them: "enclosing". */
+/* The first op that ran inside module call @i (@name) and made non-finite outputs, among the
+ * dumps right before it that ran inside it (a call's forward dump comes after its
+ * children's) and, for a backward call, those right after it (adump.torch dumps a module's
+ * backward before its children's). NULL: none. */
+static const char *child_made(const struct adump_scan *s, size_t i, const char *name)
+{
+	size_t first = SIZE_MAX;
+	bool is_in = true;
+
+	for (size_t j = i; j-- > 0 && is_in;)
+		if (made_inside(s, j, name, &is_in))
+			first = j;
+	if (first == SIZE_MAX && strstr(name, "backward")) {
+		is_in = true;
+		for (size_t j = i + 1; j < s->side.count && is_in && first == SIZE_MAX; j++)
+			if (made_inside(s, j, name, &is_in))
+				first = j;
+	}
+	if (first == SIZE_MAX)
+		return NULL;
+	return s->res[first].op_name ? s->res[first].op_name : s->side.files[first].op_name;
+}
+
+/* Sort the anomalous dumps (in execution order) into kinds: non-finite inputs are "entered"
+ * when they are all parameters or no op before made any, else "reached"; non-finite outputs
+ * from finite inputs are "origin", unless the dump is a module call and an op that ran inside
+ * it made them ("enclosing"), or it is a parameters_grad entry after them ("reached").
+ * NaN/Inf only in uninitialized memory: "uninitialized". */
 static int ops_classify(struct adump_scan *s)
 {
 	bool has_made = false;
