@@ -7,6 +7,7 @@ thread, one on two: float32 sums taken in another order) give no divergence; a N
 a 1e-3 relative weight noise and a BatchNorm running_var x4 are named as the first
 divergence; uninitialized memory gets its own verdict; scan names the Linear (or where the NaN
 came in), not the Block around it. Exits 77 without torch."""
+import json
 import os
 import sys
 import unittest
@@ -40,7 +41,7 @@ class Net(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 16, 3, padding=1, bias=False)   # as before a BatchNorm
         self.bn = nn.BatchNorm2d(16)
-        self.proj = nn.Linear(16 * 8 * 8, 64)
+        self.proj = nn.Linear(16 * 16 * 16, 64)
         self.block = Block()
         self.head = nn.Linear(64, 10)
 
@@ -81,7 +82,8 @@ def run(tag, fmt, level, content, perturb=None, threads=1, train=True):
         top = helpers.tmpdir(tag)
         with adump.torch.capture(model, top, level=level, backward=True, content=content,
                                  format=fmt, parameters=True) as cap:
-            x = torch.randn(8, 3, 8, 8, generator=g)
+            # 65536 elements a BatchNorm output: torch sums them on as many threads as it has
+            x = torch.randn(16, 3, 16, 16, generator=g)
             torch.manual_seed(2)        # bernoulli_'s draws: the same in every run
             loss = model(x).logsumexp(-1).mean()
             opt.zero_grad()
@@ -188,6 +190,52 @@ class CleanRuns(unittest.TestCase):
                     self.assertIn("batch_norm", first["op"], first)
 
 
+def msprobe_stats(path, bn_mean, grad_norm, weight_max):
+    """An msprobe statistics dump.json (msprobe's own statistics, summed by torch in float32):
+    a BatchNorm's output and a parameter gradient as the issue found them, and a weight."""
+    t = lambda shape, mx, mn, mean, norm: {  # noqa: E731
+        "type": "torch.Tensor", "dtype": "torch.float32", "shape": shape, "Max": mx, "Min": mn,
+        "Mean": mean, "Norm": norm, "requires_grad": True}
+    doc = {"task": "statistics", "level": "L0", "framework": "pytorch", "dump_data_dir": None,
+           "data": {
+               "Module.bn.BatchNorm2d.forward.0": {
+                   "input_args": [t([16, 32, 16, 16], 9.1, -8.7, 0.31, 900.0)],
+                   "input_kwargs": {},
+                   "output": [t([16, 32, 16, 16], 4.7, -4.3, bn_mean, 362.0)]},
+               "Module.fc.Linear.forward.0": {
+                   "input_args": [t([16, 64], 3.2, -3.1, 0.01, 32.0)], "input_kwargs": {},
+                   "parameters": {"weight": t([64, 64], weight_max, -0.124, 1e-4, 4.6)},
+                   "output": [t([16, 64], 2.9, -3.3, 0.02, 30.0)]},
+               "Module.fc.Linear.parameters_grad.0": {
+                   "weight": t([64, 64], 0.0031, -0.0029, 2e-7, grad_norm)},
+           }}
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "dump.json"), "w") as f:
+        json.dump(doc, f)
+
+
+class MsprobeStatistics(unittest.TestCase):
+    def test_summation_order_is_no_divergence(self):
+        # mean 1.5e-11 against 2.3e-10 on a tensor of scale 4.7 (MeanRelativeErr 93 %), a
+        # gradient's Norm 1.2e-4 apart: msprobe's own compare passes them, so does adump's
+        golden = os.path.join(helpers.tmpdir("cr-ms-golden"), "step0", "rank0")
+        msprobe_stats(golden, 2.3e-10, 0.0420, 0.125)
+        clean = os.path.join(helpers.tmpdir("cr-ms-clean"), "step0", "rank0")
+        msprobe_stats(clean, 1.5e-11, 0.0420 * (1 + 1.2e-4), 0.125)
+        rows = adump.compare(clean, golden)
+        self.assertIsNone(rows.summary["first_divergent_op"],
+                          [(r["TensorIndex"], r["reason"]) for r in rows if r["reason"]])
+        self.assertTrue(all(r["Result"] == "" for r in rows), [r["Result"] for r in rows])
+        bn = [r for r in rows if r["TensorIndex"].startswith("Module_bn") and
+              ":output" in r["TensorIndex"]][0]
+        self.assertAlmostEqual(bn["MeanRelativeErr"], 93.47826086956522)
+        # a weight whose largest element moved by 1e-3 of itself still diverges
+        noisy = os.path.join(helpers.tmpdir("cr-ms-noisy"), "step0", "rank0")
+        msprobe_stats(noisy, 2.3e-10, 0.0420, 0.125 * (1 + 1e-3))
+        rows = adump.compare(noisy, golden)
+        self.assertEqual(rows.summary["first_divergent_op"], "Module_fc_Linear_forward_0")
+
+
 class Scan(unittest.TestCase):
     def test_nan_weight_origin(self):
         for fmt in ("cann", "msprobe"):
@@ -232,7 +280,7 @@ class Scan(unittest.TestCase):
                 top = helpers.tmpdir("sc-made-" + fmt)
                 with adump.torch.capture(model, top, level="module", backward=False,
                                          format=fmt, parameters=False) as cap:
-                    model(torch.randn(2, 3, 8, 8))
+                    model(torch.randn(2, 3, 16, 16))
                     cap.step()
                 h.remove()
                 res = adump.scan(top)
