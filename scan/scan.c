@@ -31,6 +31,7 @@ struct scan_result {
 	bool has_arg;                           /* an anomalous input that is no parameter */
 	bool has_uninit;                        /* NaN/Inf in memory no op wrote (not counted) */
 	char *op_name;                          /* the header's; NULL: the file name's */
+	char *module;                           /* the header's `module` attribute, or NULL */
 	char *message;                          /* unreadable: why */
 	char *note;                             /* entered, enclosing: where from */
 	uint64_t bytes;
@@ -388,6 +389,12 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned 
 			return -ENOMEM;
 		}
 	}
+	for (uint32_t i = 0; i < h->attr_count && !r->module; i++)
+		if (h->attrs[i].name && !strcmp(h->attrs[i].name, "module") && h->attrs[i].value &&
+		    h->attrs[i].value[0] && !(r->module = strdup(h->attrs[i].value))) {
+			adump_reader_close(rd);
+			return -ENOMEM;
+		}
 	if (!f->ms && h->dfx_message && strstr(h->dfx_message, "\"parameters\""))
 		info = json_tokener_parse(h->dfx_message);
 	for (uint32_t i = 0; i < h->tensor_count; i++) {
@@ -579,8 +586,9 @@ static int ops_classify(struct adump_scan *s)
 			kind = ADUMP_SCAN_UNREADABLE;
 		} else if (is_in && (!r->has_arg || !has_made)) {
 			kind = ADUMP_SCAN_ENTERED;
-			if (asprintf(&r->note, "first seen in %s of %s, made by no captured op",
-				     r->first_input, name) < 0)
+			if (asprintf(&r->note, "first seen in %s of %s%s%s%s, made by no captured op",
+				     r->first_input, name, r->module ? " (in " : "",
+				     r->module ? r->module : "", r->module ? ")" : "") < 0)
 				return -ENOMEM;
 		} else if (is_in) {
 			kind = ADUMP_SCAN_REACHED;
@@ -671,6 +679,7 @@ void adump_scan_close(struct adump_scan *s)
 		free(s->res[i].op_name);
 		free(s->res[i].message);
 		free(s->res[i].note);
+		free(s->res[i].module);
 	}
 	free(s->res);
 	free(s->ops);
