@@ -82,6 +82,8 @@ static void usage(FILE *f)
 		"whose NaN/Inf differ between the sides (it takes precedence); 101 (adump's own,\n"
 		"--fail-on only) a verdict at or above LEVEL where the status would be 0.\n"
 		"Each compared tensor gets a verdict (pass, warning, error: --json, the summary);\n"
+		"uninitialized memory (torch.empty's output, bernoulli_'s first input) gets\n"
+		"\"uninitialized\" and is not compared.\n"
 		"the first divergent op is the first in execution order (my output's timestamps)\n"
 		"whose verdict is not pass.\n");
 }
