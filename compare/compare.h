@@ -96,16 +96,36 @@ ADUMP_HIDDEN void adump_compare_stats_free(struct adump_compare_stats *s);
  * counts). Return: 0 or -ENOMEM. */
 ADUMP_HIDDEN int adump_compare_stats_msprobe(const struct adump_msprobe *m, uint32_t entry,
 					     struct adump_compare_stats *out);
-/* The ADUMP_COMPARE_STATS_COLUMNS cells of one tensor pair (diffs, relative errors, both
- * sides' statistics, Result) and the signed diffs (NaN where absent). Result is Warning by
- * msprobe's rule, and also when the NaN/Inf counts or a non-finite max/min differ: then
- * @reason (@cap bytes) says how. Return: the verdict: error for NaN/Inf, then @lim's
- * scaled limits on the statistics (NULL: none), at least a warning by msprobe's rule. */
+/* The ADUMP_COMPARE_STATS_COLUMNS cells of one tensor pair of @element_count elements (diffs,
+ * relative errors, both sides' statistics, Result) and the signed diffs (NaN where absent).
+ * Return: the verdict: error when the NaN/Inf counts or a non-finite max/min differ, else
+ * @lim's scaled limits on the statistics judged by the tensor's scale (NULL: pass); @reason
+ * (@cap bytes) says why when not pass, and Result is Warning then. */
 ADUMP_HIDDEN enum adump_compare_verdict
 adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_COUNT],
 			  const struct adump_compare_stat golden[ADUMP_COMPARE_STAT_COUNT],
-			  const struct adump_compare_limits *lim, char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
+			  const struct adump_compare_limits *lim, uint64_t element_count,
+			  char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
 			  size_t cap);
+
+/* ---- uninitialized memory (compare_verdict.c) ---- */
+
+/* What an op's dump holds that no op wrote: nothing; its outputs (torch.empty, empty_like,
+ * empty_strided, new_empty, ...); or its first input, which it overwrites without reading
+ * (bernoulli_, uniform_, normal_, fill_, zero_, copy_, ...). Known by the aten (or msprobe
+ * API) name: "Aten.<api>..." / "Torch." / "Tensor." entries, or a CANN dump whose file name's
+ * op name is "Aten_<op type>_...". */
+enum adump_compare_uninit {
+	ADUMP_COMPARE_UNINIT_NONE,
+	ADUMP_COMPARE_UNINIT_OUTPUTS,
+	ADUMP_COMPARE_UNINIT_FIRST_INPUT,
+};
+
+ADUMP_HIDDEN enum adump_compare_uninit adump_compare_uninit_of(const char *op_type,
+							       const char *op_name);
+/* Whether tensor @index of @kind of that op holds memory no op wrote. */
+ADUMP_HIDDEN bool adump_compare_is_uninit(const char *op_type, const char *op_name,
+					  enum adump_tensor_kind kind, uint32_t index);
 
 /* The end of a pool run: @fn(@arg) as worker 0 on the calling thread, then threads[1] to
  * threads[started - 1] joined. Worker results are 0 or negative (intptr_t). Return: @ret if

@@ -117,6 +117,35 @@ int adump_compare_row_failed(struct adump_compare *c, struct cmp_op *op, const c
 	return 0;
 }
 
+/* The name an op's api is read from: dump.json's for an msprobe entry (Aten.empty...), else
+ * the header's or the file name's. */
+static const char *op_api_name(const struct cmp_op *op)
+{
+	const struct cmp_file *f = op->file[MY];
+
+	return f->ms && f->hname ? f->hname : op->shown ? op->shown : op->name;
+}
+
+/* The row of a tensor no op wrote (adump_compare_is_uninit()): not compared, its own verdict. */
+static int uninit_row(struct adump_compare *c, struct cmp_op *op, const char *op_type,
+		      const struct adump_tensor *t[2], const char *tensor_id)
+{
+	struct cmp_row *row = op_row_add(c, op);
+	char text[4200];
+
+	if (!row)
+		return -ENOMEM;
+	snprintf(text, sizeof(text), "[%.4000s] uninitialized memory (what torch.empty and its kin "
+		 "return, or what an op overwrites unread): not compared.", tensor_id);
+	row_head(c, row, op, op_type, t, tensor_id);
+	if (c->cfg.has_msprobe && !c->is_stats)
+		row_set(row, c->column_count - 2, "None");
+	row_set(row, c->column_count - 1, text);
+	row->pub.verdict = ADUMP_COMPARE_UNINITIALIZED;
+	row->reason = xstrdup("uninitialized memory: not compared");
+	return 0;
+}
+
 int adump_compare_tensor_row(struct cmp_worker *w, struct cmp_op *op, const char *op_type,
 			     enum adump_tensor_kind kind, uint32_t i, uint32_t first[2])
 {
@@ -138,6 +167,8 @@ int adump_compare_tensor_row(struct cmp_worker *w, struct cmp_op *op, const char
 	}
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->shown ? op->shown : op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
+	if (adump_compare_is_uninit(op_type, op_api_name(op), kind, i))
+		return uninit_row(c, op, op_type, t, tensor_id);
 	row = op_row_add(c, op);
 	if (!row)
 		return -ENOMEM;
@@ -288,31 +319,33 @@ int adump_compare_stats_row(struct adump_compare *c, struct cmp_op *op,
 	struct cmp_row *row;
 	char reason[1024], message[1200];
 	enum adump_compare_verdict verdict;
-	bool is_msprobe, is_nonfinite;
+	bool is_nonfinite;
 
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
+	if (adump_compare_is_uninit(op->file[MY]->op_type, op_api_name(op), kind, i))
+		return uninit_row(c, op, op->file[MY]->op_type, t, tensor_id);
 	row = op_row_add(c, op);
 	if (!row)
 		return -ENOMEM;
 	verdict = adump_compare_stats_cells(x[MY]->stat, x[GOLDEN]->stat,
 					    &c->thresholds.of[adump_compare_class_of(t[MY]->dtype,
 										     t[GOLDEN]->dtype)],
+					    adump_compare_dims_elements(t[GOLDEN]->dims,
+									t[GOLDEN]->dim_count),
 					    cells, diff, reason, sizeof(reason));
 	for (uint32_t k = 0; k < ADUMP_COMPARE_STATS_COLUMNS; k++)
 		row_set(row, c->alg_column + k, cells[k]);
-	/* The CSV keeps msprobe's Err_message, but for the NaN/Inf reason (Result Warning). */
-	is_msprobe = !strcmp(cells[ADUMP_COMPARE_STATS_COLUMNS - 1], "Warning");
-	is_nonfinite = verdict == ADUMP_COMPARE_ERROR && is_msprobe && strstr(reason, " differs: ");
+	/* The CSV keeps msprobe's Err_message for a Warning, then adump's reason. */
+	is_nonfinite = verdict == ADUMP_COMPARE_ERROR && strstr(reason, " differs: ");
 	snprintf(message, sizeof(message), "%s%s%s",
-		 is_msprobe ? "Need double check api accuracy." : "",
-		 is_nonfinite ? "," : "", is_nonfinite ? reason : "");
+		 verdict != ADUMP_COMPARE_PASS ? "Need double check api accuracy." : "",
+		 verdict != ADUMP_COMPARE_PASS && reason[0] ? "," : "", reason);
 	row_set(row, c->column_count - 1, message);
 	row_head(c, row, op, op->file[MY]->op_type, t, tensor_id);
 	row->pub.is_compared = true;
 	row->pub.verdict = verdict;
-	row->reason = xstrdup(verdict == ADUMP_COMPARE_PASS ? "" :
-			      reason[0] ? reason : "msprobe's summary rule: Warning");
+	row->reason = xstrdup(verdict == ADUMP_COMPARE_PASS ? "" : reason);
 	for (int s = 0; s < 2; s++) {
 		const struct adump_compare_stat *st = x[s]->stat;
 

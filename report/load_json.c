@@ -88,12 +88,15 @@ static int scan_op(struct adump_report *r, json_object *o)
 	struct report_row *row;
 	int err = 0;
 
+	if (kind && !strcmp(kind, "uninitialized"))
+		return 0;       /* uninitialized memory: no anomaly to show */
 	row = report_row_new(r, &err);
 	if (!row)
 		return err;
-	row->scan_kind = !strcmp(kind, "origin")    ? REPORT_SCAN_ORIGIN
-			 : !strcmp(kind, "reached") ? REPORT_SCAN_REACHED
-						    : REPORT_SCAN_UNREADABLE;
+	row->scan_kind = !strcmp(kind, "origin") || !strcmp(kind, "entered") ? REPORT_SCAN_ORIGIN
+			 : !strcmp(kind, "reached") || !strcmp(kind, "enclosing")
+			 ? REPORT_SCAN_REACHED
+			 : REPORT_SCAN_UNREADABLE;
 	row->verdict = row->scan_kind == REPORT_SCAN_ORIGIN    ? ADUMP_COMPARE_ERROR
 		       : row->scan_kind == REPORT_SCAN_REACHED ? ADUMP_COMPARE_WARNING
 							       : ADUMP_COMPARE_NONE;

@@ -431,7 +431,11 @@ int adump_report_add_scan(struct adump_report *r, const struct adump_scan *s, ch
 	report_pair_new(r, NULL, -1, -1, 0, NULL, &err);
 	for (uint64_t i = 0; !err && i < adump_scan_op_count(s); i++) {
 		const struct adump_scan_op *op = adump_scan_op(s, i);
-		struct report_row *row = report_row_new(r, &err);
+		struct report_row *row;
+
+		if (op->kind == ADUMP_SCAN_UNINITIALIZED)
+			continue;       /* uninitialized memory: no anomaly to show */
+		row = report_row_new(r, &err);
 
 		if (!row)
 			break;
@@ -441,9 +445,12 @@ int adump_report_add_scan(struct adump_report *r, const struct adump_scan *s, ch
 		row->tensor = report_strn(r, op->first_tensor, SIZE_MAX, &err);
 		row->reason = report_strn(r, op->message, SIZE_MAX, &err);
 		row->shape = report_strn(r, op->path, SIZE_MAX, &err);
-		row->scan_kind = op->kind == ADUMP_SCAN_ORIGIN	  ? REPORT_SCAN_ORIGIN
-				 : op->kind == ADUMP_SCAN_REACHED ? REPORT_SCAN_REACHED
-								  : REPORT_SCAN_UNREADABLE;
+		/* entered: where they came in, shown as the origin; enclosing: after them */
+		row->scan_kind = op->kind == ADUMP_SCAN_ORIGIN || op->kind == ADUMP_SCAN_ENTERED
+				 ? REPORT_SCAN_ORIGIN
+				 : op->kind == ADUMP_SCAN_REACHED || op->kind == ADUMP_SCAN_ENCLOSING
+				 ? REPORT_SCAN_REACHED
+				 : REPORT_SCAN_UNREADABLE;
 		row->verdict = row->scan_kind == REPORT_SCAN_ORIGIN    ? ADUMP_COMPARE_ERROR
 			       : row->scan_kind == REPORT_SCAN_REACHED ? ADUMP_COMPARE_WARNING
 								       : ADUMP_COMPARE_NONE;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include <json-c/json.h>
 
 #include "adump/scan.h"
 #include "compare/compare.h"
@@ -24,8 +27,13 @@
 struct scan_result {
 	struct adump_scan_counts counts[2];     /* inputs, outputs */
 	char first[48];                         /* first anomalous tensor: "output:0" */
+	char first_input[96];                   /* first anomalous input: "input:1", "the weight" */
+	bool has_arg;                           /* an anomalous input that is no parameter */
+	bool has_uninit;                        /* NaN/Inf in memory no op wrote (not counted) */
 	char *op_name;                          /* the header's; NULL: the file name's */
+	char *module;                           /* the header's `module` attribute, or NULL */
 	char *message;                          /* unreadable: why */
+	char *note;                             /* entered, enclosing: where from */
 	uint64_t bytes;
 };
 
@@ -247,10 +255,61 @@ static bool is_bad(const struct adump_scan_counts *c)
 	return c->nan_count || c->inf_count || c->limit_count;
 }
 
-static void first_set(struct scan_result *r, enum adump_tensor_kind kind, uint32_t index)
+/* @param: the parameter's name when the tensor is one of the module's parameters (msprobe's
+ * "parameters.weight", or adump.torch's dfx_message naming the input), else NULL. */
+static void first_set(struct scan_result *r, enum adump_tensor_kind kind, uint32_t index,
+		      const char *param)
 {
 	if (!r->first[0])
 		snprintf(r->first, sizeof(r->first), "%s:%u", adump_reader_kind_name(kind), index);
+	if (kind != ADUMP_TENSOR_INPUT)
+		return;
+	if (!param)
+		r->has_arg = true;
+	if (r->first_input[0] && (param || r->first_input[0] != 't'))
+		return;         /* an argument's is kept over a parameter's */
+	if (param)
+		snprintf(r->first_input, sizeof(r->first_input), "the %.64s", param);
+	else
+		snprintf(r->first_input, sizeof(r->first_input), "input:%u", index);
+}
+
+/* The name of input @index when adump.torch's dfx_message lists it among "parameters"
+ * ({"parameters": {"weight": {"tensor": "input.1"}}}); NULL otherwise. Borrowed from @info. */
+static const char *dfx_param(json_object *info, uint32_t index)
+{
+	json_object *params;
+	char want[32];
+
+	if (!info || !json_object_object_get_ex(info, "parameters", &params) ||
+	    !json_object_is_type(params, json_type_object))
+		return NULL;
+	snprintf(want, sizeof(want), "input.%u", index);
+	json_object_object_foreach(params, name, desc) {
+		json_object *t;
+
+		if (json_object_is_type(desc, json_type_object) &&
+		    json_object_object_get_ex(desc, "tensor", &t) &&
+		    json_object_is_type(t, json_type_string) &&
+		    !strcmp(json_object_get_string(t), want))
+			return name;
+	}
+	return NULL;
+}
+
+/* The parameter an msprobe entry's tensor is ("parameters.weight" -> "weight"), or NULL. */
+static const char *ms_param(const struct cmp_file *f, enum adump_tensor_kind kind,
+			    uint32_t index)
+{
+	const struct adump_msprobe_entry *e = &f->ms->entries[f->ms_entry];
+
+	for (uint32_t i = 0; i < e->count; i++) {
+		const struct adump_msprobe_tensor *t = &f->ms->tensors[e->first + i];
+
+		if (t->kind == kind && t->index == index)
+			return t->arg && !strncmp(t->arg, "parameters.", 11) ? t->arg + 11 : NULL;
+	}
+	return NULL;
 }
 
 /* A statistics dump: max, min and mean of each tensor as written. */
@@ -280,11 +339,18 @@ static int scan_stats(struct cmp_file *f, struct scan_result *r)
 			const double v[3] = { t->stat[0].value, t->stat[1].value, t->stat[2].value };
 			const bool p[3] = { t->stat[0].is_present, t->stat[1].is_present,
 					    t->stat[2].is_present };
-			struct adump_scan_counts before = *c;
+			struct adump_scan_counts before = *c, scratch = { 0 };
 
+			if (adump_compare_is_uninit(f->op_type, r->op_name ? r->op_name : f->op_name,
+						    t->t.info.kind, t->t.index)) {
+				count_stat(&scratch, t->t.info.dtype, v, p);
+				r->has_uninit |= is_bad(&scratch);
+				continue;
+			}
 			count_stat(c, t->t.info.dtype, v, p);
 			if (memcmp(&before, c, sizeof(before)))
-				first_set(r, t->t.info.kind, t->t.index);
+				first_set(r, t->t.info.kind, t->t.index,
+					  f->ms ? ms_param(f, t->t.info.kind, t->t.index) : NULL);
 		}
 	} else if (ret != -ENOMEM) {
 		r->message = strdup(msg);
@@ -300,6 +366,7 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned 
 			struct cmp_file *f, struct scan_result *r)
 {
 	const struct adump_reader_header *h;
+	json_object *info = NULL;
 	int ret;
 
 	if (f->ms) {
@@ -317,18 +384,34 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned 
 	h = adump_reader_header(rd);
 	if (h->op_name && h->op_name[0]) {
 		r->op_name = strdup(h->op_name);
-		if (!r->op_name)
+		if (!r->op_name) {
+			adump_reader_close(rd);
 			return -ENOMEM;
+		}
 	}
+	for (uint32_t i = 0; i < h->attr_count && !r->module; i++)
+		if (h->attrs[i].name && !strcmp(h->attrs[i].name, "module") && h->attrs[i].value &&
+		    h->attrs[i].value[0] && !(r->module = strdup(h->attrs[i].value))) {
+			adump_reader_close(rd);
+			return -ENOMEM;
+		}
+	if (!f->ms && h->dfx_message && strstr(h->dfx_message, "\"parameters\""))
+		info = json_tokener_parse(h->dfx_message);
 	for (uint32_t i = 0; i < h->tensor_count; i++) {
 		const struct adump_reader_tensor *t = &h->tensors[i];
-		struct adump_scan_counts *c, before;
-		bool is_limit = false;
+		struct adump_scan_counts *c, before, scratch;
+		bool is_limit = false, is_uninit;
 		struct bits b;
 
 		if (t->info.kind != ADUMP_TENSOR_INPUT && t->info.kind != ADUMP_TENSOR_OUTPUT)
 			continue;
 		c = &r->counts[t->info.kind == ADUMP_TENSOR_OUTPUT];
+		is_uninit = adump_compare_is_uninit(f->op_type, r->op_name ? r->op_name : f->op_name,
+						    t->info.kind, t->index);
+		if (is_uninit) {
+			memset(&scratch, 0, sizeof(scratch));
+			c = &scratch;
+		}
 		before = *c;
 		if (bits_of(t->info.dtype, &b)) {
 			ret = scan_floats(rd, i, &b, t->info.bytes, buf, c, &is_limit);
@@ -342,17 +425,24 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned 
 			continue;
 		}
 		if (ret == -ENOMEM)
-			return ret;
+			break;
 		if (ret < 0)
 			goto fail;
 		r->bytes += t->info.bytes;
 		c->limit_count += is_limit;
-		if (memcmp(&before, c, sizeof(before)))
-			first_set(r, t->info.kind, t->index);
+		if (is_uninit)
+			r->has_uninit |= is_bad(c);
+		else if (memcmp(&before, c, sizeof(before)))
+			first_set(r, t->info.kind, t->index,
+				  f->ms ? ms_param(f, t->info.kind, t->index)
+					: t->info.kind == ADUMP_TENSOR_INPUT ? dfx_param(info, t->index)
+									     : NULL);
 	}
+	json_object_put(info);
 	adump_reader_close(rd);
-	return 0;
+	return ret == -ENOMEM ? ret : 0;
 fail:
+	json_object_put(info);
 	r->message = strdup(adump_reader_error(rd));
 	adump_reader_close(rd);
 	return r->message ? 0 : -ENOMEM;
@@ -388,6 +478,146 @@ static int exec_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
+const char *adump_scan_kind_name(enum adump_scan_kind kind)
+{
+	static const char *const names[] = { "none", "origin", "reached", "unreadable", "entered",
+					     "enclosing", "uninitialized" };
+
+	return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "none";
+}
+
+/* A module-level dump's module path and direction, from its name: "Module.0.fc.Linear.
+ * forward.0" -> "0.fc", "forward" (separator '.' or, in a CANN file name, '_'). Return:
+ * false when @name is no module call's (an op, a parameters_grad entry). */
+static bool module_path(const char *name, const char **path, size_t *path_len,
+			const char **dir, size_t *dir_len)
+{
+	const char *field[3], *end;
+	char sep;
+
+	if (!name || strncmp(name, "Module", 6) || (name[6] != '.' && name[6] != '_'))
+		return false;
+	sep = name[6];
+	end = name + strlen(name);
+	/* the last three fields: <Class>, <direction>, <call number> */
+	for (int k = 2; k >= 0; k--) {
+		while (end > name + 6 && end[-1] != sep)
+			end--;
+		if (end <= name + 6)
+			return false;
+		field[k] = end--;
+	}
+	*dir = field[1];
+	*dir_len = (size_t)(field[2] - field[1] - 1);
+	if ((*dir_len != 7 || strncmp(*dir, "forward", 7)) &&
+	    (*dir_len != 8 || strncmp(*dir, "backward", 8)))
+		return false;
+	*path = name + 7;
+	*path_len = field[0] > name + 7 ? (size_t)(field[0] - 1 - *path) : 0;
+	return true;
+}
+
+/* Whether dump @inner ran inside module call @outer: its module path lies strictly below
+ * @outer's (or @outer is the root's), in the same direction. */
+static bool is_inside(const char *outer, const char *inner)
+{
+	const char *po, *pi, *dout, *din;
+	size_t lo, li, ldo, ldi;
+
+	if (!module_path(outer, &po, &lo, &dout, &ldo) || !module_path(inner, &pi, &li, &din, &ldi))
+		return false;
+	if (ldo != ldi || strncmp(dout, din, ldo))
+		return false;
+	if (!lo)
+		return li > 0;
+	return li > lo && !strncmp(po, pi, lo) && pi[lo] == outer[6];
+}
+
+/* Whether dump @j ran inside module call @name and made non-finite outputs. */
+static bool made_inside(const struct adump_scan *s, size_t j, const char *name, bool *is_in)
+{
+	const struct scan_result *g = &s->res[j];
+
+	*is_in = is_inside(name, g->op_name ? g->op_name : s->side.files[j].op_name);
+	return *is_in && !g->message && is_bad(&g->counts[1]);
+}
+
+/* The first op that ran inside module call @i (@name) and made non-finite outputs, among the
+ * dumps right before it that ran inside it (a call's forward dump comes after its
+ * children's) and, for a backward call, those right after it (adump.torch dumps a module's
+ * backward before its children's). NULL: none. */
+static const char *child_made(const struct adump_scan *s, size_t i, const char *name)
+{
+	size_t first = SIZE_MAX;
+	bool is_in = true;
+
+	for (size_t j = i; j-- > 0 && is_in;)
+		if (made_inside(s, j, name, &is_in))
+			first = j;
+	if (first == SIZE_MAX && strstr(name, "backward")) {
+		is_in = true;
+		for (size_t j = i + 1; j < s->side.count && is_in && first == SIZE_MAX; j++)
+			if (made_inside(s, j, name, &is_in))
+				first = j;
+	}
+	if (first == SIZE_MAX)
+		return NULL;
+	return s->res[first].op_name ? s->res[first].op_name : s->side.files[first].op_name;
+}
+
+/* Sort the anomalous dumps (in execution order) into kinds: non-finite inputs are "entered"
+ * when they are all parameters or no op before made any, else "reached"; non-finite outputs
+ * from finite inputs are "origin", unless the dump is a module call and an op that ran inside
+ * it made them ("enclosing"), or it is a parameters_grad entry after them ("reached").
+ * NaN/Inf only in uninitialized memory: "uninitialized". */
+static int ops_classify(struct adump_scan *s)
+{
+	bool has_made = false;
+
+	for (size_t i = 0; i < s->side.count; i++) {
+		const struct cmp_file *f = &s->side.files[i];
+		struct scan_result *r = &s->res[i];
+		const char *name = r->op_name ? r->op_name : f->op_name;
+		bool is_in = is_bad(&r->counts[0]), is_out = is_bad(&r->counts[1]);
+		enum adump_scan_kind kind = 0;
+		const char *inner = NULL;
+
+		if (r->message) {
+			kind = ADUMP_SCAN_UNREADABLE;
+		} else if (is_in && (!r->has_arg || !has_made)) {
+			kind = ADUMP_SCAN_ENTERED;
+			if (asprintf(&r->note, "first seen in %s of %s%s%s%s, made by no captured op",
+				     r->first_input, name, r->module ? " (in " : "",
+				     r->module ? r->module : "", r->module ? ")" : "") < 0)
+				return -ENOMEM;
+		} else if (is_in) {
+			kind = ADUMP_SCAN_REACHED;
+		} else if (is_out) {
+			kind = ADUMP_SCAN_ORIGIN;
+			inner = child_made(s, i, name);
+			if (inner) {
+				kind = ADUMP_SCAN_ENCLOSING;
+				if (asprintf(&r->note, "made inside it, by %s", inner) < 0)
+					return -ENOMEM;
+			} else if (has_made && strstr(name, "parameters_grad")) {
+				kind = ADUMP_SCAN_REACHED;      /* a backward's gradient, after them */
+			}
+		} else if (r->has_uninit) {
+			kind = ADUMP_SCAN_UNINITIALIZED;
+		}
+		if (!kind)
+			continue;
+		has_made |= is_out || is_in;
+		s->ops[s->op_count++] = (struct adump_scan_op){
+			.kind = kind, .order = i, .timestamp = f->timestamp, .path = f->path,
+			.op_type = f->op_type, .op_name = name,
+			.inputs = r->counts[0], .outputs = r->counts[1], .first_tensor = r->first,
+			.message = r->message ? r->message : r->note ? r->note : "",
+		};
+	}
+	return 0;
+}
+
 int adump_scan_run(struct adump_scan *s)
 {
 	unsigned n, started = 0;
@@ -418,23 +648,7 @@ int adump_scan_run(struct adump_scan *s)
 	s->ops = calloc(s->side.count + 1, sizeof(*s->ops));
 	if (!s->ops)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->side.count; i++) {
-		const struct cmp_file *f = &s->side.files[i];
-		const struct scan_result *r = &s->res[i];
-		enum adump_scan_kind kind = r->message ? ADUMP_SCAN_UNREADABLE
-					    : is_bad(&r->counts[0]) ? ADUMP_SCAN_REACHED
-					    : is_bad(&r->counts[1]) ? ADUMP_SCAN_ORIGIN : 0;
-
-		if (!kind)
-			continue;
-		s->ops[s->op_count++] = (struct adump_scan_op){
-			.kind = kind, .order = i, .timestamp = f->timestamp, .path = f->path,
-			.op_type = f->op_type, .op_name = r->op_name ? r->op_name : f->op_name,
-			.inputs = r->counts[0], .outputs = r->counts[1], .first_tensor = r->first,
-			.message = r->message ? r->message : "",
-		};
-	}
-	return 0;
+	return ops_classify(s);
 }
 
 uint64_t adump_scan_dump_count(const struct adump_scan *s)
@@ -464,6 +678,8 @@ void adump_scan_close(struct adump_scan *s)
 	for (size_t i = 0; s->res && i < s->side.count; i++) {
 		free(s->res[i].op_name);
 		free(s->res[i].message);
+		free(s->res[i].note);
+		free(s->res[i].module);
 	}
 	free(s->res);
 	free(s->ops);

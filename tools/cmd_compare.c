@@ -82,6 +82,8 @@ static void usage(FILE *f)
 		"whose NaN/Inf differ between the sides (it takes precedence); 101 (adump's own,\n"
 		"--fail-on only) a verdict at or above LEVEL where the status would be 0.\n"
 		"Each compared tensor gets a verdict (pass, warning, error: --json, the summary);\n"
+		"uninitialized memory (torch.empty's output, bernoulli_'s first input) gets\n"
+		"\"uninitialized\" and is not compared.\n"
 		"the first divergent op is the first in execution order (my output's timestamps)\n"
 		"whose verdict is not pass.\n");
 }
@@ -162,7 +164,7 @@ static bool is_stats_mode(const struct adump_compare *c)
 	return name && !strcmp(name, "Max diff");
 }
 
-/* Statistics mode: how many rows msprobe would flag Warning, and the first of them. */
+/* Statistics mode: how many rows have Result Warning (verdict not pass), and the first. */
 static void stats_summary_print(const struct adump_compare *c)
 {
 	uint32_t cols = adump_compare_column_count(c);
@@ -178,7 +180,7 @@ static void stats_summary_print(const struct adump_compare *c)
 			first = row;
 	}
 	fprintf(stderr, "  statistics dumps (msprobe summary mode): %llu tensors with Result "
-		"Warning (a statistic differs by more than half)\n", (unsigned long long)warnings);
+		"Warning (a statistic differs by more than the tensor's scale allows)\n", (unsigned long long)warnings);
 	if (first)
 		fprintf(stderr, "  first: Index %llu %s, tensor %s: Max diff %s  Min diff %s  "
 			"Mean diff %s  L2norm diff %s\n", (unsigned long long)first->index,

@@ -18,9 +18,13 @@ static void usage(FILE *f)
 		"capture or one dump; tensor dumps, .lz4 too, and statistics dumps alike) and walks\n"
 		"them in execution order (dump timestamps). Lists the op that made NaN or Inf (or,\n"
 		"for float16, values at the dtype's limit, |v| >= 65504): its outputs hold them while\n"
-		"its inputs were finite (\"origin\"), then every later op whose inputs hold them\n"
-		"(\"reached\"), and dumps that cannot be read (\"unreadable\"). A statistics dump counts\n"
-		"a non-finite max, min or mean as one element.\n\n"
+		"its inputs were finite and no op inside it made them (\"origin\"), or the op whose\n"
+		"inputs show them first when no captured op made them, a parameter (\"entered\":\n"
+		"\"first seen in the weight of ...\"); then every later op whose inputs hold them\n"
+		"(\"reached\"), module calls whose child made them (\"enclosing\"), NaN/Inf only in\n"
+		"memory no op wrote, torch.empty's output (\"uninitialized\", no anomaly), and dumps\n"
+		"that cannot be read (\"unreadable\"). A statistics dump counts a non-finite max,\n"
+		"min or mean as one element.\n\n"
 		"  --json       one JSON object per listed op on stdout, then a summary object\n"
 		"  --threads N  read on N threads (default: one per CPU)\n"
 		"  --flat       PATH only, not its subdirectories\n"
@@ -31,10 +35,6 @@ static void usage(FILE *f)
 		"dump that cannot be read (and no anomaly).\n");
 }
 
-static const char *kind_name(enum adump_scan_kind k)
-{
-	return k == ADUMP_SCAN_ORIGIN ? "origin" : k == ADUMP_SCAN_REACHED ? "reached" : "unreadable";
-}
 
 static void json_counts(const char *key, const struct adump_scan_counts *c)
 {
@@ -116,8 +116,10 @@ int cmd_scan(int argc, char **argv)
 			unreadable++;
 			continue;
 		}
+		if (op->kind == ADUMP_SCAN_UNINITIALIZED)
+			continue;               /* uninitialized memory: no anomaly */
 		found++;
-		if (!origin && op->kind == ADUMP_SCAN_ORIGIN)
+		if (!origin && (op->kind == ADUMP_SCAN_ORIGIN || op->kind == ADUMP_SCAN_ENTERED))
 			origin = op;
 	}
 	if (is_json) {
@@ -125,7 +127,7 @@ int cmd_scan(int argc, char **argv)
 			const struct adump_scan_op *op = adump_scan_op(s, i);
 
 			printf("{\"kind\": \"%s\", \"order\": %llu, \"timestamp\": %llu, \"op_type\": ",
-			       kind_name(op->kind), (unsigned long long)op->order,
+			       adump_scan_kind_name(op->kind), (unsigned long long)op->order,
 			       (unsigned long long)op->timestamp);
 			tool_json_str(stdout, op->op_type);
 			printf(", \"op_name\": ");
@@ -161,7 +163,7 @@ int cmd_scan(int argc, char **argv)
 			char in[64], out[64];
 
 			if (op->kind == ADUMP_SCAN_UNREADABLE) {
-				fprintf(f, "%-10s %7llu  %-48s %s\n", kind_name(op->kind),
+				fprintf(f, "%-10s %7llu  %-48s %s\n", adump_scan_kind_name(op->kind),
 					(unsigned long long)op->order, op->op_name, op->message);
 				continue;
 			}
@@ -173,14 +175,16 @@ int cmd_scan(int argc, char **argv)
 				 (unsigned long long)op->outputs.nan_count,
 				 (unsigned long long)op->outputs.inf_count,
 				 (unsigned long long)op->outputs.limit_count);
-			fprintf(f, "%-10s %7llu  %-48s %-14s %-22s %-22s\n", kind_name(op->kind),
+			fprintf(f, "%-10s %7llu  %-48s %-14s %-22s %-22s\n", adump_scan_kind_name(op->kind),
 				(unsigned long long)op->order, op->op_name, op->first_tensor, in, out);
 		}
 		fprintf(f, "adump scan: %llu dumps, %llu anomalous ops, %llu unreadable; read %.3f GB "
 			"in %.2f s\n", (unsigned long long)adump_scan_dump_count(s),
 			(unsigned long long)found, (unsigned long long)unreadable,
 			(double)adump_scan_bytes(s) / 1e9, secs);
-		if (origin)
+		if (origin && origin->kind == ADUMP_SCAN_ENTERED)
+			fprintf(f, "  %s (%s)\n", origin->message, origin->path);
+		else if (origin)
 			fprintf(f, "  first made by: %s (%s, %s)\n", origin->op_name,
 				origin->first_tensor, origin->path);
 		else if (found)

@@ -84,6 +84,9 @@ enum adump_compare_verdict {
 	ADUMP_COMPARE_PASS = 1,
 	ADUMP_COMPARE_WARNING = 2,
 	ADUMP_COMPARE_ERROR = 3,
+	/* not compared: memory no op wrote (torch.empty's output, or the first input of an op
+	 * that overwrites it unread, as bernoulli_); two runs differ there by chance */
+	ADUMP_COMPARE_UNINITIALIZED = 4,
 };
 
 /* Which limits a tensor pair is judged by: bfloat16 if a side is, else float16 if a side is,
@@ -268,7 +271,7 @@ adump_compare_verdict_judge(const struct adump_compare_thresholds *t, int32_t dt
  */
 ADUMP_API bool adump_compare_is_self(const struct adump_compare_row *row);
 
-/** adump_compare_verdict_name() - "pass", "warning", "error" or "none". */
+/** adump_compare_verdict_name() - "pass", "warning", "error", "uninitialized" or "none". */
 ADUMP_API const char *adump_compare_verdict_name(enum adump_compare_verdict v);
 
 /** adump_compare_close() - free everything; NULL does nothing. */

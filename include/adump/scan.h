@@ -33,10 +33,25 @@ struct adump_scan_counts {
 };
 
 enum adump_scan_kind {
-	ADUMP_SCAN_ORIGIN = 1,                  /* outputs non-finite, inputs finite: made them */
-	ADUMP_SCAN_REACHED = 2,                 /* inputs non-finite */
+	/* outputs non-finite, inputs finite, and no op listed before it ran inside it (a module
+	 * call whose child made them is ADUMP_SCAN_ENCLOSING): made them */
+	ADUMP_SCAN_ORIGIN = 1,
+	ADUMP_SCAN_REACHED = 2,                 /* inputs non-finite, made by an op before it */
 	ADUMP_SCAN_UNREADABLE = 3,              /* the dump could not be read: see message */
+	/* non-finite values first seen in its inputs, made by no captured op: a parameter
+	 * (message "first seen in the weight of <op>, made by no captured op"), or an input
+	 * before any op listed made some */
+	ADUMP_SCAN_ENTERED = 4,
+	/* a module call whose inputs were finite and whose outputs are not, made inside it by
+	 * the op the message names (listed before it) */
+	ADUMP_SCAN_ENCLOSING = 5,
+	/* NaN/Inf only in memory no op wrote (torch.empty's output, bernoulli_'s first input):
+	 * not an anomaly, not counted */
+	ADUMP_SCAN_UNINITIALIZED = 6,
 };
+
+/* "origin", "reached", "unreadable", "entered", "enclosing", "uninitialized". */
+ADUMP_API const char *adump_scan_kind_name(enum adump_scan_kind kind);
 
 /* One op listed: anomalous or unreadable. */
 struct adump_scan_op {
@@ -48,7 +63,9 @@ struct adump_scan_op {
 	const char *op_name;                    /* as the header holds it (the file name's if none) */
 	struct adump_scan_counts inputs, outputs;
 	const char *first_tensor;               /* "output:0": the first anomalous tensor */
-	const char *message;                    /* "" unless unreadable */
+	/* unreadable: why; entered: where they were first seen; enclosing: which op inside made
+	 * them; otherwise "" */
+	const char *message;
 };
 
 struct adump_scan;

@@ -15,7 +15,9 @@ class CompareRow(dict):
     float('nan'), at full precision; Index an int; StandardDeviation ((mean, std), (mean,
     std))), text where they are text; plus adump's own keys:
 
-    verdict                "pass", "warning", "error", or "none" (not compared)
+    verdict                "pass", "warning", "error", "uninitialized" (memory no op wrote:
+                           torch.empty's output, bernoulli_'s first input; not compared) or
+                           "none" (not compared)
     reason                 why the verdict is not pass ("" when it is)
     module                 the module the op ran in (None when not known)
     nan_count, inf_count   (my output, ground truth)

@@ -7,12 +7,18 @@ from . import _adump
 
 class ScanResult(list):
     """The ops ``adump scan`` lists, in execution order: dicts with kind ("origin": its
-    outputs hold NaN/Inf or float16 values at the limit while its inputs were finite;
-    "reached": its inputs hold them; "unreadable"), order (position among all dumps),
-    timestamp, path, op_type, op_name (the header's), inputs and outputs (dicts of nan, inf,
-    fp16_limit counts), first_tensor ("output:0") and message. Also:
+    outputs hold NaN/Inf or float16 values at the limit while its inputs were finite, and no
+    op inside it made them; "entered": they were first seen in its inputs, a parameter or an
+    input no captured op made, message "first seen in the weight of <op>, made by no captured
+    op"; "reached": its inputs hold them, made before; "enclosing": a module call whose
+    child made them, message "made inside it, by <op>"; "uninitialized": NaN/Inf only in
+    memory no op wrote, torch.empty's output or bernoulli_'s first input, no anomaly;
+    "unreadable"), order (position among all dumps), timestamp, path, op_type, op_name (the
+    header's), inputs and outputs (dicts of nan, inf, fp16_limit counts), first_tensor
+    ("output:0") and message. Also:
 
-    origin    the first "origin" op's dict, or None
+    origin    the first "origin" or "entered" op's dict (where they were made or came in),
+              or None
     dumps     how many dumps were read
     bytes     tensor bytes read
     """
@@ -47,7 +53,7 @@ def scan(path, *, threads=0, flat=False):
         d = dict(zip(keys, op))
         d["inputs"], d["outputs"] = _counts(d["inputs"]), _counts(d["outputs"])
         res.append(d)
-        if res.origin is None and d["kind"] == "origin":
+        if res.origin is None and d["kind"] in ("origin", "entered"):
             res.origin = d
     res.dumps, res.bytes = dumps, nbytes
     return res

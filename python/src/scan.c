@@ -43,9 +43,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args)
 	ops = PyList_New(0);
 	for (uint64_t i = 0; ops && i < adump_scan_op_count(s); i++) {
 		const struct adump_scan_op *op = adump_scan_op(s, i);
-		const char *kind = op->kind == ADUMP_SCAN_ORIGIN    ? "origin"
-				   : op->kind == ADUMP_SCAN_REACHED ? "reached"
-								    : "unreadable";
+		const char *kind = adump_scan_kind_name(op->kind);
 		PyObject *t = Py_BuildValue("(sKKsssNNss)", kind, (unsigned long long)op->order,
 					    (unsigned long long)op->timestamp, op->path,
 					    op->op_type, op->op_name, counts_of(&op->inputs),

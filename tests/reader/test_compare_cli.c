@@ -283,7 +283,8 @@ START_TEST(test_stats_pair)
 			     "Bench l2norm,Result,CompareFailReason\r\n") == text, "%s", text);
 	ck_assert_msg(strstr(text, "\r\n0,Add,a,float32,NaN,a,float32,NaN,a:input:0,\"[2,3]\","
 			     "3.0,0,0,0,150.0%,0%,0%,0%,5,-1,0.5,3,2,-1,0.5,3,Warning,"
-			     "Need double check api accuracy.\r\n"), "%s", text);
+			     "\"Need double check api accuracy.,max differs by 1.5 of the tensor's "
+			     "scale max|x| (limit 0.001)\"\r\n"), "%s", text);
 	free(text);
 	text = t_slurp(dir, "stderr");
 	ck_assert_msg(strstr(text, "1 tensors with Result Warning"), "%s", text);
