@@ -244,11 +244,28 @@ static void json_series(FILE *f, const struct adump_report *r)
 	fputs("],\"pairs\":[]}", f);
 }
 
+/* When the page says it was written: now, or SOURCE_DATE_EPOCH (seconds since 1970) where it
+ * is set, as reproducible builds use it, so two writings of one result give the same bytes. */
+static time_t report_time(void)
+{
+	const char *epoch = getenv("SOURCE_DATE_EPOCH");
+	unsigned long long v;
+	char *end;
+
+	if (epoch && *epoch >= '0' && *epoch <= '9') {
+		errno = 0;
+		v = strtoull(epoch, &end, 10);
+		if (!errno && !*end && v <= (unsigned long long)INT32_MAX * 4)
+			return (time_t)v;
+	}
+	return time(NULL);
+}
+
 /* The page's data: one object, read by page.js from #adump-data. */
 static void json_data(FILE *f, const struct adump_report *r)
 {
 	char when[64];
-	time_t t = time(NULL);
+	time_t t = report_time();
 	struct tm tm;
 
 	gmtime_r(&t, &tm);
