@@ -196,7 +196,15 @@ class capture(_Select, ModuleHooks):
         self._mode = None
         self._in_backward = 0
         self._inplace_modules = set()
-        self._backwards = []
+        self._backwards = []            # module calls whose gradients are awaited
+        self._ready = []                # ... complete, dumped at the next graph event
+        self._deferred = []             # (call, output edge, node, slots): see _torch_module
+        self._node_post = {}            # id(node) -> (node, [what its post-hook feeds])
+        self._node_pre = {}             # id(node) -> (node, [what its pre-hook feeds])
+        self._tags = {}                 # id(node) -> (tag of the first walk that saw it, node)
+        self._closed = 0                # module calls closed (walked) so far
+        self._starts = 0                # module calls started so far
+        self._local = threading.local()
         # Which module call each dump ran inside, per step (construct.json's shape).
         self.tree = ModuleTree()
         # The session is created by the first dump of a step, so an unwritable dump_path
