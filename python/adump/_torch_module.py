@@ -341,7 +341,7 @@ class ModuleHooks:
             key_out.setdefault((id(t.grad_fn), t.output_nr), []).append(k)
         # The walk: nodes this call made, and which of them feed its inputs and outputs.
         tags, mine = self._tags, []
-        seen = set()
+        seen = set()                    # every node seen is held by tags: ids stay unique
         todo = [t.grad_fn for t in outs if id(t.grad_fn) not in in_nodes]
         inside_out = set()              # output keys some node of this call also feeds
         while todo:
@@ -457,14 +457,14 @@ class ModuleHooks:
         for d in deferred:
             want.setdefault(d[1], []).append(d)
         floor = min(d[0].c0 for d in deferred)
-        tags, seen = self._tags, set()
+        tags, seen = self._tags, {}     # id -> node: held, so no id is reused meanwhile
         todo = [t.grad_fn for t in roots if getattr(t, "grad_fn", None) is not None]
         found = []
         while todo:
             node = todo.pop()
             if id(node) in seen:
                 continue
-            seen.add(id(node))
+            seen[id(node)] = node
             tag = tags.get(id(node))
             tag = tag[0] if tag is not None else None
             if tag is not None and tag < floor:
