@@ -12,19 +12,6 @@ from ._torch_dist import tensors_of
 from ._torch_info import describe, own_ops
 
 
-def rebuild(obj, fn):
-    """@obj with every tensor t replaced by fn(t), tuples/lists/dicts rebuilt."""
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return tuple(rebuild(o, fn) for o in obj)
-    if isinstance(obj, list):
-        return [rebuild(o, fn) for o in obj]
-    if isinstance(obj, dict):
-        return {k: rebuild(v, fn) for k, v in obj.items()}
-    return obj
-
-
 class _Backward:
     """The gradients of one module call, gathered as the autograd engine produces them:
     each slot (an output's, an input's) is the sum, in the engine's order, of the
@@ -334,7 +321,8 @@ class ModuleHooks:
         in_nodes = set()
         for i, e in enumerate(in_edges):
             if e is not None:
-                key_in.setdefault((id(e[0]), e[1]), []).append(i)
+                # A tensor passed as several arguments gets one gradient, at its first.
+                key_in.setdefault((id(e[0]), e[1]), [i])
                 in_nodes.add(id(e[0]))
         key_out = {}
         for k, t in enumerate(outs):
