@@ -90,16 +90,19 @@ def pt(tdir, desc):
 
 
 def leaf_reference(model, x, path, where):
-    """The reference gradient at module @path in one step: @where "output": its output
-    replaced (forward hook) by a fresh leaf, the leaf's gradient is what reaches the output
-    from outside the module; "input": its first input replaced (forward pre-hook) by one,
-    what the module sends its input. Also the module's input value at entry."""
+    """The reference gradient at the first call of module @path in one step: @where
+    "output": its output replaced (forward hook) by a fresh leaf, the leaf's gradient is what
+    reaches the output from outside the module; "input": its first input replaced (forward
+    pre-hook) by one, what the module sends its input. Also the module's input value at
+    entry."""
     got = {}
 
     def hooks(m):
         mod = dict(m.named_modules())[path]
 
         def pre(mod, args):
+            if "entry" in got:
+                return None             # the first call's only
             got["entry"] = args[0].detach().clone()
             if where == "input":
                 got["leaf"] = args[0].detach().requires_grad_()
