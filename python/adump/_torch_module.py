@@ -17,7 +17,7 @@ class _Backward:
     each slot (an output's, an input's) is the sum, in the engine's order, of the
     contributions of the graph nodes that feed it; `waiting` counts contributions to come."""
     __slots__ = ("name", "op_type", "module", "start", "c0", "c1", "grad_out", "grad_in",
-                 "waiting", "done")
+                 "waiting", "done", "takes_in")
 
     def __init__(self, name, op_type, module, start, c0, c1, n_out, n_in):
         self.name = name
@@ -29,6 +29,7 @@ class _Backward:
         self.grad_in = [None] * n_in
         self.waiting = 0
         self.done = False
+        self.takes_in = False           # some input takes a gradient
 
     def inside(self, tag):
         return tag is not None and self.c0 <= tag <= self.c1
@@ -82,8 +83,10 @@ class ModuleHooks:
         names = [n for n, _ in params]
         for pname, p in params:
             def hook(grad, pname=pname):
-                if not self._active() or not self._in_scope(base, path):
-                    return None
+                if not self._active() or not self._in_scope(base, path) or \
+                        id(module) not in self._called:
+                    return None         # a module never called (MultiheadAttention's
+                    #                     out_proj, whose weight its parent uses) has none
                 got = self._param_grads.get(base)
                 if got is not None and pname in got[2]:
                     self._dump_param_grads(base)        # a second pass: the first one's
@@ -253,6 +256,7 @@ class ModuleHooks:
             self.tree.leave("%s.forward.%d" % (base, n))
             if frame is None:
                 return None
+            self._called.add(id(module))
             self._close_frame(frame)
             inputs, versions, copies = frame["inputs"], frame["versions"], frame["copies"]
             info = frame["info"]
@@ -317,6 +321,7 @@ class ModuleHooks:
             return
         rec = _Backward("%s.backward.%d" % (base, n), cls, id(module), frame["start"], c0, c1,
                         len(outs), len(in_edges))
+        rec.takes_in = any(e is not None for e in in_edges)
         key_in = {}                     # (id(node), nr) -> [input index]
         in_nodes = set()
         for i, e in enumerate(in_edges):
@@ -415,7 +420,12 @@ class ModuleHooks:
                 self._add_grad(slots, target[1], x)
             rec.waiting -= 1
             if rec.waiting == 0:
-                self._ready.append(rec)
+                if rec.takes_in:
+                    self._ready.append(rec)
+                else:
+                    # No input takes a gradient: complete when its outputs' gradients
+                    # are, before its node runs (msprobe's hook fires there too).
+                    self._emit_backward(rec)
         if self._ready:
             # Inner calls first (their gradients reach their parents' inputs first);
             # emitted at the next event, after their parameters' gradients.

@@ -204,6 +204,7 @@ class capture(_Select, ModuleHooks):
         self._tags = {}                 # id(node) -> (tag of the first walk that saw it, node)
         self._closed = 0                # module calls closed (walked) so far
         self._starts = 0                # module calls started so far
+        self._called = set()            # id() of the modules called (parameters_grad: msprobe's)
         self._local = threading.local()
         # Which module call each dump ran inside, per step (construct.json's shape).
         self.tree = ModuleTree()
