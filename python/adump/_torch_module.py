@@ -312,6 +312,16 @@ class ModuleHooks:
     # of the graph from its outputs when it returns, down to its inputs and to nodes an
     # earlier call tagged; each node gets the number of the first call whose walk saw it.
 
+    def _meta(self, node):
+        """This capture's record on @node, kept in the node's own metadata (it lives as long
+        as the node, and the capture holds no node: a graph nobody runs backward on is
+        freed as it would be without the capture): {"tag", "post", "pre", "deferred"}."""
+        md = node.metadata
+        m = md.get(self._meta_key)
+        if m is None:
+            m = md[self._meta_key] = {}
+        return m
+
     def _hook_backward(self, base, cls, n, module, frame, output):
         self._closed += 1
         c0, c1 = frame["c0"], self._closed
@@ -322,6 +332,8 @@ class ModuleHooks:
         rec = _Backward("%s.backward.%d" % (base, n), cls, id(module), frame["start"], c0, c1,
                         len(outs), len(in_edges))
         rec.takes_in = any(e is not None for e in in_edges)
+        # Node wrappers are compared by id(): each one is held while that is done (a freed
+        # wrapper's id can come back for another node).
         key_in = {}                     # (id(node), nr) -> [input index]
         in_nodes = set()
         for i, e in enumerate(in_edges):
@@ -329,23 +341,24 @@ class ModuleHooks:
                 # A tensor passed as several arguments gets one gradient, at its first.
                 key_in.setdefault((id(e[0]), e[1]), [i])
                 in_nodes.add(id(e[0]))
+        out_nodes = [t.grad_fn for t in outs]
         key_out = {}
-        for k, t in enumerate(outs):
-            key_out.setdefault((id(t.grad_fn), t.output_nr), []).append(k)
+        for k, (t, node) in enumerate(zip(outs, out_nodes)):
+            key_out.setdefault((id(node), t.output_nr), []).append(k)
         # The walk: nodes this call made, and which of them feed its inputs and outputs.
-        tags, mine = self._tags, []
-        seen = set()                    # every node seen is held by tags: ids stay unique
-        todo = [t.grad_fn for t in outs if id(t.grad_fn) not in in_nodes]
+        mine, seen = [], {}
+        todo = [node for node in out_nodes if id(node) not in in_nodes]
         inside_out = set()              # output keys some node of this call also feeds
         while todo:
             node = todo.pop()
             if id(node) in seen:
                 continue
-            seen.add(id(node))
-            tag = tags.get(id(node))
+            seen[id(node)] = node
+            m = self._meta(node)
+            tag = m.get("tag")
             if tag is None:
-                tags[id(node)] = (c1, node)
-            elif tag[0] < c0:
+                m["tag"] = c1
+            elif tag < c0:
                 continue                # made before this call
             for j, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
@@ -372,29 +385,33 @@ class ModuleHooks:
                 geo = (tuple(t.shape), t.stride(), t.storage_offset() - t._base.storage_offset())
                 rec.waiting += 1
                 self._on_node(t._base.grad_fn, True, (rec, 0, [("cut", i, geo)]))
+        deferred = False
         for key, ks in key_out.items():
             passthrough = key in key_in
-            node = outs[ks[0]].grad_fn
+            node = out_nodes[ks[0]]
             if key in inside_out or passthrough:
                 # Only the nodes made after the call count: found when backward starts.
                 targets = [("out", k) for k in ks]
                 if passthrough:
                     targets += [("in", i) for i in key_in[key]]
-                self._deferred.append((rec, key, node, targets))
+                self._meta(node).setdefault("deferred", []).append((rec, key[1], targets))
+                deferred = True
             else:
                 rec.waiting += 1
                 self._on_node(node, False, (rec, key[1], [("out", k) for k in ks]))
-        if rec.waiting == 0 and not any(d[0] is rec for d in self._deferred):
+        if deferred:
+            self._deferred.append(rec)
+        elif rec.waiting == 0:
             self._backwards.remove(rec)
 
     def _on_node(self, node, post, entry):
         """Call _got(entry, gradient) from @node's post-hook (@post: its grad_inputs, what
         it sends on) or pre-hook (its grad_outputs, what it received); one hook per node."""
-        table = self._node_post if post else self._node_pre
-        got = table.get(id(node))
-        if got is None:
-            got = table[id(node)] = (node, [])
-            entries = got[1]
+        m = self._meta(node)
+        which = "post" if post else "pre"
+        entries = m.get(which)
+        if entries is None:
+            entries = m[which] = []
             if post:
                 def hook(grad_inputs, grad_outputs, entries=entries):
                     self._node_event(entries, grad_inputs)
@@ -403,7 +420,7 @@ class ModuleHooks:
                 def hook(grad_outputs, entries=entries):
                     self._node_event(entries, grad_outputs)
                 node.register_prehook(hook)
-        got[1].append(entry)
+        entries.append(entry)
 
     def _node_event(self, entries, grads):
         self._flush_ready()
@@ -447,39 +464,42 @@ class ModuleHooks:
 
     def _resolve_deferred(self, roots):
         """Backward starts from @roots: the nodes made after each deferred call that feed
-        its outputs (found by one walk of the graph) get hooks."""
-        deferred, self._deferred = self._deferred, []
-        if not deferred:
+        its outputs (found by one walk of the graph) get hooks. A call whose output node
+        this graph does not reach waits for the next backward."""
+        pending = [r for r in self._deferred if not r.done]
+        if not pending:
+            self._deferred = []
             return
-        want = {}
-        for d in deferred:
-            want.setdefault(d[1], []).append(d)
-        floor = min(d[0].c0 for d in deferred)
-        tags, seen = self._tags, {}     # id -> node: held, so no id is reused meanwhile
+        floor = min(r.c0 for r in pending)
+        mk, seen = self._meta_key, {}   # id -> node: held, so no id comes back meanwhile
         todo = [t.grad_fn for t in roots if getattr(t, "grad_fn", None) is not None]
-        found = []
+        found, reached = [], set()
         while todo:
             node = todo.pop()
             if id(node) in seen:
                 continue
             seen[id(node)] = node
-            tag = tags.get(id(node))
-            tag = tag[0] if tag is not None else None
+            m = node.metadata.get(mk)
+            tag = m.get("tag") if m else None
             if tag is not None and tag < floor:
                 continue
             for j, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
-                for rec, key, _, targets in want.get((id(nxt), nr), ()):
-                    if not rec.inside(tag) and (tag is None or tag > rec.c1):
+                mn = nxt.metadata.get(mk)
+                for rec, onr, targets in (mn.get("deferred", ()) if mn else ()):
+                    reached.add(id(rec))
+                    if onr == nr and not rec.done and not rec.inside(tag) and \
+                            (tag is None or tag > rec.c1):
                         found.append((node, j, rec, targets))
                 if id(nxt) not in seen:
                     todo.append(nxt)
         for node, j, rec, targets in found:
             rec.waiting += 1
             self._on_node(node, True, (rec, j, targets))
-        for rec, _, _, _ in deferred:
-            if rec.waiting == 0 and rec in self._backwards:
+        self._deferred = [r for r in pending if id(r) not in reached]
+        for rec in pending:
+            if id(rec) in reached and rec.waiting == 0 and rec in self._backwards:
                 self._backwards.remove(rec)
 
     def _flush_ready(self):
@@ -527,12 +547,9 @@ class ModuleHooks:
     def _flush_backwards(self):
         """The step ends: everything gathered is dumped, the graph forgotten."""
         self._end_backward()
+        for rec in self._backwards + self._deferred:
+            rec.done = True             # its hooks, still on nodes kept alive, do nothing
         self._backwards = []
-        for table in (self._node_post, self._node_pre):
-            for _, entries in table.values():
-                del entries[:]
-            table.clear()
-        self._tags = {}
         self._deferred = []
 
     # ---- op level ----------------------------------------------------------------------------

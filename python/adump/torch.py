@@ -198,10 +198,8 @@ class capture(_Select, ModuleHooks):
         self._inplace_modules = set()
         self._backwards = []            # module calls whose gradients are awaited
         self._ready = []                # ... complete, dumped at the next graph event
-        self._deferred = []             # (call, output edge, node, slots): see _torch_module
-        self._node_post = {}            # id(node) -> (node, [what its post-hook feeds])
-        self._node_pre = {}             # id(node) -> (node, [what its pre-hook feeds])
-        self._tags = {}                 # id(node) -> (tag of the first walk that saw it, node)
+        self._deferred = []             # calls whose outputs' gradients backward finds
+        self._meta_key = "adump.torch.%x" % id(self)   # its record in a graph node's metadata
         self._closed = 0                # module calls closed (walked) so far
         self._starts = 0                # module calls started so far
         self._called = set()            # id() of the modules called (parameters_grad: msprobe's)

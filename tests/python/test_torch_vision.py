@@ -234,6 +234,23 @@ class Vision(unittest.TestCase):
         self.assertIn("Module.0.self_attn.MultiheadAttention.parameters_grad.0", pg)
         self.assertEqual([n for n in pg if "out_proj" in n], [])
 
+    def test_graph_without_backward_is_freed(self):
+        # Forward passes with gradients and no backward (an evaluation loop without
+        # torch.no_grad()): the capture keeps nothing of their graphs alive until the step
+        # ends (its bookkeeping lives in the graph nodes' own metadata).
+        import gc
+        import weakref
+        model = build("mobilenet_v3_small")
+        x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(12))
+        with adump.torch.capture(model, helpers.tmpdir("vision-free"), content="stats",
+                                 format="msprobe") as cap:
+            out = model(x)
+            ref = weakref.ref(out.grad_fn._saved_mat1)     # what the last Linear saved
+            del out
+            gc.collect()
+            self.assertIsNone(ref(), "the graph of a forward pass is kept alive")
+            cap.step()
+
 
 if __name__ == "__main__":
     unittest.main()
