@@ -3,8 +3,8 @@
 both levels (the module tree: each call's parent, the call ops run inside), the forward
 wrapper that closes a call its forward left by an exception, and at module level the dumps
 of module calls: forward entries at the post-hook, backward entries from hooks on the
-autograd graph, and the gradients of each module's own parameters (parameters_grad). The
-state they use is capture's (torch.py)."""
+nodes the autograd graph already has (see "backward" below), and the gradients of each
+module's own parameters (parameters_grad). The state they use is capture's (torch.py)."""
 import torch
 
 from . import _torch_patch

@@ -20,9 +20,10 @@ Every value is the one at that moment: CPU tensors are copied into adump's stagi
 when handed over (zero_copy=False), or, with zero_copy=True, held by reference and their
 version counters compared before the file is published: a tensor modified in place before
 its bytes were written makes that dump fail (counted in cap.losses), never published with
-the later value. Gradients are taken with hooks on the autograd graph (not full backward
-hooks, which refuse models with in-place ops in PyTorch 1.13), so such models train
-unchanged."""
+the later value. Gradients are taken with hooks on the nodes the autograd graph already has
+(not full backward hooks, which refuse models with in-place ops in PyTorch 1.13 and, like
+any node put between a module and its callers, change the order the engine sums gradients
+in): nothing is added to the graph, so training under capture is bit-identical."""
 import os
 import threading
 import time
