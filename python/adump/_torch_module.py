@@ -3,8 +3,8 @@
 both levels (the module tree: each call's parent, the call ops run inside), the forward
 wrapper that closes a call its forward left by an exception, and at module level the dumps
 of module calls: forward entries at the post-hook, backward entries from hooks on the
-autograd graph, and the gradients of each module's own parameters (parameters_grad). The
-state they use is capture's (torch.py)."""
+nodes the autograd graph already has (see "backward" below), and the gradients of each
+module's own parameters (parameters_grad). The state they use is capture's (torch.py)."""
 import torch
 
 from . import _torch_patch
@@ -12,29 +12,38 @@ from ._torch_dist import tensors_of
 from ._torch_info import describe, own_ops
 
 
-def rebuild(obj, fn):
-    """@obj with every tensor t replaced by fn(t), tuples/lists/dicts rebuilt."""
-    if isinstance(obj, torch.Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
-        return tuple(rebuild(o, fn) for o in obj)
-    if isinstance(obj, list):
-        return [rebuild(o, fn) for o in obj]
-    if isinstance(obj, dict):
-        return {k: rebuild(v, fn) for k, v in obj.items()}
-    return obj
-
-
 class _Backward:
-    """Gradients of one module call, gathered as the autograd engine produces them."""
-    __slots__ = ("name", "op_type", "grad_out", "grad_in", "pending")
+    """The gradients of one module call, gathered as the autograd engine produces them:
+    each slot (an output's, an input's) is the sum, in the engine's order, of the
+    contributions of the graph nodes that feed it; `waiting` counts contributions to come."""
+    __slots__ = ("name", "op_type", "module", "start", "c0", "c1", "grad_out", "grad_in",
+                 "waiting", "done", "takes_in")
 
-    def __init__(self, name, op_type, n_out, n_in):
+    def __init__(self, name, op_type, module, start, c0, c1, n_out, n_in):
         self.name = name
         self.op_type = op_type
+        self.module = module
+        self.start = start              # the call's start order (inner calls start later)
+        self.c0, self.c1 = c0, c1       # its walk tags: calls closed inside it, and its own
         self.grad_out = [None] * n_out
         self.grad_in = [None] * n_in
-        self.pending = n_out + n_in
+        self.waiting = 0
+        self.done = False
+        self.takes_in = False           # some input takes a gradient
+
+    def inside(self, tag):
+        return tag is not None and self.c0 <= tag <= self.c1
+
+
+def _edge(t):
+    """The graph edge (node, output_nr) gradients of @t flow into; a leaf's is its
+    AccumulateGrad node (got through a throwaway expand, msprobe's way: no node of the
+    program's graph is added)."""
+    fn = t.grad_fn
+    if fn is not None:
+        return fn, t.output_nr
+    with own_ops():
+        return t.expand_as(t).grad_fn.next_functions[0][0], 0
 
 
 class ModuleHooks:
@@ -63,27 +72,42 @@ class ModuleHooks:
 
     def _hook_parameters(self, module, base, cls, path):
         """Module.<path>.<Class>.parameters_grad: the gradients of the module's own
-        parameters, taken by hooks on the parameters and dumped when the backward call
-        that made them returns (one dump per backward call; a second one in the same step
-        is named ...parameters_grad.1, the first ...parameters_grad.0, as msprobe names them)."""
+        parameters in one backward pass, taken by hooks on the parameters (the engine has
+        summed a parameter's uses by then) and dumped where msprobe writes them: once all
+        of them came (the engine accumulates a parameter as soon as the node that made its
+        gradient ran), and at the latest just before the module's backward call that made
+        them (a second one in the same step is ...parameters_grad.1)."""
         params = [(n, p) for n, p in module.named_parameters(recurse=False) if p.requires_grad]
         if not params:
             return
         names = [n for n, _ in params]
         for pname, p in params:
             def hook(grad, pname=pname):
-                if not self._active() or not self._in_scope(base, path):
-                    return None
+                if not self._active() or not self._in_scope(base, path) or \
+                        id(module) not in self._called:
+                    return None         # a module never called (MultiheadAttention's
+                    #                     out_proj, whose weight its parent uses) has none
                 got = self._param_grads.get(base)
+                if got is not None and pname in got[2]:
+                    self._dump_param_grads(base)        # a second pass: the first one's
+                    got = None
                 if got is None:
                     got = self._param_grads[base] = (cls, names, {})
-                got[2][pname] = grad     # the engine sums a parameter's uses before this
+                got[2][pname] = grad
                 return None
             self._handles.append(p.register_hook(hook))
 
-    def _dump_param_grads(self):
-        pending, self._param_grads = self._param_grads, {}
-        for base, (cls, names, grads) in pending.items():
+    def _dump_param_grads(self, only=None, complete=False):
+        """Dump the gathered parameters' gradients: those of @only (a module's base name),
+        else all of them (@complete: only modules all of whose parameters came)."""
+        for base in [only] if only is not None else list(self._param_grads):
+            got = self._param_grads.get(base)
+            if got is None:
+                continue
+            cls, names, grads = got
+            if complete and len(grads) < len(names):
+                continue
+            del self._param_grads[base]
             # msprobe counts every call, the first one too: <base>.parameters_grad.0
             n = self._next_index(base + ".parameters_grad")
             name = "%s.parameters_grad.%d" % (base, n)
@@ -130,6 +154,7 @@ class ModuleHooks:
         if self.level == "module":
             n = frame[0]
             name = "%s.forward.%d" % (base, n)
+            self._close_frame(frame[1])
         else:
             name = frame
         self.tree.leave(name)
@@ -155,6 +180,21 @@ class ModuleHooks:
             return None
         return post
 
+    def _open_frames(self):
+        """This thread's open module-level frames, outermost first."""
+        st = getattr(self._local, "open", None)
+        if st is None:
+            st = self._local.open = []
+        return st
+
+    def _close_frame(self, frame):
+        """@frame's call returned (or raised): it and the frames left open inside it go."""
+        opened = self._open_frames()
+        for i in range(len(opened) - 1, -1, -1):
+            if opened[i] is frame:
+                del opened[i:]
+                return
+
     def _pre_hook(self, base, path):
         def pre(module, args):
             frames = self._frames.setdefault(id(module), [])
@@ -170,28 +210,41 @@ class ModuleHooks:
                 return None
             inputs, skipped = [], []
             info = {"input_args": describe(args, inputs, "input", skipped)}
-            copies = None
-            if self.with_inputs and not self.zero_copy and id(module) in self._inplace_modules:
-                # This module modified its input in place before: keep the value at entry.
+            inplace = id(module) in self._inplace_modules
+            if inplace and self.with_inputs and not self.zero_copy:
+                # This module changes its input in place: the calls open around it whose
+                # inputs it is about to change keep their values at entry now (a
+                # Sequential whose first child is Dropout(inplace=True)).
+                self._keep_open_inputs(inputs)
+            copies = [None] * len(inputs)
+            if inplace and self.with_inputs and not self.zero_copy:
                 with own_ops():
                     copies = [t.detach().clone() for t in inputs]
-            versions = [t._version for t in inputs]
-            views = {}
+            edges = None
             if self.backward and torch.is_grad_enabled():
-                def wrap(t):
-                    if not t.requires_grad:
-                        return t
-                    v = views.get(id(t))
-                    if v is None:
-                        v = views[id(t)] = t.view_as(t)
-                    return v
-                with own_ops():
-                    args = rebuild(args, wrap)
-            frames.append((n, {"inputs": inputs, "versions": versions, "copies": copies,
-                               "views": [(v, v._version) for v in views.values()],
-                               "info": info, "skipped": skipped}))
-            return args if views else None
+                edges = [_edge(t) if t.requires_grad else None for t in inputs]
+            self._starts += 1
+            frame = {"inputs": inputs, "versions": [t._version for t in inputs],
+                     "copies": copies, "edges": edges, "c0": self._closed,
+                     "start": self._starts, "info": info, "skipped": skipped}
+            frames.append((n, frame))
+            self._open_frames().append(frame)
+            return None
         return pre
+
+    def _keep_open_inputs(self, tensors):
+        """Copy the inputs of the open calls that share storage with @tensors and are not
+        copied yet, while they still hold their values at entry."""
+        ptrs = {t.data_ptr() for t in tensors if t.layout is torch.strided}
+        if not ptrs:
+            return
+        for frame in self._open_frames():
+            copies = frame["copies"]
+            for i, t in enumerate(frame["inputs"]):
+                if copies[i] is None and t.layout is torch.strided and \
+                        t.data_ptr() in ptrs and t._version == frame["versions"][i]:
+                    with own_ops():
+                        copies[i] = t.detach().clone()
 
     def _post_hook(self, base, path, cls):
         def post(module, args, output):
@@ -203,10 +256,12 @@ class ModuleHooks:
             self.tree.leave("%s.forward.%d" % (base, n))
             if frame is None:
                 return None
+            self._called.add(id(module))
+            self._close_frame(frame)
             inputs, versions, copies = frame["inputs"], frame["versions"], frame["copies"]
-            views, info = frame["views"], frame["info"]
-            changed = any(t._version != v for t, v in zip(inputs, versions))
-            if changed:
+            info = frame["info"]
+            changed = [t._version != v for t, v in zip(inputs, versions)]
+            if any(changed):
                 self._inplace_modules.add(id(module))
             outputs, skipped = [], frame["skipped"]
             info["output"] = describe(output, outputs, "output", skipped)
@@ -214,11 +269,10 @@ class ModuleHooks:
                 outputs = []
             fwd_inputs = []
             if self.with_inputs and self.with_forward:
-                if copies is not None:
-                    fwd_inputs = list(copies)
-                elif changed:
-                    # The value at entry is gone (first call of an in-place module): record
-                    # a loss rather than dump the modified value as the input.
+                lost = [i for i, c in enumerate(changed) if c and copies[i] is None]
+                if lost:
+                    # The value at entry is gone (changed in place by a call adump could
+                    # not foresee): record a loss rather than dump the modified value.
                     self._lost(cls, "%s.forward.%d" % (base, n),
                                [(k, i, t.element_size() * t.nelement())
                                 for k, ts in (("input", inputs), ("output", outputs))
@@ -227,7 +281,7 @@ class ModuleHooks:
                                "kept on this first call (later calls copy it)" % base)
                     fwd_inputs = None
                 else:
-                    fwd_inputs = list(inputs)
+                    fwd_inputs = [c if c is not None else t for t, c in zip(inputs, copies)]
             if fwd_inputs is not None and self.with_inputs and self.with_forward:
                 # Keyword arguments, then the module's own parameters, after the positional
                 # arguments; dfx_message says which input is which.
@@ -241,60 +295,232 @@ class ModuleHooks:
                     self.tree.record_stack("%s.forward.%d" % (base, n))
                 self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info,
                            skipped)
-            if self.backward and torch.is_grad_enabled():
-                self._hook_backward(base, cls, n, output, views)
+            if frame["edges"] is not None and torch.is_grad_enabled():
+                self._hook_backward(base, cls, n, module, frame, output)
             return None
         return post
 
-    def _hook_backward(self, base, cls, n, output, views):
+    # ---- backward ----------------------------------------------------------------------------
+    #
+    # Nothing is added to the autograd graph: a node between a module and its callers (a
+    # view, a full backward hook's identity) changes the order in which the engine sums a
+    # tensor's gradients, and so the training's last bits. The gradients of a call are
+    # read where the graph already has them: each input's is the sum of what the nodes
+    # made inside the call send it (their post-hooks), each output's what the nodes made
+    # after the call send it (the output node's pre-hook, or their post-hooks where the
+    # call used that output itself or returned its input). Which nodes a call made: a walk
+    # of the graph from its outputs when it returns, down to its inputs and to nodes an
+    # earlier call tagged; each node gets the number of the first call whose walk saw it.
+
+    def _meta(self, node):
+        """This capture's record on @node, kept in the node's own metadata (it lives as long
+        as the node, and the capture holds no node: a graph nobody runs backward on is
+        freed as it would be without the capture): {"tag", "post", "pre", "deferred"}."""
+        md = node.metadata
+        m = md.get(self._meta_key)
+        if m is None:
+            m = md[self._meta_key] = {}
+        return m
+
+    def _hook_backward(self, base, cls, n, module, frame, output):
+        self._closed += 1
+        c0, c1 = frame["c0"], self._closed
+        in_edges = frame["edges"]
         outs = [t for t in tensors_of(output, []) if t.requires_grad and t.grad_fn is not None]
-        ins = [(v, v0) for v, v0 in views if v.grad_fn is not None]
-        if not outs and not ins:
+        if not outs and not any(in_edges):
             return
-        rec = _Backward("%s.backward.%d" % (base, n), cls, len(outs), len(ins))
+        rec = _Backward("%s.backward.%d" % (base, n), cls, id(module), frame["start"], c0, c1,
+                        len(outs), len(in_edges))
+        rec.takes_in = any(e is not None for e in in_edges)
+        # Node wrappers are compared by id(): each one is held while that is done (a freed
+        # wrapper's id can come back for another node).
+        key_in = {}                     # (id(node), nr) -> [input index]
+        in_nodes = set()
+        for i, e in enumerate(in_edges):
+            if e is not None:
+                # A tensor passed as several arguments gets one gradient, at its first.
+                key_in.setdefault((id(e[0]), e[1]), [i])
+                in_nodes.add(id(e[0]))
+        out_nodes = [t.grad_fn for t in outs]
+        key_out = {}
+        for k, (t, node) in enumerate(zip(outs, out_nodes)):
+            key_out.setdefault((id(node), t.output_nr), []).append(k)
+        # The walk: nodes this call made, and which of them feed its inputs and outputs.
+        mine, seen = [], {}
+        todo = [node for node in out_nodes if id(node) not in in_nodes]
+        inside_out = set()              # output keys some node of this call also feeds
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen[id(node)] = node
+            m = self._meta(node)
+            tag = m.get("tag")
+            if tag is None:
+                m["tag"] = c1
+            elif tag < c0:
+                continue                # made before this call
+            for j, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                key = (id(nxt), nr)
+                if key in key_in:
+                    mine.append((node, j, key_in[key]))
+                    continue
+                if key in key_out:
+                    inside_out.add(key)
+                if id(nxt) not in in_nodes and id(nxt) not in seen:
+                    todo.append(nxt)
         self._backwards.append(rec)
-
-        def got(slot_list, i, g):
-            if slot_list[i] is None and g is not None:
-                # Held, not copied: the engine accumulates in place only into gradients
-                # nobody else references, and the version is compared when the call's
-                # last gradient arrives.
-                slot_list[i] = (g, g._version)
-            rec.pending -= 1
-            if rec.pending == 0:
-                self._emit_backward(rec)
-
-        for i, t in enumerate(outs):
-            nr = t.output_nr
-
-            def hook(grad_inputs, grad_outputs, i=i, nr=nr):
-                got(rec.grad_out, i, grad_outputs[nr] if nr < len(grad_outputs) else None)
-            t.grad_fn.register_hook(hook)
-        for i, (v, v0) in enumerate(ins):
-            if v._version != v0 and v._base is not None and \
-                    type(v._base.grad_fn).__name__ == "CopySlices":
-                # Modified in place by the module: the view's own node left the graph; the
-                # gradient of the value before the change flows out of the base's CopySlices.
-                # That gradient is the base's: cut the view's elements out of it.
-                geo = (tuple(v.shape), v.stride(), v.storage_offset() - v._base.storage_offset())
-
-                def hook(grad_inputs, grad_outputs, i=i, geo=geo):
-                    g = grad_inputs[0] if grad_inputs else None
-                    if g is not None:
-                        with own_ops():
-                            g = g.contiguous().as_strided(*geo)
-                    got(rec.grad_in, i, g)
-                v._base.grad_fn.register_hook(hook)
+        for node, j, slots in mine:
+            rec.waiting += 1
+            self._on_node(node, True, (rec, j, [("in", i) for i in slots]))
+        for i, (t, v0) in enumerate(zip(frame["inputs"], frame["versions"])):
+            if in_edges[i] is None or any(i in slots for _, _, slots in mine):
+                continue
+            if t._version != v0 and t._base is not None and \
+                    type(t._base.grad_fn).__name__ == "CopySlices":
+                # A view the call changed in place: the gradient of the value before the
+                # change flows out of the base's CopySlices; cut the view's elements out.
+                geo = (tuple(t.shape), t.stride(), t.storage_offset() - t._base.storage_offset())
+                rec.waiting += 1
+                self._on_node(t._base.grad_fn, True, (rec, 0, [("cut", i, geo)]))
+        deferred = False
+        for key, ks in key_out.items():
+            passthrough = key in key_in
+            node = out_nodes[ks[0]]
+            if key in inside_out or passthrough:
+                # Only the nodes made after the call count: found when backward starts.
+                targets = [("out", k) for k in ks]
+                if passthrough:
+                    targets += [("in", i) for i in key_in[key]]
+                self._meta(node).setdefault("deferred", []).append((rec, key[1], targets))
+                deferred = True
             else:
-                def hook(grad_inputs, grad_outputs, i=i):
-                    got(rec.grad_in, i, grad_outputs[0] if grad_outputs else None)
-                v.grad_fn.register_hook(hook)
+                rec.waiting += 1
+                self._on_node(node, False, (rec, key[1], [("out", k) for k in ks]))
+        if deferred:
+            self._deferred.append(rec)
+        elif rec.waiting == 0:
+            self._backwards.remove(rec)
+
+    def _on_node(self, node, post, entry):
+        """Call _got(entry, gradient) from @node's post-hook (@post: its grad_inputs, what
+        it sends on) or pre-hook (its grad_outputs, what it received); one hook per node."""
+        m = self._meta(node)
+        which = "post" if post else "pre"
+        entries = m.get(which)
+        if entries is None:
+            entries = m[which] = []
+            if post:
+                def hook(grad_inputs, grad_outputs, entries=entries):
+                    self._node_event(entries, grad_inputs)
+                node.register_hook(hook)
+            else:
+                def hook(grad_outputs, entries=entries):
+                    self._node_event(entries, grad_outputs)
+                node.register_prehook(hook)
+        entries.append(entry)
+
+    def _node_event(self, entries, grads):
+        self._flush_ready()
+        for rec, j, targets in entries:
+            if rec.done:
+                continue
+            g = grads[j] if j < len(grads) else None
+            for target in targets:
+                slots = rec.grad_out if target[0] == "out" else rec.grad_in
+                x = g
+                if target[0] == "cut" and x is not None:
+                    with own_ops():
+                        x = x.contiguous().as_strided(*target[2])
+                self._add_grad(slots, target[1], x)
+            rec.waiting -= 1
+            if rec.waiting == 0:
+                if rec.takes_in:
+                    self._ready.append(rec)
+                else:
+                    # No input takes a gradient: complete when its outputs' gradients
+                    # are, before its node runs (msprobe's hook fires there too).
+                    self._emit_backward(rec)
+        if self._ready:
+            # Inner calls first (their gradients reach their parents' inputs first);
+            # emitted at the next event, after their parameters' gradients.
+            self._ready.sort(key=lambda r: -r.start)
+
+    @staticmethod
+    def _add_grad(slots, i, g):
+        """Held, not copied: the engine accumulates in place only into gradients nobody
+        else references; the version is compared when the call is dumped."""
+        if g is None:
+            return
+        prev = slots[i]
+        if prev is None:
+            slots[i] = (g, g._version)
+            return
+        with torch.no_grad(), own_ops():
+            s = prev[0] + g             # the engine's sum, in the engine's order
+        slots[i] = (s, s._version)
+
+    def _resolve_deferred(self, roots):
+        """Backward starts from @roots: the nodes made after each deferred call that feed
+        its outputs (found by one walk of the graph) get hooks. A call whose output node
+        this graph does not reach waits for the next backward."""
+        pending = [r for r in self._deferred if not r.done]
+        if not pending:
+            self._deferred = []
+            return
+        floor = min(r.c0 for r in pending)
+        mk, seen = self._meta_key, {}   # id -> node: held, so no id comes back meanwhile
+        todo = [t.grad_fn for t in roots if getattr(t, "grad_fn", None) is not None]
+        found, reached = [], set()
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen[id(node)] = node
+            m = node.metadata.get(mk)
+            tag = m.get("tag") if m else None
+            if tag is not None and tag < floor:
+                continue
+            for j, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                mn = nxt.metadata.get(mk)
+                for rec, onr, targets in (mn.get("deferred", ()) if mn else ()):
+                    reached.add(id(rec))
+                    if onr == nr and not rec.done and not rec.inside(tag) and \
+                            (tag is None or tag > rec.c1):
+                        found.append((node, j, rec, targets))
+                if id(nxt) not in seen:
+                    todo.append(nxt)
+        for node, j, rec, targets in found:
+            rec.waiting += 1
+            self._on_node(node, True, (rec, j, targets))
+        self._deferred = [r for r in pending if id(r) not in reached]
+        for rec in pending:
+            if id(rec) in reached and rec.waiting == 0 and rec in self._backwards:
+                self._backwards.remove(rec)
+
+    def _flush_ready(self):
+        """What became complete since the last event: the parameters' gradients first, then
+        the calls (as msprobe writes them: the engine runs a parameter's accumulation before
+        the node that follows)."""
+        if self._param_grads:
+            self._dump_param_grads(complete=True)
+        while self._ready:
+            self._emit_backward(self._ready.pop(0))
 
     def _emit_backward(self, rec):
+        if rec.done:
+            return
+        rec.done = True
         if rec in self._backwards:
             self._backwards.remove(rec)
         if not self._active():
             return
+        if self._param_grads:
+            self._dump_param_grads(rec.name.rpartition(".backward.")[0])
         self.tree.add_backward(rec.name)
         held = [x for x in rec.grad_out + rec.grad_in if x is not None]
         if any(g._version != v for g, v in held):
@@ -305,13 +531,26 @@ class ModuleHooks:
         outs = [g for g, _ in filter(None, rec.grad_in)] if self.with_outputs else []
         self._dump(rec.op_type, rec.name, ins, outs)
 
+    def _end_backward(self):
+        """A backward pass ended: dump what became complete, then the calls some of whose
+        gradients never came (an output that did not reach the loss); calls that got
+        nothing wait for a later pass (a second loss) until the step ends."""
+        self._flush_ready()
+        got = [r for r in self._backwards
+               if any(g is not None for g in r.grad_out + r.grad_in)]
+        got.sort(key=lambda r: -r.start)
+        for rec in got:
+            self._emit_backward(rec)
+        if self._param_grads:
+            self._dump_param_grads()
+
     def _flush_backwards(self):
-        """Dump the gradients that arrived for calls whose other gradients never came (an
-        output that did not reach the loss)."""
-        pending, self._backwards = self._backwards, []
-        for rec in pending:
-            if any(g is not None for g in rec.grad_out + rec.grad_in):
-                self._emit_backward(rec)
+        """The step ends: everything gathered is dumped, the graph forgotten."""
+        self._end_backward()
+        for rec in self._backwards + self._deferred:
+            rec.done = True             # its hooks, still on nodes kept alive, do nothing
+        self._backwards = []
+        self._deferred = []
 
     # ---- op level ----------------------------------------------------------------------------
 
@@ -327,13 +566,19 @@ class ModuleHooks:
                 def call(*args, **kwargs):
                     cap.tree.resolve()  # the last forward op's graph nodes, before they run
                     cap.tree.begin_backward()
+                    if cap._deferred:
+                        roots = args[0] if args else kwargs.get(
+                            "tensors" if is_backward else "outputs")
+                        cap._resolve_deferred(tensors_of(roots, []))
                     cap._in_backward += 1
                     try:
                         return inner(*args, **kwargs)
                     finally:
                         cap._in_backward -= 1
                         cap.tree.end_backward()
-                        if is_backward and cap._param_grads:
+                        if is_backward and not cap._in_backward:
+                            cap._end_backward()
+                        elif is_backward and cap._param_grads:
                             cap._dump_param_grads()
                 call.__name__ = "backward" if is_backward else "grad"
                 return call

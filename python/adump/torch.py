@@ -20,9 +20,10 @@ Every value is the one at that moment: CPU tensors are copied into adump's stagi
 when handed over (zero_copy=False), or, with zero_copy=True, held by reference and their
 version counters compared before the file is published: a tensor modified in place before
 its bytes were written makes that dump fail (counted in cap.losses), never published with
-the later value. Gradients are taken with hooks on the autograd graph (not full backward
-hooks, which refuse models with in-place ops in PyTorch 1.13), so such models train
-unchanged."""
+the later value. Gradients are taken with hooks on the nodes the autograd graph already has
+(not full backward hooks, which refuse models with in-place ops in PyTorch 1.13 and, like
+any node put between a module and its callers, change the order the engine sums gradients
+in): nothing is added to the graph, so training under capture is bit-identical."""
 import os
 import threading
 import time
@@ -196,7 +197,14 @@ class capture(_Select, ModuleHooks):
         self._mode = None
         self._in_backward = 0
         self._inplace_modules = set()
-        self._backwards = []
+        self._backwards = []            # module calls whose gradients are awaited
+        self._ready = []                # ... complete, dumped at the next graph event
+        self._deferred = []             # calls whose outputs' gradients backward finds
+        self._meta_key = "adump.torch.%x" % id(self)   # its record in a graph node's metadata
+        self._closed = 0                # module calls closed (walked) so far
+        self._starts = 0                # module calls started so far
+        self._called = set()            # id() of the modules called (parameters_grad: msprobe's)
+        self._local = threading.local()
         # Which module call each dump ran inside, per step (construct.json's shape).
         self.tree = ModuleTree()
         # The session is created by the first dump of a step, so an unwritable dump_path

@@ -175,8 +175,9 @@ class Filters(unittest.TestCase):
         self.assertEqual([d.op_name for d in dumps], ["Module.1.ReLU.forward.0"])
         self.assertEqual((len(dumps[0].inputs), len(dumps[0].outputs)), (0, 1))
         top, _, _ = self.run_capture(steps=1, list=["Module.2"], data_mode="backward")
-        self.assertEqual(names_below(top), ["Module.2.Linear.backward.0",
-                                            "Module.2.Linear.parameters_grad.0"])
+        # msprobe's order: a module's parameters' gradients just before its backward call
+        self.assertEqual(names_below(top), ["Module.2.Linear.parameters_grad.0",
+                                            "Module.2.Linear.backward.0"])
 
 
 class Config(unittest.TestCase):
