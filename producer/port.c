@@ -105,10 +105,20 @@ static void journal_fill(struct adump_op_rec *op_rec, struct adump_journal_slot 
 	op_rec->journal_slot = js;
 }
 
+void adump_port_journal_set_sp(struct adump_port *p, struct adump_journal_slot *journal,
+			       uint32_t count, _Atomic uint32_t *used)
+{
+	p->journal = count ? journal : NULL;
+	p->journal_count = p->journal ? count : 0;
+	p->journal_used = used;
+	/* Slots used before (a return to the session's region) hold nothing pending. */
+	p->journal_window = p->journal ? atomic_load_explicit(used, memory_order_relaxed) : 0;
+	p->journal_next = 0;
+}
+
 void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec)
 {
-	/* A producer's own directory is not the one the journal lies in. */
-	if (!p->journal || op_rec->dir)
+	if (!p->journal)
 		return;
 	/* The slots used so far are a ring in hand-over order, and files finish about in that
 	 * order: the slot at the cursor (the oldest) is nearly always free. While it is not,

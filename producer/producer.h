@@ -64,10 +64,16 @@ void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec);
 /**
  * adump_port_journal_sp() - record @op_rec in the port's hand-over journal (a free slot
  * filled, op_rec->journal_slot set), before any of its records is committed. Nothing
- * without a journal, or for a dump going to a producer's own directory. Producer thread
+ * without a journal. Producer thread
  * only; no system call. adump_port_post_sp() calls it.
  */
 void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec);
+
+/* The port's journal slots become @journal (@count of them, @used as in struct
+ * adump_port_cfg; NULL: none): its producer moved to another directory, every dump it
+ * handed over finished. Producer thread only. */
+void adump_port_journal_set_sp(struct adump_port *p, struct adump_journal_slot *journal,
+			       uint32_t count, _Atomic uint32_t *used);
 
 /* Most commits a deferring producer makes before it rings anyway. */
 #define ADUMP_DOORBELL_BATCH 128u

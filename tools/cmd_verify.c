@@ -17,6 +17,7 @@
 #include "adump/export.h"
 #include "adump/reader.h"
 #include "common/journal.h"
+#include "reader/reader.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 #include "tools/verify_int.h"
@@ -227,11 +228,11 @@ struct journal_report {
 	uint64_t *counts;
 };
 
-static void journal_problem(void *arg, enum verify_journal_kind kind, const char *msg)
+static void journal_problem(void *arg, enum adump_journal_finding kind, const char *msg)
 {
 	struct journal_report *j = arg;
-	enum verdict v = kind == VERIFY_JOURNAL_MISSING	    ? VERDICT_MISSING :
-			 kind == VERIFY_JOURNAL_IN_PROGRESS ? VERDICT_IN_PROGRESS :
+	enum verdict v = kind == ADUMP_JOURNAL_FOUND_MISSING	    ? VERDICT_MISSING :
+			 kind == ADUMP_JOURNAL_FOUND_IN_PROGRESS ? VERDICT_IN_PROGRESS :
 							      VERDICT_BAD;
 
 	j->counts[v]++;
@@ -386,7 +387,7 @@ int cmd_verify(int argc, char **argv)
 		}
 		struct journal_report jr = { is_json, problems, &progress, files.paths[i], counts };
 
-		if (verify_journal_list(files.paths[i], journal_problem, &jr) >= 0) {
+		if (adump_journal_list(files.paths[i], journal_problem, &jr) >= 0) {
 			tool_progress_step(&progress);
 			continue;
 		}
