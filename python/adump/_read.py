@@ -321,6 +321,9 @@ def _is_packed_dir(dirpath, files):
     return any(_adump.packed_file_kind(f) == 1 for f in files)
 
 
+_JOURNAL_PREFIX = "adump-journal-"
+
+
 def _tree(top):
     """(kind, path) for the files below @top, sorted: kind "packed" for a packed
     directory, "file" for the others."""
@@ -432,7 +435,9 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
 
 class VerifyReport:
     """What adump.verify found: files (dumps checked), problems [(kind, path, message)] with
-    kind "bad", "part" or "failed", warnings [(kind, path, message)]; ok is True when there
+    kind "bad", "part", "failed", "lost" (the capture's loss log), "missing" (a dump handed
+    over and never written, its process gone: a hand-over journal says so) or "busy" (the
+    same, its process still running), warnings [(kind, path, message)]; ok is True when there
     are no problems."""
 
     def __init__(self):
@@ -528,6 +533,10 @@ def verify(top: PathLike) -> "VerifyReport":
                 _adump.pt_check(path)
             except (_adump.Error, OSError) as exc:
                 rep.problems.append(("bad", path, str(exc)))
+        elif os.path.basename(path).startswith(_JOURNAL_PREFIX) and \
+                _adump.journal_list(path) is not None:
+            # A hand-over journal: dumps handed over and never written (as `adump verify`).
+            rep.problems.extend((kind, path, msg) for kind, msg in _adump.journal_list(path))
         elif os.path.basename(path) == LOSS_LOG:
             # One line per tensor the capture lost, each a problem (as `adump verify` does).
             with builtins.open(path, "rb") as f:
