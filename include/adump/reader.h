@@ -369,9 +369,9 @@ ADUMP_API bool adump_reader_stats_supported(int32_t dtype);
 /**
  * adump_reader_tensor_stats() - min, max, mean, NaN and Inf counts of one tensor, read in
  * pieces of at most 1 MiB so any size streams through bounded memory.
- * Return: 0; -ADUMP_ERR_UNSUPPORTED for a dtype without statistics (see above); -ADUMP_ERR_CORRUPT
- * when the size is not a whole number of elements; or the read error. Message in
- * adump_reader_error().
+ * Return: 0; -ADUMP_ERR_CONFIG for a @tensor past the dump's tensors; -ADUMP_ERR_UNSUPPORTED
+ * for a dtype without statistics (see above); -ADUMP_ERR_CORRUPT when the size is not a whole
+ * number of elements; or the read error. Message in adump_reader_error().
  */
 ADUMP_API int adump_reader_tensor_stats(struct adump_reader *r, uint32_t tensor,
 					struct adump_reader_stats *out);
