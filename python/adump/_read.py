@@ -281,7 +281,7 @@ def open(path: PathLike, bf16: str = "float32") -> "Dump":
     read when first used."""
     path = os.fspath(path)
     if bf16 not in ("float32", "raw"):
-        raise ValueError("bf16 must be 'float32' or 'raw'")
+        raise _adump.ConfigError("bf16 must be 'float32' or 'raw', got %r" % (bf16,))
     if path.endswith(".csv"):
         return _open_stats(path)
     reader = _adump.Reader()
@@ -382,7 +382,7 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
     that is not a valid dump raises (adump.CorruptError ...). No file stays open between
     the dumps it yields."""
     if order not in ("time", "name"):
-        raise ValueError("order must be 'time' or 'name'")
+        raise _adump.ConfigError("order must be 'time' or 'name', got %r" % (order,))
     if order == "name":
         reader = _adump.Reader()
         for kind, path in _tree(top):

@@ -400,5 +400,26 @@ class CloseFromAnotherThread(unittest.TestCase):
         self.assertEqual(s.close(), 0)          # closing twice is a no-op
 
 
+class BadArguments(unittest.TestCase):
+    """A bad keyword of compare, scan, open or walk is adump.ConfigError naming it (was a
+    bare ValueError, which the README does not list), raised before anything is read."""
+
+    def test_each(self):
+        top = helpers.tmpdir("badargs")
+        calls = {
+            "compare threads": lambda: adump.compare(top, top, threads=-1),
+            "compare threads type": lambda: adump.compare(top, top, threads="4"),
+            "scan threads": lambda: adump.scan(top, threads=5000),
+            "open bf16": lambda: adump.open(os.path.join(top, "x"), bf16="float16"),
+            "walk order": lambda: list(adump.walk(top, order="size")),
+        }
+        for what, call in calls.items():
+            with self.subTest(what):
+                with self.assertRaises(adump.ConfigError) as cm:
+                    call()
+                self.assertIsInstance(cm.exception, adump.Error)
+                self.assertIn(what.split()[1], str(cm.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
