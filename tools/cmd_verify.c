@@ -297,7 +297,7 @@ int cmd_verify(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--clean")) {
 			is_clean = true;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "adump verify: unknown option '%s'\n", argv[i]);
+			tool_err("adump verify: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
 		}
@@ -311,7 +311,7 @@ int cmd_verify(int argc, char **argv)
 		ret = is_clean ? verify_capture_add(&files, argv[i]) :
 				 tool_files_add(&files, argv[i], true);
 		if (ret < 0) {
-			fprintf(stderr, "adump verify: %s: %s\n", argv[i], adump_strerror(ret));
+			tool_err("adump verify: %s: %s\n", argv[i], adump_strerror(ret));
 			rc = 1;
 		}
 	}
@@ -330,18 +330,18 @@ int cmd_verify(int argc, char **argv)
 	long index_problems = verify_packed_dirs_check(&files, index_msg, sizeof(index_msg));
 
 	if (index_problems < 0) {
-		fprintf(stderr, "adump verify: out of memory\n");
+		tool_err("adump verify: out of memory\n");
 		rc = 1;
 		goto out;
 	}
 	if (index_problems && is_clean) {
-		fprintf(stderr, "adump verify --clean: %s%s: nothing removed\n", index_msg,
+		tool_err("adump verify --clean: %s%s: nothing removed\n", index_msg,
 			index_problems > 1 ? " (and more)" : "");
 		rc = 1;
 		goto out;
 	}
 	if (adump_reader_create(&r) < 0) {
-		fprintf(stderr, "adump verify: out of memory\n");
+		tool_err("adump verify: out of memory\n");
 		rc = 2;
 		goto out;
 	}
@@ -375,7 +375,7 @@ int cmd_verify(int argc, char **argv)
 
 			if (n < 0) {
 				tool_progress_end(&progress);
-				fprintf(stderr, "adump verify: out of memory\n");
+				tool_err("adump verify: out of memory\n");
 				rc = 1;
 				goto out;
 			}
@@ -422,7 +422,7 @@ int cmd_verify(int argc, char **argv)
 				    verify_segment_note(&ends, adump_reader_packed_dir(p), e) < 0) {
 					adump_reader_packed_close(p);
 					tool_progress_end(&progress);
-					fprintf(stderr, "adump verify: out of memory\n");
+					tool_err("adump verify: out of memory\n");
 					rc = 1;
 					goto out;
 				}

@@ -421,5 +421,24 @@ class BadArguments(unittest.TestCase):
                 self.assertIn(what.split()[1], str(cm.exception))
 
 
+class ToolMessages(unittest.TestCase):
+    """A name from a capture reaches the tools' stderr as text: its control bytes (an escape
+    sequence, a newline forging a line) written \\xNN as adump's log does, not raw."""
+
+    def test_convert_names_escaped(self):
+        top = helpers.tmpdir("toolmsg")
+        d = os.path.join(top, "d")
+        os.makedirs(d)
+        name = "Add.op\x1b[31mRED\nadump convert: forged.1.2.3"
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(b"not a dump file at all, not even close")
+        code, out = helpers.tool("convert", "-d", d, "-out", os.path.join(top, "o"))
+        self.assertNotEqual(code, 0, out)
+        self.assertNotIn("\x1b", out)
+        self.assertIn("\\x1b[31mRED\\x0aadump convert: forged", out)
+        self.assertFalse(any(line.startswith("adump convert: forged")
+                             for line in out.splitlines()), out)
+
+
 if __name__ == "__main__":
     unittest.main()
