@@ -16,6 +16,8 @@
 #include "common/common.h"
 #include "common/journal.h"
 #include "pipeline/journal_int.h"
+#include "pipeline/out_packed_int.h"
+#undef MODULE
 #include "pipeline/worker_int.h"
 
 #define MODULE "journal"
@@ -51,6 +53,8 @@ static int output_kind(const struct adump_session *s, const char **suffix)
 	}
 	if (s->out == &adump_out_msprobe)
 		return ADUMP_JOURNAL_MSPROBE;
+	if (s->out == &adump_out_packed)
+		return ADUMP_JOURNAL_PACKED;
 	return -1;
 }
 
@@ -91,8 +95,11 @@ static int journal_make(struct adump_session *s, const char *dir, unsigned regio
 	if (!j)
 		return -ENOMEM;
 	/* Every dump not yet finished holds one of its channel's records, but the one being
-	 * posted; one more is slack. */
+	 * posted; one more is slack. The packed layout's workers each hold up to
+	 * PACKED_JOURNAL_HELD_MAX + 1 more past their records (out_packed_int.h). */
 	j->per_stream = region_count ? s->buffers_per_stream + 2 : 0;
+	if (region_count && kind == ADUMP_JOURNAL_PACKED)
+		j->per_stream += s->worker_target * (PACKED_JOURNAL_HELD_MAX + 2);
 	j->stream_count = region_count;
 	slot_count = (uint64_t)j->per_stream * j->stream_count;
 	j->map_bytes = (size_t)(slot_count + 1) * ADUMP_JOURNAL_SLOT_BYTES;

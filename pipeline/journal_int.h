@@ -14,9 +14,8 @@ struct adump_journal_slot;
  * adump_journal_create() - the session's journal, <s->dir>/adump-journal-<pid>-<n>, made
  * with O_EXCL|O_NOFOLLOW (never an existing file, never through a link), its whole size
  * allocated on disk (a store into the mapping never meets a full disk) and mapped shared.
- * For the file sink (uncompressed, lz4, statistics CSVs, msprobe's layout); *@out is NULL
- * for the others (the callback sink, and the packed layout: its batches hold more dumps
- * than a region has slots).
+ * For the file sink (uncompressed, lz4, statistics CSVs, msprobe's layout, the packed
+ * layout); *@out is NULL for the callback sink.
  * Return: 0 or -errno (logged).
  */
 int adump_journal_create(struct adump_session *s, struct adump_journal **out);

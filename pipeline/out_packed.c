@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/journal.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/out_packed_int.h"
 #include "proto/proto.h"
@@ -337,6 +338,12 @@ int packed_index_flush(struct adump_worker *w)
 	}
 	p->index_len = 0;
 	p->index_counted = 0;
+	/* Their lines are in the index, or their losses in the loss log: the journal need no
+	 * longer speak for them. */
+	for (uint32_t i = 0; i < p->journal_line_count; i++)
+		adump_journal_slot_done(p->journal_lines[i]);
+	p->journal_held -= p->journal_line_count;
+	p->journal_line_count = 0;
 	return ret;
 }
 
@@ -407,9 +414,19 @@ static void packed_file_end(struct adump_worker *w, struct file_state *fs)
 	if (fs->is_failed)
 		return;
 	ret = index_add(w, fs);
+	/* Its journal slot stays pending until the line is written (a kill before that loses
+	 * the file as surely as one before its data). */
+	if (ret == 0 && fs->op->journal_slot) {
+		p->journal_lines[p->journal_line_count++] = fs->op->journal_slot;
+		fs->op->journal_slot = NULL;
+		p->journal_held++;
+	}
 	/* Batched while more work waits; at the end of a burst the line goes out now, before
-	 * the sync that waits for this file can return (tests hold it for the worker's idle). */
-	if (ret == 0 && adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))
+	 * the sync that waits for this file can return (tests hold it for the worker's idle).
+	 * Also once the journal slots held reach their bound. */
+	if (ret == 0 && (p->journal_held >= PACKED_JOURNAL_HELD_MAX ||
+			 p->journal_line_count > PACKED_JOURNAL_HELD_MAX ||
+			 (adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))))
 		ret = packed_index_flush(w);
 	else if (ret == 0)
 		p->index_counted = p->index_len;        /* counted completed once this returns */

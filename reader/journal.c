@@ -96,6 +96,19 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 		fn(arg, ADUMP_JOURNAL_FOUND_BAD, msg);
 		return 1;
 	}
+	if (kind == ADUMP_JOURNAL_PACKED) {
+		/* Done once its index line is written: pending, it is in no index. */
+		if (is_live)
+			snprintf(msg, sizeof(msg), "%s/packed: %s%s: handed over, not yet indexed: "
+				 "capture in progress (pid %ld)", dir, rel, is_cut ? "..." : "",
+				 (long)pid);
+		else
+			snprintf(msg, sizeof(msg), "%s/packed: %s%s: handed over but never written "
+				 "(%llu bytes of tensors; not in the index)", dir, rel,
+				 is_cut ? "..." : "", (unsigned long long)js->payload_bytes);
+		fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
+		return 1;
+	}
 	if (!is_cut) {
 		fd = adump_openat_beneath(dir_fd, rel);
 		if (fd >= 0) {
@@ -179,7 +192,7 @@ int adump_journal_list(const char *path, adump_journal_fn fn, void *arg)
 	    head->version != ADUMP_JOURNAL_VERSION || head->slot_bytes != ADUMP_JOURNAL_SLOT_BYTES ||
 	    head->slot_count != (uint64_t)st.st_size / ADUMP_JOURNAL_SLOT_BYTES - 1 ||
 	    !memchr(head->suffix, '\0', sizeof(head->suffix)) || strchr(head->suffix, '/') ||
-	    (head->kind != ADUMP_JOURNAL_FILES && head->kind != ADUMP_JOURNAL_MSPROBE)) {
+	    head->kind > ADUMP_JOURNAL_MSPROBE) {
 		bad(fn, arg, path, "not an adump hand-over journal (its head)");
 		count = 1;
 		goto out;

@@ -3,7 +3,8 @@
 either on disk when the process dies or visible as missing to `adump verify` and to
 adump.verify; a clean end leaves nothing to report. A child process captures step 0 whole,
 then the workers are held (testpoint worker.hold) so step 1's dumps are handed over and never
-written, and the child kills itself. Module and op level, CANN's format and msprobe's.
+written, and the child kills itself. Module and op level, CANN's format (files and the
+packed layout) and msprobe's.
 Exits 77 without torch or without testpoints."""
 import os
 import signal
@@ -34,13 +35,15 @@ import adump.torch
 from adump import _adump
 
 top, level, fmt, kill = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "kill"
+layout = {"layout": "packed"} if fmt == "packed" else {}
+fmt = "cann" if fmt == "packed" else fmt
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
 x = torch.randn(8, 32)
 # Staging for every dump of a step: the held workers free none, and a producer that found
 # no free buffer would wait for them.
 cap = adump.torch.capture(model, top, level=level, format=fmt, workers=1, stream_max=2,
-                          chunk_bytes=65536, pool_bytes=64 << 20)
+                          chunk_bytes=65536, pool_bytes=64 << 20, **layout)
 with cap:
     model(x).sum().backward()
     cap.step()                          # step 0: written whole
@@ -113,9 +116,16 @@ class Kill(unittest.TestCase):
     def test_op_msprobe(self):
         self.killed("op", "msprobe")
 
+    def test_module_packed(self):
+        missing = self.killed("module", "packed")
+        self.assertTrue(any("not in the index" in m for m in missing), missing)
+
+    def test_op_packed(self):
+        self.killed("op", "packed")
+
     def test_clean_end(self):
         for level in ("module", "op"):
-            for fmt in ("cann", "msprobe"):
+            for fmt in ("cann", "msprobe", "packed"):
                 with self.subTest(level=level, fmt=fmt):
                     self.clean(level, fmt)
 
