@@ -534,9 +534,9 @@ def verify(top: PathLike) -> "VerifyReport":
             except (_adump.Error, OSError) as exc:
                 rep.problems.append(("bad", path, str(exc)))
         elif os.path.basename(path).startswith(_JOURNAL_PREFIX) and \
-                _adump.journal_list(path) is not None:
+                (found := _adump.journal_list(path)) is not None:
             # A hand-over journal: dumps handed over and never written (as `adump verify`).
-            rep.problems.extend((kind, path, msg) for kind, msg in _adump.journal_list(path))
+            rep.problems.extend((kind, path, msg) for kind, msg in found)
         elif os.path.basename(path) == LOSS_LOG:
             # One line per tensor the capture lost, each a problem (as `adump verify` does).
             with builtins.open(path, "rb") as f:
