@@ -16,6 +16,7 @@
 
 #include "adump/export.h"
 #include "adump/reader.h"
+#include "common/common.h"
 #include "common/journal.h"
 #include "reader/reader.h"
 #include "tools/progress.h"
@@ -201,8 +202,13 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 		json_object_object_add(p, "message", json_object_new_string(msg));
 		json_object_array_add(problems, p);
 	} else {
+		/* One line per problem: a name's control bytes (a newline forging an "OK" line)
+		 * written \xNN. */
+		char line[8192];
+
+		adump_text_escape(line, sizeof(line), msg);
 		tool_progress_clear(progress);
-		printf("%-6s %s\n", labels[v], msg);
+		printf("%-6s %s\n", labels[v], line);
 	}
 }
 

@@ -438,6 +438,12 @@ class ToolMessages(unittest.TestCase):
         self.assertIn("\\x1b[31mRED\\x0aadump convert: forged", out)
         self.assertFalse(any(line.startswith("adump convert: forged")
                              for line in out.splitlines()), out)
+        # verify's report: one line per problem, no line forged by a name.
+        code, out = helpers.tool("verify", d)
+        self.assertEqual(code, 1, out)
+        self.assertNotIn("\x1b", out)
+        self.assertFalse(any(line.startswith("adump convert: forged")
+                             for line in out.splitlines()), out)
 
 
 if __name__ == "__main__":
