@@ -352,6 +352,8 @@ def _tree(top):
 
 
 def _is_dump_file(path):
+    if os.path.basename(path).startswith(_JOURNAL_PREFIX):
+        return False                    # a hand-over journal (adump.verify reads it)
     if path.endswith(".csv"):
         return _stats_name(path) is not None
     return not path.endswith(_NOT_DUMPS) and not _adump.packed_file_kind(path)
