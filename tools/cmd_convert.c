@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adump/reader.h"
+#include "common/journal.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 
@@ -303,10 +304,15 @@ static int collect(const char *arg, bool recursive, struct tool_files *files)
 }
 
 /* Files a directory holds that are not dumps: our own output, statistics CSVs, unfinished
- * writes and packed segments (read through their index). */
+ * writes, packed segments (read through their index), a capture's loss log and hand-over
+ * journals (adump verify reads those). */
 static bool is_skipped(const char *path, uint64_t *leftovers)
 {
-	if (adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_SEGMENT)
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+
+	if (adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_SEGMENT ||
+	    !strcmp(base, ADUMP_LOSS_LOG_NAME) ||
+	    !strncmp(base, ADUMP_JOURNAL_PREFIX, strlen(ADUMP_JOURNAL_PREFIX)))
 		return true;
 	if (tool_has_suffix(path, ".part") || tool_has_suffix(path, ".failed")) {
 		(*leftovers)++;

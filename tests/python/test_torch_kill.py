@@ -91,6 +91,10 @@ class Kill(unittest.TestCase):
         # (the journals are no dumps to adump.walk).
         self.assertTrue(adump.verify(os.path.join(top, "step0")).ok)
         self.assertTrue(list(adump.walk(top)))
+        if fmt == "cann":
+            code, out = helpers.tool("convert", "-d", top, "-r", "-out",
+                                     os.path.join(top + "-npy"))
+            self.assertEqual(code, 0, out)
         return missing
 
     def clean(self, level, fmt):
