@@ -338,6 +338,9 @@ struct adump_op_rec {
 	/* The hand-over journal's slot for this dump (common/journal.h), or NULL: marked done
 	 * by adump_op_rec_destroy(), once the consumer has finished the file. */
 	struct adump_journal_slot *journal_slot;
+	/* With journal_slot: its producer's count of dumps a consumer holds past their records
+	 * (the packed layout's batches and queued index lines), which bounds them. */
+	_Atomic uint32_t *journal_held;
 };
 
 /**

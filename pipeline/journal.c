@@ -31,7 +31,9 @@ struct adump_journal {
 	uint32_t per_stream;                    /* slots per stream slot */
 	unsigned stream_count;
 	struct adump_journal_slot *slots;
-	_Atomic uint32_t used[ADUMP_STREAM_MAX_LIMIT];  /* per stream slot: by its ports */
+	/* Per stream slot: [0] slots used by its ports, [1] its dumps held past their records
+	 * (struct adump_port_cfg's journal_used). */
+	_Atomic uint32_t used[ADUMP_STREAM_MAX_LIMIT][2];
 };
 
 /* The journal's kind for the session's output, its suffix in *@suffix; -1: none (a
@@ -95,11 +97,12 @@ static int journal_make(struct adump_session *s, const char *dir, unsigned regio
 	if (!j)
 		return -ENOMEM;
 	/* Every dump not yet finished holds one of its channel's records, but the one being
-	 * posted; one more is slack. The packed layout's workers each hold up to
-	 * PACKED_JOURNAL_HELD_MAX + 1 more past their records (out_packed_int.h). */
+	 * posted; one more is slack. The packed layout's workers hold up to
+	 * PACKED_JOURNAL_HELD_MAX of a stream's dumps past their records (out_packed_int.h),
+	 * and each worker one more while it flushes. */
 	j->per_stream = region_count ? s->buffers_per_stream + 2 : 0;
 	if (region_count && kind == ADUMP_JOURNAL_PACKED)
-		j->per_stream += s->worker_target * (PACKED_JOURNAL_HELD_MAX + 2);
+		j->per_stream += PACKED_JOURNAL_HELD_MAX + s->worker_target;
 	j->stream_count = region_count;
 	slot_count = (uint64_t)j->per_stream * j->stream_count;
 	j->map_bytes = (size_t)(slot_count + 1) * ADUMP_JOURNAL_SLOT_BYTES;
@@ -165,7 +168,7 @@ struct adump_journal_slot *adump_journal_slots(struct adump_journal *j, unsigned
 	if (!j || index >= j->stream_count)
 		return NULL;
 	*count = j->per_stream;
-	*used = &j->used[index];
+	*used = j->used[index];
 	return j->slots + (size_t)index * j->per_stream;
 }
 
@@ -178,7 +181,7 @@ void adump_journal_destroy(struct adump_journal *j)
 	/* Only the slots ports used: the rest were never touched, nor paged in. */
 	for (unsigned k = 0; k < j->stream_count; k++) {
 		const struct adump_journal_slot *region = j->slots + (size_t)k * j->per_stream;
-		uint32_t used = atomic_load_explicit(&j->used[k], memory_order_relaxed);
+		uint32_t used = atomic_load_explicit(&j->used[k][0], memory_order_relaxed);
 
 		for (uint32_t i = 0; i < used; i++)
 			pending += atomic_load_explicit(&region[i].state, memory_order_acquire) ==

@@ -340,9 +340,10 @@ int packed_index_flush(struct adump_worker *w)
 	p->index_counted = 0;
 	/* Their lines are in the index, or their losses in the loss log: the journal need no
 	 * longer speak for them. */
-	for (uint32_t i = 0; i < p->journal_line_count; i++)
-		adump_journal_slot_done(p->journal_lines[i]);
-	p->journal_held -= p->journal_line_count;
+	for (uint32_t i = 0; i < p->journal_line_count; i++) {
+		adump_journal_slot_done(p->journal_lines[i].slot);
+		atomic_fetch_sub_explicit(p->journal_lines[i].held, 1, memory_order_relaxed);
+	}
 	p->journal_line_count = 0;
 	return ret;
 }
@@ -409,6 +410,7 @@ static void packed_record(struct adump_worker *w, struct adump_chan *chan, struc
 static void packed_file_end(struct adump_worker *w, struct file_state *fs)
 {
 	struct packed_state *p = w->out_state;
+	bool is_bound = false;
 	int ret;
 
 	if (fs->is_failed)
@@ -417,15 +419,19 @@ static void packed_file_end(struct adump_worker *w, struct file_state *fs)
 	/* Its journal slot stays pending until the line is written (a kill before that loses
 	 * the file as surely as one before its data). */
 	if (ret == 0 && fs->op->journal_slot) {
-		p->journal_lines[p->journal_line_count++] = fs->op->journal_slot;
+		_Atomic uint32_t *held = fs->op->journal_held;
+
+		p->journal_lines[p->journal_line_count++] =
+			(struct packed_journal_line){ .slot = fs->op->journal_slot, .held = held };
 		fs->op->journal_slot = NULL;
-		p->journal_held++;
+		is_bound = atomic_fetch_add_explicit(held, 1, memory_order_relaxed) + 1 >=
+				   PACKED_JOURNAL_HELD_MAX ||
+			   p->journal_line_count == PACKED_JOURNAL_LINES_MAX;
 	}
 	/* Batched while more work waits; at the end of a burst the line goes out now, before
 	 * the sync that waits for this file can return (tests hold it for the worker's idle).
 	 * Also once the journal slots held reach their bound. */
-	if (ret == 0 && (p->journal_held >= PACKED_JOURNAL_HELD_MAX ||
-			 p->journal_line_count > PACKED_JOURNAL_HELD_MAX ||
+	if (ret == 0 && (is_bound ||
 			 (adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))))
 		ret = packed_index_flush(w);
 	else if (ret == 0)

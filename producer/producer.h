@@ -25,9 +25,11 @@ struct adump_port_cfg {
 	/* The port's own hand-over journal slots (common/journal.h), borrowed until the port
 	 * is destroyed; NULL: no journal. More than the channel's buffers, so that one is
 	 * always free at a hand-over (each dump not finished holds a record, but the one
-	 * being posted). @journal_used: how many of them have been used so far (a hand-over
-	 * extends it only when every slot used is pending), kept by the port for whoever
-	 * reads the journal at the end; borrowed likewise. */
+	 * being posted). @journal_used: two counters, borrowed likewise: [0] how many of
+	 * them have been used so far (a hand-over extends it only when every slot used is
+	 * pending), kept by the port for whoever reads the journal at the end; [1] how many
+	 * of its dumps a consumer holds past their records (op_rec->journal_held; the packed
+	 * layout). */
 	struct adump_journal_slot *journal;
 	uint32_t journal_count;
 	_Atomic uint32_t *journal_used;
