@@ -40,6 +40,11 @@ ADUMP_HIDDEN void adump_log(enum adump_log_level level, const char *module, cons
 /* "512", "4K", "2M", "1G" (optionally "iB"/"B"), powers of 1024. Return: 0 or -EINVAL. */
 ADUMP_HIDDEN int adump_size_parse(const char *s, uint64_t *out);
 
+/* @src into @dst (room @cap, NUL included) with each control byte written \xNN (a tab as a
+ * space), as adump_log() writes messages: names from dumps reach a terminal as text, one line.
+ * Cut where the next byte does not fit. Return: the length written. */
+ADUMP_HIDDEN size_t adump_text_escape(char *dst, size_t cap, const char *src);
+
 /* Testpoints: ADUMP_TESTPOINT("uring.write") is 0, or the negative errno a test armed with
  * adump_testpoint_arm(). Compiled to 0 without ADUMP_ENABLE_TESTPOINTS. */
 #ifdef ADUMP_ENABLE_TESTPOINTS
@@ -333,6 +338,9 @@ struct adump_op_rec {
 	/* The hand-over journal's slot for this dump (common/journal.h), or NULL: marked done
 	 * by adump_op_rec_destroy(), once the consumer has finished the file. */
 	struct adump_journal_slot *journal_slot;
+	/* With journal_slot: its producer's count of dumps a consumer holds past their records
+	 * (the packed layout's batches and queued index lines), which bounds them. */
+	_Atomic uint32_t *journal_held;
 };
 
 /**

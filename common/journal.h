@@ -6,7 +6,14 @@
  * cache at once, so what the process recorded survives a SIGKILL with no system call. Each
  * dump handed over takes a slot, "pending" until its file is finished (published, or failed
  * with its loss lines), then "done"; a clean session end removes the file. What a killed
- * process leaves pending is what never reached the disk. */
+ * process leaves pending is what never reached the disk.
+ *
+ * A stream with a directory of its own (adump_host_stream_set_dir()) keeps a journal of its
+ * own in that directory while it writes there. The kind says what "on disk" means: a file
+ * under its name (files), a line of the packed index (packed: a slot is done once the line
+ * is written, not when the data is), an entry of the directory's dump.json (msprobe: a slot
+ * is done once the entry waits in memory for dump.json, and the directory's own journal,
+ * with no slots, counts in @held the entries not yet in a dump.json written). */
 #ifndef ADUMP_COMMON_JOURNAL_H
 #define ADUMP_COMMON_JOURNAL_H
 
@@ -18,6 +25,12 @@
 #define ADUMP_JOURNAL_MAGIC "ADUMPJNL"          /* 8 bytes, no NUL in the file */
 #define ADUMP_JOURNAL_VERSION 1u
 #define ADUMP_JOURNAL_SLOT_BYTES 512u
+
+enum adump_journal_kind {
+	ADUMP_JOURNAL_FILES = 0,                /* <dir>/<device_id>/<file name><suffix> */
+	ADUMP_JOURNAL_PACKED = 1,               /* a line of <dir>/packed/'s index */
+	ADUMP_JOURNAL_MSPROBE = 2,              /* an entry of <dir>/dump.json */
+};
 
 enum adump_journal_state {
 	ADUMP_JOURNAL_FREE = 0,                 /* never used (the file's zeros) */
@@ -32,8 +45,11 @@ struct adump_journal_head {
 	uint32_t slot_bytes;
 	uint64_t slot_count;
 	int32_t pid;                            /* the writing process (verify: still alive?) */
-	uint32_t reserved;
+	uint32_t kind;                          /* enum adump_journal_kind (0 in version 1's) */
 	char suffix[16];                        /* what follows a dump's name on disk: "", ".lz4" */
+	/* msprobe: entries of this directory's dump.json handed over and not yet written in
+	 * one (the journal is removed once they are). */
+	_Atomic uint64_t held;
 };
 
 /* One dump: where it goes (<dir>/<device_id>/<file name of the op>) and its payload size.

@@ -26,26 +26,35 @@ void adump_set_log_level(enum adump_log_level level)
 
 /* Messages carry names from dumps and files (op names, paths) that strangers wrote: a control
  * byte (an escape sequence, a carriage return, a newline forging a second message) becomes
- * \xNN, so what reaches a terminal or a log file is the text it says, one line per message.
- * Cut at @cap (NUL included) where the escapes do not fit. */
-static void log_escape(char *msg, size_t cap)
+ * \xNN, so what reaches a terminal or a log file is the text it says, one line per message. */
+size_t adump_text_escape(char *dst, size_t cap, const char *src)
 {
-	char out[1024];
 	size_t n = 0;
 
-	for (const unsigned char *p = (const unsigned char *)msg; *p && n + 1 < sizeof(out); p++) {
+	if (!cap)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)src; *p && n + 1 < cap; p++) {
 		if (*p >= 0x20 && *p != 0x7f) {
-			out[n++] = (char)*p;
+			dst[n++] = (char)*p;
 		} else if (*p == '\t') {
-			out[n++] = ' ';
+			dst[n++] = ' ';
 		} else {
-			if (n + 5 > sizeof(out))
+			if (n + 5 > cap)
 				break;
-			snprintf(out + n, 5, "\\x%02x", *p);
+			snprintf(dst + n, 5, "\\x%02x", *p);
 			n += 4;
 		}
 	}
-	out[n] = '\0';
+	dst[n] = '\0';
+	return n;
+}
+
+/* @msg escaped in place, cut at @cap (NUL included) where the escapes do not fit. */
+static void log_escape(char *msg, size_t cap)
+{
+	char out[1024];
+
+	adump_text_escape(out, sizeof(out), msg);
 	snprintf(msg, cap, "%s", out);
 }
 

@@ -67,6 +67,7 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->tstats = NULL;
 	rec->status = -ADUMP_ERR_WRITE;
 	rec->journal_slot = NULL;
+	rec->journal_held = NULL;
 	pos = (char *)rec + head;
 	if (hook_bytes) {
 		rec->hook_data = pos;

@@ -514,6 +514,16 @@ int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir)
 		if (strcmp(old_dir, new_dir) != 0)
 			adump_session_dir_done(hs->session, old_dir);
 	}
+	/* The hand-over journal follows into the new directory (a journal of the stream's
+	 * own there), so that a dump handed over and lost there is seen as missing. */
+	if (chan) {
+		int jret = adump_session_producer_dir(hs->session, hs, abs);
+
+		if (jret < 0) {
+			free(abs);
+			return jret;
+		}
+	}
 	free(hs->dir);
 	hs->dir = abs;
 	return ret;

@@ -522,7 +522,8 @@ static void msp_file_end(struct adump_worker *w, struct file_state *fs)
 			adump_file_fail(s, fs, -ENOMEM, "describing");
 	}
 	if (mf->slot)
-		msp_slot_fill(ms, mf->dir, mf->slot, text, strncmp(mf->name, "Module.", 7) == 0);
+		msp_slot_fill(ms, mf->dir, mf->slot, text, strncmp(mf->name, "Module.", 7) == 0,
+			      &fs->op->journal_slot);
 	else
 		free(text);
 	if (fs->has_stats)

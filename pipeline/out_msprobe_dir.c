@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/journal.h"
+#include "pipeline/journal_int.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/out_msprobe_int.h"
 
@@ -33,11 +35,20 @@ struct msp_slot *msp_slot_reserve(struct msp_session *ms, const char *dir)
 			d = NULL;
 		}
 		if (d) {
+			/* Without it a kill would lose the entries held unseen; a capture that
+			 * cannot make it goes on, as with a journal that cannot be made at the
+			 * session's start (logged). */
+			adump_journal_create_dir(ms->session, dir, 0, &d->journal);
 			d->next = ms->dirs;
 			ms->dirs = d;
 		}
 	}
 	if (d) {
+		_Atomic uint64_t *held = adump_journal_held(d->journal);
+
+		/* Counted before any of its data is written (the mapping: no system call). */
+		if (held)
+			atomic_fetch_add_explicit(held, 1, memory_order_release);
 		if (d->tail)
 			d->tail->next = slot;
 		else
@@ -54,12 +65,19 @@ struct msp_slot *msp_slot_reserve(struct msp_session *ms, const char *dir)
 }
 
 void msp_slot_fill(struct msp_session *ms, const char *dir, struct msp_slot *slot, char *text,
-		      bool is_module)
+		   bool is_module, struct adump_journal_slot **journal_slot)
 {
 	pthread_mutex_lock(&ms->lock);
 	slot->text = text;
 	slot->is_module = is_module;
 	slot->is_done = true;
+	/* Under the lock, before dump.json can be written with it: the directory's journal
+	 * counts it already (msp_slot_reserve()), and a kill after dump.json holds it leaves no
+	 * slot pending for it. */
+	if (*journal_slot) {
+		adump_journal_slot_done(*journal_slot);
+		*journal_slot = NULL;
+	}
 	for (struct msp_dir *d = ms->dirs; d; d = d->next)
 		if (strcmp(d->path, dir) == 0) {
 			d->pending--;
@@ -221,7 +239,12 @@ void msp_dir_done(struct adump_session *s, const char *dir)
 			atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
 			adump_log(ADUMP_LOG_ERROR, MODULE, "writing %s/dump.json failed: %s", d->path,
 				  adump_strerror(ret));
+		} else if (d->journal) {
+			/* Every entry reserved is in it (or failed, with its loss lines). */
+			atomic_store_explicit(adump_journal_held(d->journal), 0, memory_order_release);
 		}
+		/* Removed, or kept with what the failed write left out. */
+		adump_journal_destroy(d->journal);
 		ready = d->next;
 		slots_free(d->head);
 		free(d->path);
@@ -238,6 +261,7 @@ int msp_session_init(struct adump_session *s)
 		return -ENOMEM;
 	pthread_mutex_init(&ms->lock, NULL);
 	pthread_mutex_init(&ms->write_lock, NULL);
+	ms->session = s;
 	ms->has_data = s->cfg.content == ADUMP_CONTENT_TENSOR;
 	ms->has_md5 = s->cfg.summary == ADUMP_SUMMARY_MD5;
 	s->out_session = ms;
@@ -256,6 +280,7 @@ void msp_session_fini(struct adump_session *s)
 		struct msp_dir *d = ms->dirs;
 
 		ms->dirs = d->next;
+		adump_journal_destroy(d->journal);
 		slots_free(d->head);
 		free(d->path);
 		free(d);

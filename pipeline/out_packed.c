@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "common/journal.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/out_packed_int.h"
 #include "proto/proto.h"
@@ -337,6 +338,13 @@ int packed_index_flush(struct adump_worker *w)
 	}
 	p->index_len = 0;
 	p->index_counted = 0;
+	/* Their lines are in the index, or their losses in the loss log: the journal need no
+	 * longer speak for them. */
+	for (uint32_t i = 0; i < p->journal_line_count; i++) {
+		adump_journal_slot_done(p->journal_lines[i].slot);
+		atomic_fetch_sub_explicit(p->journal_lines[i].held, 1, memory_order_relaxed);
+	}
+	p->journal_line_count = 0;
 	return ret;
 }
 
@@ -402,14 +410,29 @@ static void packed_record(struct adump_worker *w, struct adump_chan *chan, struc
 static void packed_file_end(struct adump_worker *w, struct file_state *fs)
 {
 	struct packed_state *p = w->out_state;
+	bool is_bound = false;
 	int ret;
 
 	if (fs->is_failed)
 		return;
 	ret = index_add(w, fs);
+	/* Its journal slot stays pending until the line is written (a kill before that loses
+	 * the file as surely as one before its data). */
+	if (ret == 0 && fs->op->journal_slot) {
+		_Atomic uint32_t *held = fs->op->journal_held;
+
+		p->journal_lines[p->journal_line_count++] =
+			(struct packed_journal_line){ .slot = fs->op->journal_slot, .held = held };
+		fs->op->journal_slot = NULL;
+		is_bound = atomic_fetch_add_explicit(held, 1, memory_order_relaxed) + 1 >=
+				   PACKED_JOURNAL_HELD_MAX ||
+			   p->journal_line_count == PACKED_JOURNAL_LINES_MAX;
+	}
 	/* Batched while more work waits; at the end of a burst the line goes out now, before
-	 * the sync that waits for this file can return (tests hold it for the worker's idle). */
-	if (ret == 0 && adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))
+	 * the sync that waits for this file can return (tests hold it for the worker's idle).
+	 * Also once the journal slots held reach their bound. */
+	if (ret == 0 && (is_bound ||
+			 (adump_worker_is_drained(w) && !ADUMP_TESTPOINT("packed.index_hold"))))
 		ret = packed_index_flush(w);
 	else if (ret == 0)
 		p->index_counted = p->index_len;        /* counted completed once this returns */

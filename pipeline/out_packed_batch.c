@@ -202,6 +202,9 @@ void packed_batch_done(struct adump_worker *w, struct packed_batch *b, int res)
 	adump_guard_bytes_done(s, b->len);
 	for (uint32_t i = 0; i < b->file_count; i++) {
 		b->ops[i]->status = ret;
+		/* Its line is written (or its loss logged): the journal slot is done with it. */
+		if (b->ops[i]->journal_slot)
+			atomic_fetch_sub_explicit(b->ops[i]->journal_held, 1, memory_order_relaxed);
 		adump_op_rec_destroy(b->ops[i]);
 	}
 	/* Last: a sync waiting for these records then sees the files counted and indexed. */
@@ -234,6 +237,11 @@ int packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 	    op->priv || p->seg_fd < 0 || rec->offset != 0 || rec->len != payload_bytes ||
 	    payload_bytes > BATCH_SMALL_BYTES || op->hooks ||
 	    atomic_load_explicit(&op->is_failed, memory_order_relaxed))
+		return 0;
+	/* A batch holds the file past its record: within the journal's bound, or not at all
+	 * (the ordinary path holds its record until the file is done). */
+	if (op->journal_slot && atomic_load_explicit(op->journal_held, memory_order_relaxed) >=
+				    PACKED_JOURNAL_HELD_MAX)
 		return 0;
 	rel_len = (size_t)(adump_decimal_put(rel, op->op.device_id) - rel);
 	rel[rel_len++] = '/';
@@ -296,5 +304,7 @@ int packed_take_small(struct adump_worker *w, struct adump_chan *chan, struct ad
 	adump_chan_recycle_sc(chan, rec);
 	/* Kept until the batch is written: a failed write records its losses by name. */
 	b->ops[b->file_count - 1] = op;
+	if (op->journal_slot)
+		atomic_fetch_add_explicit(op->journal_held, 1, memory_order_relaxed);
 	return 1;
 }

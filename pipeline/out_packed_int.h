@@ -22,6 +22,13 @@
 #define BATCH_LINE_BYTES (64u << 10)
 #define BATCH_RUN_MAX 1024
 #define BATCH_FILE_MAX 1024             /* op records a batch holds until it is written */
+/* A stream's dumps with a hand-over journal slot the workers hold past their records (in a
+ * batch, or with an index line not yet written), each slot marked done only once its line
+ * is written: at most this many (op_rec->journal_held; each worker one more while it
+ * flushes), so that the journal needs that many slots more per stream (pipeline/journal.c).
+ * Lines of journaled files a worker queues: at most PACKED_JOURNAL_LINES_MAX. */
+#define PACKED_JOURNAL_HELD_MAX 512u
+#define PACKED_JOURNAL_LINES_MAX 1024u
 
 /* Records of one channel a batch retires once it is written. */
 struct batch_run {
@@ -70,6 +77,13 @@ struct packed_state {
 	size_t index_counted;                   /* of those, the bytes of the first lines, whose
 						 * files are counted completed already */
 	uint64_t index_size;                    /* the index file's bytes: whole lines */
+	/* Journal slots of files whose lines are queued (index_buf), and their producers'
+	 * counts of held dumps: done, and counted down, once the lines are written. */
+	struct packed_journal_line {
+		struct adump_journal_slot *slot;
+		_Atomic uint32_t *held;
+	} journal_lines[PACKED_JOURNAL_LINES_MAX];
+	uint32_t journal_line_count;
 	uint64_t index_reserved;                /* its space allocated up to here */
 	bool is_reserve_unsupported;            /* the filesystem has no fallocate() */
 	struct packed_batch *batch;             /* being filled, or NULL */

@@ -59,6 +59,9 @@ struct stream_slot {
 	bool is_used;
 	bool is_detaching;                      /* detach waits outside the session lock */
 	bool is_share_touched;                  /* its pool share is resident; kept on detach */
+	/* The journal of the producer's own directory (adump_session_producer_dir()), or NULL:
+	 * its port uses the session's. */
+	struct adump_journal *dir_journal;
 };
 
 struct adump_session {

@@ -50,6 +50,16 @@ ADUMP_HIDDEN int adump_session_stream_dir(struct adump_session *s, const char *d
 					  uint32_t device_id, char **out);
 
 /*
+ * adump_session_producer_dir() - @producer (attached and idle: everything it posted is
+ * written) writes into @dir from now on (its adump_session_stream_dir() path; NULL: the
+ * session directory), and its hand-over journal follows it: a journal of its own made in
+ * @dir, the one of its old directory removed (nothing in it is pending). Producer's thread.
+ * Return: 0, or -errno when the new journal cannot be made (logged; nothing changed).
+ */
+ADUMP_HIDDEN int adump_session_producer_dir(struct adump_session *s, void *producer,
+					    const char *dir);
+
+/*
  * adump_session_dir_done() - the output directory @dir (absolute; NULL: every directory)
  * will get no more of the dumps written so far from one producer: an output that writes a
  * file per directory (msprobe's dump.json) writes it now, for the dumps that are complete.

@@ -351,6 +351,8 @@ static void slot_release(struct adump_session *s, struct stream_slot *slot)
 	atomic_fetch_add_explicit(&s->detached_wait_count, st.producer_wait_count, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->detached_wait_ns, st.producer_wait_ns, memory_order_relaxed);
 	adump_port_destroy(slot->port);
+	/* Idle: each of its dumps finished, so nothing is pending in its own journal. */
+	adump_journal_destroy(slot->dir_journal);
 	*slot = (struct stream_slot){ .is_share_touched = slot->is_share_touched };
 }
 
@@ -452,6 +454,42 @@ bool adump_session_wants_stats(const struct adump_session *s)
 	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
 	return s->cfg.content == ADUMP_CONTENT_STATS &&
 	       !(s->cfg.format == ADUMP_OUTPUT_MSPROBE && s->cfg.summary == ADUMP_SUMMARY_MD5);
+}
+
+int adump_session_producer_dir(struct adump_session *s, void *producer, const char *dir)
+{
+	struct adump_journal *j = NULL, *old;
+	struct adump_journal_slot *slots;
+	_Atomic uint32_t *used;
+	uint32_t count;
+	unsigned i;
+	int ret;
+
+	if (!s || !producer)
+		return -EINVAL;
+	/* The session has a journal exactly when its output is journaled. */
+	if (s->journal && dir) {
+		ret = adump_journal_create_dir(s, dir, 1, &j);
+		if (ret < 0)
+			return ret;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < s->cfg.stream_max; i++)
+		if (s->slots[i].is_used && s->slots[i].producer == producer)
+			break;
+	if (i == s->cfg.stream_max) {
+		pthread_mutex_unlock(&s->lock);
+		adump_journal_destroy(j);
+		return -ADUMP_ERR_NOT_FOUND;
+	}
+	old = s->slots[i].dir_journal;
+	s->slots[i].dir_journal = j;
+	slots = j ? adump_journal_slots(j, 0, &count, &used)
+		  : adump_journal_slots(s->journal, i, &count, &used);
+	adump_port_journal_set_sp(s->slots[i].port, slots, count, used);
+	pthread_mutex_unlock(&s->lock);
+	adump_journal_destroy(old);
+	return 0;
 }
 
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,

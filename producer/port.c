@@ -96,19 +96,31 @@ struct adump_chan *adump_port_chan(struct adump_port *p)
 	return p->chan;
 }
 
-static void journal_fill(struct adump_op_rec *op_rec, struct adump_journal_slot *js)
+static void journal_fill(struct adump_port *p, struct adump_op_rec *op_rec,
+			 struct adump_journal_slot *js)
 {
 	const struct adump_op *op = &op_rec->op;
 
 	adump_journal_slot_fill(js, op->device_id, op->task_id, op->stream_id, op->timestamp_us,
 				op_rec->payload_bytes, op->op_type, op->op_name);
 	op_rec->journal_slot = js;
+	op_rec->journal_held = p->journal_used + 1;      /* struct adump_port_cfg */
+}
+
+void adump_port_journal_set_sp(struct adump_port *p, struct adump_journal_slot *journal,
+			       uint32_t count, _Atomic uint32_t *used)
+{
+	p->journal = count ? journal : NULL;
+	p->journal_count = p->journal ? count : 0;
+	p->journal_used = used;
+	/* Slots used before (a return to the session's region) hold nothing pending. */
+	p->journal_window = p->journal ? atomic_load_explicit(used, memory_order_relaxed) : 0;
+	p->journal_next = 0;
 }
 
 void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec)
 {
-	/* A producer's own directory is not the one the journal lies in. */
-	if (!p->journal || op_rec->dir)
+	if (!p->journal)
 		return;
 	/* The slots used so far are a ring in hand-over order, and files finish about in that
 	 * order: the slot at the cursor (the oldest) is nearly always free. While it is not,
@@ -122,12 +134,12 @@ void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec)
 		if (atomic_load_explicit(&js->state, memory_order_acquire) != ADUMP_JOURNAL_PENDING) {
 			if (++p->journal_next == p->journal_window)
 				p->journal_next = 0;
-			journal_fill(op_rec, js);
+			journal_fill(p, op_rec, js);
 			return;
 		}
 	}
 	if (p->journal_window < p->journal_count) {
-		journal_fill(op_rec, &p->journal[p->journal_window++]);
+		journal_fill(p, op_rec, &p->journal[p->journal_window++]);
 		atomic_store_explicit(p->journal_used, p->journal_window, memory_order_relaxed);
 		return;
 	}
@@ -138,7 +150,7 @@ void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec)
 		if (++p->journal_next == p->journal_count)
 			p->journal_next = 0;
 		if (atomic_load_explicit(&js->state, memory_order_acquire) != ADUMP_JOURNAL_PENDING) {
-			journal_fill(op_rec, js);
+			journal_fill(p, op_rec, js);
 			return;
 		}
 	}

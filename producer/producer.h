@@ -25,9 +25,11 @@ struct adump_port_cfg {
 	/* The port's own hand-over journal slots (common/journal.h), borrowed until the port
 	 * is destroyed; NULL: no journal. More than the channel's buffers, so that one is
 	 * always free at a hand-over (each dump not finished holds a record, but the one
-	 * being posted). @journal_used: how many of them have been used so far (a hand-over
-	 * extends it only when every slot used is pending), kept by the port for whoever
-	 * reads the journal at the end; borrowed likewise. */
+	 * being posted). @journal_used: two counters, borrowed likewise: [0] how many of
+	 * them have been used so far (a hand-over extends it only when every slot used is
+	 * pending), kept by the port for whoever reads the journal at the end; [1] how many
+	 * of its dumps a consumer holds past their records (op_rec->journal_held; the packed
+	 * layout). */
 	struct adump_journal_slot *journal;
 	uint32_t journal_count;
 	_Atomic uint32_t *journal_used;
@@ -64,10 +66,16 @@ void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec);
 /**
  * adump_port_journal_sp() - record @op_rec in the port's hand-over journal (a free slot
  * filled, op_rec->journal_slot set), before any of its records is committed. Nothing
- * without a journal, or for a dump going to a producer's own directory. Producer thread
+ * without a journal. Producer thread
  * only; no system call. adump_port_post_sp() calls it.
  */
 void adump_port_journal_sp(struct adump_port *p, struct adump_op_rec *op_rec);
+
+/* The port's journal slots become @journal (@count of them, @used as in struct
+ * adump_port_cfg; NULL: none): its producer moved to another directory, every dump it
+ * handed over finished. Producer thread only. */
+void adump_port_journal_set_sp(struct adump_port *p, struct adump_journal_slot *journal,
+			       uint32_t count, _Atomic uint32_t *used);
 
 /* Most commits a deferring producer makes before it rings anyway. */
 #define ADUMP_DOORBELL_BATCH 128u

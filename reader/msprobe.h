@@ -67,6 +67,12 @@ ADUMP_HIDDEN void adump_msprobe_pt_path(const struct adump_msprobe *m,
 ADUMP_HIDDEN void adump_msprobe_pt_rel(const struct adump_msprobe_tensor *t, char *buf,
 				       size_t cap);
 
+/* adump_pt_read() of the file open as @fd (taken over: closed), named @path in messages; a
+ * file that is not regular is refused. For a caller that opened it its own way (Python's
+ * msprobe reader, link by link). */
+ADUMP_HIDDEN int adump_pt_read_fd(int fd, const char *path, bool is_checked,
+				  struct adump_pt_info *out, char *msg, size_t cap);
+
 /* adump_pt_read() of @name, opened beneath @dir (adump_open_beneath()), @path in messages. */
 ADUMP_HIDDEN int adump_pt_read_beneath(const char *dir, const char *name, const char *path,
 				       bool is_checked, struct adump_pt_info *out, char *msg,

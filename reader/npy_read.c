@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reading a numpy .npy file (format 1.x or 2.x, C order, little-endian numeric dtypes) for
  * `adump compare MY.npy GOLDEN.npy`: the header's dict parsed, its shape checked to hold an
- * element count that neither overflows nor runs past the file, the payload mapped. The
- * counterpart of npy.c's writer. */
+ * element count that neither overflows nor runs past the file. The file is read into memory,
+ * never mapped: a file cut short while compared would kill a mapping's reader with SIGBUS,
+ * where a read stops at its new end and says so. The counterpart of npy.c's writer. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,15 +96,32 @@ int adump_reader_npy_map(const char *path, struct adump_reader_npy *n, char *msg
 		close(fd);
 		return npy_fail(n, msg, cap, ret, "%s: %s", path, strerror(-ret));
 	}
-	n->map_bytes = (size_t)st.st_size;
-	n->map = n->map_bytes ? mmap(NULL, n->map_bytes, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-	ret = n->map == MAP_FAILED && n->map_bytes ? -errno : -ADUMP_ERR_CORRUPT;
-	close(fd);
-	if (n->map == MAP_FAILED) {
-		n->map = NULL;
-		return npy_fail(n, msg, cap, ret, "%s: cannot map (%s)", path,
-				n->map_bytes ? strerror(-ret) : "empty");
+	if (!S_ISREG(st.st_mode) || st.st_size == 0 || (uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return npy_fail(n, msg, cap, -ADUMP_ERR_CORRUPT, "%s: not a numpy file (%s)", path,
+				st.st_size ? "too large" : "empty");
 	}
+	n->map_bytes = (size_t)st.st_size;
+	n->map = malloc(n->map_bytes);
+	if (!n->map) {
+		close(fd);
+		return npy_fail(n, msg, cap, -ENOMEM, "%s: no memory for its %zu bytes", path,
+				n->map_bytes);
+	}
+	for (size_t done = 0; done < n->map_bytes;) {
+		ssize_t got = pread(fd, (char *)n->map + done, n->map_bytes - done, (off_t)done);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			ret = got < 0 ? -errno : -ADUMP_ERR_INCOMPLETE;
+			close(fd);
+			return npy_fail(n, msg, cap, ret, "%s: %s", path, got < 0 ? strerror(-ret) :
+					"the file was cut short while read");
+		}
+		done += (size_t)got;
+	}
+	close(fd);
 	p = n->map;
 	if (n->map_bytes < 10 || memcmp(p, "\x93NUMPY", 6) || (p[6] != 1 && p[6] != 2) ||
 	    (p[6] == 2 && n->map_bytes < 12))
@@ -143,7 +161,6 @@ int adump_reader_npy_map(const char *path, struct adump_reader_npy *n, char *msg
 
 void adump_reader_npy_unmap(struct adump_reader_npy *n)
 {
-	if (n->map)
-		munmap(n->map, n->map_bytes);
+	free(n->map);
 	memset(n, 0, sizeof(*n));
 }

@@ -119,6 +119,26 @@ int adump_pt_read(const char *path, bool is_checked, struct adump_pt_info *out, 
 	return pt_read_fd(fd, path, is_checked, out, msg, cap);
 }
 
+int adump_pt_read_fd(int fd, const char *path, bool is_checked, struct adump_pt_info *out,
+		     char *msg, size_t cap)
+{
+	struct stat st;
+
+	if (fd < 0 || !path || !out) {
+		if (fd >= 0)
+			close(fd);
+		return pt_fail(msg, cap, -ADUMP_ERR_CONFIG, "invalid arguments");
+	}
+	memset(out, 0, sizeof(*out));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int ret = fstat(fd, &st) < 0 ? -errno : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+
+		close(fd);
+		return pt_fail(msg, cap, ret, "%s: %s", path, adump_open_strerror(ret));
+	}
+	return pt_read_fd(fd, path, is_checked, out, msg, cap);
+}
+
 int adump_pt_read_beneath(const char *dir, const char *name, const char *path, bool is_checked,
 			  struct adump_pt_info *out, char *msg, size_t cap)
 {

@@ -102,4 +102,23 @@ static inline void adump_threads_default(unsigned *thread_count)
 ADUMP_HIDDEN int adump_reader_fail(struct adump_reader *r, int ret, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* What adump_journal_list() finds: a dump handed over and never written, its process gone
+ * (MISSING) or still running (IN_PROGRESS); the journal or an entry of it unreadable (BAD). */
+enum adump_journal_finding {
+	ADUMP_JOURNAL_FOUND_MISSING,
+	ADUMP_JOURNAL_FOUND_IN_PROGRESS,
+	ADUMP_JOURNAL_FOUND_BAD,
+};
+
+/* One finding of adump_journal_list(): @msg is one line naming the file. */
+typedef void (*adump_journal_fn)(void *arg, enum adump_journal_finding kind, const char *msg);
+
+/**
+ * adump_journal_list() - if @path is a hand-over journal (common/journal.h; by its name),
+ * report each dump it holds as handed over whose file is not on disk (or, for msprobe's
+ * layout, each entry never written into dump.json), and any damage. Never follows a link.
+ * Return: -1 if @path is no journal (nothing done), else the number of findings reported.
+ */
+ADUMP_HIDDEN int adump_journal_list(const char *path, adump_journal_fn fn, void *arg);
+
 #endif

@@ -27,8 +27,12 @@ int adump_reader_tensor_stats(struct adump_reader *r, uint32_t tensor,
 	size_t elem, step;
 	int ret = 0;
 
-	if (!h || tensor >= h->tensor_count || !out)
-		return -ADUMP_ERR_CONFIG;
+	if (!h || !out)
+		return h ? adump_reader_fail(r, -ADUMP_ERR_CONFIG, "statistics: no place for them")
+			 : -ADUMP_ERR_CONFIG;
+	if (tensor >= h->tensor_count)
+		return adump_reader_fail(r, -ADUMP_ERR_CONFIG, "statistics of tensor %u: out of "
+					 "range (the dump has %u tensors)", tensor, h->tensor_count);
 	t = &h->tensors[tensor];
 	if (!adump_reader_stats_supported(t->info.dtype))
 		return adump_reader_fail(r, -ADUMP_ERR_UNSUPPORTED,

@@ -179,10 +179,11 @@ static void stats_summary_print(const struct adump_compare *c)
 		if (!warnings++)
 			first = row;
 	}
-	fprintf(stderr, "  statistics dumps (msprobe summary mode): %llu tensors with Result "
-		"Warning (a statistic differs by more than the tensor's scale allows)\n", (unsigned long long)warnings);
+	tool_err("  statistics dumps (msprobe summary mode): %llu tensors with Result "
+		"Warning (a statistic differs by more than the tensor's scale allows)\n",
+		(unsigned long long)warnings);
 	if (first)
-		fprintf(stderr, "  first: Index %llu %s, tensor %s: Max diff %s  Min diff %s  "
+		tool_err("  first: Index %llu %s, tensor %s: Max diff %s  Min diff %s  "
 			"Mean diff %s  L2norm diff %s\n", (unsigned long long)first->index,
 			first->op_name, first->tensor_id, first->cells[10], first->cells[11],
 			first->cells[12], first->cells[13]);
@@ -216,7 +217,7 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 		seconds, seconds > 0 ? (double)(s->bytes[0] > s->bytes[1] ? s->bytes[0] : s->bytes[1]) /
 						 seconds / 1e9
 				     : 0.0);
-	fprintf(stderr, "  verdicts: %llu error, %llu warning; %llu tensors whose NaN/Inf differ\n",
+	tool_err("  verdicts: %llu error, %llu warning; %llu tensors whose NaN/Inf differ\n",
 		(unsigned long long)s->error_count, (unsigned long long)s->warning_count,
 		(unsigned long long)s->nonfinite_count);
 	if (is_stats_mode(c))
@@ -224,27 +225,25 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 	if (s->first_nonfinite_row >= 0) {
 		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_nonfinite_row);
 
-		fprintf(stderr, "  first NaN/Inf difference: Index %llu %s%s%s, tensor %s: %s\n",
+		tool_err("  first NaN/Inf difference: Index %llu %s%s%s, tensor %s: %s\n",
 			(unsigned long long)row->index, row->op_name, in_module(row, false),
 			in_module(row, true), row->tensor_id, row->reason);
 	}
 	if (s->first_divergent_row >= 0) {
 		const struct adump_compare_row *row = adump_compare_row(c, (uint64_t)s->first_divergent_row);
 
-		fprintf(stderr,
-			"  first divergent op (execution order): Index %llu %s%s%s, tensor %s: %s (%s)\n",
+		tool_err("  first divergent op (execution order): Index %llu %s%s%s, tensor %s: %s (%s)\n",
 			(unsigned long long)row->index, row->op_name, in_module(row, false),
 			in_module(row, true), row->tensor_id,
 			adump_compare_verdict_name(row->verdict), row->reason);
 		if (!is_stats_mode(c))
-			fprintf(stderr,
-				"    CosineSimilarity %.6f  MaxAbsoluteError %.6g  MaxRelativeError %.6g  "
+			tool_err("    CosineSimilarity %.6f  MaxAbsoluteError %.6g  MaxRelativeError %.6g  "
 				"RelativeEuclideanDistance %.6g\n",
 				row->cosine, row->metrics.value[ADUMP_COMPARE_MAX_ABS],
 				row->metrics.value[ADUMP_COMPARE_MAX_REL],
 				row->metrics.value[ADUMP_COMPARE_REL_EUCLID]);
 	} else if (s->tensor_count) {
-		fprintf(stderr, "  every compared tensor passes\n");
+		tool_err("  every compared tensor passes\n");
 	}
 	/* The lowest cosines, by selection: there are at most five to keep. */
 	for (uint64_t r = 0; r < adump_compare_row_count(c); r++) {
@@ -265,17 +264,17 @@ static void summary_print(const struct adump_compare *c, const struct adump_comp
 			worst_count++;
 	}
 	if (worst_count > 1) {
-		fprintf(stderr, "  lowest CosineSimilarity:\n");
+		tool_err("  lowest CosineSimilarity:\n");
 		for (unsigned k = 0; k < worst_count; k++) {
 			const struct adump_compare_row *row = adump_compare_row(c, worst[k]);
 
-			fprintf(stderr, "    Index %-6llu %-36s %-24s %.6f  MaxRelativeError %.6g\n",
+			tool_err("    Index %-6llu %-36s %-24s %.6f  MaxRelativeError %.6g\n",
 				(unsigned long long)row->index, row->op_name, row->tensor_id,
 				row->cosine, row->max_relative_error);
 		}
 	}
 	if (csv)
-		fprintf(stderr, "  result: %s\n", csv);
+		tool_err("  result: %s\n", csv);
 }
 
 static bool is_dir(const char *path)
@@ -343,7 +342,7 @@ int cmd_compare(int argc, char **argv)
 			break;
 		case OPT_ALG:
 			if (adump_compare_alg_parse(&cfg, optarg, msg, sizeof(msg)) < 0) {
-				fprintf(stderr, "adump compare: -alg: %s\n", msg);
+				tool_err("adump compare: -alg: %s\n", msg);
 				return EXIT_INVALID_ALG;
 			}
 			break;
@@ -362,7 +361,7 @@ int cmd_compare(int argc, char **argv)
 			uint64_t v;
 
 			if (tool_parse_size(optarg, &v) < 0 || v < 1024 || v > (64u << 20)) {
-				fprintf(stderr, "adump compare: --chunk: expected 1K-64M elements, got "
+				tool_err("adump compare: --chunk: expected 1K-64M elements, got "
 						"'%s'\n", optarg);
 				return 2;
 			}
@@ -373,7 +372,7 @@ int cmd_compare(int argc, char **argv)
 			struct adump_compare_thresholds th;
 
 			if (adump_compare_thresholds_parse(&th, optarg, msg, sizeof(msg)) < 0) {
-				fprintf(stderr, "adump compare: --threshold: %s\n", msg);
+				tool_err("adump compare: --threshold: %s\n", msg);
 				return 2;
 			}
 			cfg.thresholds = optarg;
@@ -385,7 +384,7 @@ int cmd_compare(int argc, char **argv)
 			} else if (!strcmp(optarg, "error")) {
 				fail_on = ADUMP_COMPARE_ERROR;
 			} else {
-				fprintf(stderr, "adump compare: --fail-on: expected warning or error, "
+				tool_err("adump compare: --fail-on: expected warning or error, "
 					"got '%s'\n", optarg);
 				return 2;
 			}
@@ -420,7 +419,7 @@ int cmd_compare(int argc, char **argv)
 		return 2;
 	}
 	if (mkdir(out_dir, 0750) < 0 && errno != EEXIST) {
-		fprintf(stderr, "adump compare: -out %s: %s\n", out_dir, strerror(errno));
+		tool_err("adump compare: -out %s: %s\n", out_dir, strerror(errno));
 		return EXIT_INVALID_PATH;
 	}
 	if (is_npy(my) && is_npy(golden))
@@ -430,7 +429,7 @@ int cmd_compare(int argc, char **argv)
 					 html);
 		if (code != COMPARE_PAIRS_ONE) {
 			if (is_advisor || is_plot)
-				fprintf(stderr, "adump compare: -advisor and --plot apply to one "
+				tool_err("adump compare: -advisor and --plot apply to one "
 					"pair: give that pair's directories without --recursive\n");
 			return code;
 		}
@@ -438,14 +437,14 @@ int cmd_compare(int argc, char **argv)
 	t0 = tool_now_seconds();
 	ret = adump_compare_open(&cfg, my, golden, &c, msg, sizeof(msg));
 	if (ret < 0) {
-		fprintf(stderr, "adump compare: %s\n", msg);
+		tool_err("adump compare: %s\n", msg);
 		return ret == -ADUMP_ERR_NOT_FOUND ? EXIT_NO_DUMP
 		       : ret == -ADUMP_ERR_CONFIG  ? EXIT_INVALID_PARAM
 						   : EXIT_INVALID_PATH;
 	}
 	ret = adump_compare_run(c);
 	if (ret < 0) {
-		fprintf(stderr, "adump compare: %s\n", adump_strerror(ret));
+		tool_err("adump compare: %s\n", adump_strerror(ret));
 		adump_compare_close(c);
 		return 1;
 	}
@@ -463,12 +462,12 @@ int cmd_compare(int argc, char **argv)
 		ret = f ? adump_compare_write_csv(c, f) : -errno;
 		ret = compare_out_finish(&out, ret, out_dir, path, ".csv", true, csv, sizeof(csv));
 		if (ret < 0) {
-			fprintf(stderr, "adump compare: %s: %s\n", csv, strerror(-ret));
+			tool_err("adump compare: %s: %s\n", csv, strerror(-ret));
 			adump_compare_close(c);
 			return EXIT_WRITE;
 		}
 	} else {
-		fprintf(stderr, "adump compare: the model does not match the dump data: no op is on "
+		tool_err("adump compare: the model does not match the dump data: no op is on "
 				"both sides\n");
 	}
 	if (is_advisor && sum.matched_count) {
@@ -477,7 +476,7 @@ int cmd_compare(int argc, char **argv)
 		ret = compare_out_finish(&out, ret, out_dir, "advisor_summary", ".txt", false, path,
 					 sizeof(path));
 		if (ret < 0) {
-			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
+			tool_err("adump compare: %s: %s\n", path, strerror(-ret));
 			adump_compare_close(c);
 			return EXIT_WRITE;
 		}
@@ -491,13 +490,13 @@ int cmd_compare(int argc, char **argv)
 		adump_compare_write_advice(c, stderr);
 	}
 	if (is_plot && is_stats_mode(c)) {
-		fprintf(stderr, "adump compare: --plot: statistics dumps have no "
+		tool_err("adump compare: --plot: statistics dumps have no "
 			"CosineSimilarity to plot\n");
 	} else if (is_plot && sum.matched_count) {
 		if (compare_plot(c, &sum, out_dir, stamp, msg, sizeof(msg)) < 0)
-			fprintf(stderr, "adump compare: --plot: %s\n", msg);
+			tool_err("adump compare: --plot: %s\n", msg);
 		else if (!is_quiet)
-			fprintf(stderr, "  plot: %s\n", msg);
+			tool_err("  plot: %s\n", msg);
 	}
 	if (html) {
 		ret = html_out_compare(c, my, html, code, is_quiet);

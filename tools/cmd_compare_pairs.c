@@ -155,7 +155,7 @@ static void pair_compare(const struct adump_compare_config *cfg,
 	}
 	if (rep && adump_report_add_compare(rep, c, p->label, p->step, p->rank, r->code, msg,
 					    sizeof(msg)) < 0)
-		fprintf(stderr, "adump compare: --html: %s: %s\n", p->label, msg);
+		tool_err("adump compare: --html: %s: %s\n", p->label, msg);
 	adump_compare_close(c);
 }
 
@@ -178,7 +178,7 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 
 	ret = adump_compare_pairs_list(my, golden, &pairs, msg, sizeof(msg));
 	if (ret < 0) {
-		fprintf(stderr, "adump compare: %s\n", msg);
+		tool_err("adump compare: %s\n", msg);
 		return ret == -ADUMP_ERR_NOT_FOUND ? 2 : 3;
 	}
 	n = adump_compare_pairs_count(pairs);
@@ -192,7 +192,7 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 	res = calloc(n, sizeof(*res));
 	if (!res) {
 		adump_compare_pairs_free(pairs);
-		fprintf(stderr, "adump compare: out of memory\n");
+		tool_err("adump compare: out of memory\n");
 		return 1;
 	}
 	if (html && !(rep = html_out_pairs_begin(my)))
@@ -210,7 +210,7 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			res[i].sum.first_divergent_row = -1;
 			snprintf(res[i].why, sizeof(res[i].why), "only in %s: %s",
 				 p->my ? "my output" : "the ground truth", p->my ? p->my : p->golden);
-			fprintf(stderr, "adump compare: %s has no counterpart: %s only in %s\n",
+			tool_err("adump compare: %s has no counterpart: %s only in %s\n",
 				p->label, p->my ? p->my : p->golden,
 				p->my ? "my output" : "the ground truth");
 			if (rep)
@@ -238,7 +238,7 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 	snprintf(msg, sizeof(msg), "summary_%s", stamp);
 	f = compare_out_start(&o, out_dir);
 	if (!f) {
-		fprintf(stderr, "adump compare: %s/%s.csv: %s\n", out_dir, msg, strerror(errno));
+		tool_err("adump compare: %s/%s.csv: %s\n", out_dir, msg, strerror(errno));
 		code = 19;
 	} else {
 		errno = 0;
@@ -271,7 +271,7 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		ret = compare_out_finish(&o, ferror(f) ? (errno ? -errno : -EIO) : 0, out_dir, msg,
 					 ".csv", true, path, sizeof(path));
 		if (ret < 0) {
-			fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
+			tool_err("adump compare: %s: %s\n", path, strerror(-ret));
 			code = 19;
 		} else {
 			has_summary = true;
@@ -317,12 +317,12 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 			printf("}\n");
 		}
 	if (!is_quiet) {
-		fprintf(stderr, "adump compare --recursive: %zu pairs compared, %zu directories "
+		tool_err("adump compare --recursive: %zu pairs compared, %zu directories "
 			"without a counterpart\n", n - unpaired, unpaired);
 		for (size_t i = 0; i < n; i++) {
 			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, i);
 
-			fprintf(stderr, "  %-28s %s%s\n", p->label,
+			tool_err("  %-28s %s%s\n", p->label,
 				!p->my || !p->golden ? res[i].why
 				: res[i].index[0] ? "first divergent: " : res[i].why[0] ? res[i].why
 				: "no divergent op",
@@ -331,14 +331,14 @@ int compare_pairs_run(const struct adump_compare_config *cfg, const char *my,
 		if (first != SIZE_MAX) {
 			const struct adump_compare_pair *p = adump_compare_pairs_get(pairs, first);
 
-			fprintf(stderr, "  first divergent pair: %s (step %lld, rank %lld): Index %s %s, "
+			tool_err("  first divergent pair: %s (step %lld, rank %lld): Index %s %s, "
 				"tensor %s\n", p->label, (long long)p->step, (long long)p->rank,
 				res[first].index, res[first].op, res[first].tensor);
 		} else {
-			fprintf(stderr, "  no divergent op in any pair\n");
+			tool_err("  no divergent op in any pair\n");
 		}
 		if (has_summary)
-			fprintf(stderr, "  summary: %s\n", path);
+			tool_err("  summary: %s\n", path);
 	}
 	if (rep) {
 		ret = html_out_pairs_end(rep, html, is_quiet);

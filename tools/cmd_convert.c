@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adump/reader.h"
+#include "common/journal.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 
@@ -285,7 +286,7 @@ static int collect(const char *arg, bool recursive, struct tool_files *files)
 			continue;
 		ret = tool_files_add(files, tok, recursive);
 		if (ret < 0) {
-			fprintf(stderr, "adump convert: %s: %s\n", tok, adump_strerror(ret));
+			tool_err("adump convert: %s: %s\n", tok, adump_strerror(ret));
 			rc = -1;
 		} else if (!recursive) {
 			/* A packed capture's directory holds only packed/: take it in without -r. */
@@ -303,10 +304,15 @@ static int collect(const char *arg, bool recursive, struct tool_files *files)
 }
 
 /* Files a directory holds that are not dumps: our own output, statistics CSVs, unfinished
- * writes and packed segments (read through their index). */
+ * writes, packed segments (read through their index), a capture's loss log and hand-over
+ * journals (adump verify reads those). */
 static bool is_skipped(const char *path, uint64_t *leftovers)
 {
-	if (adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_SEGMENT)
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+
+	if (adump_reader_packed_file_kind(path) == ADUMP_PACKED_FILE_SEGMENT ||
+	    !strcmp(base, ADUMP_LOSS_LOG_NAME) ||
+	    !strncmp(base, ADUMP_JOURNAL_PREFIX, strlen(ADUMP_JOURNAL_PREFIX)))
 		return true;
 	if (tool_has_suffix(path, ".part") || tool_has_suffix(path, ".failed")) {
 		(*leftovers)++;
@@ -342,22 +348,22 @@ int cmd_convert(int argc, char **argv)
 		} else if (i + 1 == argc && (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--dump") ||
 					     !strcmp(argv[i], "-out") || !strcmp(argv[i], "--out") ||
 					     !strcmp(argv[i], "-o"))) {
-			fprintf(stderr, "adump convert: option '%s' needs a value\n", argv[i]);
+			tool_err("adump convert: option '%s' needs a value\n", argv[i]);
 			usage(stderr);
 			return 2;
 		} else {
-			fprintf(stderr, "adump convert: unexpected argument '%s'\n", argv[i]);
+			tool_err("adump convert: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
 		}
 	}
 	if (!input) {
-		fprintf(stderr, "adump convert: -d is required\n");
+		tool_err("adump convert: -d is required\n");
 		usage(stderr);
 		return 2;
 	}
 	if (mkdir(c.out_dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "adump convert: %s: %s\n", c.out_dir, strerror(errno));
+		tool_err("adump convert: %s: %s\n", c.out_dir, strerror(errno));
 		return 1;
 	}
 	c.name_max = pathconf(c.out_dir, _PC_NAME_MAX);
@@ -399,16 +405,16 @@ int cmd_convert(int argc, char **argv)
 	}
 	tool_progress_end(&c.progress);
 	if (leftovers)
-		fprintf(stderr, "adump convert: skipped %llu .part/.failed file(s) or cut-short "
+		tool_err("adump convert: skipped %llu .part/.failed file(s) or cut-short "
 				"index line(s); 'adump verify' lists them\n",
 			(unsigned long long)leftovers);
-	fprintf(stderr, "adump convert: %llu file(s) converted, %llu failed, %llu array(s) "
+	tool_err("adump convert: %llu file(s) converted, %llu failed, %llu array(s) "
 			"written to %s%s\n",
 		(unsigned long long)converted, (unsigned long long)failed,
 		(unsigned long long)c.array_count, c.out_dir,
 		c.warning_count ? " (with warnings)" : "");
 	if (!converted && !failed && !is_recursive)
-		fprintf(stderr, "adump convert: no dump files found; -r descends into "
+		tool_err("adump convert: no dump files found; -r descends into "
 				"subdirectories (<dump_path>/<time>/<device>/)\n");
 	if (failed || (!converted && !rc))
 		rc = 1;

@@ -50,7 +50,7 @@ int cmd_export(int argc, char **argv)
 	}
 	n = adump_export_msprobe(argv[optind], argv[optind + 1], flags, msg, sizeof(msg));
 	if (n < 0) {
-		fprintf(stderr, "adump export: %s (%s)\n", msg[0] ? msg : "failed",
+		tool_err("adump export: %s (%s)\n", msg[0] ? msg : "failed",
 			adump_strerror((int)n));
 		return n == -ENOENT ? 3 : 1;
 	}

@@ -351,14 +351,14 @@ int cmd_inspect(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--no-stats")) {
 			is_stats = false;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "adump inspect: unknown option '%s'\n", argv[i]);
+			tool_err("adump inspect: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
 		}
 	}
 	entry_args = calloc((size_t)argc, sizeof(*entry_args));
 	if (!entry_args) {
-		fprintf(stderr, "adump inspect: out of memory\n");
+		tool_err("adump inspect: out of memory\n");
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -374,7 +374,7 @@ int cmd_inspect(int argc, char **argv)
 			continue;
 		}
 		if (ret < 0) {
-			fprintf(stderr, "adump inspect: %s: %s\n", argv[i], adump_strerror(ret));
+			tool_err("adump inspect: %s: %s\n", argv[i], adump_strerror(ret));
 			rc = 1;
 			continue;
 		}
@@ -394,7 +394,7 @@ int cmd_inspect(int argc, char **argv)
 	}
 	if (!files.count && !entry_arg_count) {
 		if (!rc)
-			fprintf(stderr, "adump inspect: no files to inspect (directories are not "
+			tool_err("adump inspect: no files to inspect (directories are not "
 					"descended into: name <dump_path>/<time>/<device>)\n");
 		rc = 1;
 		goto out;

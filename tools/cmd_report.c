@@ -49,11 +49,11 @@ static int write_page(struct adump_report *r, const char *html, const char *char
 	int ret = adump_report_write_html(r, html, chartjs, msg, sizeof(msg));
 
 	if (ret < 0) {
-		fprintf(stderr, "adump %s: --html: %s\n", cmd, msg);
+		tool_err("adump %s: --html: %s\n", cmd, msg);
 		return ADUMP_REPORT_EXIT_WRITE;
 	}
 	if (!is_quiet)
-		fprintf(stderr, "  report: %s\n", html);
+		tool_err("  report: %s\n", html);
 	return 0;
 }
 
@@ -71,9 +71,9 @@ int html_out_compare(const struct adump_compare *c, const char *my, const char *
 	else
 		snprintf(msg, sizeof(msg), "%s", strerror(-ret));
 	if (ret == 0 && adump_report_construct_find(r, my, msg, sizeof(msg)) < 0)
-		fprintf(stderr, "adump compare: --html: %s (the tree is drawn from op names)\n", msg);
+		tool_err("adump compare: --html: %s (the tree is drawn from op names)\n", msg);
 	if (ret < 0) {
-		fprintf(stderr, "adump compare: --html: %s\n", msg);
+		tool_err("adump compare: --html: %s\n", msg);
 		adump_report_destroy(r);
 		return ADUMP_REPORT_EXIT_WRITE;
 	}
@@ -95,7 +95,7 @@ int html_out_scan(const struct adump_scan *s, const char *path, const char *html
 	else
 		snprintf(msg, sizeof(msg), "%s", strerror(-ret));
 	if (ret < 0) {
-		fprintf(stderr, "adump scan: --html: %s\n", msg);
+		tool_err("adump scan: --html: %s\n", msg);
 		adump_report_destroy(r);
 		return ADUMP_REPORT_EXIT_WRITE;
 	}
@@ -112,7 +112,7 @@ struct adump_report *html_out_pairs_begin(const char *my)
 	if (ret == 0)
 		ret = adump_report_source_set(r, my);
 	if (ret < 0) {
-		fprintf(stderr, "adump compare: --html: %s\n", strerror(-ret));
+		tool_err("adump compare: --html: %s\n", strerror(-ret));
 		adump_report_destroy(r);
 		return NULL;
 	}
@@ -179,16 +179,16 @@ int cmd_report(int argc, char **argv)
 	}
 	ret = adump_report_load(result, &r, msg, sizeof(msg));
 	if (ret < 0) {
-		fprintf(stderr, "adump report: %s\n", msg);
+		tool_err("adump report: %s\n", msg);
 		return adump_report_exit_code(ret);
 	}
 	ret = adump_report_write_html(r, out, chartjs, msg, sizeof(msg));
 	adump_report_destroy(r);
 	if (ret < 0) {
-		fprintf(stderr, "adump report: %s\n", msg);
+		tool_err("adump report: %s\n", msg);
 		return ADUMP_REPORT_EXIT_WRITE;
 	}
 	if (!is_quiet)
-		fprintf(stderr, "adump report: %s\n", out);
+		tool_err("adump report: %s\n", out);
 	return 0;
 }

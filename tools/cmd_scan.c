@@ -100,12 +100,12 @@ int cmd_scan(int argc, char **argv)
 	t0 = tool_now_seconds();
 	ret = adump_scan_open(&cfg, argv[optind], &s, msg, sizeof(msg));
 	if (ret < 0) {
-		fprintf(stderr, "adump scan: %s\n", msg);
+		tool_err("adump scan: %s\n", msg);
 		return 1;
 	}
 	ret = adump_scan_run(s);
 	if (ret < 0) {
-		fprintf(stderr, "adump scan: %s\n", adump_strerror(ret));
+		tool_err("adump scan: %s\n", adump_strerror(ret));
 		adump_scan_close(s);
 		return 1;
 	}

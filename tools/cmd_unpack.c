@@ -20,20 +20,20 @@ int cmd_unpack(int argc, char **argv)
 	}
 	for (int i = 1; i < argc; i++)
 		if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "adump unpack: unknown option '%s'\n", argv[i]);
+			tool_err("adump unpack: unknown option '%s'\n", argv[i]);
 			argc = 0;
 		}
 	if (argc != 3) {
-		fprintf(stderr, "usage: adump unpack DIR OUT\n");
+		tool_err("usage: adump unpack DIR OUT\n");
 		return 2;
 	}
 	n = adump_unpack(argv[1], argv[2]);
 	if (n < 0) {
-		fprintf(stderr, "adump unpack: %s: %s\n", argv[1], adump_strerror((int)n));
+		tool_err("adump unpack: %s: %s\n", argv[1], adump_strerror((int)n));
 		return 1;
 	}
 	if (n == 0) {
-		fprintf(stderr, "adump unpack: %s: no packed capture entries found (DIR is "
+		tool_err("adump unpack: %s: no packed capture entries found (DIR is "
 				"<dump_path>/<time> or its packed/ folder)\n", argv[1]);
 		return 1;
 	}

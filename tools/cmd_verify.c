@@ -16,7 +16,9 @@
 
 #include "adump/export.h"
 #include "adump/reader.h"
+#include "common/common.h"
 #include "common/journal.h"
+#include "reader/reader.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 #include "tools/verify_int.h"
@@ -203,8 +205,13 @@ static void report(bool is_json, json_object *problems, struct tool_progress *pr
 		json_object_object_add(p, "message", json_object_new_string(msg));
 		json_object_array_add(problems, p);
 	} else {
+		/* One line per problem: a name's control bytes (a newline forging an "OK" line)
+		 * written \xNN. */
+		char line[8192];
+
+		adump_text_escape(line, sizeof(line), msg);
 		tool_progress_clear(progress);
-		printf("%-6s %s\n", labels[v], msg);
+		printf("%-6s %s\n", labels[v], line);
 	}
 }
 
@@ -230,11 +237,11 @@ struct journal_report {
 	uint64_t *counts;
 };
 
-static void journal_problem(void *arg, enum verify_journal_kind kind, const char *msg)
+static void journal_problem(void *arg, enum adump_journal_finding kind, const char *msg)
 {
 	struct journal_report *j = arg;
-	enum verdict v = kind == VERIFY_JOURNAL_MISSING	    ? VERDICT_MISSING :
-			 kind == VERIFY_JOURNAL_IN_PROGRESS ? VERDICT_IN_PROGRESS :
+	enum verdict v = kind == ADUMP_JOURNAL_FOUND_MISSING	    ? VERDICT_MISSING :
+			 kind == ADUMP_JOURNAL_FOUND_IN_PROGRESS ? VERDICT_IN_PROGRESS :
 							      VERDICT_BAD;
 
 	j->counts[v]++;
@@ -299,7 +306,7 @@ int cmd_verify(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--clean")) {
 			is_clean = true;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "adump verify: unknown option '%s'\n", argv[i]);
+			tool_err("adump verify: unknown option '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
 		}
@@ -313,7 +320,7 @@ int cmd_verify(int argc, char **argv)
 		ret = is_clean ? verify_capture_add(&files, argv[i]) :
 				 tool_files_add(&files, argv[i], true);
 		if (ret < 0) {
-			fprintf(stderr, "adump verify: %s: %s\n", argv[i], adump_strerror(ret));
+			tool_err("adump verify: %s: %s\n", argv[i], adump_strerror(ret));
 			rc = 1;
 		}
 	}
@@ -332,18 +339,18 @@ int cmd_verify(int argc, char **argv)
 	long index_problems = verify_packed_dirs_check(&files, index_msg, sizeof(index_msg));
 
 	if (index_problems < 0) {
-		fprintf(stderr, "adump verify: out of memory\n");
+		tool_err("adump verify: out of memory\n");
 		rc = 1;
 		goto out;
 	}
 	if (index_problems && is_clean) {
-		fprintf(stderr, "adump verify --clean: %s%s: nothing removed\n", index_msg,
+		tool_err("adump verify --clean: %s%s: nothing removed\n", index_msg,
 			index_problems > 1 ? " (and more)" : "");
 		rc = 1;
 		goto out;
 	}
 	if (adump_reader_create(&r) < 0) {
-		fprintf(stderr, "adump verify: out of memory\n");
+		tool_err("adump verify: out of memory\n");
 		rc = 2;
 		goto out;
 	}
@@ -377,7 +384,7 @@ int cmd_verify(int argc, char **argv)
 
 			if (n < 0) {
 				tool_progress_end(&progress);
-				fprintf(stderr, "adump verify: out of memory\n");
+				tool_err("adump verify: out of memory\n");
 				rc = 1;
 				goto out;
 			}
@@ -389,7 +396,7 @@ int cmd_verify(int argc, char **argv)
 		}
 		struct journal_report jr = { is_json, problems, &progress, files.paths[i], counts };
 
-		if (verify_journal_list(files.paths[i], journal_problem, &jr) >= 0) {
+		if (adump_journal_list(files.paths[i], journal_problem, &jr) >= 0) {
 			tool_progress_step(&progress);
 			continue;
 		}
@@ -424,7 +431,7 @@ int cmd_verify(int argc, char **argv)
 				    verify_segment_note(&ends, adump_reader_packed_dir(p), e) < 0) {
 					adump_reader_packed_close(p);
 					tool_progress_end(&progress);
-					fprintf(stderr, "adump verify: out of memory\n");
+					tool_err("adump verify: out of memory\n");
 					rc = 1;
 					goto out;
 				}

@@ -11,6 +11,7 @@
 #include "adump/compare.h"
 #include "adump/reader.h"
 #include "tools/compare_out.h"
+#include "tools/tool.h"
 
 /* msaccucmp with two files: same shape required (else 23); a table on stdout and, as its
  * file_compare does, file_result_<ts>.txt with one "Name: value" line per algorithm. */
@@ -35,12 +36,12 @@ int compare_npy(const struct adump_compare_config *cfg, const char *my, const ch
 	int ret, code = 0;
 
 	if (adump_reader_npy_map(my, &a, msg, sizeof(msg)) < 0 || adump_reader_npy_map(golden, &b, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "adump compare: %s\n", msg);
+		tool_err("adump compare: %s\n", msg);
 		adump_reader_npy_unmap(&a);
 		return EXIT_INVALID_PATH;
 	}
 	if (a.dim_count != b.dim_count || memcmp(a.dims, b.dims, a.dim_count * sizeof(a.dims[0]))) {
-		fprintf(stderr, "adump compare: the shapes of %s and %s differ\n", my, golden);
+		tool_err("adump compare: the shapes of %s and %s differ\n", my, golden);
 		code = EXIT_INVALID_SHAPE;
 		goto out;
 	}
@@ -52,7 +53,7 @@ int compare_npy(const struct adump_compare_config *cfg, const char *my, const ch
 	snprintf(stem, sizeof(stem), "file_result_%s", stamp);
 	f = compare_out_start(&o, out_dir);
 	if (!f) {
-		fprintf(stderr, "adump compare: %s: %s\n", out_dir, strerror(errno));
+		tool_err("adump compare: %s: %s\n", out_dir, strerror(errno));
 		code = EXIT_WRITE;
 		goto out;
 	}
@@ -64,13 +65,13 @@ int compare_npy(const struct adump_compare_config *cfg, const char *my, const ch
 	ret = compare_out_finish(&o, ferror(f) ? (errno ? -errno : -EIO) : 0, out_dir, stem,
 				 ".txt", false, path, sizeof(path));
 	if (ret < 0) {
-		fprintf(stderr, "adump compare: %s: %s\n", path, strerror(-ret));
+		tool_err("adump compare: %s: %s\n", path, strerror(-ret));
 		code = EXIT_WRITE;
 		goto out;
 	}
 	if (msg[0])
-		fprintf(stderr, "adump compare: %s\n", msg);
-	fprintf(stderr, "adump compare: %s\n", path);
+		tool_err("adump compare: %s\n", msg);
+	tool_err("adump compare: %s\n", path);
 out:
 	adump_reader_npy_unmap(&a);
 	adump_reader_npy_unmap(&b);

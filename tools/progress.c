@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "adump/reader.h"
+#include "common/common.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
 
@@ -100,13 +101,35 @@ void tool_progress_end(struct tool_progress *p)
 	p->is_enabled = false;
 }
 
+void tool_verr(const char *fmt, va_list ap)
+{
+	char msg[8192], out[8192];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	if (n && msg[n - 1] == '\n')
+		msg[n - 1] = '\0';       /* the line's own end, not a name's */
+	adump_text_escape(out, sizeof(out), msg);
+	fprintf(stderr, "%s\n", out);
+}
+
+void tool_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tool_verr(fmt, ap);
+	va_end(ap);
+}
+
 void tool_warn(struct tool_progress *p, const char *fmt, ...)
 {
 	va_list ap;
 
 	tool_progress_clear(p);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	tool_verr(fmt, ap);
 	va_end(ap);
 }
 

@@ -43,7 +43,7 @@ void tool_progress_set(struct tool_progress *p, uint64_t done, uint64_t bytes);
 void tool_progress_clear(struct tool_progress *p);
 /* Erase the bar for good. */
 void tool_progress_end(struct tool_progress *p);
-/* fprintf(stderr) that first clears the bar. */
+/* tool_err() that first clears the bar: one line, control bytes escaped. */
 void tool_warn(struct tool_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A sorted list of paths; caller frees with tool_files_free(). */

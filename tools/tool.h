@@ -4,6 +4,7 @@
 #ifndef ADUMP_TOOL_H
 #define ADUMP_TOOL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,11 @@ bool tool_is_tty(void);
 /* Parse --threads' value, 1 to 1024; otherwise say so on stderr as "adump <cmd>: --threads: ...".
  * Return: 0, or -1 (the caller exits with the usage status). */
 int tool_parse_threads(const char *cmd, const char *arg, unsigned *out);
+/* One line of a message to stderr (a trailing newline of @fmt is the line's end), each control
+ * byte written \xNN as adump_log() does: names from dumps (op names, paths found in a
+ * capture) reach the terminal as text and never forge a second line. */
+void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tool_verr(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 /* Write @s as a JSON string, quoted and escaped; NULL as "". */
 void tool_json_str(FILE *f, const char *s);
 /* CLOCK_MONOTONIC in seconds, for the "in N s" of a summary. */

@@ -2,7 +2,7 @@
 /* tools/: what `adump verify`'s files share: the verdicts; and what --clean reads before it
  * may remove anything and what it cuts (verify_clean.c): the whole capture an argument
  * belongs to, each file once, every packed index of it readable, segment bytes past the last
- * indexed entry; and the hand-over journals (verify_journal.c). */
+ * indexed entry. */
 #ifndef ADUMP_VERIFY_INT_H
 #define ADUMP_VERIFY_INT_H
 
@@ -74,21 +74,5 @@ void verify_files_dedup(struct tool_files *files);
  * Return: the number of problems (0: --clean may act), or -ENOMEM.
  */
 long verify_packed_dirs_check(const struct tool_files *files, char *msg, size_t cap);
-
-enum verify_journal_kind {
-	VERIFY_JOURNAL_MISSING,                 /* handed over, never written, process gone */
-	VERIFY_JOURNAL_IN_PROGRESS,             /* the same, its process still running */
-	VERIFY_JOURNAL_BAD,                     /* the journal (or an entry) unreadable */
-};
-
-/* One finding of verify_journal_list(): @msg is one line naming the file. */
-typedef void (*verify_journal_fn)(void *arg, enum verify_journal_kind kind, const char *msg);
-
-/**
- * verify_journal_list() - if @path is a hand-over journal (common/journal.h; by its name),
- * report each dump it holds as handed over whose file is not on disk, and any damage.
- * Return: -1 if @path is no journal (nothing done), else the number of findings reported.
- */
-int verify_journal_list(const char *path, verify_journal_fn fn, void *arg);
 
 #endif

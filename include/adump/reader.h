@@ -369,9 +369,9 @@ ADUMP_API bool adump_reader_stats_supported(int32_t dtype);
 /**
  * adump_reader_tensor_stats() - min, max, mean, NaN and Inf counts of one tensor, read in
  * pieces of at most 1 MiB so any size streams through bounded memory.
- * Return: 0; -ADUMP_ERR_UNSUPPORTED for a dtype without statistics (see above); -ADUMP_ERR_CORRUPT
- * when the size is not a whole number of elements; or the read error. Message in
- * adump_reader_error().
+ * Return: 0; -ADUMP_ERR_CONFIG for a @tensor past the dump's tensors; -ADUMP_ERR_UNSUPPORTED
+ * for a dtype without statistics (see above); -ADUMP_ERR_CORRUPT when the size is not a whole
+ * number of elements; or the read error. Message in adump_reader_error().
  */
 ADUMP_API int adump_reader_tensor_stats(struct adump_reader *r, uint32_t tensor,
 					struct adump_reader_stats *out);
@@ -411,7 +411,9 @@ ADUMP_API int adump_reader_save_npy(struct adump_reader *r, uint32_t tensor, con
 /** adump_reader_save_raw() - write a tensor's payload unchanged to @fd. Return: as above. */
 ADUMP_API int adump_reader_save_raw(struct adump_reader *r, uint32_t tensor, int fd);
 
-/* A .npy file mapped for reading: format 1.x or 2.x, C order, little-endian numeric dtypes. */
+/* A .npy file read into memory (@map, @map_bytes: the whole file; never mapped, so a file cut
+ * short afterwards changes nothing): format 1.x or 2.x, C order, little-endian numeric
+ * dtypes. */
 struct adump_reader_npy {
 	void *map;
 	size_t map_bytes;
@@ -423,12 +425,12 @@ struct adump_reader_npy {
 };
 
 /**
- * adump_reader_npy_map() - map the .npy file @path and parse its header.
+ * adump_reader_npy_map() - read the .npy file @path whole and parse its header.
  * Return: 0; -EINVAL / -EISDIR for what is not a regular file (a FIFO is never opened for
  * reading); -ADUMP_ERR_CORRUPT for a file that is not numpy's or whose shape's element count
  * overflows; -ADUMP_ERR_INCOMPLETE when the elements run past the file;
- * -ADUMP_ERR_UNSUPPORTED for a dtype, order or rank not read; -errno. The message in @msg.
- * On error nothing stays mapped. adump_reader_npy_unmap() releases it.
+ * or the file is cut short while read; -ADUMP_ERR_UNSUPPORTED for a dtype, order or rank not
+ * read; -errno. The message in @msg. On error nothing stays held. adump_reader_npy_unmap() releases it.
  */
 ADUMP_API int adump_reader_npy_map(const char *path, struct adump_reader_npy *n, char *msg,
 				   size_t cap);

@@ -205,7 +205,7 @@ def compare(my, golden, *, algorithms=None, msprobe=False, advisor=False, thread
         if advisor:
             advice = os.path.join(out, "advisor_summary.txt")
     if not isinstance(threads, int) or threads < 0 or threads > 1024:
-        raise ValueError("threads: expected 0-1024, got %r" % (threads,))
+        raise _adump.ConfigError("threads: expected an int 0-1024, got %r" % (threads,))
     columns, rows, summary = _adump.compare(os.fspath(my), os.fspath(golden),
                                             _alg_list(algorithms), bool(msprobe),
                                             bool(advisor), threads, bool(recursive), csv,

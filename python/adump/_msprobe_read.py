@@ -6,8 +6,10 @@ module's parameter order); tensors only, as `adump compare` reads them. Each ten
 are located in dump_tensor_data/<data_name>.pt by the C reader (_adump.pt_read) and read
 when first used."""
 
+import errno
 import json
 import os
+import stat
 
 import numpy as np
 
@@ -154,14 +156,56 @@ def _data_name(t, where):
         where, name, TENSOR_DIR))
 
 
-def _check_inside(tensor_dir, path, where):
-    """Raises adump.CorruptError when @path (a file of @tensor_dir) is a link that leads
-    out of dump_tensor_data/: the .pt is then read by path (_adump.pt_read opens only
-    regular files, so a FIFO there is refused too)."""
-    real = os.path.realpath(path)
-    if os.path.dirname(real) != os.path.realpath(tensor_dir):
-        raise _adump.CorruptError("%s: %s leads out of %s/ (to %s)" % (
-            where, path, TENSOR_DIR, real))
+def _open_pt(rank_dir, data_name, where):
+    """A descriptor of <rank_dir>/dump_tensor_data/<data_name> (one file name, _data_name()),
+    opened a component at a time from the rank directory, neither dump_tensor_data nor the
+    .pt through a symbolic link (O_NOFOLLOW): a link there, even one swapped in after a
+    check, is refused with adump.CorruptError naming @where, never followed out of the
+    capture; what is not a regular file (a FIFO: never waited on) likewise. The caller
+    reads through the descriptor (pt_read(fd=), FileRange(fd=)) and closes it."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW
+    rank_fd = os.open(rank_dir, os.O_RDONLY | os.O_CLOEXEC | os.O_DIRECTORY)
+    try:
+        try:
+            dir_fd = os.open(TENSOR_DIR, flags | os.O_DIRECTORY, dir_fd=rank_fd)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise _adump.CorruptError("%s: %s/ is not a directory of the capture (a "
+                                          "symbolic link or a file): refused" % (
+                                              where, TENSOR_DIR)) from None
+            raise
+    finally:
+        os.close(rank_fd)
+    try:
+        fd = os.open(data_name, flags | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _adump.CorruptError("%s: %s/%s is a symbolic link: refused (it could lead "
+                                      "out of the capture)" % (where, TENSOR_DIR, data_name)
+                                      ) from None
+        raise
+    finally:
+        os.close(dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _adump.CorruptError("%s: %s/%s is not a regular file (a FIFO, socket, device "
+                                  "or directory): refused" % (where, TENSOR_DIR, data_name))
+    return fd
+
+
+def _read_pt(rank_dir, data_name, where, checked=False, data=False):
+    """(pt_read's dict, FileRange of the tensor's bytes or None) of a .pt of @rank_dir, read
+    through one descriptor (_open_pt()): what is checked is what is read."""
+    pt = os.path.join(rank_dir, TENSOR_DIR, data_name)
+    fd = _open_pt(rank_dir, data_name, where)
+    try:
+        loc = _adump.pt_read(pt, checked=checked, fd=fd)
+        raw = None
+        if data and loc["bytes"]:
+            raw = _adump.FileRange(pt, loc["offset"], loc["bytes"], fd)
+        return loc, raw
+    finally:
+        os.close(fd)
 
 
 def _numel(shape):
@@ -209,16 +253,14 @@ def dumps(rank_dir, make_dump, bf16):
                     arrays.append(None)         # a statistics dump: no .pt
                     continue
                 pt = os.path.join(tensor_dir, row["data_name"])
-                _check_inside(tensor_dir, pt, json_path)
-                loc = _adump.pt_read(pt)
+                loc, data = _read_pt(rank_dir, row["data_name"], json_path, data=True)
                 if loc["dtype_code"] != info.dtype_code or loc["shape"] != info.shape:
                     raise _adump.CorruptError(
                         "%s: dump.json says %s %s, the file holds %s %s" % (
                             pt, row.get("dtype"), list(info.shape),
                             _adump.dtype_name(loc["dtype_code"]), list(loc["shape"])))
-                if loc["bytes"]:
-                    raw = np.frombuffer(_adump.FileRange(pt, loc["offset"], loc["bytes"]),
-                                        dtype=np.uint8)
+                if data is not None:
+                    raw = np.frombuffer(data, dtype=np.uint8)
                 else:
                     raw = np.empty(0, np.uint8)
                 arrays.append(_as_array(raw, info, t[10], bf16))
@@ -258,8 +300,7 @@ def verify(rank_dir):
             checked += 1
             pt = os.path.join(tensor_dir, data_name)
             try:
-                _check_inside(tensor_dir, pt, where)
-                loc = _adump.pt_read(pt, checked=True)
+                loc, _ = _read_pt(rank_dir, data_name, where, checked=True)
             except (OSError, _adump.Error) as e:
                 problems.append((pt, "%s %s: %s" % (name, label, e)))
                 continue

@@ -282,7 +282,7 @@ def open(path: PathLike, bf16: str = "float32") -> "Dump":
     read when first used."""
     path = os.fspath(path)
     if bf16 not in ("float32", "raw"):
-        raise ValueError("bf16 must be 'float32' or 'raw'")
+        raise _adump.ConfigError("bf16 must be 'float32' or 'raw', got %r" % (bf16,))
     if path.endswith(".csv"):
         return _open_stats(path)
     reader = _adump.Reader()
@@ -322,6 +322,9 @@ def _is_packed_dir(dirpath, files):
     return any(_adump.packed_file_kind(f) == 1 for f in files)
 
 
+_JOURNAL_PREFIX = "adump-journal-"
+
+
 def _tree(top):
     """(kind, path) for the files below @top, sorted: kind "packed" for a packed
     directory, "file" for the others."""
@@ -350,6 +353,8 @@ def _tree(top):
 
 
 def _is_dump_file(path):
+    if os.path.basename(path).startswith(_JOURNAL_PREFIX):
+        return False                    # a hand-over journal (adump.verify reads it)
     if path.endswith(".csv"):
         return _stats_name(path) is not None
     return not path.endswith(_NOT_DUMPS) and not _adump.packed_file_kind(path)
@@ -380,7 +385,7 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
     that is not a valid dump raises (adump.CorruptError ...). No file stays open between
     the dumps it yields."""
     if order not in ("time", "name"):
-        raise ValueError("order must be 'time' or 'name'")
+        raise _adump.ConfigError("order must be 'time' or 'name', got %r" % (order,))
     if order == "name":
         reader = _adump.Reader()
         for kind, path in _tree(top):
@@ -433,7 +438,9 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
 
 class VerifyReport:
     """What adump.verify found: files (dumps checked), problems [(kind, path, message)] with
-    kind "bad", "part" or "failed", warnings [(kind, path, message)]; ok is True when there
+    kind "bad", "part", "failed", "lost" (the capture's loss log), "missing" (a dump handed
+    over and never written, its process gone: a hand-over journal says so) or "busy" (the
+    same, its process still running), warnings [(kind, path, message)]; ok is True when there
     are no problems."""
 
     def __init__(self):
@@ -529,6 +536,10 @@ def verify(top: PathLike) -> "VerifyReport":
                 _adump.pt_check(path)
             except (_adump.Error, OSError) as exc:
                 rep.problems.append(("bad", path, str(exc)))
+        elif os.path.basename(path).startswith(_JOURNAL_PREFIX) and \
+                (found := _adump.journal_list(path)) is not None:
+            # A hand-over journal: dumps handed over and never written (as `adump verify`).
+            rep.problems.extend((kind, path, msg) for kind, msg in found)
         elif os.path.basename(path) == LOSS_LOG:
             # One line per tensor the capture lost, each a problem (as `adump verify` does).
             with builtins.open(path, "rb") as f:

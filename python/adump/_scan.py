@@ -44,7 +44,7 @@ def scan(path, *, threads=0, flat=False):
     The scan runs without the GIL. Raises adump.NotFoundError when @path holds no dump,
     OSError when it cannot be read."""
     if not isinstance(threads, int) or threads < 0 or threads > 1024:
-        raise ValueError("threads: expected 0-1024, got %r" % (threads,))
+        raise _adump.ConfigError("threads: expected an int 0-1024, got %r" % (threads,))
     dumps, nbytes, ops = _adump.scan(os.fspath(path), threads, bool(flat))
     keys = ("kind", "order", "timestamp", "path", "op_type", "op_name", "inputs", "outputs",
             "first_tensor", "message")

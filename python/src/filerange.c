@@ -47,7 +47,8 @@ static int read_all(int fd, char *buf, size_t len, uint64_t offset, size_t *got)
 	return 0;
 }
 
-/* FileRange(path, offset, length) */
+/* FileRange(path, offset, length, fd=-1): with @fd (the caller's, left open) the bytes are
+ * read from the file open there, @path only names it. */
 static PyObject *file_range_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	unsigned long long offset, length;
@@ -55,10 +56,10 @@ static PyObject *file_range_new(PyTypeObject *type, PyObject *args, PyObject *kw
 	PyObject *path_obj = NULL;
 	const char *path;
 	size_t got = 0;
-	int fd, ret = 0;
+	int fd, given_fd = -1, ret = 0;
 
-	if (!PyArg_ParseTuple(args, "O&KK:FileRange", PyUnicode_FSConverter, &path_obj, &offset,
-			      &length))
+	if (!PyArg_ParseTuple(args, "O&KK|i:FileRange", PyUnicode_FSConverter, &path_obj, &offset,
+			      &length, &given_fd))
 		return NULL;
 	path = PyBytes_AsString(path_obj);
 	if (!path || length > (unsigned long long)PY_SSIZE_T_MAX || offset > INT64_MAX - length) {
@@ -85,12 +86,13 @@ static PyObject *file_range_new(PyTypeObject *type, PyObject *args, PyObject *kw
 		return PyErr_NoMemory();
 	}
 	Py_BEGIN_ALLOW_THREADS
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = given_fd >= 0 ? given_fd : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
 	} else {
 		ret = read_all(fd, self->data, (size_t)length, offset, &got);
-		close(fd);
+		if (fd != given_fd)
+			close(fd);
 	}
 	Py_END_ALLOW_THREADS
 	if (ret == -ADUMP_ERR_INCOMPLETE) {
@@ -140,7 +142,7 @@ static PyType_Slot file_range_slots[] = {
 	{ Py_tp_dealloc, file_range_dealloc },
 	{ Py_bf_getbuffer, file_range_getbuffer },
 	{ Py_bf_releasebuffer, file_range_releasebuffer },
-	{ Py_tp_doc, "FileRange(path, offset, length): bytes of a file, read into memory of its "
+	{ Py_tp_doc, "FileRange(path, offset, length, fd=-1): bytes of a file, read into memory of its "
 		     "own (read-only), no descriptor held" },
 	{ 0, NULL },
 };

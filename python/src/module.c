@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "adump/adump.h"
+#include "common/common.h"
+#include "reader/reader.h"
 
 /* The version `adump --version` prints. */
 #define STR_(x) #x
@@ -137,8 +139,72 @@ static PyObject *py_strerror(PyObject *self, PyObject *arg)
 	return PyUnicode_FromString(adump_strerror((int)(code < 0 ? code : -code)));
 }
 
+struct journal_found {
+	PyObject *list;
+	int err;
+};
+
+static void journal_found(void *arg, enum adump_journal_finding kind, const char *msg)
+{
+	static const char *const names[] = { "missing", "busy", "bad" };
+	struct journal_found *jf = arg;
+	PyObject *item;
+
+	if (jf->err)
+		return;
+	item = Py_BuildValue("(sN)", names[kind], PyUnicode_DecodeFSDefault(msg));
+	if (!item || PyList_Append(jf->list, item) < 0)
+		jf->err = -1;
+	Py_XDECREF(item);
+}
+
+/* journal_list(path) -> None if @path is no hand-over journal, else [(kind, message)] with
+ * kind "missing", "busy" or "bad" (reader/journal.c, as `adump verify` reads it). */
+static PyObject *py_journal_list(PyObject *self, PyObject *arg)
+{
+	struct journal_found jf = { 0 };
+	PyObject *path_b = NULL;
+	int ret;
+
+	(void)self;
+	if (!PyUnicode_FSConverter(arg, &path_b))
+		return NULL;
+	jf.list = PyList_New(0);
+	if (!jf.list) {
+		Py_DECREF(path_b);
+		return NULL;
+	}
+	/* The GIL held: the callback builds the list. */
+	ret = adump_journal_list(PyBytes_AsString(path_b), journal_found, &jf);
+	Py_DECREF(path_b);
+	if (jf.err || ret < 0) {
+		Py_DECREF(jf.list);
+		if (jf.err)
+			return NULL;
+		Py_RETURN_NONE;
+	}
+	return jf.list;
+}
+
+/* _testpoint_arm(name, errno): tests only; what adump_testpoint_arm() does (sticky). */
+static PyObject *py_testpoint_arm(PyObject *self, PyObject *args)
+{
+	const char *name;
+	int err;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "si:_testpoint_arm", &name, &err))
+		return NULL;
+	adump_testpoint_arm(name, -err, 1, 1);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
 	{ "strerror", py_strerror, METH_O, "strerror(code) -> adump's message for an error code" },
+	{ "journal_list", py_journal_list, METH_O,
+	  "journal_list(path) -> None (not a hand-over journal) or [(kind, message)]" },
+	{ "_testpoint_arm", py_testpoint_arm, METH_VARARGS,
+	  "_testpoint_arm(name, errno): arm a fault-injection testpoint (tests only)" },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -218,6 +284,11 @@ PyMODINIT_FUNC PyInit__adump(void)
 	    pyadump_pt_init(m) < 0 ||
 	    pyadump_config_init(m) < 0 || pyadump_file_range_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
+#ifdef ADUMP_ENABLE_TESTPOINTS
+	    PyModule_AddIntConstant(m, "_TESTPOINTS", 1) < 0 ||
+#else
+	    PyModule_AddIntConstant(m, "_TESTPOINTS", 0) < 0 ||
+#endif
 	    PyModule_AddStringConstant(m, "__version__", ADUMP_VERSION_STRING) < 0) {
 		Py_DECREF(m);
 		return NULL;

@@ -1,26 +1,38 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* _adump.pt_read(path, checked=False) -> dict: where torch.save put the one tensor of a .pt
- * file (adump_pt_read), so msprobe-layout dumps are read with numpy and no torch. */
+/* _adump.pt_read(path, checked=False, fd=-1) -> dict: where torch.save put the one tensor of
+ * a .pt file (adump_pt_read), so msprobe-layout dumps are read with numpy and no torch. With
+ * @fd (the caller's, left open) the file open there is read and @path only names it. */
 #include "pyadump_int.h"
 
+#include <errno.h>
+#include <unistd.h>
+
 #include "adump/reader.h"
+#include "reader/msprobe.h"
 
 static PyObject *py_pt_read(PyObject *self, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "path", "checked", NULL };
+	static char *kwlist[] = { "path", "checked", "fd", NULL };
 	PyObject *path_o, *path_b = NULL, *dims = NULL, *ret = NULL;
 	struct adump_pt_info info;
-	int checked = 0, rc;
+	int checked = 0, fd = -1, rc;
 	char msg[1024];
 
 	(void)self;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|p", kwlist, &path_o, &checked))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pi", kwlist, &path_o, &checked, &fd))
 		return NULL;
 	if (!PyUnicode_FSConverter(path_o, &path_b))
 		return NULL;
 	msg[0] = '\0';
 	Py_BEGIN_ALLOW_THREADS
-	rc = adump_pt_read(PyBytes_AsString(path_b), checked, &info, msg, sizeof(msg));
+	if (fd >= 0) {
+		int own = dup(fd);      /* adump_pt_read_fd() closes its own */
+
+		rc = own < 0 ? -errno : adump_pt_read_fd(own, PyBytes_AsString(path_b), checked,
+							 &info, msg, sizeof(msg));
+	} else {
+		rc = adump_pt_read(PyBytes_AsString(path_b), checked, &info, msg, sizeof(msg));
+	}
 	Py_END_ALLOW_THREADS
 	if (rc < 0) {
 		pyadump_raise(rc, msg, PyBytes_AsString(path_b));
@@ -45,7 +57,7 @@ out:
 
 static PyMethodDef pt_methods[] = {
 	{ "pt_read", (PyCFunction)(void (*)(void))py_pt_read, METH_VARARGS | METH_KEYWORDS,
-	  "pt_read(path, checked=False) -> {dtype_code, shape, offset, bytes, requires_grad, "
+	  "pt_read(path, checked=False, fd=-1) -> {dtype_code, shape, offset, bytes, requires_grad, "
 	  "is_parameter}: the tensor torch.save wrote in path" },
 	{ NULL, NULL, 0, NULL },
 };

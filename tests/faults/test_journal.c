@@ -96,6 +96,10 @@ static int dump_one(struct adump_host_stream *hs, unsigned i, const void *data, 
 
 enum child_end { END_KILL, END_WAIT, END_CLOSE };
 
+/* Where the child's stream writes (adump_host_stream_set_dir(), relative to its dump_path,
+ * as adump.torch steers each step), or NULL: the session directory. */
+static const char *child_stream_dir;
+
 /* A capture of dump 0 (small, synced: on disk), then @count dumps of @bytes each handed
  * over (1..count), then: SIGKILL itself; or tell the parent on @ready_fd and wait to be
  * killed; or end the session cleanly. Never returns. */
@@ -118,6 +122,8 @@ static void child_capture(const char *out, bool is_held, unsigned count, const u
 	s = make_session(out);
 	if (!s || adump_host_stream_open(s, NULL, &hs) < 0)
 		_exit(2);
+	if (child_stream_dir && adump_host_stream_set_dir(hs, child_stream_dir) < 0)
+		_exit(7);
 	if (dump_one(hs, 0, small, sizeof(small)) < 0 || adump_host_stream_sync(hs) < 0)
 		_exit(3);
 	if (is_held)
@@ -277,6 +283,43 @@ START_TEST(test_kill_held)
 }
 END_TEST
 
+/* The same for a stream writing into a directory of its own (what adump.torch does for each
+ * step): its journal lies there, and verify of the whole capture names each dump. Before,
+ * only the session directory had one, and verify passed. */
+START_TEST(test_kill_held_stream_dir)
+{
+	uint64_t bytes[3] = { 1u << 20, 1u << 20, 1u << 20 };
+	char out[PATH_MAX], sub[PATH_MAX + 8];
+	struct findings f;
+	pid_t pid;
+	int status;
+
+	child_stream_dir = "step1/rank0";
+	snprintf(out, sizeof(out), "%s/held-dir", dir);
+	snprintf(sub, sizeof(sub), "%s/step1/rank0", out);
+	reap_killed(spawn(out, true, 3, bytes, END_KILL, -1));
+	ck_assert_uint_eq(journals_under(sub), 1);
+	f = run_verify(out);
+	ck_assert_int_eq(f.ok, 1);
+	ck_assert_int_eq(f.missing, 3);
+	ck_assert_int_eq(f.rc, 1);
+	for (unsigned i = 1; i <= 3; i++) {
+		ck_assert_msg(!is_on_disk(sub, i), "dump %u written despite the hold", i);
+		ck_assert_msg(f.is_reported[i], "dump %u neither on disk nor reported missing", i);
+	}
+	/* A clean end there leaves no journal anywhere, and verify passes. */
+	snprintf(out, sizeof(out), "%s/clean-dir", dir);
+	pid = spawn(out, false, 3, bytes, END_CLOSE, -1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+	ck_assert_uint_eq(journals_under(out), 0);
+	f = run_verify(out);
+	ck_assert_int_eq(f.ok, 4);
+	ck_assert_int_eq(f.rc, 0);
+	child_stream_dir = NULL;
+}
+END_TEST
+
 /* The race of issue 30: killed right after the last hand-over returns, writes in flight. */
 START_TEST(test_kill_race)
 {
@@ -425,6 +468,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_kill_held);
+	tcase_add_test(tc, test_kill_held_stream_dir);
 	tcase_add_test(tc, test_kill_race);
 	tcase_add_test(tc, test_live_in_progress);
 	tcase_add_test(tc, test_clean_close);

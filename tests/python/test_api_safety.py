@@ -400,5 +400,51 @@ class CloseFromAnotherThread(unittest.TestCase):
         self.assertEqual(s.close(), 0)          # closing twice is a no-op
 
 
+class BadArguments(unittest.TestCase):
+    """A bad keyword of compare, scan, open or walk is adump.ConfigError naming it (was a
+    bare ValueError, which the README does not list), raised before anything is read."""
+
+    def test_each(self):
+        top = helpers.tmpdir("badargs")
+        calls = {
+            "compare threads": lambda: adump.compare(top, top, threads=-1),
+            "compare threads type": lambda: adump.compare(top, top, threads="4"),
+            "scan threads": lambda: adump.scan(top, threads=5000),
+            "open bf16": lambda: adump.open(os.path.join(top, "x"), bf16="float16"),
+            "walk order": lambda: list(adump.walk(top, order="size")),
+        }
+        for what, call in calls.items():
+            with self.subTest(what):
+                with self.assertRaises(adump.ConfigError) as cm:
+                    call()
+                self.assertIsInstance(cm.exception, adump.Error)
+                self.assertIn(what.split()[1], str(cm.exception))
+
+
+class ToolMessages(unittest.TestCase):
+    """A name from a capture reaches the tools' stderr as text: its control bytes (an escape
+    sequence, a newline forging a line) written \\xNN as adump's log does, not raw."""
+
+    def test_convert_names_escaped(self):
+        top = helpers.tmpdir("toolmsg")
+        d = os.path.join(top, "d")
+        os.makedirs(d)
+        name = "Add.op\x1b[31mRED\nadump convert: forged.1.2.3"
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(b"not a dump file at all, not even close")
+        code, out = helpers.tool("convert", "-d", d, "-out", os.path.join(top, "o"))
+        self.assertNotEqual(code, 0, out)
+        self.assertNotIn("\x1b", out)
+        self.assertIn("\\x1b[31mRED\\x0aadump convert: forged", out)
+        self.assertFalse(any(line.startswith("adump convert: forged")
+                             for line in out.splitlines()), out)
+        # verify's report: one line per problem, no line forged by a name.
+        code, out = helpers.tool("verify", d)
+        self.assertEqual(code, 1, out)
+        self.assertNotIn("\x1b", out)
+        self.assertFalse(any(line.startswith("adump convert: forged")
+                             for line in out.splitlines()), out)
+
+
 if __name__ == "__main__":
     unittest.main()

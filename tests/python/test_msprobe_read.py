@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -278,7 +279,34 @@ class StaysInside(unittest.TestCase):
             rep = adump.verify(os.path.join(top, "cap"))
             self.assertFalse(rep.ok, name)
             text = "\n".join(str(p) for p in rep.problems)
-            self.assertTrue("not a file name" in text or "leads out" in text, text)
+            self.assertTrue("not a file name" in text or "symbolic link" in text, text)
+
+    def test_link_swapped_in_after_the_check(self):
+        """A .pt that is a plain file when the reader looks and a link out when it reads
+        (swapped in between, as a racing attacker would): what is read is the file looked
+        at, never the file outside. The .pt was checked by path, then opened by path."""
+        top, rank, secret = self.make("x.pt")
+        path = os.path.join(rank, "dump_tensor_data", "x.pt")
+        torch.save(torch.zeros(4, dtype=torch.float32), path)
+        real = adump._adump.pt_read
+        swaps = []
+
+        def swapping(*args, **kw):
+            tmp = path + ".swap"
+            os.symlink(secret, tmp)
+            os.replace(tmp, path)       # the link takes the checked file's name
+            swaps.append(path)
+            return real(*args, **kw)
+
+        with mock.patch.object(adump._adump, "pt_read", swapping):
+            try:
+                got = [d.inputs[0] for d in adump.walk(os.path.join(top, "cap"))]
+            except adump.CorruptError:
+                got = []
+            self.assertTrue(swaps)
+            for a in got:
+                self.assertFalse(np.array_equal(a, np.arange(4, dtype=np.float32)),
+                                 "read the file outside the capture")
 
 
 if __name__ == "__main__":

@@ -392,6 +392,9 @@ START_TEST(test_unknown_dtype)
 			 -ADUMP_ERR_UNSUPPORTED);
 	ck_assert_int_eq(adump_reader_tensor_stats(r, 0, &st), -ADUMP_ERR_UNSUPPORTED);
 	ck_assert_ptr_nonnull(strstr(adump_reader_error(r), "unknown"));
+	/* An index past the tensors is refused with its reason, naming the dump. */
+	ck_assert_int_eq(adump_reader_tensor_stats(r, 1, &st), -ADUMP_ERR_CONFIG);
+	ck_assert_ptr_nonnull(strstr(adump_reader_error(r), "odd: statistics of tensor 1: out of range"));
 	ck_assert_ptr_null(adump_reader_npy_descr(99));
 	adump_reader_destroy(r);
 }

@@ -273,6 +273,58 @@ static size_t last_cdir_entry(const unsigned char *buf, size_t len)
 	return at;
 }
 
+/* A .npy of @count float32 (element i is i) at @path. */
+static void write_npy(const char *path, uint32_t count)
+{
+	char head[128];
+	int len = snprintf(head + 10, sizeof(head) - 10, "{'descr': '<f4', 'fortran_order': "
+			   "False, 'shape': (%u,), }", count);
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	while ((10 + len + 1) % 64)
+		head[10 + len++] = ' ';
+	head[10 + len++] = '\n';
+	memcpy(head, "\x93NUMPY\x01\x00", 8);
+	head[8] = (char)(len & 0xff);
+	head[9] = (char)(len >> 8);
+	ck_assert_uint_eq(fwrite(head, 1, (size_t)(10 + len), f), (size_t)(10 + len));
+	for (uint32_t i = 0; i < count; i++) {
+		float v = (float)i;
+
+		ck_assert_uint_eq(fwrite(&v, sizeof(v), 1, f), 1);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A .npy cut short after adump_reader_npy_map() (as by a writer while `adump compare A.npy
+ * B.npy` runs): the elements read stay readable. They were mapped, and touching a page past
+ * the new end was SIGBUS. */
+START_TEST(test_npy_truncated_after_open)
+{
+	char *dir = t_tmpdir("trust"), path[4400], msg[512];
+	struct adump_reader_npy n;
+	const uint32_t count = 64 * 1024;
+
+	snprintf(path, sizeof(path), "%s/a.npy", dir);
+	write_npy(path, count);
+	ck_assert_msg(adump_reader_npy_map(path, &n, msg, sizeof(msg)) == 0, "%s", msg);
+	ck_assert_uint_eq(n.count, count);
+	ck_assert_int_eq(truncate(path, 0), 0);
+	ck_assert_float_eq(((const float *)n.data)[count - 1], (float)(count - 1));
+	adump_reader_npy_unmap(&n);
+	/* Opened once it is cut: a clear error, not a crash. */
+	ck_assert_int_eq(adump_reader_npy_map(path, &n, msg, sizeof(msg)), -ADUMP_ERR_CORRUPT);
+	ck_assert_msg(strstr(msg, "a.npy: not a numpy file"), "%s", msg);
+	write_npy(path, count);
+	ck_assert_int_eq(truncate(path, 4096), 0);
+	ck_assert_int_eq(adump_reader_npy_map(path, &n, msg, sizeof(msg)), -ADUMP_ERR_INCOMPLETE);
+	ck_assert_msg(strstr(msg, "do not fit in the file"), "%s", msg);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_pt_check_name_length_lies)
 {
 	char *dir = t_tmpdir("trust"), path[4400], msg[512];
@@ -311,6 +363,7 @@ int main(void)
 	tcase_add_test(tc, test_packed_fifo_index);
 	tcase_add_test(tc, test_packed_segment_refused);
 	tcase_add_test(tc, test_pt_check_name_length_lies);
+	tcase_add_test(tc, test_npy_truncated_after_open);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }

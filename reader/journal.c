@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `adump verify`'s reading of a hand-over journal (common/journal.h): every dump a session
- * recorded as handed over and never marked finished, whose file is not under its name
- * either, is reported missing. A journal whose process still runs is a capture in progress:
+/* The reading of a hand-over journal (common/journal.h) by `adump verify` and Python's
+ * adump.verify: every dump a session recorded as handed over and never marked finished,
+ * whose file is not under its name either, is reported missing; so are the entries a
+ * msprobe directory's journal counts as held for a dump.json never written. A journal whose process still runs is a capture in progress:
  * its pending dumps are reported as not yet written (a problem all the same: the capture is
  * not whole yet). Nothing is trusted: the file must be a regular file (never through a
  * link), its size must match its head, and each name is rebuilt and checked as one path
@@ -19,17 +20,17 @@
 #include "adump/adump.h"
 #include "common/common.h"
 #include "common/journal.h"
-#include "tools/verify_int.h"
+#include "reader/reader.h"
 
 /* Far above what a session makes (a few MiB with the smallest chunks): a cap on memory. */
 #define JOURNAL_MAX_BYTES (256ull << 20)
 
-static void bad(verify_journal_fn fn, void *arg, const char *path, const char *why)
+static void bad(adump_journal_fn fn, void *arg, const char *path, const char *why)
 {
 	char msg[PATH_MAX + 256];
 
 	snprintf(msg, sizeof(msg), "%s: hand-over journal unreadable: %s", path, why);
-	fn(arg, VERIFY_JOURNAL_BAD, msg);
+	fn(arg, ADUMP_JOURNAL_FOUND_BAD, msg);
 }
 
 /* The slot's text as op_type and op_name (NUL-terminated inside it). Return: false if not. */
@@ -53,8 +54,8 @@ static bool is_component(const char *s)
 /* One pending slot: reported unless its file is there (finished, then killed before the
  * slot was marked). Return: 1 if reported. */
 static int check_slot(const struct adump_journal_slot *js, int dir_fd, const char *dir,
-		      const char *suffix, bool is_live, int32_t pid, verify_journal_fn fn,
-		      void *arg)
+		      uint32_t kind, const char *suffix, bool is_live, int32_t pid,
+		      adump_journal_fn fn, void *arg)
 {
 	char base[4096], rel[4200], msg[PATH_MAX + 4400];
 	const char *type, *name;
@@ -64,10 +65,22 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 
 	if (!slot_names(js, &type, &name) || !type[0] || !name[0]) {
 		snprintf(msg, sizeof(msg), "%s: a pending entry without a name", dir);
-		fn(arg, VERIFY_JOURNAL_BAD, msg);
+		fn(arg, ADUMP_JOURNAL_FOUND_BAD, msg);
 		return 1;
 	}
 	is_cut = strlen(type) != js->type_len || strlen(name) != js->name_len;
+	if (kind == ADUMP_JOURNAL_MSPROBE) {
+		/* Its entry was never held for dump.json (a slot is done from then on): lost. */
+		if (is_live)
+			snprintf(msg, sizeof(msg), "%s: %s%s: handed over, not yet written: capture "
+				 "in progress (pid %ld)", dir, name, is_cut ? "..." : "", (long)pid);
+		else
+			snprintf(msg, sizeof(msg), "%s: %s%s: handed over but never written (%llu "
+				 "bytes of tensors)", dir, name, is_cut ? "..." : "",
+				 (unsigned long long)js->payload_bytes);
+		fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
+		return 1;
+	}
 	op.op_type = type;
 	op.op_name = name;
 	op.task_id = js->task_id;
@@ -80,7 +93,20 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 		    (int)sizeof(rel)) {
 		snprintf(msg, sizeof(msg), "%s: a pending entry with a name that is not one "
 			 "file name", dir);
-		fn(arg, VERIFY_JOURNAL_BAD, msg);
+		fn(arg, ADUMP_JOURNAL_FOUND_BAD, msg);
+		return 1;
+	}
+	if (kind == ADUMP_JOURNAL_PACKED) {
+		/* Done once its index line is written: pending, it is in no index. */
+		if (is_live)
+			snprintf(msg, sizeof(msg), "%s/packed: %s%s: handed over, not yet indexed: "
+				 "capture in progress (pid %ld)", dir, rel, is_cut ? "..." : "",
+				 (long)pid);
+		else
+			snprintf(msg, sizeof(msg), "%s/packed: %s%s: handed over but never written "
+				 "(%llu bytes of tensors; not in the index)", dir, rel,
+				 is_cut ? "..." : "", (unsigned long long)js->payload_bytes);
+		fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
 		return 1;
 	}
 	if (!is_cut) {
@@ -98,7 +124,7 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 		snprintf(msg, sizeof(msg), "%s/%s%s: handed over but never written (%llu bytes of "
 			 "tensors)", dir, rel, is_cut ? "... (name cut in the journal)" : "",
 			 (unsigned long long)js->payload_bytes);
-	fn(arg, is_live ? VERIFY_JOURNAL_IN_PROGRESS : VERIFY_JOURNAL_MISSING, msg);
+	fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
 	return 1;
 }
 
@@ -125,7 +151,7 @@ static int read_whole(int fd, void *buf, size_t len)
 	return 0;
 }
 
-int verify_journal_list(const char *path, verify_journal_fn fn, void *arg)
+int adump_journal_list(const char *path, adump_journal_fn fn, void *arg)
 {
 	const char *slash = strrchr(path, '/'), *file = slash ? slash + 1 : path;
 	char dir[PATH_MAX], suffix[sizeof(((struct adump_journal_head *)0)->suffix)];
@@ -133,6 +159,7 @@ int verify_journal_list(const char *path, verify_journal_fn fn, void *arg)
 	struct stat st;
 	void *buf = NULL;
 	int fd, dir_fd = -1, ret, count = 0;
+	uint64_t held;
 	bool is_live;
 
 	if (strncmp(file, ADUMP_JOURNAL_PREFIX, strlen(ADUMP_JOURNAL_PREFIX)))
@@ -164,7 +191,8 @@ int verify_journal_list(const char *path, verify_journal_fn fn, void *arg)
 	if (memcmp(head->magic, ADUMP_JOURNAL_MAGIC, sizeof(head->magic)) ||
 	    head->version != ADUMP_JOURNAL_VERSION || head->slot_bytes != ADUMP_JOURNAL_SLOT_BYTES ||
 	    head->slot_count != (uint64_t)st.st_size / ADUMP_JOURNAL_SLOT_BYTES - 1 ||
-	    !memchr(head->suffix, '\0', sizeof(head->suffix)) || strchr(head->suffix, '/')) {
+	    !memchr(head->suffix, '\0', sizeof(head->suffix)) || strchr(head->suffix, '/') ||
+	    head->kind > ADUMP_JOURNAL_MSPROBE) {
 		bad(fn, arg, path, "not an adump hand-over journal (its head)");
 		count = 1;
 		goto out;
@@ -177,12 +205,27 @@ int verify_journal_list(const char *path, verify_journal_fn fn, void *arg)
 		goto out;
 	}
 	is_live = is_alive(head->pid);
+	held = atomic_load_explicit(&head->held, memory_order_relaxed);
+	if (held) {
+		char msg[PATH_MAX + 200];
+
+		if (is_live)
+			snprintf(msg, sizeof(msg), "%s/dump.json: %llu dump(s) handed over, not yet "
+				 "written into it: capture in progress (pid %ld)", dir,
+				 (unsigned long long)held, (long)head->pid);
+		else
+			snprintf(msg, sizeof(msg), "%s/dump.json: %llu dump(s) handed over but never "
+				 "written into it", dir, (unsigned long long)held);
+		fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
+		count++;
+	}
 	for (uint64_t i = 0; i < head->slot_count; i++) {
 		const struct adump_journal_slot *js =
 			(const void *)((const char *)buf + (i + 1) * ADUMP_JOURNAL_SLOT_BYTES);
 
 		if (atomic_load_explicit(&js->state, memory_order_relaxed) == ADUMP_JOURNAL_PENDING)
-			count += check_slot(js, dir_fd, dir, suffix, is_live, head->pid, fn, arg);
+			count += check_slot(js, dir_fd, dir, head->kind, suffix, is_live,
+					    head->pid, fn, arg);
 	}
 out:
 	if (dir_fd >= 0)
