@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor statistics: one pass over a tensor's elements keeps what both the capture's
  * statistics files (CANN's rules) and the reader's statistics (finite values) are read from
- * (common/common.h, "Tensor statistics"). */
+ * (common/common.h, "Tensor statistics").
+ *
+ * One file past 600 lines on purpose: the portable and the AVX2 passes must compute the same
+ * sums bit for bit (see "Floating types" below), over the same lanes, blocks and fold
+ * (lanes_total, block_fold, publish, add_sum), and the dispatch between them is per call.
+ * Kept side by side, a change to one path is made and read beside the other, and the shared
+ * helpers stay static inline in the statistics loop of every capture. */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>

@@ -14,7 +14,7 @@
 #include "reader/msprobe.h"
 #include "reader/reader.h"
 
-/* ---- a capture as dump files (compare_match.c) ---- */
+/* ---- a capture as dump files (compare_list.c) ---- */
 
 struct cmp_file {
 	char *path;                     /* what messages name: the file's path */

@@ -116,7 +116,7 @@ ADUMP_HIDDEN double adump_compare_m2_run(const float *v, size_t n, double mean);
 ADUMP_HIDDEN void adump_compare_kl_run(const float *x, const float *y, size_t n,
 				       const double mm[4], double out[3]);
 
-/* ---- the engine's state (compare.c; listing and matching in compare_match.c) ---- */
+/* ---- the engine's state (compare.c; listing in compare_list.c, matching in compare_match.c) */
 
 enum { MY = 0, GOLDEN = 1 };
 

@@ -1,224 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The DMA engine end to end over a real channel: dumped Adds are cut into chunks that wrap a
- * small staging pool, a test consumer reassembles every file and checks offsets, flags and
- * metadata against the tensors; under the drop policy a slow consumer makes chunks drop, the
- * file is marked failed, its LAST record still arrives and sync reports the drop. */
+ * small staging pool, a test consumer (dma_fixture.c) reassembles every file and checks
+ * offsets, flags and metadata against the tensors; under the drop policy a slow consumer
+ * makes chunks drop, the file is marked failed, its LAST record still arrives and sync
+ * reports the drop. */
 #include <errno.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
 
-#include "common/common.h"
-#include "dev_helpers.h"
-#include "producer/producer.h"
-#include "ring/ring.h"
-
-#define CHUNK_BYTES 4096u
-#define CANARY_BYTES 64u
-#define MAX_FILES 64
-
-/* One dump file as the consumer saw it. */
-struct seen_file {
-	struct adump_op op;                     /* strings and arrays point into the fields below */
-	char op_type[64];
-	char op_name[64];
-	uint32_t attr_count;
-	struct adump_tensor tensors[3];
-	unsigned char *payload;                 /* payload_bytes long */
-	uint64_t payload_bytes;
-	uint64_t bytes_received;
-	uint32_t record_count;
-	bool is_failed;
-	bool has_gap;                           /* a chunk went missing (drop policy only) */
-};
-
-struct consumer {
-	struct adump_chan *chan;
-	struct adump_doorbell doorbell;
-	pthread_t thread;
-	_Atomic int is_stopping;
-	unsigned delay_us;                      /* per record: a deliberately slow worker */
-	/* Consumer thread only until joined. */
-	struct adump_op_rec *current;           /* file in progress */
-	uint64_t next_offset;
-	struct seen_file files[MAX_FILES];
-	unsigned file_count;
-	char error[256];                        /* first protocol violation */
-};
-
-static void consumer_fail(struct consumer *c, const char *what)
-{
-	if (!c->error[0])
-		snprintf(c->error, sizeof(c->error), "file %u: %s", c->file_count, what);
-}
-
-static void file_open(struct consumer *c, struct adump_op_rec *op_rec)
-{
-	struct seen_file *f = &c->files[c->file_count];
-
-	memset(f, 0, sizeof(*f));
-	f->op = op_rec->op;
-	snprintf(f->op_type, sizeof(f->op_type), "%s", op_rec->op.op_type);
-	snprintf(f->op_name, sizeof(f->op_name), "%s", op_rec->op.op_name);
-	f->op.op_type = f->op_type;
-	f->op.op_name = f->op_name;
-	f->attr_count = op_rec->op.attr_count;
-	f->op.attrs = NULL;
-	if (op_rec->op.tensor_count > 3) {
-		consumer_fail(c, "more than 3 tensors");
-		f->op.tensor_count = 3;
-	}
-	if (f->op.tensor_count)
-		memcpy(f->tensors, op_rec->op.tensors, f->op.tensor_count * sizeof(f->tensors[0]));
-	f->op.tensors = f->tensors;
-	f->payload_bytes = op_rec->payload_bytes;
-	f->payload = calloc(1, f->payload_bytes ? f->payload_bytes : 1);
-	c->current = op_rec;
-	c->next_offset = 0;
-}
-
-static void handle(struct consumer *c, struct adump_rec *rec)
-{
-	struct seen_file *f;
-	bool is_last = rec->flags & ADUMP_REC_LAST;
-
-	if (c->file_count == MAX_FILES) {
-		consumer_fail(c, "too many files");
-		adump_chan_release_sc(c->chan, rec);
-		return;
-	}
-	if (rec->flags & ADUMP_REC_FIRST) {
-		if (c->current)
-			consumer_fail(c, "FIRST before the previous file's LAST");
-		file_open(c, rec->op);
-	} else if (rec->op != c->current) {
-		consumer_fail(c, "record of a file that did not start with FIRST");
-		file_open(c, rec->op);
-	}
-	f = &c->files[c->file_count];
-	if (rec->offset != c->next_offset) {
-		if (rec->offset < c->next_offset)
-			consumer_fail(c, "offset went backwards");
-		f->has_gap = true;
-	}
-	if (rec->len > CHUNK_BYTES || rec->offset + rec->len > f->payload_bytes)
-		consumer_fail(c, "record outside the payload");
-	else
-		memcpy(f->payload + rec->offset, rec->buf, rec->len);
-	if (!is_last && rec->len != CHUNK_BYTES)
-		consumer_fail(c, "short chunk before LAST");
-	if (is_last && rec->offset + rec->len != f->payload_bytes)
-		consumer_fail(c, "LAST does not end the payload");
-	c->next_offset = rec->offset + rec->len;
-	f->bytes_received += rec->len;
-	f->record_count++;
-	if (c->delay_us)
-		usleep(c->delay_us);
-	if (is_last) {
-		/* The producer sets is_failed before it commits LAST. The op record goes back
-		 * before the record, as a worker does. */
-		f->is_failed = atomic_load_explicit(&c->current->is_failed, memory_order_relaxed);
-		adump_op_rec_destroy(c->current);
-		c->current = NULL;
-		c->file_count++;
-	}
-	adump_chan_release_sc(c->chan, rec);
-}
-
-static void *consumer_main(void *arg)
-{
-	struct consumer *c = arg;
-	struct adump_rec *rec;
-	uint64_t value;
-
-	for (;;) {
-		rec = adump_chan_pop_sc(c->chan);
-		if (rec) {
-			handle(c, rec);
-			continue;
-		}
-		if (atomic_load_explicit(&c->is_stopping, memory_order_acquire))
-			break;
-		/* Doorbell protocol: announce the sleep, look once more, then wait. */
-		atomic_store_explicit(&c->doorbell.is_sleeping, 1, memory_order_seq_cst);
-		rec = adump_chan_pop_sc(c->chan);
-		if (!rec) {
-			struct pollfd pfd = { .fd = c->doorbell.event_fd, .events = POLLIN };
-
-			poll(&pfd, 1, 10);      /* a bounded wait: a lost wake-up costs 10 ms */
-			while (read(c->doorbell.event_fd, &value, sizeof(value)) > 0)
-				;
-		}
-		atomic_store_explicit(&c->doorbell.is_sleeping, 0, memory_order_relaxed);
-		if (rec)
-			handle(c, rec);
-	}
-	return NULL;
-}
-
-struct fixture {
-	struct adump_dev *dev;
-	struct adump_dev_stream *stream;
-	struct adump_port *port;
-	unsigned char *buffer_mem;
-	uint32_t buffer_count;
-	struct consumer consumer;
-};
-
-static void fixture_start(struct fixture *fx, uint32_t buffer_count, enum adump_on_full on_full,
-			  unsigned delay_us)
-{
-	struct adump_port_cfg cfg;
-
-	memset(fx, 0, sizeof(*fx));
-	ck_assert_int_eq(adump_dev_open(0, &fx->dev), 0);
-	ck_assert_int_eq(adump_dev_stream_create(fx->dev, &fx->stream), 0);
-	fx->buffer_count = buffer_count;
-	fx->buffer_mem = malloc(buffer_count * CHUNK_BYTES + CANARY_BYTES);
-	memset(fx->buffer_mem + buffer_count * CHUNK_BYTES, 0xa5, CANARY_BYTES);
-	cfg = (struct adump_port_cfg){
-		.chan = {
-			.stream_id = adump_dev_stream_id(fx->stream),
-			.buffer_count = buffer_count,
-			.buffer_bytes = CHUNK_BYTES,
-			.buffer_mem = fx->buffer_mem,
-		},
-		.on_full = on_full,
-	};
-	ck_assert_int_eq(adump_port_create(&cfg, &fx->port), 0);
-	ck_assert_int_eq(adump_doorbell_init(&fx->consumer.doorbell), 0);
-	adump_port_set_doorbell(fx->port, &fx->consumer.doorbell);
-	fx->consumer.chan = adump_port_chan(fx->port);
-	fx->consumer.delay_us = delay_us;
-	ck_assert_int_eq(pthread_create(&fx->consumer.thread, NULL, consumer_main, &fx->consumer),
-			 0);
-	adump_dev_stream_bind(fx->stream, fx->port);
-	ck_assert_ptr_eq(adump_dev_stream_port(fx->stream), fx->port);
-}
-
-/* Stops the consumer (after a sync, so the channel is idle) and checks the canary. */
-static void fixture_stop_consumer(struct fixture *fx)
-{
-	atomic_store_explicit(&fx->consumer.is_stopping, 1, memory_order_release);
-	ck_assert_int_eq(pthread_join(fx->consumer.thread, NULL), 0);
-	ck_assert_msg(!fx->consumer.error[0], "consumer: %s", fx->consumer.error);
-	ck_assert_ptr_null(fx->consumer.current);
-	for (unsigned i = 0; i < CANARY_BYTES; i++)
-		ck_assert_uint_eq(fx->buffer_mem[fx->buffer_count * CHUNK_BYTES + i], 0xa5);
-}
-
-static void fixture_finish(struct fixture *fx)
-{
-	adump_dev_stream_bind(fx->stream, NULL);
-	ck_assert_int_eq(adump_dev_stream_destroy(fx->stream), 0);
-	adump_port_destroy(fx->port);
-	adump_doorbell_fini(&fx->consumer.doorbell);
-	free(fx->buffer_mem);
-	for (unsigned i = 0; i < fx->consumer.file_count; i++)
-		free(fx->consumer.files[i].payload);
-	adump_dev_close(fx->dev);
-}
+#include "dma_fixture.h"
 
 /* One launch the test expects to see as a file. */
 struct launch {
@@ -371,7 +160,7 @@ START_TEST(test_dma_chunks_reassemble)
 
 	/* Four 4 KiB buffers and a consumer that takes 20 µs a record: the producer wraps the
 	 * pool many times and has to wait for buffers. */
-	fixture_start(&fx, 4, ADUMP_ON_FULL_BLOCK, 20);
+	t_dma_start(&fx, 4, ADUMP_ON_FULL_BLOCK, 20);
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int i = 0; i < PLAN_COUNT; i++, n++) {
 			launch_init(&fx, &launches[n], plan[i].dtype, plan[i].elems, plan[i].alpha,
@@ -399,7 +188,7 @@ START_TEST(test_dma_chunks_reassemble)
 	}
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
 	wall_after = adump_wall_us();
-	fixture_stop_consumer(&fx);
+	t_dma_stop_consumer(&fx);
 
 	ck_assert_uint_eq(fx.consumer.file_count, n);
 	for (uint32_t i = 0; i < n; i++) {
@@ -414,7 +203,7 @@ START_TEST(test_dma_chunks_reassemble)
 	ck_assert_uint_gt(stats.producer_wait_count, 0);
 	for (uint32_t i = 0; i < n; i++)
 		launch_free(&fx, &launches[i]);
-	fixture_finish(&fx);
+	t_dma_finish(&fx);
 }
 END_TEST
 
@@ -425,7 +214,7 @@ START_TEST(test_dma_unbound_stream_posts_nothing)
 	uint64_t rng = t_seed();
 	struct adump_stream_stats stats;
 
-	fixture_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 0);
+	t_dma_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 0);
 	launch_init(&fx, &l, ADUMP_DT_FLOAT, 5000, 1.0, ADUMP_DUMP_ALL, &rng);
 	adump_dev_stream_bind(fx.stream, NULL);
 	launch_submit(&fx, &l, 0);
@@ -434,13 +223,13 @@ START_TEST(test_dma_unbound_stream_posts_nothing)
 	adump_dev_stream_bind(fx.stream, fx.port);
 	launch_submit(&fx, &l, 1);
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
-	fixture_stop_consumer(&fx);
+	t_dma_stop_consumer(&fx);
 	ck_assert_uint_eq(fx.consumer.file_count, 1);
 	ck_assert_uint_eq(fx.consumer.files[0].op.task_id, 1);
 	adump_port_stats(fx.port, &stats);
 	ck_assert_uint_eq(stats.records, 15);   /* 60000 B in 4 KiB chunks */
 	launch_free(&fx, &l);
-	fixture_finish(&fx);
+	t_dma_finish(&fx);
 }
 END_TEST
 
@@ -454,7 +243,7 @@ START_TEST(test_dma_drop_policy)
 	uint64_t chunks;
 
 	/* Two buffers and a consumer that takes 2 ms a record: a 30-chunk file must drop. */
-	fixture_start(&fx, 2, ADUMP_ON_FULL_DROP, 2000);
+	t_dma_start(&fx, 2, ADUMP_ON_FULL_DROP, 2000);
 	launch_init(&fx, &big, ADUMP_DT_FLOAT, 10000, 1.0, ADUMP_DUMP_ALL, &rng);
 	launch_init(&fx, &small, ADUMP_DT_FLOAT, 300, 1.0, ADUMP_DUMP_ALL, &rng);
 	launch_submit(&fx, &big, 0);
@@ -462,7 +251,7 @@ START_TEST(test_dma_drop_policy)
 	/* The drop was reported once; a file that fits in one chunk is never dropped. */
 	launch_submit(&fx, &small, 1);
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
-	fixture_stop_consumer(&fx);
+	t_dma_stop_consumer(&fx);
 
 	ck_assert_uint_eq(fx.consumer.file_count, 2);
 	f = &fx.consumer.files[0];
@@ -479,7 +268,7 @@ START_TEST(test_dma_drop_policy)
 	ck_assert_uint_eq(fx.consumer.files[1].record_count, 1);
 	launch_free(&fx, &big);
 	launch_free(&fx, &small);
-	fixture_finish(&fx);
+	t_dma_finish(&fx);
 }
 END_TEST
 
@@ -499,7 +288,7 @@ START_TEST(test_dma_waits_before_overwrite)
 	int32_t *self, *other, *expect;
 	const struct seen_file *f;
 
-	fixture_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 300);
+	t_dma_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 300);
 	launch_init(&fx, &a, ADUMP_DT_INT32, ELEMS, 3.0, ADUMP_DUMP_ALL, &rng);
 	s2 = t_dev_tensor(fx.dev, ADUMP_DT_INT32, 1, shape);
 	o2 = t_dev_tensor(fx.dev, ADUMP_DT_INT32, 1, shape);
@@ -522,7 +311,7 @@ START_TEST(test_dma_waits_before_overwrite)
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	after_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	fixture_stop_consumer(&fx);
+	t_dma_stop_consumer(&fx);
 	/* B waited for the dump (C and D may find it done by then), and that was counted. */
 	adump_dev_stream_stats(fx.stream, &ds);
 	/* The last kernel ended after the first launch, and before the sync returned. */
@@ -557,7 +346,7 @@ START_TEST(test_dma_waits_before_overwrite)
 	t_dev_tensor_free(fx.dev, &s2);
 	t_dev_tensor_free(fx.dev, &o2);
 	launch_free(&fx, &a);
-	fixture_finish(&fx);
+	t_dma_finish(&fx);
 }
 END_TEST
 
@@ -569,7 +358,7 @@ START_TEST(test_dma_op_rec_failure)
 	uint64_t rng = t_seed();
 	float *got;
 
-	fixture_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 0);
+	t_dma_start(&fx, 2, ADUMP_ON_FULL_BLOCK, 0);
 	for (int i = 0; i < 3; i++)
 		launch_init(&fx, &l[i], ADUMP_DT_FLOAT, 3000, 2.0, ADUMP_DUMP_ALL, &rng);
 	/* The second dump cannot build its op record: no records, the kernel still ran. */
@@ -579,7 +368,7 @@ START_TEST(test_dma_op_rec_failure)
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), -ENOMEM);
 	adump_testpoint_disarm_all();
 	ck_assert_int_eq(adump_dev_stream_sync(fx.stream), 0);
-	fixture_stop_consumer(&fx);
+	t_dma_stop_consumer(&fx);
 	ck_assert_uint_eq(fx.consumer.file_count, 2);
 	ck_assert_uint_eq(fx.consumer.files[0].op.task_id, 0);
 	ck_assert_uint_eq(fx.consumer.files[1].op.task_id, 2);
@@ -596,7 +385,7 @@ START_TEST(test_dma_op_rec_failure)
 	free(got);
 	for (int i = 0; i < 3; i++)
 		launch_free(&fx, &l[i]);
-	fixture_finish(&fx);
+	t_dma_finish(&fx);
 }
 END_TEST
 #endif
