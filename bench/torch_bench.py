@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Training-step cost of dumping, adump.torch against msprobe, on issue 24's model: a 2-layer
-nn.TransformerEncoder (dim 256, 4 heads, feed-forward 1024, batch_first), input 8 x 64 x 256,
-loss = output.sum(), AdamW, torch.set_num_threads(1). Modes, each run in its own process,
-alternated over rounds (the order rotates every round):
+"""Training-step cost of dumping, adump.torch against msprobe. --model transformer (the default)
+is issue 24's model: a 2-layer nn.TransformerEncoder (dim 256, 4 heads, feed-forward 1024,
+batch_first), input 8 x 64 x 256, loss = output.sum(), AdamW. --model NAME is any
+torchvision.models classification model (issue 31's speed item), random init, 10 classes,
+input --batch x 3 x --size x --size (default 2 x 3 x 64 x 64; vit_* get image_size=--size),
+loss = cross entropy, SGD (momentum 0.9). torch.set_num_threads(1) in every mode. Modes, each
+run in its own process, alternated over rounds (the order rotates every round):
   none            no dump
   module-stats    adump.torch.capture(level="module", content="stats")
   module-tensor   adump.torch.capture(level="module", content="tensor")
@@ -11,19 +14,36 @@ alternated over rounds (the order rotates every round):
   op-tensor       adump.torch.capture(level="op", content="tensor")
   ms-stats-L0     msprobe PrecisionDebugger, task "statistics", level L0   (with --msprobe)
   ms-tensor-L0    msprobe PrecisionDebugger, task "tensor", level L0       (with --msprobe)
+(--format msprobe: the adump modes write msprobe's layout, one dump.json a step with the
+modules' parameters, as msprobe does; default cann: one CANN dump file per dump.)
 A step is forward, backward, optimizer step, and the tool's end of step (cap.step(), which
-waits until the step's dumps are written; msprobe's stop/step). Prints per mode the median
-ms/step [min..max] over every timed step of every round, the added ms/step against none, the
-MB dumped per step (the files' sizes), the added ms per dumped MB and the added CPU ms/step
-(the process's, all threads); then issue 24 item 6's three targets as ratios of added step
-time (and, as a check on a shared machine, of added CPU time), pass or fail:
+waits until the step's dumps are written; msprobe's stop/step). Prints each round's median CPU
+ms/step per mode as it goes; then per mode the median ms/step [min..max] over every timed
+step of every round, the added ms/step against none, the MB dumped per step (the files'
+sizes), the added ms per dumped MB, the added CPU ms/step (the process's, all threads) and the
+CPU ms/step's range over the rounds' medians; then the targets (issue 24 item 6; issue 31's
+speed item asks the first and third of CPU time on a torchvision model) as ratios of added
+step time and of added CPU time, pass or fail:
   module stats added <= 1/3 of msprobe statistics L0's added time
   op stats added < op tensor added
   module tensor added <= 1/4 of msprobe tensor L0's added time
+and, so that a verdict does not hang on a shared machine's swings, the same targets on the
+rounds' ranges: each round's added CPU (its median less that round's none), the worst round
+of the first mode against the best round of the second must meet the target.
+
+msprobe on torch 1.13 cannot run a model that modifies a module's output in place (its L0
+backward hook makes the output a view of a custom Function: RuntimeError "Output 0 of
+BackwardHookFunctionBackward is a view and is being modified inplace"). That is every
+torchvision CNN with nn.ReLU(inplace=True) and the like, and, whatever the flags, resnet*,
+mobilenet_v3_*, efficientnet_*, convnext_* (`out += identity` on a submodule's output).
+--no-inplace turns off every submodule's inplace flag (same numbers, in every mode);
+mobilenet_v2, squeezenet1_1 and shufflenet_v2_* then run, vit_b_16 and swin_t run as they are.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/torch_bench.py \\
       --msprobe /tmp/msprobe/python:/tmp/msstubs [--steps 8 --warmup 2 --rounds 3
       --modes none,module-stats,... --out /tmp/adump-torch-bench]
+  ... --model mobilenet_v2 --no-inplace --modes none,module-stats,module-tensor,ms-stats-L0,\\
+      ms-tensor-L0 --rounds 8
 
 --msprobe is a path list (':'-separated) put in front of sys.path in the msprobe runs: an
 msprobe that imports on this torch. Without it the msprobe modes and their targets are left
@@ -45,6 +65,33 @@ def tree_bytes(d):
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
 
 
+VISION_CLASSES = 10
+
+
+def vision_model(name, size, batch, no_inplace=False):
+    """torchvision.models.<name>, random init, VISION_CLASSES classes, and a batch x 3 x size x
+    size input. no_inplace: every submodule with an inplace flag (ReLU, ReLU6, Hardswish,
+    Dropout, ...) computes out of place instead: the same numbers, one more tensor."""
+    import torch
+    import torchvision
+
+    fn = getattr(torchvision.models, name, None)
+    if fn is None or not callable(fn) or name.startswith("_") or name[0].isupper():
+        raise SystemExit("torch_bench: no torchvision classification model %r" % name)
+    kw = {"num_classes": VISION_CLASSES}
+    if name in ("googlenet", "inception_v3"):
+        kw.update(aux_logits=False, init_weights=True)
+    if name.startswith("vit_"):
+        kw["image_size"] = size
+    model = fn(weights=None, **kw)
+    if no_inplace:
+        for m in model.modules():
+            if getattr(m, "inplace", None) is True:
+                m.inplace = False
+    x = torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(1))
+    return model, x
+
+
 def child(a):
     """One mode in this process: prints one JSON line {"times": [...], "bytes": n}."""
     if a.msprobe:
@@ -54,12 +101,25 @@ def child(a):
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.TransformerEncoder(nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True), 2)
-    x = torch.randn(8, 64, 256)
-    opt = torch.optim.AdamW(model.parameters())
+    if a.model == "transformer":
+        model = nn.TransformerEncoder(nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True),
+                                      2)
+        x = torch.randn(8, 64, 256)
+        opt = torch.optim.AdamW(model.parameters())
+
+        def loss_of(out):
+            return out.sum()
+    else:
+        model, x = vision_model(a.model, a.size, a.batch, a.no_inplace)
+        y = torch.arange(x.shape[0]) % VISION_CLASSES
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def loss_of(out):
+            return nn.functional.cross_entropy(out, y)
+    model.train()
 
     def step():
-        model(x).sum().backward()
+        loss_of(model(x)).backward()
         opt.step()
         opt.zero_grad()
 
@@ -102,7 +162,8 @@ def child(a):
     else:
         import adump.torch
         level, content = mode.split("-")
-        with adump.torch.capture(model, out, level=level, content=content) as cap:
+        with adump.torch.capture(model, out, level=level, content=content,
+                                 format=a.format) as cap:
             def cap_step():
                 step()
                 cap.step()
@@ -118,6 +179,17 @@ def child(a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="transformer",
+                   help="transformer (issue 24's, the default) or a torchvision.models "
+                        "classification model by name")
+    p.add_argument("--size", type=int, default=64, help="torchvision input height and width")
+    p.add_argument("--batch", type=int, default=2, help="torchvision batch size")
+    p.add_argument("--no-inplace", action="store_true",
+                   help="torchvision: turn off the inplace flag of every submodule (msprobe's "
+                        "L0 hooks fail on in-place ops on a module output on torch < 2)")
+    p.add_argument("--format", default="cann", choices=("cann", "msprobe"),
+                   help="the adump modes' dump format (msprobe: one dump.json a step, with "
+                        "the modules' parameters, as msprobe writes)")
     p.add_argument("--steps", type=int, default=8, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps before the tool starts")
     p.add_argument("--rounds", type=int, default=3)
@@ -135,65 +207,110 @@ def main():
         if m in MSPROBE_MODES and not a.msprobe:
             p.error("%s needs --msprobe" % m)
     import torch
-    print("torch_bench: issue 24's model (2-layer TransformerEncoder, dim 256, 4 heads, ff 1024, "
-          "seq 64, batch 8, AdamW), torch %s, 1 thread; %d rounds x %d timed steps after %d "
-          "warm-up, modes alternated, each in its own process; out %s" % (
-              torch.__version__, a.rounds, a.steps, a.warmup, a.out))
+    if a.model == "transformer":
+        what = ("issue 24's model (2-layer TransformerEncoder, dim 256, 4 heads, ff 1024, seq 64, "
+                "batch 8, AdamW)")
+    else:
+        vision_model(a.model, a.size, a.batch, a.no_inplace)  # fails early on a name torchvision lacks
+        what = ("torchvision %s (random init, %d classes, input %d x 3 x %d x %d, cross entropy, "
+                "SGD%s)" % (a.model, VISION_CLASSES, a.batch, a.size, a.size,
+                         ", submodules' inplace flags off" if a.no_inplace else ""))
+    what += ", adump format %s" % a.format
+    print("torch_bench: %s, torch %s, 1 thread; %d rounds x %d timed steps after %d warm-up, "
+          "modes alternated, each in its own process; out %s" % (
+              what, torch.__version__, a.rounds, a.steps, a.warmup, a.out), flush=True)
     times = {m: [] for m in modes}
     cpus = {m: [] for m in modes}
+    rcpu = {m: [] for m in modes}  # per round: the run's median CPU s/step
     nbytes = {m: [] for m in modes}
     os.makedirs(a.out, exist_ok=True)
     for r in range(a.rounds):
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for m in order:
             cmd = [sys.executable, os.path.abspath(__file__), "--child", m, "--steps",
-                   str(a.steps), "--warmup", str(a.warmup), "--out", a.out]
+                   str(a.steps), "--warmup", str(a.warmup), "--out", a.out, "--model", a.model,
+                   "--size", str(a.size), "--batch", str(a.batch), "--format", a.format]
+            if a.no_inplace:
+                cmd.append("--no-inplace")
             if a.msprobe:
                 cmd += ["--msprobe", a.msprobe]
             res = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True)
             got = json.loads(res.stdout.strip().splitlines()[-1])
             times[m] += got["times"]
             cpus[m] += got["cpus"]
+            rcpu[m].append(statistics.median(got["cpus"]))
             nbytes[m].append(got["bytes"] / a.steps)
+        print("  round %d/%d: CPU ms/step %s" % (r + 1, a.rounds, ", ".join(
+            "%s %.1f" % (m, rcpu[m][-1] * 1e3) for m in modes)), flush=True)
     med = {m: statistics.median(times[m]) for m in modes}
     cmed = {m: statistics.median(cpus[m]) for m in modes}
     base, cbase = med.get("none"), cmed.get("none")
     added = {m: med[m] - base for m in modes} if base is not None else {}
     cadded = {m: cmed[m] - cbase for m in modes} if cbase is not None else {}
-    print("  %-14s %26s %13s %10s %16s %14s" % ("mode", "ms/step median [min..max]",
-                                              "added ms/step", "MB/step", "added ms per MB",
-                                              "added CPU ms"))
+    # per round, each mode's median CPU/step less the same round's "none"
+    radded = ({m: [c - b for c, b in zip(rcpu[m], rcpu["none"])] for m in modes}
+              if "none" in modes else {})
+    print("  %-14s %26s %13s %10s %16s %14s %26s" % (
+        "mode", "ms/step median [min..max]", "added ms/step", "MB/step", "added ms per MB",
+        "added CPU ms", "CPU ms/step, rounds' range"))
     for m in modes:
         mb = statistics.median(nbytes[m]) / 1e6
         add = added.get(m)
-        print("  %-14s %8.1f [%7.1f..%7.1f] %13s %10.2f %16s %14s" % (
+        print("  %-14s %8.1f [%7.1f..%7.1f] %13s %10.2f %16s %14s %8.1f [%7.1f..%7.1f]" % (
             m, med[m] * 1e3, min(times[m]) * 1e3, max(times[m]) * 1e3,
             "%+.1f" % (add * 1e3) if add is not None else "-", mb,
             "%.2f" % (add * 1e3 / mb) if add is not None and mb > 0.05 and m != "none" else "-",
-            "%+.1f" % (cadded[m] * 1e3) if cadded else "-"))
+            "%+.1f" % (cadded[m] * 1e3) if cadded else "-", cmed[m] * 1e3,
+            min(rcpu[m]) * 1e3, max(rcpu[m]) * 1e3))
     print("  (CPU: the process's, every thread, median per step: steadier than the step's wall "
-          "time on a shared machine)")
+          "time on a shared machine; rounds' range: the lowest and highest of each round's "
+          "median)")
     for what, add in (("added step time", added), ("added CPU time", cadded)):
         targets(what, add)
+    if radded:
+        rounds_check(radded)
     shutil.rmtree(a.out, ignore_errors=True)
     return 0
 
 
+CHECKS = (("module-stats", "ms-stats-L0", 1 / 3, "<=", "module stats / msprobe statistics L0"),
+          ("op-stats", "op-tensor", 1.0, "<", "op stats / op tensor"),
+          ("module-tensor", "ms-tensor-L0", 1 / 4, "<=", "module tensor / msprobe tensor L0"))
+
+
+def passes(ratio, op, limit):
+    return ratio <= limit if op == "<=" else ratio < limit
+
+
 def targets(what, added):
-    print("  targets (issue 24 item 6), %s as ratios:" % what)
-    checks = (("module-stats", "ms-stats-L0", 1 / 3, "<=",
-               "module stats / msprobe statistics L0"),
-              ("op-stats", "op-tensor", 1.0, "<", "op stats / op tensor"),
-              ("module-tensor", "ms-tensor-L0", 1 / 4, "<=",
-               "module tensor / msprobe tensor L0"))
-    for num, den, limit, op, label in checks:
+    print("  targets (issue 24 item 6, issue 31's speed item), %s as ratios:" % what)
+    for num, den, limit, op, label in CHECKS:
         if num not in added or den not in added:
             print("    %-40s n/a (mode not run)" % label)
             continue
         ratio = added[num] / added[den] if added[den] > 0 else float("inf")
-        ok = ratio <= limit if op == "<=" else ratio < limit
-        print("    %-40s %6.3f  (target %s %.3f)  %s" % (label, ratio, op, limit,
-                                                       "PASS" if ok else "FAIL"))
+        print("    %-40s %6.3f  (target %s %.3f)  %s" % (
+            label, ratio, op, limit, "PASS" if passes(ratio, op, limit) else "FAIL"))
+
+
+def rounds_check(radded):
+    """Each round's added CPU ms/step, and whether the ranges over rounds stay apart: the
+    worst round of the numerator against the best round of the denominator."""
+    print("  added CPU ms/step per round (mode's median less the same round's none):")
+    for m in radded:
+        if m != "none":
+            print("    %-14s %s" % (m, " ".join("%+.1f" % (v * 1e3) for v in radded[m])))
+    print("  targets on rounds' ranges (highest round of the first / lowest round of the "
+          "second; per-round ratios' range):")
+    for num, den, limit, op, label in CHECKS:
+        if num not in radded or den not in radded:
+            continue
+        lo_den = min(radded[den])
+        worst = max(radded[num]) / lo_den if lo_den > 0 else float("inf")
+        per = [n / d if d > 0 else float("inf") for n, d in zip(radded[num], radded[den])]
+        print("    %-40s %6.3f  (target %s %.3f)  %s; per round %.3f..%.3f" % (
+            label, worst, op, limit, "PASS" if passes(worst, op, limit) else "FAIL",
+            min(per), max(per)))
 
 
 if __name__ == "__main__":
