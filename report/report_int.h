@@ -129,6 +129,8 @@ int report_load_summary_csv(struct adump_report *r, const char *path, char *msg,
 int report_load_json(struct adump_report *r, const char *path, char *msg, size_t cap);
 /* A statistics capture under @dir (load_series.c): makes @r a series report. */
 int report_load_series(struct adump_report *r, const char *dir, char *msg, size_t cap);
+/* Its points sorted into series and each judged (series_judge.c). Return: 0 or -ENOMEM. */
+int report_series_judge(struct adump_report *r);
 
 /* What kind of result file @path's first bytes say it is. */
 enum report_file_kind {
