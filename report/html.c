@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* report/: the page. The template (page.html, page.css, page.js, embedded at build time) gets
- * Chart.js inlined from its file and the rows as JSON inside <script type="application/json">,
- * every string escaped so that no byte of it can close the script element or be markup. */
+/* report/: the page. The template (page.html, page.css and the scripts page_dom.js,
+ * page_series.js, page.js, embedded at build time) gets Chart.js inlined from its file and the
+ * rows as JSON inside <script type="application/json">, every string escaped so that no byte
+ * of it can close the script element or be markup. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -18,6 +19,7 @@ extern const char adump_report_page_html[];
 extern const char adump_report_page_css[];
 extern const char adump_report_page_js[];
 extern const char adump_report_page_series_js[];
+extern const char adump_report_page_dom_js[];
 
 /* The length of the UTF-8 sequence at @p (at most @n bytes), or 0 when it is not one (an
  * overlong form, a surrogate, past U+10FFFF, cut short). */
@@ -407,6 +409,7 @@ int adump_report_write_html(const struct adump_report *r, const char *path, cons
 		else if (!strncmp(m, "<!--ADUMP:CHARTJS-->", 20))
 			fputs(js, f);
 		else if (!strncmp(m, "<!--ADUMP:JS-->", 15)) {
+			fputs(adump_report_page_dom_js, f);
 			fputs(adump_report_page_series_js, f);
 			fputs(adump_report_page_js, f);
 		}

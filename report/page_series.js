@@ -10,21 +10,7 @@ function adumpSeriesPage(data) {
   const state = { q: '', only: false, limit: 200, sel: -1 };
   let chart = null;
 
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  function add(parent) {
-    for (let i = 1; i < arguments.length; i++) {
-      const c = arguments[i];
-      if (c === null || c === undefined) continue;
-      parent.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
-    }
-    return parent;
-  }
-  function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); return e; }
+  const { el, add, clear } = adumpDom;
   function num(v) {
     if (v === null || v === undefined) return '';
     if (Number.isNaN(v)) return 'NaN';
