@@ -51,6 +51,23 @@ static bool is_component(const char *s)
 	return s[0] && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
 }
 
+/* A pending dump, at @where (its directory and name as said), reported: not yet @verb while
+ * its process @pid runs, else missing (@bytes of tensors, @note after them). Return: 1. */
+static int pending(adump_journal_fn fn, void *arg, const char *where, const char *verb,
+		   const char *note, bool is_live, int32_t pid, uint64_t bytes)
+{
+	char msg[PATH_MAX + 4600];
+
+	if (is_live)
+		snprintf(msg, sizeof(msg), "%s: handed over, not yet %s: capture in progress "
+			 "(pid %ld)", where, verb, (long)pid);
+	else
+		snprintf(msg, sizeof(msg), "%s: handed over but never written (%llu bytes of "
+			 "tensors%s)", where, (unsigned long long)bytes, note);
+	fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
+	return 1;
+}
+
 /* One pending slot: reported unless its file is there (finished, then killed before the
  * slot was marked). Return: 1 if reported. */
 static int check_slot(const struct adump_journal_slot *js, int dir_fd, const char *dir,
@@ -71,15 +88,8 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 	is_cut = strlen(type) != js->type_len || strlen(name) != js->name_len;
 	if (kind == ADUMP_JOURNAL_MSPROBE) {
 		/* Its entry was never held for dump.json (a slot is done from then on): lost. */
-		if (is_live)
-			snprintf(msg, sizeof(msg), "%s: %s%s: handed over, not yet written: capture "
-				 "in progress (pid %ld)", dir, name, is_cut ? "..." : "", (long)pid);
-		else
-			snprintf(msg, sizeof(msg), "%s: %s%s: handed over but never written (%llu "
-				 "bytes of tensors)", dir, name, is_cut ? "..." : "",
-				 (unsigned long long)js->payload_bytes);
-		fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
-		return 1;
+		snprintf(msg, sizeof(msg), "%s: %s%s", dir, name, is_cut ? "..." : "");
+		return pending(fn, arg, msg, "written", "", is_live, pid, js->payload_bytes);
 	}
 	op.op_type = type;
 	op.op_name = name;
@@ -98,16 +108,9 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 	}
 	if (kind == ADUMP_JOURNAL_PACKED) {
 		/* Done once its index line is written: pending, it is in no index. */
-		if (is_live)
-			snprintf(msg, sizeof(msg), "%s/packed: %s%s: handed over, not yet indexed: "
-				 "capture in progress (pid %ld)", dir, rel, is_cut ? "..." : "",
-				 (long)pid);
-		else
-			snprintf(msg, sizeof(msg), "%s/packed: %s%s: handed over but never written "
-				 "(%llu bytes of tensors; not in the index)", dir, rel,
-				 is_cut ? "..." : "", (unsigned long long)js->payload_bytes);
-		fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
-		return 1;
+		snprintf(msg, sizeof(msg), "%s/packed: %s%s", dir, rel, is_cut ? "..." : "");
+		return pending(fn, arg, msg, "indexed", "; not in the index", is_live, pid,
+			       js->payload_bytes);
 	}
 	if (!is_cut) {
 		fd = adump_openat_beneath(dir_fd, rel);
@@ -116,16 +119,9 @@ static int check_slot(const struct adump_journal_slot *js, int dir_fd, const cha
 			return 0;       /* on disk: the walk checks it */
 		}
 	}
-	if (is_live)
-		snprintf(msg, sizeof(msg), "%s/%s%s: handed over, not yet written: capture in "
-			 "progress (pid %ld)", dir, rel, is_cut ? "... (name cut in the journal)" : "",
-			 (long)pid);
-	else
-		snprintf(msg, sizeof(msg), "%s/%s%s: handed over but never written (%llu bytes of "
-			 "tensors)", dir, rel, is_cut ? "... (name cut in the journal)" : "",
-			 (unsigned long long)js->payload_bytes);
-	fn(arg, is_live ? ADUMP_JOURNAL_FOUND_IN_PROGRESS : ADUMP_JOURNAL_FOUND_MISSING, msg);
-	return 1;
+	snprintf(msg, sizeof(msg), "%s/%s%s", dir, rel,
+		 is_cut ? "... (name cut in the journal)" : "");
+	return pending(fn, arg, msg, "written", "", is_live, pid, js->payload_bytes);
 }
 
 static bool is_alive(int32_t pid)
