@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compare/compare_int.h"
 
@@ -95,13 +96,20 @@ int adump_compare_stats_load(const char *path, struct adump_compare_stats *out, 
 	int col[COLS];
 	char *field[64], *line, *next;
 	uint32_t n, lines = 0;
-	FILE *f = fopen(path, "rb");
+	/* A regular file only: a FIFO put where a statistics dump was listed is refused, never
+	 * waited on. */
+	int fd = adump_open_regular(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
 	long len;
 
 	memset(out, 0, sizeof(*out));
 	if (!f) {
-		snprintf(msg, cap, "cannot open %s: %s", path, strerror(errno));
-		return -errno;
+		int err = fd < 0 ? fd : -errno;
+
+		if (fd >= 0)
+			close(fd);
+		snprintf(msg, cap, "cannot open %s: %s", path, adump_open_strerror(err));
+		return err;
 	}
 	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || len > STATS_FILE_MAX ||
 	    fseek(f, 0, SEEK_SET)) {

@@ -6,11 +6,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "adump/compare.h"
 #include "adump/scan.h"
 #include "capture_helpers.h"
 #include "compare_helpers.h"
+#include "compare/compare.h"
 
 /* ---- statistics dumps (content=stats): msprobe's summary mode ------------------------------ */
 
@@ -361,6 +363,26 @@ START_TEST(test_scan_origin_innermost)
 }
 END_TEST
 
+/* A FIFO where a statistics dump was listed (swapped in after the listing) is refused at open,
+ * never waited on for a writer that does not come (the alarm fails the test if it is). */
+START_TEST(test_stats_fifo_refused)
+{
+	struct adump_compare_stats st;
+	char path[4096], msg[512] = "";
+
+	dir = t_tmpdir("compare");
+	snprintf(path, sizeof(path), "%s/Add.fifo.1.2.100.csv", dir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	alarm(20);
+	ck_assert_int_eq(adump_compare_stats_load(path, &st, msg, sizeof(msg)), -EINVAL);
+	alarm(0);
+	ck_assert_msg(strstr(msg, path) != NULL, "message '%s'", msg);
+	adump_compare_stats_free(&st);
+	t_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_stats_matching)
 {
 	uint64_t rng = t_seed() + 7, dims[1] = { 16 };
@@ -525,6 +547,7 @@ int main(void)
 	tcase_add_test(td, test_stats_scale);
 	tcase_add_test(td, test_stats_uninitialized);
 	tcase_add_test(td, test_scan_origin_innermost);
+	tcase_add_test(td, test_stats_fifo_refused);
 	tcase_add_test(td, test_stats_matching);
 	tcase_add_test(td, test_stats_capture);
 	suite_add_tcase(s, td);
