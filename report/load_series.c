@@ -91,6 +91,40 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n >= k && !strcmp(s + n - k, suffix);
 }
 
+/* A statistics dump's name, <op_type>.<op_name>.<task_id>.<stream_id>.<timestamp>: as compare
+ * reads it, or, where the op name holds characters msaccucmp's pattern refuses (adump.torch
+ * writes a module's name as given: "Module_<odd name>_ReLU_forward_0"), the name as written
+ * between the op type and the three numbers. The series view draws every tensor the capture
+ * holds. Return: 0, or -1 for a name that is no dump's (compare's result_<ts>.csv). */
+static int name_parse(const char *base, struct adump_reader_name *nm)
+{
+	const char *field[4], *dot = strchr(base, '.');
+	char *end;
+	int k = 0;
+
+	if (adump_reader_name_parse(base, nm) == 0)
+		return 0;
+	memset(nm, 0, sizeof(*nm));
+	/* The last three fields, from the right. */
+	for (const char *p = base + strlen(base); p > base && k < 3;)
+		if (*--p == '.')
+			field[k++] = p + 1;
+	if (k < 3 || !dot || dot >= field[2] - 1 || (size_t)(dot - base) >= sizeof(nm->op_type) ||
+	    (size_t)(field[2] - 1 - (dot + 1)) >= sizeof(nm->op_name))
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		uint64_t v = strtoull(field[i], &end, 10);
+
+		if (field[i][0] < '0' || field[i][0] > '9' || (*end && *end != '.'))
+			return -1;
+		*(i == 0 ? &nm->timestamp : i == 1 ? &nm->stream_id : &nm->task_id) = v;
+	}
+	nm->has_stream_id = true;
+	memcpy(nm->op_type, base, (size_t)(dot - base));
+	memcpy(nm->op_name, dot + 1, (size_t)(field[2] - 1 - (dot + 1)));
+	return 0;
+}
+
 /* Every statistics CSV, dump.json and trigger.json under @dir; @step and @rank from the
  * nearest step<N> / rank<R> directories above. Links and other kinds of files are passed by,
  * so nothing outside the capture is read and no FIFO is opened. */
@@ -136,7 +170,7 @@ static int walk(struct series_walk *w, const char *dir, int64_t step, int64_t ra
 			snprintf(base, sizeof(base), "%.*s", (int)(strlen(name) - 4), name);
 			/* Only a dump's name followed by .csv is a statistics dump (result and
 			 * summary CSVs of compare are not). */
-			if (adump_reader_name_parse(base, &nm) == 0)
+			if (name_parse(base, &nm) == 0)
 				ret = walk_add(w, path, step, rank, FILE_STATS_CSV, &nm);
 		}
 	}
@@ -352,7 +386,7 @@ static int load_csv(struct series_ctx *c, const struct series_file *f)
 		return ret;
 	snprintf(base, sizeof(base), "%s", slash ? slash + 1 : f->path);
 	base[strlen(base) - 4] = '\0';
-	adump_reader_name_parse(base, &nm);
+	name_parse(base, &nm);
 	ret = adump_compare_stats_load(f->path, &st, why, sizeof(why));
 	if (ret == 0 && st.count == 0) {
 		snprintf(why, sizeof(why), "%s: no rows: not a statistics dump", f->path);

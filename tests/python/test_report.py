@@ -172,6 +172,27 @@ class Series(unittest.TestCase):
     def test_msprobe_stats(self):
         self.check(self.capture("msprobe"), "Module.0.Linear.forward.0.input.0")
 
+    def test_odd_module_name(self):
+        # add_module takes any name: its CSVs' op names hold characters msaccucmp's file
+        # pattern refuses. The series view still draws them (they were dropped unsaid), and
+        # the name reaches the page as data, never as markup.
+        odd = "<img src=x onerror=alert(1)>"
+        top = helpers.tmpdir("rep-series-odd")
+        model = nn.Sequential()
+        model.add_module("fc", nn.Linear(4, 2))
+        model.add_module(odd, nn.ReLU())
+        with adump.torch.capture(model, top, content="stats", backward=False) as cap:
+            for _ in range(3):
+                with torch.no_grad():
+                    model(torch.randn(3, 4))
+                cap.step()
+        data = page_data(adump.report(top))
+        names = {s["name"] for s in data["series"]}
+        # (its spaces made "_" in the file name, as CANN does)
+        self.assertIn("Module_%s_ReLU_forward_0.output.0" % odd.replace(" ", "_"), names,
+                      sorted(names))
+        self.assertEqual(len(names), 4, sorted(names))
+
 
 if __name__ == "__main__":
     unittest.main()
