@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* One tensor as a .pt file (torch.save's zip serialization) from a buffer, for the exporter
- * (export.c): the bytes around the tensor's are common/pt.c's, shared with the pipeline's
+ * (export/): the bytes around the tensor's are common/pt.c's, shared with the pipeline's
  * msprobe output. And a check that a file is such a zip (records, CRCs) for `adump verify`
  * and the tests. */
 #include <errno.h>
