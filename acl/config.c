@@ -428,23 +428,28 @@ out:
 	return ret;
 }
 
+/* Far above any real configuration: a bound on what a stray file makes us allocate. */
+#define ACL_JSON_MAX_BYTES ((off_t)64 << 20)
+
 int adump_acl_cfg_load(const char *path, struct adump_acl_cfg *out)
 {
-	struct stat st;
+	struct stat st = { 0 };
 	char *text;
 	size_t done = 0;
 	int fd, ret;
 
 	memset(out, 0, sizeof(*out));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A regular file only, and never waited on: a FIFO (or device) is refused at open. */
+	fd = adump_open_regular(path);
 	if (fd < 0) {
-		ret = -errno;
-		adump_log(ADUMP_LOG_ERROR, MOD, "%s: cannot open: %s", path, strerror(-ret));
-		return ret;
+		adump_log(ADUMP_LOG_ERROR, MOD, "%s: cannot open: %s", path,
+			  adump_open_strerror(fd));
+		return fd;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		adump_log(ADUMP_LOG_ERROR, MOD, "%s: not a regular file", path);
+	if (fstat(fd, &st) < 0 || st.st_size > ACL_JSON_MAX_BYTES) {
+		ret = st.st_size > ACL_JSON_MAX_BYTES ? -EFBIG : -errno;
+		adump_log(ADUMP_LOG_ERROR, MOD, "%s: %s", path, ret == -EFBIG ?
+			  "larger than an acl.json may be (64 MiB)" : strerror(-ret));
 		close(fd);
 		return ret;
 	}

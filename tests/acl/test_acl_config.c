@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "acl_test.h"
@@ -296,10 +297,19 @@ END_TEST
 START_TEST(test_config_load_errors)
 {
 	struct adump_acl_cfg cfg;
+	char fifo[4096];
 
 	ck_assert_int_eq(adump_acl_cfg_load("/nonexistent/acl.json", &cfg), -ENOENT);
 	ck_assert_int_eq(adump_acl_cfg_load(dir, &cfg), -EISDIR);
 	ck_assert_int_eq(adump_acl_err_from(-ENOENT), ACL_ERROR_INVALID_FILE);
+	/* A FIFO in place of acl.json is refused, never waited on (aclInit hung on it). */
+	snprintf(fifo, sizeof(fifo), "%s/fifo.json", dir);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	alarm(20);
+	ck_assert_int_eq(adump_acl_cfg_load(fifo, &cfg), -EINVAL);
+	alarm(0);
+	unlink(fifo);
+	ck_assert_int_eq(adump_acl_cfg_load("/dev/zero", &cfg), -EINVAL);
 }
 END_TEST
 
