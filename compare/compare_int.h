@@ -138,7 +138,7 @@ struct cmp_op {
 	const char *module;             /* while it is compared: adump_compare_module_of() */
 	uint64_t id;
 	struct cmp_row *rows;
-	uint32_t row_count;
+	uint32_t row_count, row_cap;
 	int code;                       /* msaccucmp's per-op return code */
 };
 

@@ -21,12 +21,19 @@ static char *xstrdup(const char *s)
 /* A row with every column "NaN" but the ones given; @cells_set fills the rest. */
 static struct cmp_row *op_row_add(struct adump_compare *c, struct cmp_op *op)
 {
-	struct cmp_row *rows = realloc(op->rows, (op->row_count + 1) * sizeof(*rows)), *row;
+	struct cmp_row *row;
 
-	if (!rows)
-		return NULL;
-	op->rows = rows;
-	row = &rows[op->row_count];
+	/* Grown by doubling: an op of 64,000 tensors took minutes one row at a time. */
+	if (op->row_count == op->row_cap) {
+		uint32_t cap = op->row_cap ? op->row_cap * 2 : 4;
+		struct cmp_row *rows = realloc(op->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return NULL;
+		op->rows = rows;
+		op->row_cap = cap;
+	}
+	row = &op->rows[op->row_count];
 	memset(row, 0, sizeof(*row));
 	row->cells = calloc(c->column_count, sizeof(char *));
 	if (!row->cells)
