@@ -475,5 +475,28 @@ class ToolMessages(unittest.TestCase):
                              for line in out.splitlines()), out)
 
 
+    def test_scan_inspect_stdout_escaped(self):
+        # An op name with an OSC title change, a colour and a newline forging a line: scan's
+        # and inspect's tables on stdout show it as text (\xNN), one line per row.
+        exe = os.environ.get("ADUMP_TOOL")
+        if not exe:
+            raise unittest.SkipTest("ADUMP_TOOL not set")
+        name = "e\x1b]0;PWN\x07\x1b[31mred\nFAKE LINE"
+        cap = os.path.join(helpers.tmpdir("toolout"), "cap")
+        s = adump.Session(cap, time_dir="t")
+        s.stream().dump("Add", name, inputs=[np.full(4, np.nan, np.float32)])
+        s.close()
+        d = os.path.join(cap, "t", "0")
+        files = [os.path.join(d, f) for f in os.listdir(d)]
+        for args, code in ((["scan", d], 1), (["inspect"] + files, 0)):
+            p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.assertEqual(p.returncode, code, p.stderr)
+            out = p.stdout
+            self.assertFalse(any(b < 0x20 and b != 0x0a for b in out), out)
+            self.assertNotIn(b"\x7f", out)
+            self.assertFalse(any(line.startswith(b"FAKE LINE") for line in out.split(b"\n")),
+                             out)
+            self.assertIn(b"e\\x1b]0;PWN\\x07\\x1b[31mred\\x0aFAKE LINE", out)
+
 if __name__ == "__main__":
     unittest.main()
