@@ -72,10 +72,11 @@ static const char *file_hname(struct cmp_side *s, struct adump_reader *r, struct
 	return f->hname;
 }
 
-/* File names sanitise the op name (every byte outside [A-Za-z0-9_-] becomes '_'): where one file name's op name
- * stands for several dumps on either side, the op names their headers hold tell them apart
- * (modules "a.b" and "a_b"). Then those files are matched by the header's name. Only such
- * files' headers are read: nothing more is read for names that occur once. */
+/* File names sanitise the op name (every byte outside [A-Za-z0-9_-] becomes '_'): where one
+ * file name's op name stands for several dumps on either side, the op names their headers
+ * hold tell them apart (modules "a.b" and "a_b"). Then those files are matched by the
+ * header's name. Only such files' headers are read: nothing more is read for names that
+ * occur once. */
 static int names_resolve(struct adump_compare *c)
 {
 	struct adump_reader *r;
