@@ -58,6 +58,17 @@ ADUMP_HIDDEN int adump_testpoint_hit(const char *name);
 ADUMP_API void adump_testpoint_arm(const char *name, int err, unsigned nth, int sticky);
 ADUMP_API void adump_testpoint_disarm_all(void);
 
+/* A byte of an op type or name as a dump file name holds it: CANN replaces ' ', '.', '/' and
+ * '\\'; adump also every other byte outside [A-Za-z0-9_-] (control bytes, '<', UTF-8), so
+ * every file it writes matches the msaccucmp-compatible name pattern readers use. */
+static inline char adump_name_char(char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	    c == '_' || c == '-')
+		return c;
+	return '_';
+}
+
 static inline uint64_t adump_now_ns(void)
 {
 	struct timespec ts;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/common.h"
 #include "compare/compare_int.h"
 
 /* @name ends as a dump file name does: at least four dot-separated fields, the last digits. */
@@ -177,8 +178,7 @@ static int side_add_msprobe(struct cmp_side *s, const char *path, char *msg, siz
 		}
 		/* The name as a CANN file name holds it, so both layouts match by one key. */
 		for (char *p = f.op_name; *p; p++)
-			if (*p == '.' || *p == '/' || *p == ' ' || *p == '\\')
-				*p = '_';
+			*p = adump_name_char(*p);
 		if (s->count == s->cap) {
 			size_t n = s->cap ? 2 * s->cap : 64;
 			struct cmp_file *files = realloc(s->files, n * sizeof(*files));

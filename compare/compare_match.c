@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "compare/compare_int.h"
 
 /* Files by op name (the file name's), FFTS+ subtask, timestamp, path. */
@@ -71,10 +72,11 @@ static const char *file_hname(struct cmp_side *s, struct adump_reader *r, struct
 	return f->hname;
 }
 
-/* File names sanitise the op name ('.', '/', ' ' become '_'): where one file name's op name
- * stands for several dumps on either side, the op names their headers hold tell them apart
- * (modules "a.b" and "a_b"). Then those files are matched by the header's name. Only such
- * files' headers are read: nothing more is read for names that occur once. */
+/* File names sanitise the op name (every byte outside [A-Za-z0-9_-] becomes '_'): where one
+ * file name's op name stands for several dumps on either side, the op names their headers
+ * hold tell them apart (modules "a.b" and "a_b"). Then those files are matched by the
+ * header's name. Only such files' headers are read: nothing more is read for names that
+ * occur once. */
 static int names_resolve(struct adump_compare *c)
 {
 	struct adump_reader *r;
@@ -122,17 +124,12 @@ static int names_resolve(struct adump_compare *c)
 	return 0;
 }
 
-static char name_char(char ch)
-{
-	return ch == '.' || ch == '/' || ch == ' ' || ch == '\\' ? '_' : ch;
-}
-
 bool adump_compare_names_collide(const char *a, const char *b)
 {
 	if (!a || !b || !a[0] || !b[0] || !strcmp(a, b))
 		return false;
 	for (; *a && *b; a++, b++)
-		if (name_char(*a) != name_char(*b))
+		if (adump_name_char(*a) != adump_name_char(*b))
 			return false;
 	return !*a && !*b;
 }

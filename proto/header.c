@@ -227,14 +227,9 @@ int adump_dump_header_alloc(const struct adump_op *op, void **out, size_t *len)
 
 static size_t put_sanitised(char *dst, size_t cap, size_t pos, const char *src)
 {
-	for (; *src; src++, pos++) {
-		char c = *src;
-
-		if (c == ' ' || c == '.' || c == '/' || c == '\\')
-			c = '_';
+	for (; *src; src++, pos++)
 		if (pos + 1 < cap)
-			dst[pos] = c;
-	}
+			dst[pos] = adump_name_char(*src);
 	return pos;
 }
 

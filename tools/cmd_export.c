@@ -54,6 +54,6 @@ int cmd_export(int argc, char **argv)
 			adump_strerror((int)n));
 		return n == -ENOENT ? 3 : 1;
 	}
-	printf("exported %ld dumps to %s\n", n, argv[optind + 1]);
+	printf("exported %ld dumps to %s\n", n, tool_text(argv[optind + 1]));
 	return 0;
 }

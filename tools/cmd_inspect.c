@@ -149,12 +149,14 @@ static int inspect_opened(struct adump_reader *r, bool is_stats, json_object *fi
 		tool_progress_clear(progress);
 		printf("%s\n  version %s  op_name %s  dump_time %llu  header %llu bytes  file %llu "
 		       "bytes\n",
-		       path, h->version, h->op_name, (unsigned long long)h->dump_time,
+		       tool_text(path), tool_text(h->version), tool_text(h->op_name),
+		       (unsigned long long)h->dump_time,
 		       (unsigned long long)h->header_bytes, (unsigned long long)h->file_bytes);
 		for (uint32_t i = 0; i < h->attr_count; i++)
-			printf("  attr %s = %s\n", h->attrs[i].name, h->attrs[i].value);
+			printf("  attr %s = %s\n", tool_text(h->attrs[i].name),
+			       tool_text(h->attrs[i].value));
 		if (h->dfx_message[0])
-			printf("  dfx_message %s\n", h->dfx_message);
+			printf("  dfx_message %s\n", tool_text(h->dfx_message));
 	}
 	for (uint32_t i = 0; i < h->tensor_count; i++) {
 		const struct adump_reader_tensor *t = &h->tensors[i];
@@ -226,7 +228,7 @@ static int inspect_opened(struct adump_reader *r, bool is_stats, json_object *fi
 			printf(" nan %llu inf %llu", (unsigned long long)s.nan_count,
 			       (unsigned long long)s.inf_count);
 		} else if (why) {
-			printf(" (%s)", why);
+			printf(" (%s)", tool_text(why));
 		}
 		printf("\n");
 	}

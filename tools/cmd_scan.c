@@ -164,7 +164,8 @@ int cmd_scan(int argc, char **argv)
 
 			if (op->kind == ADUMP_SCAN_UNREADABLE) {
 				fprintf(f, "%-10s %7llu  %-48s %s\n", adump_scan_kind_name(op->kind),
-					(unsigned long long)op->order, op->op_name, op->message);
+					(unsigned long long)op->order, tool_text(op->op_name),
+					tool_text(op->message));
 				continue;
 			}
 			snprintf(in, sizeof(in), "%llu/%llu/%llu",
@@ -176,17 +177,18 @@ int cmd_scan(int argc, char **argv)
 				 (unsigned long long)op->outputs.inf_count,
 				 (unsigned long long)op->outputs.limit_count);
 			fprintf(f, "%-10s %7llu  %-48s %-14s %-22s %-22s\n", adump_scan_kind_name(op->kind),
-				(unsigned long long)op->order, op->op_name, op->first_tensor, in, out);
+				(unsigned long long)op->order, tool_text(op->op_name),
+				tool_text(op->first_tensor), in, out);
 		}
 		fprintf(f, "adump scan: %llu dumps, %llu anomalous ops, %llu unreadable; read %.3f GB "
 			"in %.2f s\n", (unsigned long long)adump_scan_dump_count(s),
 			(unsigned long long)found, (unsigned long long)unreadable,
 			(double)adump_scan_bytes(s) / 1e9, secs);
 		if (origin && origin->kind == ADUMP_SCAN_ENTERED)
-			fprintf(f, "  %s (%s)\n", origin->message, origin->path);
+			fprintf(f, "  %s (%s)\n", tool_text(origin->message), tool_text(origin->path));
 		else if (origin)
-			fprintf(f, "  first made by: %s (%s, %s)\n", origin->op_name,
-				origin->first_tensor, origin->path);
+			fprintf(f, "  first made by: %s (%s, %s)\n", tool_text(origin->op_name),
+				tool_text(origin->first_tensor), tool_text(origin->path));
 		else if (found)
 			fprintf(f, "  no op made them: the first listed op's inputs already held them\n");
 	}

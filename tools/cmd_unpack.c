@@ -37,6 +37,6 @@ int cmd_unpack(int argc, char **argv)
 				"<dump_path>/<time> or its packed/ folder)\n", argv[1]);
 		return 1;
 	}
-	printf("adump unpack: restored %ld files into %s\n", n, argv[2]);
+	printf("adump unpack: restored %ld files into %s\n", n, tool_text(argv[2]));
 	return 0;
 }

@@ -114,6 +114,24 @@ void tool_verr(const char *fmt, va_list ap)
 	fprintf(stderr, "%s\n", out);
 }
 
+const char *tool_text(const char *s)
+{
+	static _Thread_local char bufs[4][8192];
+	static _Thread_local unsigned next;
+	const unsigned char *p = (const unsigned char *)s;
+	char *buf;
+
+	if (!s)
+		return "";
+	while (*p >= 0x20 && *p != 0x7f)
+		p++;
+	if (!*p)
+		return s;       /* nothing to escape */
+	buf = bufs[next++ % 4];
+	adump_text_escape(buf, sizeof(bufs[0]), s);
+	return buf;
+}
+
 void tool_err(const char *fmt, ...)
 {
 	va_list ap;

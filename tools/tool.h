@@ -24,6 +24,10 @@ int tool_parse_threads(const char *cmd, const char *arg, unsigned *out);
  * capture) reach the terminal as text and never forge a second line. */
 void tool_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tool_verr(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* @s for a human-readable line of stdout: @s itself if it holds no control byte, otherwise
+ * escaped as tool_err() does (\xNN) into one of 4 per-thread buffers reused in turn (so up
+ * to 4 in one printf), cut at 8 KiB; NULL as "". Names from a capture go through it. */
+const char *tool_text(const char *s);
 /* Write @s as a JSON string, quoted and escaped; NULL as "". */
 void tool_json_str(FILE *f, const char *s);
 /* CLOCK_MONOTONIC in seconds, for the "in N s" of a summary. */

@@ -347,8 +347,10 @@ ADUMP_API void adump_stats_get(const struct adump_session *s, struct adump_stats
 
 /**
  * adump_dump_file_name() - the sanitised base name of an op's dump file,
- * <op_type>.<op_name>.<task_id>.<stream_id>.<timestamp_us>, with ' ', '.', '/' and '\\'
- * in op type and name replaced by '_'.
+ * <op_type>.<op_name>.<task_id>.<stream_id>.<timestamp_us>, with every byte of op type and
+ * name outside [A-Za-z0-9_-] replaced by '_': CANN's rule (' ', '.', '/', '\\') extended to
+ * control bytes, '<', '(' and non-ASCII bytes, so msaccucmp's name pattern (and adump's
+ * readers) accept every file adump writes. The header keeps the real names.
  * Return: the length written (excluding NUL), or -ADUMP_ERR_TOO_BIG if @cap is too small.
  */
 ADUMP_API int adump_dump_file_name(const struct adump_op *op, char *buf, size_t cap);

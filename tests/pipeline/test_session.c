@@ -116,6 +116,11 @@ START_TEST(test_file_name_sanitised)
 			 (int)strlen("Conv_2D.a_b_c_d_e.3.4.1776242496294291"));
 	ck_assert_str_eq(buf, "Conv_2D.a_b_c_d_e.3.4.1776242496294291");
 	ck_assert_int_eq(adump_dump_file_name(&op, buf, 10), -ADUMP_ERR_TOO_BIG);
+	/* Every byte outside [A-Za-z0-9_-] too: the name readers' pattern accepts (issue 30). */
+	op.op_type = "Add-2";
+	op.op_name = "<img>\n\x1b\xc3\xa9(x)";
+	ck_assert_int_gt(adump_dump_file_name(&op, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "Add-2._img______x_.3.4.1776242496294291");
 }
 END_TEST
 

@@ -421,6 +421,35 @@ class BadArguments(unittest.TestCase):
                 self.assertIn(what.split()[1], str(cm.exception))
 
 
+class FileNames(unittest.TestCase):
+    """An op name with '<', a newline and UTF-8 is written under a name of [A-Za-z0-9_-]
+    fields, which adump's readers (msaccucmp's pattern) accept: scan and compare read the
+    capture adump wrote instead of skipping it as "not a dump file name"."""
+
+    def test_written_names_are_read_back(self):
+        top = helpers.tmpdir("filenames")
+        cap = os.path.join(top, "cap")
+        s = adump.Session(cap, time_dir="t")
+        st = s.stream()
+        st.dump("Add", "<img src=x onerror=alert(1)>\nline\u00e9",
+                inputs=[np.full(4, np.nan, np.float32)])
+        st.dump("Add", "plain", inputs=[np.ones(4, np.float32)])
+        s.close()
+        d = os.path.join(cap, "t", "0")
+        names = sorted(os.listdir(d))
+        self.assertEqual(len(names), 2, names)
+        for n in names:
+            self.assertRegex(n, r"\A[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[0-9]+\.[0-9]+\.[0-9]+\Z")
+        self.assertIn("Add._img_src_x_onerror_alert_1___line__.", " ".join(names))
+        code, out = helpers.tool("scan", d)
+        self.assertEqual(code, 1, out)  # the NaN was found: the file was read
+        self.assertNotIn("skipped", out)
+        self.assertIn("2 dumps, 1 anomalous ops, 0 unreadable", out)
+        code, out = helpers.tool("compare", "-m", d, "-g", d, "-out", os.path.join(top, "o"))
+        self.assertEqual(code, 0, out)
+        self.assertIn("2 ops (2 matched", out)
+
+
 class ToolMessages(unittest.TestCase):
     """A name from a capture reaches the tools' stderr as text: its control bytes (an escape
     sequence, a newline forging a line) written \\xNN as adump's log does, not raw."""
@@ -445,6 +474,29 @@ class ToolMessages(unittest.TestCase):
         self.assertFalse(any(line.startswith("adump convert: forged")
                              for line in out.splitlines()), out)
 
+
+    def test_scan_inspect_stdout_escaped(self):
+        # An op name with an OSC title change, a colour and a newline forging a line: scan's
+        # and inspect's tables on stdout show it as text (\xNN), one line per row.
+        exe = os.environ.get("ADUMP_TOOL")
+        if not exe:
+            raise unittest.SkipTest("ADUMP_TOOL not set")
+        name = "e\x1b]0;PWN\x07\x1b[31mred\nFAKE LINE"
+        cap = os.path.join(helpers.tmpdir("toolout"), "cap")
+        s = adump.Session(cap, time_dir="t")
+        s.stream().dump("Add", name, inputs=[np.full(4, np.nan, np.float32)])
+        s.close()
+        d = os.path.join(cap, "t", "0")
+        files = [os.path.join(d, f) for f in os.listdir(d)]
+        for args, code in ((["scan", d], 1), (["inspect"] + files, 0)):
+            p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.assertEqual(p.returncode, code, p.stderr)
+            out = p.stdout
+            self.assertFalse(any(b < 0x20 and b != 0x0a for b in out), out)
+            self.assertNotIn(b"\x7f", out)
+            self.assertFalse(any(line.startswith(b"FAKE LINE") for line in out.split(b"\n")),
+                             out)
+            self.assertIn(b"e\\x1b]0;PWN\\x07\\x1b[31mred\\x0aFAKE LINE", out)
 
 if __name__ == "__main__":
     unittest.main()
