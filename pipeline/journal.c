@@ -7,6 +7,7 @@
  * common/journal.h's. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,16 @@ static int journal_make(struct adump_session *s, const char *dir, unsigned regio
 	if (ret < 0)
 		goto err_unlink;
 	head = j->map;
-	memcpy(head->magic, ADUMP_JOURNAL_MAGIC, sizeof(head->magic));
 	head->version = ADUMP_JOURNAL_VERSION;
 	head->slot_bytes = ADUMP_JOURNAL_SLOT_BYTES;
 	head->slot_count = slot_count;
 	head->pid = (int32_t)getpid();
 	head->kind = (uint32_t)kind;
 	snprintf(head->suffix, sizeof(head->suffix), "%s", suffix);
+	/* The magic last: a journal whose process dies before this has a zero magic, which
+	 * readers pass by as one that never held a dump (none was handed over before). */
+	atomic_thread_fence(memory_order_release);
+	memcpy(head->magic, ADUMP_JOURNAL_MAGIC, sizeof(head->magic));
 	j->slots = (struct adump_journal_slot *)((char *)j->map + ADUMP_JOURNAL_SLOT_BYTES);
 	*out = j;
 	return 0;

@@ -147,6 +147,16 @@ static int read_whole(int fd, void *buf, size_t len)
 	return 0;
 }
 
+static bool is_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
 int adump_journal_list(const char *path, adump_journal_fn fn, void *arg)
 {
 	const char *slash = strrchr(path, '/'), *file = slash ? slash + 1 : path;
@@ -171,6 +181,10 @@ int adump_journal_list(const char *path, adump_journal_fn fn, void *arg)
 		count = 1;
 		goto out;
 	}
+	/* Empty: its process was killed while it made it, before any dump could be handed
+	 * over (a session uses its journal only once the head is written). */
+	if (st.st_size == 0)
+		goto out;
 	if (st.st_size < ADUMP_JOURNAL_SLOT_BYTES || (uint64_t)st.st_size > JOURNAL_MAX_BYTES ||
 	    st.st_size % ADUMP_JOURNAL_SLOT_BYTES) {
 		bad(fn, arg, path, "its size is not a whole number of slots");
@@ -184,6 +198,9 @@ int adump_journal_list(const char *path, adump_journal_fn fn, void *arg)
 		goto out;
 	}
 	head = buf;
+	/* Allocated, its head not written yet (the magic is written last): the same. */
+	if (is_zero(head->magic, sizeof(head->magic)))
+		goto out;
 	if (memcmp(head->magic, ADUMP_JOURNAL_MAGIC, sizeof(head->magic)) ||
 	    head->version != ADUMP_JOURNAL_VERSION || head->slot_bytes != ADUMP_JOURNAL_SLOT_BYTES ||
 	    head->slot_count != (uint64_t)st.st_size / ADUMP_JOURNAL_SLOT_BYTES - 1 ||

@@ -389,6 +389,23 @@ START_TEST(test_live_in_progress)
 }
 END_TEST
 
+/* A file of @bytes zero bytes, @name under @dir. */
+static int plant(const char *dir, const char *name, size_t bytes)
+{
+	static const char zeros[4096];
+	char path[PATH_MAX + 64];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	if (bytes > sizeof(zeros) || (bytes && write(fd, zeros, bytes) != (ssize_t)bytes))
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
 /* A clean end removes the journal; verify passes. */
 START_TEST(test_clean_close)
 {
@@ -404,6 +421,15 @@ START_TEST(test_clean_close)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
 	ck_assert_uint_eq(journals_under(run), 0);
+	f = run_verify(run);
+	ck_assert_int_eq(f.ok, 5);
+	ck_assert_int_eq(f.missing + f.in_progress + f.bad, 0);
+	ck_assert_int_eq(f.rc, 0);
+	/* A process killed while it made its journal (before its head was written: empty, or
+	 * allocated and all zeros) had handed nothing over: no problem to report (test_kill's
+	 * early kills found one as bad). */
+	ck_assert_int_eq(plant(run, "adump-journal-2147483000-0", 0), 0);
+	ck_assert_int_eq(plant(run, "adump-journal-2147483000-1", 2 * ADUMP_JOURNAL_SLOT_BYTES), 0);
 	f = run_verify(run);
 	ck_assert_int_eq(f.ok, 5);
 	ck_assert_int_eq(f.missing + f.in_progress + f.bad, 0);
