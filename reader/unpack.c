@@ -89,7 +89,7 @@ static int restore(const char *packed_dir, int out_fd, const struct index_entry 
 	}
 	if (ret == 0 && crc != e->crc)
 		ret = -ADUMP_ERR_CORRUPT;
-	ret = adump_outfile_publish(&out, ret, base, 0);
+	ret = adump_outfile_publish(&out, ret, base, ADUMP_OUTFILE_NOSYNC);
 out:
 	close(in);
 	close(dir_fd);
