@@ -171,6 +171,9 @@ struct adump_outfile {
 };
 /* Publish only under a name nothing has yet (-EEXIST keeps the file for another name). */
 #define ADUMP_OUTFILE_NEW 1u
+/* Neither the file nor its directory synced: still whole under its name or absent, but not
+ * made durable (a tool restoring thousands of files: adump unpack). */
+#define ADUMP_OUTFILE_NOSYNC 2u
 /* Start a file in the directory @dir_fd (borrowed until published or discarded), @mode as
  * for open(2). Return: 0 and @of->fd open for writing, or -errno. */
 ADUMP_HIDDEN int adump_outfile_open(struct adump_outfile *of, int dir_fd, unsigned mode);

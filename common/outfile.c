@@ -54,8 +54,9 @@ FILE *adump_outfile_stream(struct adump_outfile *of)
 	return of->f;
 }
 
-/* Everything written reaches the disk, and the descriptor is closed. Return: 0 or -errno. */
-static int outfile_flush(struct adump_outfile *of)
+/* Everything written reaches the disk (@is_sync; else the page cache), and the descriptor
+ * is closed. Return: 0 or -errno. */
+static int outfile_flush(struct adump_outfile *of, bool is_sync)
 {
 	int ret = 0;
 
@@ -63,7 +64,7 @@ static int outfile_flush(struct adump_outfile *of)
 		if (fflush(of->f) != 0 || ferror(of->f))
 			ret = errno ? -errno : -EIO;
 	}
-	if (ret == 0 && fsync(of->fd) < 0 && errno != EINVAL && errno != EROFS)
+	if (ret == 0 && is_sync && fsync(of->fd) < 0 && errno != EINVAL && errno != EROFS)
 		ret = -errno;
 	if (of->f) {
 		if (fclose(of->f) != 0 && ret == 0)
@@ -96,7 +97,7 @@ int adump_outfile_publish(struct adump_outfile *of, int status, const char *name
 	int ret = status;
 
 	if (of->fd >= 0) {
-		int flushed = outfile_flush(of);
+		int flushed = outfile_flush(of, !(flags & ADUMP_OUTFILE_NOSYNC));
 
 		if (ret == 0)
 			ret = flushed;
@@ -109,7 +110,8 @@ int adump_outfile_publish(struct adump_outfile *of, int status, const char *name
 		if (ret == 0) {
 			/* The rename itself is on disk once the directory is; a directory that
 			 * cannot be synced (some filesystems refuse) still holds the file. */
-			(void)fsync(of->dir_fd);
+			if (!(flags & ADUMP_OUTFILE_NOSYNC))
+				(void)fsync(of->dir_fd);
 			of->tmp[0] = '\0';
 			return 0;
 		}

@@ -244,7 +244,14 @@ static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 			free(names[i]);
 			continue;
 		}
-		if (stat(path, &st) == 0) {
+		/* lstat: a link inside the capture is never followed, out or in (issue 30);
+		 * only the path the user gives may be one. */
+		if (lstat(path, &st) < 0) {
+			;
+		} else if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+			adump_log(ADUMP_LOG_WARN, "reader", "%s: %s inside the capture: not read", path,
+				  S_ISLNK(st.st_mode) ? "a symbolic link" : "a FIFO");
+		} else {
 			if (S_ISDIR(st.st_mode) && is_recursive && adump_msprobe_is_dir(path)) {
 				ret = side_add_msprobe(s, path, NULL, 0);
 			} else if (S_ISDIR(st.st_mode)) {

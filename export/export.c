@@ -109,8 +109,14 @@ static int collect(const char *dir, struct ex_files *f, int depth)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
 			continue;
-		if (stat(path, &st) < 0)
+		/* lstat: a link inside the capture is never followed (issue 30). */
+		if (lstat(path, &st) < 0)
 			continue;
+		if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+			adump_log(ADUMP_LOG_WARN, "export", "%s: %s inside the capture: not read", path,
+				  S_ISLNK(st.st_mode) ? "a symbolic link" : "a FIFO");
+			continue;
+		}
 		if (S_ISDIR(st.st_mode)) {
 			if (strcmp(e->d_name, "dump_tensor_data") == 0)
 				continue;
@@ -178,7 +184,11 @@ static int save_json(struct ex_ctx *c, int dir_fd, const char *dir, const char *
 	return 0;
 }
 
-static long export_rank(struct ex_ctx *c, const char *in, const char *out)
+/* @out: the directory written, @out_top joined with @rel (NULL: @out_top itself). The
+ * directories of @rel are made and entered without following a link (issue 30); @out_top,
+ * the user's, may be one. */
+static long export_rank(struct ex_ctx *c, const char *in, const char *out, const char *out_top,
+			const char *rel)
 {
 	struct ex_files files = { 0 };
 	struct json_object *doc = NULL, *data, *construct = NULL, *stack = NULL;
@@ -201,10 +211,22 @@ static long export_rank(struct ex_ctx *c, const char *in, const char *out)
 	qsort(files.v, files.n, sizeof(files.v[0]), file_cmp);
 	for (size_t i = 0; i < files.n; i++)
 		stats |= files.v[i].is_csv;
-	ret = adump_mkdir_p(out, 0755);
+	ret = adump_mkdir_p(out_top, 0755);
 	if (ret == 0) {
-		out_fd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		out_fd = open(out_top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		ret = out_fd < 0 ? -errno : 0;
+	}
+	if (ret == 0 && rel) {
+		int top_fd = out_fd;
+
+		out_fd = adump_dir_open_new(top_fd, rel, 0755);
+		ret = out_fd < 0 ? out_fd : 0;
+		close(top_fd);
+		if (ret == -ENOTDIR) {
+			ex_fail(c, ret, "%s: a symbolic link or a file in the way: not written "
+				"through", out);
+			goto out;
+		}
 	}
 	if (ret < 0) {
 		ex_fail(c, ret, "%s: %s", out, strerror(-ret));
@@ -283,6 +305,14 @@ out:
 	return ret < 0 ? ret : n;
 }
 
+/* A directory inside the capture: a link to one is not (never followed). */
+static bool is_real_dir(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static bool is_dir(const char *path)
 {
 	struct stat st;
@@ -325,7 +355,7 @@ long adump_export_msprobe(const char *in, const char *out, unsigned flags, char 
 		if (!is_step_name(steps[i]->d_name))
 			continue;
 		if (snprintf(sdir, sizeof(sdir), "%s/%s", in, steps[i]->d_name) >=
-		    (int)sizeof(sdir) || !is_dir(sdir))
+		    (int)sizeof(sdir) || !is_real_dir(sdir))
 			continue;
 		nr = scandir(sdir, &ranks, NULL, alphasort);
 		for (int j = 0; j < nr; j++) {
@@ -339,8 +369,10 @@ long adump_export_msprobe(const char *in, const char *out, unsigned flags, char 
 				int b = snprintf(odir, sizeof(odir), "%s/%s/%s", out,
 						 steps[i]->d_name, ranks[j]->d_name);
 
-				if (a < (int)sizeof(rdir) && b < (int)sizeof(odir) && is_dir(rdir)) {
-					ret = export_rank(&c, rdir, odir);
+				if (a < (int)sizeof(rdir) && b < (int)sizeof(odir) &&
+				    is_real_dir(rdir)) {
+					ret = export_rank(&c, rdir, odir, out,
+							  odir + strlen(out) + 1);
 					if (ret == -ENOENT)
 						ret = 0;        /* a rank with nothing this step */
 					else if (ret >= 0)
@@ -353,7 +385,7 @@ long adump_export_msprobe(const char *in, const char *out, unsigned flags, char 
 	}
 	if (ret >= 0 && total == 0) {
 		/* one rank directory given */
-		ret = export_rank(&c, in, out);
+		ret = export_rank(&c, in, out, out, NULL);
 		if (ret >= 0)
 			total = ret;
 	}

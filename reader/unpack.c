@@ -40,28 +40,39 @@ static int parse_line(char *line, struct index_entry *e)
 	return 0;
 }
 
-static int restore(const char *packed_dir, const char *out_dir, const struct index_entry *e,
+/* The entry @e written below @out_fd (OUT): each directory of its name made and entered
+ * without following a link (a link planted in OUT: -ENOTDIR, nothing written through it;
+ * issue 30), the file published whole under its name. */
+static int restore(const char *packed_dir, int out_fd, const struct index_entry *e,
 		   unsigned char *buf)
 {
-	char seg_path[4400], out_path[8400];
-	struct adump_pubfile out;
-	int in = -1, ret = 0;
+	char rel[sizeof(e->name)];
+	const char *base = e->name;
+	struct adump_outfile out;
+	int in = -1, dir_fd, ret = 0;
 	uint32_t crc = 0;
+	char *slash;
 
-	if (snprintf(seg_path, sizeof(seg_path), "%s/%s", packed_dir, e->segment) >= (int)sizeof(seg_path) ||
-	    snprintf(out_path, sizeof(out_path), "%s/%s", out_dir, e->name) >= (int)sizeof(out_path))
-		return -ENAMETOOLONG;
-	char *slash = strrchr(out_path, '/');
-	*slash = '\0';
-	ret = adump_mkdir_p(out_path, 0750);
-	*slash = '/';
-	if (ret < 0)
-		return ret;
+	snprintf(rel, sizeof(rel), "%s", e->name);
+	slash = strrchr(rel, '/');
+	if (slash) {
+		*slash = '\0';
+		base = e->name + (slash - rel) + 1;
+	} else {
+		rel[0] = '\0';
+	}
+	if (!base[0] || !strcmp(base, ".") || !strcmp(base, ".."))
+		return -EINVAL;
+	dir_fd = adump_dir_open_new(out_fd, rel, 0750);
+	if (dir_fd < 0)
+		return dir_fd;
 	/* The index names the segment: a regular file of the packed directory, or nothing. */
 	in = adump_open_beneath(packed_dir, e->segment);
-	if (in < 0)
+	if (in < 0) {
+		close(dir_fd);
 		return in;
-	ret = adump_pubfile_open(&out, out_path, 0, 0640);
+	}
+	ret = adump_outfile_open(&out, dir_fd, 0640);
 	if (ret < 0)
 		goto out;
 	for (unsigned long long done = 0; done < e->length && ret == 0;) {
@@ -78,9 +89,10 @@ static int restore(const char *packed_dir, const char *out_dir, const struct ind
 	}
 	if (ret == 0 && crc != e->crc)
 		ret = -ADUMP_ERR_CORRUPT;
-	ret = adump_pubfile_close(&out, out_path, ret, NULL);
+	ret = adump_outfile_publish(&out, ret, base, ADUMP_OUTFILE_NOSYNC);
 out:
 	close(in);
+	close(dir_fd);
 	return ret;
 }
 
@@ -92,7 +104,7 @@ long adump_unpack(const char *dir, const char *out_dir)
 	struct dirent *de;
 	unsigned char *buf;
 	long restored = 0;
-	int first_error = 0;
+	int first_error = 0, out_fd, ret;
 
 	if (!dir || !out_dir)
 		return -EINVAL;
@@ -101,12 +113,23 @@ long adump_unpack(const char *dir, const char *out_dir)
 		return -ENAMETOOLONG;
 	if (stat(packed_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		snprintf(packed_dir, sizeof(packed_dir), "%s", dir);
-	d = opendir(packed_dir);
-	if (!d)
+	/* OUT itself, the user's, may be a link; nothing below it is followed. */
+	ret = adump_mkdir_p(out_dir, 0750);
+	if (ret < 0)
+		return ret;
+	out_fd = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (out_fd < 0)
 		return -errno;
+	d = opendir(packed_dir);
+	if (!d) {
+		ret = -errno;
+		close(out_fd);
+		return ret;
+	}
 	buf = malloc(COPY_BYTES);
 	if (!buf) {
 		closedir(d);
+		close(out_fd);
 		return -ENOMEM;
 	}
 	while ((de = readdir(d))) {
@@ -146,12 +169,15 @@ long adump_unpack(const char *dir, const char *out_dir)
 			line[n - 1] = '\0';
 			ret = parse_line(line, &e);
 			if (ret == 0)
-				ret = restore(packed_dir, out_dir, &e, buf);
+				ret = restore(packed_dir, out_fd, &e, buf);
 			if (ret < 0) {
-				adump_log(ADUMP_LOG_ERROR, MODULE, "%s line %u: %s", idx_path, line_number,
+				adump_log(ADUMP_LOG_ERROR, MODULE, "%s line %u: %s%s", idx_path, line_number,
 					  ret == -ADUMP_ERR_CORRUPT ? "entry does not match its segment "
 								     "(bad line, short segment or CRC32C)"
-								   : adump_open_strerror(ret));
+					  : ret == -ENOTDIR ? "a symbolic link or a file in the way in "
+							      "OUT: not written through, "
+								   : adump_open_strerror(ret),
+					  ret == -ENOTDIR ? e.name : "");
 				if (!first_error)
 					first_error = ret;
 				continue;
@@ -161,6 +187,7 @@ long adump_unpack(const char *dir, const char *out_dir)
 		fclose(f);
 	}
 	closedir(d);
+	close(out_fd);
 	free(buf);
 	return first_error ? first_error : restored;
 }

@@ -286,7 +286,8 @@ static bool list_losses(const char *path, bool is_json, json_object *problems,
 int cmd_verify(int argc, char **argv)
 {
 	uint64_t file_count = 0, entry_count = 0;
-	struct tool_files files = { 0 };
+	struct tool_files odd = { 0 };
+	struct tool_files files = { .odd = &odd };
 	struct tool_progress progress;
 	struct adump_reader *r = NULL;
 	bool is_json = false, is_quiet = false, is_clean = false;
@@ -492,6 +493,18 @@ int cmd_verify(int argc, char **argv)
 		counts[v] += v != VERDICT_OK;
 		if (v != VERDICT_OK)
 			report(is_json, problems, &progress, v, files.paths[i], msg);
+	}
+	/* A link, FIFO, socket or device inside the capture (a dump replaced by one): never
+	 * followed nor read, and a problem, not passed by (issue 30). */
+	tool_files_sort(&odd);
+	for (size_t i = 0; i < odd.count; i++) {
+		char msg[8600];
+
+		snprintf(msg, sizeof(msg), "%s: not a regular file (a symbolic link, FIFO, socket "
+			 "or device inside the capture): not read", odd.paths[i]);
+		counts[VERDICT_BAD]++;
+		file_count++;
+		report(is_json, problems, &progress, VERDICT_BAD, odd.paths[i], msg);
 	}
 	tool_progress_end(&progress);
 

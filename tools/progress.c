@@ -201,6 +201,8 @@ static int add_dir(struct tool_files *f, const char *dir, bool recursive)
 				ret = push(f, path);
 			else if (S_ISDIR(st.st_mode) && recursive)
 				ret = add_dir(f, path, recursive);
+			else if (!S_ISDIR(st.st_mode) && f->odd)
+				ret = push(f->odd, path);
 		}
 		free(path);
 	}
@@ -232,10 +234,14 @@ void tool_files_sort(struct tool_files *f)
 
 void tool_files_free(struct tool_files *f)
 {
+	struct tool_files *odd = f->odd;
+
 	for (size_t i = 0; i < f->count; i++)
 		free(f->paths[i]);
 	free(f->paths);
-	*f = (struct tool_files){ 0 };
+	*f = (struct tool_files){ .odd = odd };
+	if (odd)
+		tool_files_free(odd);
 }
 
 uint64_t tool_files_item_count(const struct tool_files *f)

@@ -51,10 +51,15 @@ struct tool_files {
 	char **paths;
 	size_t count;
 	size_t cap;
+	/* What a directory walk passed by, never followed nor read: a symbolic link, a FIFO,
+	 * a socket or a device inside the capture (issue 30; verify reports each). */
+	struct tool_files *odd;
 };
 
 /* Append @path's regular files: @path itself if it is a file, its entries if it is a
- * directory (descending into subdirectories when @recursive). Return: 0 or -errno. */
+ * directory (descending into subdirectories when @recursive; a link inside it is never
+ * followed: it and any other non-regular file go to @f->odd when that is set).
+ * Return: 0 or -errno. */
 int tool_files_add(struct tool_files *f, const char *path, bool recursive);
 void tool_files_sort(struct tool_files *f);
 void tool_files_free(struct tool_files *f);

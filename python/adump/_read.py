@@ -15,6 +15,8 @@ import csv
 import json
 import os
 import re
+import stat
+import warnings
 from collections import namedtuple
 from typing import Iterator, Union
 
@@ -325,9 +327,26 @@ def _is_packed_dir(dirpath, files):
 _JOURNAL_PREFIX = "adump-journal-"
 
 
-def _tree(top):
+def _irregular(dirpath, names):
+    """The paths of @names in @dirpath that are not regular files or directories themselves
+    (a symbolic link, to anything, a FIFO, a socket, a device): never followed nor read."""
+    out = []
+    for n in names:
+        path = os.path.join(dirpath, n)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            out.append(path)
+    return out
+
+
+def _tree(top, irregular=False):
     """(kind, path) for the files below @top, sorted: kind "packed" for a packed
-    directory, "file" for the others."""
+    directory, "file" for the others. A link or FIFO inside @top (issue 30) is never
+    followed: yielded as kind "irregular" when @irregular, else passed by with a warning;
+    @top itself may be a link."""
     top = os.fspath(top)
     if os.path.isfile(top):
         if os.path.basename(top) == _msprobe_read.DUMP_JSON:
@@ -337,7 +356,18 @@ def _tree(top):
         return
     if not os.path.isdir(top):
         raise FileNotFoundError(2, os.strerror(2), top)
-    for dirpath, dirs, files in os.walk(top):
+    for dirpath, dirs, files in os.walk(top, followlinks=False):
+        odd = _irregular(dirpath, dirs + files)
+        if odd:
+            names = set(os.path.basename(p) for p in odd)
+            dirs[:] = [d for d in dirs if d not in names]
+            files = [f for f in files if f not in names]
+            for path in sorted(odd):
+                if irregular:
+                    yield "irregular", path
+                else:
+                    warnings.warn("%s: a symbolic link or FIFO inside the capture: not read"
+                                  % path, stacklevel=3)
         dirs.sort()
         if _is_packed_dir(dirpath, files):
             yield "packed", dirpath
@@ -501,7 +531,12 @@ def verify(top: PathLike) -> "VerifyReport":
         else:
             rep.problems.append(("bad", name, msg))
 
-    for kind, path in _tree(top):
+    for kind, path in _tree(top, irregular=True):
+        if kind == "irregular":
+            rep.files += 1
+            rep.problems.append(("bad", path, "not a regular file (a symbolic link, FIFO, "
+                                 "socket or device inside the capture): not read"))
+            continue
         if kind == "msprobe":
             checked, problems = _msprobe_read.verify(path)
             rep.files += checked + 1     # dump.json itself

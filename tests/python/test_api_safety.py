@@ -498,5 +498,35 @@ class ToolMessages(unittest.TestCase):
                              out)
             self.assertIn(b"e\\x1b]0;PWN\\x07\\x1b[31mred\\x0aFAKE LINE", out)
 
+
+class LinksInsideCapture(unittest.TestCase):
+    """A symbolic link (to a dump, to a directory) or a FIFO inside a capture (issue 30):
+    adump.walk never follows nor reads it (it warns), adump.verify reports each as a
+    problem. Before, walk read the linked dumps and verify passed the capture."""
+
+    def test_links_and_fifo(self):
+        top = helpers.tmpdir("links")
+        for name in ("cap", "outside"):
+            s = adump.Session(os.path.join(top, name), workers=1, time_dir="t")
+            st = s.stream()
+            st.dump("Add", name, inputs=[np.arange(6, dtype=np.float32)])
+            st.sync()
+            s.close()
+        cap, outside = os.path.join(top, "cap"), os.path.join(top, "outside", "t", "0")
+        (linked,) = os.listdir(outside)
+        os.symlink(os.path.join(outside, linked),
+                   os.path.join(cap, "t", "0", "Add.linked.9.9.9"))
+        os.symlink(outside, os.path.join(cap, "t", "0", "out_dir"))
+        os.mkfifo(os.path.join(cap, "t", "0", "Add.fifo.8.8.8"))
+        with self.assertWarns(UserWarning):
+            dumps = list(adump.walk(cap))
+        self.assertEqual([d.op_name for d in dumps], ["cap"])
+        rep = adump.verify(cap)
+        self.assertFalse(rep.ok)
+        odd = sorted(os.path.basename(p) for k, p, m in rep.problems
+                     if "not a regular file" in m)
+        self.assertEqual(odd, ["Add.fifo.8.8.8", "Add.linked.9.9.9", "out_dir"])
+
+
 if __name__ == "__main__":
     unittest.main()

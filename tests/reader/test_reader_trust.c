@@ -261,6 +261,136 @@ START_TEST(test_packed_segment_refused)
 }
 END_TEST
 
+
+/* @path: one plain dump of op @name. */
+static void plain_make(const char *path, const char *name)
+{
+	struct adump_tensor t[1];
+	struct adump_op op = { .op_type = "Add", .op_name = name, .tensors = t, .tensor_count = 1 };
+	const void *data[1] = { values };
+	size_t len;
+	void *dump;
+	FILE *f;
+
+	t[0] = rt_tensor(ADUMP_TENSOR_OUTPUT, ADUMP_DT_FLOAT, 1, dims, sizeof(values));
+	dump = rt_dump_mem(&op, data, &len);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(dump, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(dump);
+}
+
+/* Links inside a capture, to a dump and to a directory of dumps outside it, and a FIFO
+ * named as a dump: scan and compare pass them by with a warning naming each (they read all
+ * three dumps through the links before), verify reports each as not a regular file (it
+ * passed the capture before). */
+START_TEST(test_links_inside_capture)
+{
+	char *root = t_tmpdir("trust"), path[4400], *out;
+
+	snprintf(path, sizeof(path), "%s/cap", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/cap/0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/outside", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/cap/0/Add.in.1.1.1796390235057329", root);
+	plain_make(path, "in");
+	snprintf(path, sizeof(path), "%s/outside/Add.out.2.1.1796390235057330", root);
+	plain_make(path, "out");
+	snprintf(path, sizeof(path), "%s/outside/Add.out2.3.1.1796390235057331", root);
+	plain_make(path, "out2");
+	snprintf(path, sizeof(path), "%s/cap/0/Add.linked.9.9.9", root);
+	ck_assert_int_eq(symlink("../../outside/Add.out.2.1.1796390235057330", path), 0);
+	snprintf(path, sizeof(path), "%s/cap/0/out_dir", root);
+	ck_assert_int_eq(symlink("../../outside", path), 0);
+
+	snprintf(path, sizeof(path), "%s/cap", root);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "scan %s", path), 0);
+	out = t_slurp(root, "stdout");
+	ck_assert_msg(strstr(out, " 1 dumps"), "%s", out);
+	free(out);
+	out = t_slurp(root, "stderr");
+	ck_assert_msg(strstr(out, "Add.linked.9.9.9: a symbolic link"), "%s", out);
+	ck_assert_msg(strstr(out, "out_dir: a symbolic link"), "%s", out);
+	free(out);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "verify %s", path), 1);
+	out = t_slurp(root, "stdout");
+	ck_assert_msg(strstr(out, "Add.linked.9.9.9: not a regular file"), "%s", out);
+	ck_assert_msg(strstr(out, "out_dir: not a regular file"), "%s", out);
+	free(out);
+	snprintf(path, sizeof(path), "%s/cap/0/Add.fifo.8.8.8", root);
+	ck_assert_int_eq(mkfifo(path, 0640), 0);
+	snprintf(path, sizeof(path), "%s/cap", root);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "verify --json %s", path), 1);
+	out = t_slurp(root, "stdout");
+	ck_assert_msg(strstr(out, "Add.fifo.8.8.8: not a regular file"), "%s", out);
+	free(out);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "scan %s", path), 0);
+	out = t_slurp(root, "stdout");
+	ck_assert_msg(strstr(out, " 1 dumps"), "%s", out);
+	free(out);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* Writers create their directories below OUT without following a link planted there:
+ * unpack into an OUT whose "0" is a link out, export into one whose step0/rank0 is (both
+ * wrote through the link before); OUT itself may be a link. */
+START_TEST(test_writers_refuse_links_in_out)
+{
+	char *root = t_tmpdir("trust"), cap[4400], path[4400], out[4400], far[4400];
+
+	packed_make(root);
+	snprintf(cap, sizeof(cap), "%s/cap", root);
+	snprintf(far, sizeof(far), "%s/outside", root);
+	ck_assert_int_eq(mkdir(far, 0750), 0);
+	snprintf(out, sizeof(out), "%s/up", root);
+	ck_assert_int_eq(mkdir(out, 0750), 0);
+	snprintf(path, sizeof(path), "%s/up/0", root);
+	ck_assert_int_eq(symlink(far, path), 0);
+	ck_assert_int_eq(adump_unpack(cap, out), -ENOTDIR);
+	ck_assert_uint_eq(t_count_files(far, ""), 0);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "unpack %s %s", cap, out), 1);
+	ck_assert_uint_eq(t_count_files(far, ""), 0);
+	/* OUT itself a link: followed, as the user named it. */
+	snprintf(path, sizeof(path), "%s/up_link", root);
+	ck_assert_int_eq(symlink(far, path), 0);
+	ck_assert_int_eq(adump_unpack(cap, path), 1);
+	ck_assert_uint_eq(t_count_files(far, ""), 1);
+
+	/* export: <in>/step0/rank0/0/<dump>, OUT/step0/rank0 a link out */
+	snprintf(path, sizeof(path), "%s/tc", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/tc/step0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/tc/step0/rank0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/tc/step0/rank0/Add.x.1.1.1796390235057329", root);
+	plain_make(path, "x");
+	snprintf(far, sizeof(far), "%s/outside_r", root);
+	ck_assert_int_eq(mkdir(far, 0750), 0);
+	snprintf(path, sizeof(path), "%s/ex", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/ex/step0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/ex/step0/rank0", root);
+	ck_assert_int_eq(symlink(far, path), 0);
+	snprintf(path, sizeof(path), "%s/tc", root);
+	snprintf(out, sizeof(out), "%s/ex", root);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "export --msprobe %s %s", path, out), 1);
+	ck_assert_uint_eq(t_count_files(far, ""), 0);
+	snprintf(out, sizeof(out), "%s/ex_ok", root);
+	ck_assert_int_eq(t_run_tool(TOOL, root, "export --msprobe %s %s", path, out), 0);
+	snprintf(out, sizeof(out), "%s/ex_ok/step0/rank0", root);
+	ck_assert_uint_gt(t_count_files(out, "dump.json"), 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 /* Offset of the last central directory entry of the zip in @buf. */
 static size_t last_cdir_entry(const unsigned char *buf, size_t len)
 {
@@ -362,6 +492,8 @@ int main(void)
 	tcase_add_test(tc, test_msprobe_pt_fifo);
 	tcase_add_test(tc, test_packed_fifo_index);
 	tcase_add_test(tc, test_packed_segment_refused);
+	tcase_add_test(tc, test_links_inside_capture);
+	tcase_add_test(tc, test_writers_refuse_links_in_out);
 	tcase_add_test(tc, test_pt_check_name_length_lies);
 	tcase_add_test(tc, test_npy_truncated_after_open);
 	suite_add_tcase(s, tc);
