@@ -155,9 +155,10 @@ int adump_pt_check(const char *path, char *msg, size_t cap)
 		}
 		done += (size_t)n;
 	}
-	/* the end of central directory record: last 22 bytes, or before a comment */
+	/* the end of central directory record: last 22 bytes, or before a comment that ends
+	 * the file (as the reader, pt_zip.c, wants it) */
 	for (size_t i = len - 22 + 1; i-- > 0 && len - i <= 22 + 0xffff;) {
-		if (pt_le(buf + i, 4) == 0x06054b50) {
+		if (pt_le(buf + i, 4) == 0x06054b50 && i + 22 + pt_le(buf + i + 20, 2) == len) {
 			eocd = i;
 			has_eocd = true;
 			break;
