@@ -84,9 +84,16 @@ static int write_rows(int dir_fd, const struct adump_compare *c,
 }
 
 /* The script: fixed text, numbers and the fixed names of plot_names[]. */
-static int write_script(int dir_fd, const struct adump_compare_summary *s, const char *png_term)
+static int write_script(int dir_fd, const struct adump_compare *c,
+			const struct adump_compare_summary *s, const char *png_term)
 {
+	bool has_rel = false;
 	FILE *f;
+
+	/* The log-scale axis only where a row has an error above 0 to draw on it: gnuplot fails
+	 * on a series with no defined point (two identical captures). */
+	for (uint64_t r = 0; r < adump_compare_row_count(c) && !has_rel; r++)
+		has_rel = adump_compare_row(c, r)->max_relative_error > 0;
 
 	unlinkat(dir_fd, "plot.gp", 0);
 	f = plot_file(dir_fd, "plot.gp");
@@ -94,9 +101,11 @@ static int write_script(int dir_fd, const struct adump_compare_summary *s, const
 		return -errno;
 	fprintf(f, "set datafile separator \"\\t\"\nset datafile missing 'nan'\n"
 		   "set xlabel 'row (op order: inputs, then outputs of each op)'\n"
-		   "set ylabel 'CosineSimilarity'\nset y2label 'MaxRelativeError'\n"
-		   "set ytics nomirror\nset y2tics\nset logscale y2\nset grid\nset key bottom left\n"
+		   "set ylabel 'CosineSimilarity'\nset grid\nset key bottom left\n"
 		   "set yrange [*:1.02]\n");
+	if (has_rel)
+		fprintf(f, "set y2label 'MaxRelativeError'\nset ytics nomirror\nset y2tics\n"
+			   "set logscale y2\n");
 	if (s->first_divergent_row >= 0)
 		fprintf(f, "set arrow from %lld, graph 0 to %lld, graph 1 nohead lc rgb 'red' lw 2\n",
 			(long long)s->first_divergent_row, (long long)s->first_divergent_row);
@@ -106,8 +115,10 @@ static int write_script(int dir_fd, const struct adump_compare_summary *s, const
 		fprintf(f, "set terminal %s size 1200,600\nset output '%s'\n", k ? "svg" : png_term,
 			k ? "plot.svg" : "plot.png");
 		fprintf(f, "plot 'rows.dat' using 1:3 with linespoints pt 7 ps 0.5 lc rgb '#1f77b4' "
-			   "title 'CosineSimilarity', '' using 1:($4 > 0 ? $4 : 1/0) axes x1y2 with "
-			   "points pt 2 ps 1 lc rgb '#ff7f0e' title 'MaxRelativeError (> 0)'%s\n",
+			   "title 'CosineSimilarity'%s%s\n",
+			has_rel ? ", '' using 1:($4 > 0 ? $4 : 1/0) axes x1y2 with points pt 2 ps 1 "
+				  "lc rgb '#ff7f0e' title 'MaxRelativeError (> 0)'"
+				: "",
 			s->first_divergent_row >= 0 ? ", 'label.dat' using 1:2:3 with labels left "
 						      "offset 1,0 tc rgb 'red' noenhanced notitle"
 						    : "");
@@ -163,7 +174,7 @@ int compare_plot(const struct adump_compare *c, const struct adump_compare_summa
 	}
 	ret = write_rows(dir_fd, c, s);
 	if (ret == 0)
-		ret = write_script(dir_fd, s, "pngcairo");
+		ret = write_script(dir_fd, c, s, "pngcairo");
 	if (ret < 0) {
 		snprintf(msg, cap, "%s: %s", tmp, strerror(-ret));
 		goto out_rm;
@@ -171,7 +182,7 @@ int compare_plot(const struct adump_compare *c, const struct adump_compare_summa
 	status = run_gnuplot(dir_fd);
 	if (status > 0 && status != 127) {
 		/* pngcairo may be missing (gnuplot-nox has it; some builds do not): plain png. */
-		ret = write_script(dir_fd, s, "png");
+		ret = write_script(dir_fd, c, s, "png");
 		if (ret == 0)
 			status = run_gnuplot(dir_fd);
 	}

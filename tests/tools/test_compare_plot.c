@@ -84,6 +84,26 @@ START_TEST(test_plot_names_are_data)
 }
 END_TEST
 
+/* Two identical captures: no error above 0 to draw on the log-scale axis; the plot is made
+ * all the same (gnuplot failed on the empty series, and no plot was left). */
+START_TEST(test_plot_identical)
+{
+	float one[TRUST_N];
+	char my[PATH_MAX], out[PATH_MAX];
+	const char *argv[] = { "compare", "-m", my, "-g", my, "-out", out, "--plot", "--quiet",
+			       NULL };
+
+	for (int i = 0; i < TRUST_N; i++)
+		one[i] = 1.0f + (float)i;
+	snprintf(my, sizeof(my), "%s/same", dir);
+	snprintf(out, sizeof(out), "%s/same-out", dir);
+	trust_dump(my, "Add", "same", 1, 1000, one, one);
+	ck_assert_int_eq(trust_run(dir, 0, argv), 0);
+	ck_assert_int_eq(trust_count(out, "compare_", ".png"), 1);
+	ck_assert_int_eq(trust_count(out, "compare_", ".svg"), 1);
+}
+END_TEST
+
 static bool has_gnuplot(void)
 {
 	const char *path = getenv("PATH");
@@ -112,6 +132,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_plot_names_are_data);
+	tcase_add_test(tc, test_plot_identical);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
