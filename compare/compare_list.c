@@ -247,7 +247,7 @@ static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 		/* lstat: a link inside the capture is never followed, out or in (issue 30);
 		 * only the path the user gives may be one. */
 		if (lstat(path, &st) < 0) {
-			;
+			/* gone since it was listed: nothing to read */
 		} else if (S_ISLNK(st.st_mode) || S_ISFIFO(st.st_mode)) {
 			adump_log(ADUMP_LOG_WARN, "reader", "%s: %s inside the capture: not read", path,
 				  S_ISLNK(st.st_mode) ? "a symbolic link" : "a FIFO");
