@@ -104,7 +104,7 @@ static void journal_fill(struct adump_port *p, struct adump_op_rec *op_rec,
 	adump_journal_slot_fill(js, op->device_id, op->task_id, op->stream_id, op->timestamp_us,
 				op_rec->payload_bytes, op->op_type, op->op_name);
 	op_rec->journal_slot = js;
-	op_rec->journal_held = p->journal_used + 1;      /* struct adump_port_cfg */
+	op_rec->journal_held = &p->journal_used[1];     /* held past records: adump_port_cfg */
 }
 
 void adump_port_journal_set_sp(struct adump_port *p, struct adump_journal_slot *journal,
