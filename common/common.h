@@ -357,6 +357,12 @@ struct adump_op_rec {
 	_Atomic uint32_t *journal_held;
 };
 
+/* adump_op_copy_size() - the bytes adump_op_copy() needs beside the struct: tensors,
+ * attributes and strings. adump_op_copy() - deep-copy @op into *@dst, everything it points
+ * to into @mem (adump_op_copy_size() bytes, 8-byte aligned). Return: its payload bytes. */
+ADUMP_HIDDEN size_t adump_op_copy_size(const struct adump_op *op);
+ADUMP_HIDDEN uint64_t adump_op_copy(struct adump_op *dst, const struct adump_op *op, void *mem);
+
 /**
  * adump_op_rec_create() - deep-copy an op descriptor into one allocation, from @fl (its
  * owner calling; NULL: malloc).

@@ -33,27 +33,59 @@ static size_t hook_size(size_t hook_bytes)
 	return (hook_bytes + HOOK_ALIGN - 1) / HOOK_ALIGN * HOOK_ALIGN;
 }
 
+size_t adump_op_copy_size(const struct adump_op *op)
+{
+	size_t bytes = op->tensor_count * sizeof(struct adump_tensor) +
+		       op->attr_count * sizeof(struct adump_attr) + str_size(op->op_type) +
+		       str_size(op->op_name) + str_size(op->dfx_message);
+
+	for (uint32_t i = 0; i < op->attr_count; i++)
+		bytes += str_size(op->attrs[i].name) + str_size(op->attrs[i].value);
+	return bytes;
+}
+
+uint64_t adump_op_copy(struct adump_op *dst, const struct adump_op *op, void *mem)
+{
+	char *pos = mem;
+	uint64_t payload = 0;
+
+	*dst = *op;
+	struct adump_tensor *tensors = (struct adump_tensor *)pos;
+	if (op->tensor_count)
+		memcpy(tensors, op->tensors, op->tensor_count * sizeof(*tensors));
+	pos += op->tensor_count * sizeof(*tensors);
+	for (uint32_t i = 0; i < op->tensor_count; i++)
+		payload += tensors[i].bytes;
+	dst->tensors = op->tensor_count ? tensors : NULL;
+
+	struct adump_attr *attrs = (struct adump_attr *)pos;
+	pos += op->attr_count * sizeof(*attrs);
+	for (uint32_t i = 0; i < op->attr_count; i++) {
+		attrs[i].name = put_str(&pos, op->attrs[i].name);
+		attrs[i].value = put_str(&pos, op->attrs[i].value);
+	}
+	dst->attrs = op->attr_count ? attrs : NULL;
+	dst->op_type = put_str(&pos, op->op_type);
+	dst->op_name = put_str(&pos, op->op_name);
+	dst->dfx_message = put_str(&pos, op->dfx_message);
+	return payload;
+}
+
 int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist *fl,
 			       const struct adump_op_hooks *hooks, const void *hook_data,
 			       size_t hook_bytes, struct adump_op_rec **out)
 {
 	struct adump_op_rec *rec;
-	size_t bytes, head = hook_size(sizeof(*rec)), hook = hook_size(hook_bytes);
+	size_t head = hook_size(sizeof(*rec)), hook = hook_size(hook_bytes);
 	char *pos;
 	int ret;
 
 	ret = adump_op_check(op);
 	if (ret < 0)
 		return ret;
-	bytes = head + hook + op->tensor_count * sizeof(struct adump_tensor) +
-		op->attr_count * sizeof(struct adump_attr) + str_size(op->op_type) +
-		str_size(op->op_name) + str_size(op->dfx_message);
-	for (uint32_t i = 0; i < op->attr_count; i++)
-		bytes += str_size(op->attrs[i].name) + str_size(op->attrs[i].value);
-	rec = adump_freelist_alloc(fl, bytes);
+	rec = adump_freelist_alloc(fl, head + hook + adump_op_copy_size(op));
 	if (!rec)
 		return -ENOMEM;
-	rec->op = *op;
 	rec->payload_bytes = 0;
 	atomic_init(&rec->is_failed, 0);
 	rec->loss_offset = 0;
@@ -74,24 +106,7 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 		memcpy(pos, hook_data, hook_bytes);
 		pos += hook;
 	}
-
-	struct adump_tensor *tensors = (struct adump_tensor *)pos;
-	memcpy(tensors, op->tensors, op->tensor_count * sizeof(*tensors));
-	pos += op->tensor_count * sizeof(*tensors);
-	for (uint32_t i = 0; i < op->tensor_count; i++)
-		rec->payload_bytes += tensors[i].bytes;
-	rec->op.tensors = op->tensor_count ? tensors : NULL;
-
-	struct adump_attr *attrs = (struct adump_attr *)pos;
-	pos += op->attr_count * sizeof(*attrs);
-	for (uint32_t i = 0; i < op->attr_count; i++) {
-		attrs[i].name = put_str(&pos, op->attrs[i].name);
-		attrs[i].value = put_str(&pos, op->attrs[i].value);
-	}
-	rec->op.attrs = op->attr_count ? attrs : NULL;
-	rec->op.op_type = put_str(&pos, op->op_type);
-	rec->op.op_name = put_str(&pos, op->op_name);
-	rec->op.dfx_message = put_str(&pos, op->dfx_message);
+	rec->payload_bytes = adump_op_copy(&rec->op, op, pos);
 	*out = rec;
 	return 0;
 }

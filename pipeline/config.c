@@ -2,6 +2,7 @@
 /* A session's configuration checked before anything is made: every field against its range
  * and the combinations that cannot work together, each refusal logged naming the field and
  * what it allows (-ADUMP_ERR_CONFIG). The session itself is session.c's. */
+#include <float.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,9 +13,73 @@
 
 #define MODULE "session"
 
+/* Window mode's fields (window.c). */
+static int window_check(const struct adump_config *cfg, size_t chunk)
+{
+	uint32_t triggers = cfg->triggers ? cfg->triggers : ADUMP_TRIGGER_DEFAULT;
+
+	if (!cfg->window_steps) {
+		if (cfg->window_bytes || cfg->window_persists || cfg->triggers || cfg->bound_count ||
+		    cfg->deviation != 0 || cfg->deviation_steps) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "window_bytes, window_persists, triggers, "
+				  "bounds and deviation apply to window mode (window_steps > 0)");
+			return -ADUMP_ERR_CONFIG;
+		}
+		return 0;
+	}
+	if (cfg->content != ADUMP_CONTENT_TENSOR || cfg->layout != ADUMP_LAYOUT_FILES ||
+	    cfg->compress != ADUMP_COMPRESS_NONE || cfg->io == ADUMP_IO_DIRECT) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "window mode writes statistics and, when a "
+			  "trigger fires, tensors: content tensor, the files layout, no compression, "
+			  "io buffered or auto");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->window_bytes && cfg->window_bytes < chunk) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "window_bytes %llu below one chunk (%zu bytes)",
+			  (unsigned long long)cfg->window_bytes, chunk);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (triggers & ~(uint32_t)ADUMP_TRIGGER_ALL) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "triggers 0x%x has unknown bits", cfg->triggers);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (!(triggers & ADUMP_TRIGGER_BOUND) != !cfg->bound_count) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, cfg->bound_count ? "bounds given without the "
+			  "bound trigger" : "the bound trigger needs bounds");
+		return -ADUMP_ERR_CONFIG;
+	}
+	if (cfg->bound_count > ADUMP_MAX_BOUNDS || (cfg->bound_count && !cfg->bounds)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "bounds: %u of them (at most %u, not NULL)",
+			  cfg->bound_count, ADUMP_MAX_BOUNDS);
+		return -ADUMP_ERR_CONFIG;
+	}
+	for (unsigned i = 0; i < cfg->bound_count; i++) {
+		const struct adump_bound *b = &cfg->bounds[i];
+
+		if (!b->pattern || !b->pattern[0] || !(b->max_abs > 0) || b->max_abs > DBL_MAX) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "bound %u: a non-empty pattern and a "
+				  "finite max_abs above 0", i);
+			return -ADUMP_ERR_CONFIG;
+		}
+	}
+	if (!(cfg->deviation >= 0) || cfg->deviation > DBL_MAX ||
+	    cfg->deviation_steps > ADUMP_MAX_DEVIATION_STEPS) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "deviation must be a finite factor >= 0 and "
+			  "deviation_steps at most %u", ADUMP_MAX_DEVIATION_STEPS);
+		return -ADUMP_ERR_CONFIG;
+	}
+	if ((cfg->deviation != 0 || cfg->deviation_steps) &&
+	    !(triggers & ADUMP_TRIGGER_DEVIATION)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "deviation given without the deviation trigger");
+		return -ADUMP_ERR_CONFIG;
+	}
+	return 0;
+}
+
 int adump_config_check(const struct adump_config *cfg)
 {
 	size_t chunk, pool;
+	int ret;
 
 	if (!cfg) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "config is NULL");
@@ -112,6 +177,9 @@ int adump_config_check(const struct adump_config *cfg)
 		adump_log(ADUMP_LOG_ERROR, MODULE, "dump_path is required for the file sink");
 		return -ADUMP_ERR_CONFIG;
 	}
+	ret = window_check(cfg, chunk);
+	if (ret < 0)
+		return ret;
 	if (cfg->time_dir && (strchr(cfg->time_dir, '/') || !strcmp(cfg->time_dir, "..") ||
 			      !strcmp(cfg->time_dir, "."))) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "time_dir '%s' must be a single path component",

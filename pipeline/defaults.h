@@ -36,5 +36,17 @@
 /* io AUTO: smallest file (header included) written with O_DIRECT; bench/RESULTS.md,
  * "io=auto threshold". */
 #define ADUMP_DEFAULT_DIRECT_MIN_BYTES (256u << 10)
+/* Window mode (pipeline/window.c). */
+#define ADUMP_DEFAULT_WINDOW_BYTES (1ull << 30)
+#define ADUMP_DEFAULT_WINDOW_PERSISTS 3u
+#define ADUMP_DEFAULT_DEVIATION 1.0
+#define ADUMP_DEFAULT_DEVIATION_STEPS 5u
+#define ADUMP_MAX_DEVIATION_STEPS 1024u
+#define ADUMP_MAX_BOUNDS 256u
+/* Tensor names whose norms the deviation trigger remembers; past it, new names are not
+ * judged (logged once). Bounds the history: about 64 + 8 x deviation_steps bytes + name. */
+#define ADUMP_WINDOW_HISTORY_MAX (1u << 20)
+/* A persist writes through a session of its own with this staging pool. */
+#define ADUMP_WINDOW_PERSIST_POOL_BYTES (64u << 20)
 
 #endif

@@ -142,10 +142,6 @@ static int log_fd(struct adump_loss *l)
 	return log_open_existing(l);
 }
 
-/* Not an error code anyone returns: what adump_loss_file_end() passes for a file the
- * producer's check refused, so its tensors take cause changed_before_written. */
-#define ADUMP_LOSS_ERR_REJECTED (-(ADUMP_ERR_DISK_GUARD + 256))
-
 static enum adump_loss_cause cause_of(int err)
 {
 	switch (-err) {
@@ -162,6 +158,8 @@ static enum adump_loss_cause cause_of(int err)
 		return ADUMP_LOSS_DISK_GUARD;
 	case -ADUMP_LOSS_ERR_REJECTED:
 		return ADUMP_LOSS_CHANGED_BEFORE_WRITTEN;
+	case -ADUMP_LOSS_ERR_WINDOW_FULL:
+		return ADUMP_LOSS_WINDOW_FULL;
 	default:
 		return ADUMP_LOSS_WRITE_ERROR;
 	}

@@ -9,6 +9,12 @@
 
 #include "adump/adump.h"
 
+/* Not error codes anyone returns: what the output passes to adump_loss_file() for a file the
+ * producer's check refused (cause changed_before_written), and a window for a dump it could
+ * not hold (window_full). */
+#define ADUMP_LOSS_ERR_REJECTED (-(ADUMP_ERR_DISK_GUARD + 256))
+#define ADUMP_LOSS_ERR_WINDOW_FULL (-(ADUMP_ERR_DISK_GUARD + 257))
+
 struct adump_session;
 struct adump_op_rec;
 struct file_state;

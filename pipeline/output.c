@@ -11,6 +11,7 @@
 
 #include "common/common.h"
 #include "pipeline/loss_int.h"
+#include "pipeline/window_int.h"
 #include "pipeline/worker_int.h"
 #include "proto/proto.h"
 
@@ -177,6 +178,8 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 		adump_file_fail(s, fs, name_len, "naming");
 	else
 		s->out->file_begin(w, fs, is_whole);
+	if (s->window && !fs->is_failed)
+		adump_window_file_begin(s->window, fs);
 	return fs;
 }
 
@@ -194,6 +197,8 @@ void adump_file_finish(struct adump_worker *w, struct file_state *fs)
 			fs->is_rejected = true;         /* loss cause changed_before_written */
 		}
 	}
+	if (s->window)
+		adump_window_file_end(s->window, fs);
 	if (s->out->file_end)
 		s->out->file_end(w, fs);
 	adump_loss_file_end(s, fs);

@@ -20,6 +20,7 @@ struct file_state;
 struct adump_loss;
 struct adump_guard;
 struct adump_journal;
+struct adump_window;
 
 /* One write in flight: a record's chunk (one per staging buffer, indexed like the pool), a
  * file's header (embedded in the file's state, rec == NULL), or an output module's own write
@@ -111,6 +112,7 @@ struct adump_session {
 	struct adump_loss *loss;                /* loss.c: counters by cause, the loss log */
 	struct adump_guard *guard;              /* guard.c; NULL: no disk guard */
 	struct adump_journal *journal;          /* journal.c; NULL: none for this output */
+	struct adump_window *window;            /* window mode (window.c), or NULL */
 };
 
 int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned index);

@@ -15,6 +15,7 @@
 #include "pipeline/journal_int.h"
 #include "pipeline/producer.h"
 #include "pipeline/loss_int.h"
+#include "pipeline/window_int.h"
 #include "pipeline/worker_int.h"
 
 #define MODULE "session"
@@ -106,7 +107,11 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	if (!s)
 		return -ENOMEM;
 	s->cfg = *cfg;
-	s->out = adump_output_select(cfg);
+	/* Window mode writes statistics; its windows are written as tensors (window.c). */
+	if (cfg->window_steps)
+		s->cfg.content = ADUMP_CONTENT_STATS;
+	s->out = adump_output_select(&s->cfg);
+	s->cfg.bounds = NULL;
 	s->cfg.dump_path = NULL;
 	s->cfg.time_dir = NULL;
 	pthread_mutex_init(&s->lock, NULL);
@@ -178,11 +183,14 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		ret = adump_guard_create(&s->cfg, s->dir, &s->guard);
 	if (ret == 0)
 		ret = adump_journal_create(s, &s->journal);
+	if (ret == 0 && cfg->window_steps)
+		ret = adump_window_create(s, cfg, &s->window);
 	if (ret < 0)
 		goto err;
 	*out = s;
 	return 0;
 err:
+	adump_window_destroy(s->window);
 	if (s->out_session && s->out->session_fini)
 		s->out->session_fini(s);
 	adump_journal_destroy(s->journal);
@@ -412,18 +420,24 @@ int adump_session_flush(struct adump_session *s)
 
 int adump_session_destroy(struct adump_session *s)
 {
-	int ret;
+	int ret, window_ret;
 
 	if (!s)
 		return 0;
 	for (unsigned i = 0; i < s->cfg.stream_max; i++)
 		if (s->slots[i].is_used)
 			adump_session_detach_producer(s, s->slots[i].producer);
+	/* Every dump is written: a trigger of the last step is persisted now. */
+	adump_session_dir_done(s, NULL);
+	window_ret = s->window ? adump_window_finish(s->window) : 0;
 	for (unsigned i = 0; i < s->worker_count; i++)
 		adump_worker_stop(&s->workers[i]);
 	if (s->out->session_fini)
 		s->out->session_fini(s);
+	adump_window_destroy(s->window);
 	ret = adump_session_error(s);
+	if (ret == 0)
+		ret = window_ret;
 	/* Every file is finished: the journal goes (unless something is still pending). */
 	adump_journal_destroy(s->journal);
 	adump_guard_destroy(s->guard);
@@ -436,6 +450,17 @@ int adump_session_destroy(struct adump_session *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return ret;
+}
+
+int adump_session_step(struct adump_session *s)
+{
+	int ret, window_ret;
+
+	if (!s)
+		return -EINVAL;
+	ret = adump_session_flush(s);
+	window_ret = s->window ? adump_window_step(s->window) : 0;
+	return ret < 0 ? ret : window_ret;
 }
 
 int adump_session_error(const struct adump_session *s)
@@ -452,7 +477,7 @@ void adump_session_dir_done(struct adump_session *s, const char *dir)
 bool adump_session_wants_stats(const struct adump_session *s)
 {
 	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
-	return s->cfg.content == ADUMP_CONTENT_STATS &&
+	return s->cfg.content == ADUMP_CONTENT_STATS && !s->window &&
 	       !(s->cfg.format == ADUMP_OUTPUT_MSPROBE && s->cfg.summary == ADUMP_SUMMARY_MD5);
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/common.h"
 #include "pipeline/loss_int.h"
+#include "pipeline/window_int.h"
 #include "pipeline/worker_int.h"
 
 #define MODULE "worker"
@@ -84,10 +85,13 @@ static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 	}
 	if (atomic_load_explicit(&op->is_failed, memory_order_relaxed))
 		adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "dropped data of");
-	if (fs->is_failed)
+	if (fs->is_failed) {
 		adump_record_done(w, chan, rec, fs);
-	else
+	} else {
+		if (fs->window_entry)
+			adump_window_record(fs, rec);
 		out->record(w, chan, rec, fs);
+	}
 	return true;
 }
 

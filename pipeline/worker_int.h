@@ -45,6 +45,7 @@ struct file_state {
 	unsigned char *tail;                    /* ADUMP_DIRECT_ALIGN bytes, after the header's */
 	struct adump_chunk_write header_write;
 	void *out_file;                         /* the output module's per-file state, or NULL */
+	void *window_entry;                     /* window mode: where its payload is held */
 	char path[];                            /* final path, without the compression suffix */
 };
 

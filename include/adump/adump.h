@@ -165,6 +165,46 @@ struct adump_config {
 	uint64_t direct_min_bytes;
 	enum adump_output_format format;        /* CANN (default) or MSPROBE */
 	enum adump_summary summary;             /* MSPROBE: STATISTICS (default) or MD5 */
+	/* Window mode, the flight recorder (README "Flight recorder"): with window_steps > 0
+	 * the session writes every dump's statistics (as ADUMP_CONTENT_STATS would, in the
+	 * session's format) and keeps the full tensors of the current step and the
+	 * window_steps - 1 before it in memory; when a trigger fires, the held steps are
+	 * written as a tensor capture (adump_session_step()). content must be TENSOR: what a
+	 * persisted window holds. File sink or callback, files layout, no compression. */
+	unsigned window_steps;
+	/* The memory the window may hold, tensors and their descriptions together: 0: 1 GiB
+	 * (ADUMP_DEFAULT_WINDOW_BYTES); at least chunk_bytes. Mapped once, touched as used. */
+	uint64_t window_bytes;
+	unsigned window_persists;       /* windows written at most; 0: 3 */
+	uint32_t triggers;              /* ADUMP_TRIGGER_*; 0: ADUMP_TRIGGER_DEFAULT */
+	/* ADUMP_TRIGGER_BOUND: fires when a tensor whose name matches a pattern has a finite
+	 * element of magnitude above its max_abs (copied). */
+	const struct adump_bound *bounds;
+	unsigned bound_count;
+	/* ADUMP_TRIGGER_DEVIATION (msprobe's AnomalyTurbulence): fires when a tensor's L2 norm
+	 * exceeds the mean of its norms in its last deviation_steps steps by more than the
+	 * factor (1 + deviation), once it has that many; 0: 1.0 (twice the mean), 0: 5 steps. */
+	double deviation;
+	unsigned deviation_steps;
+};
+
+/* Window mode's triggers (struct adump_config.triggers). A tensor's name, in bounds and in
+ * trigger.json, is <op_name>.input.<i> or <op_name>.output.<i>. */
+enum {
+	ADUMP_TRIGGER_NONFINITE = 1u << 0,      /* a NaN or an infinity in any dumped tensor */
+	ADUMP_TRIGGER_BOUND = 1u << 1,          /* max |x| above a bound (config.bounds) */
+	ADUMP_TRIGGER_DEVIATION = 1u << 2,      /* a norm off its own history */
+	ADUMP_TRIGGER_CALL = 1u << 3,           /* adump_session_persist(): always on */
+	/* SIGUSR1 to the process persists the held steps at once (a hung job): the session
+	 * installs a handler (refused with -ADUMP_ERR_STATE if the signal has another one). */
+	ADUMP_TRIGGER_SIGNAL = 1u << 4,
+	ADUMP_TRIGGER_DEFAULT = ADUMP_TRIGGER_NONFINITE | ADUMP_TRIGGER_CALL,
+	ADUMP_TRIGGER_ALL = 0x1f,
+};
+
+struct adump_bound {
+	const char *pattern;            /* fnmatch(3) glob against the tensor's name */
+	double max_abs;                 /* > 0 */
 };
 
 #define ADUMP_GUARD_OFF UINT64_MAX
@@ -208,7 +248,10 @@ ADUMP_API uint64_t adump_hist_percentile(const uint64_t *hist, double q);
 	/* Recorded by producers (adump.torch), never by the library itself: */              \
 	X(ADUMP_LOSS_CHANGED_IN_PLACE, "changed_in_place") /* the value was overwritten in  \
 	  place before it could be handed over (a module that modifies its input) */       \
-	X(ADUMP_LOSS_UNSUPPORTED_DTYPE, "unsupported_dtype") /* a dtype dumps cannot hold */
+	X(ADUMP_LOSS_UNSUPPORTED_DTYPE, "unsupported_dtype") /* a dtype dumps cannot hold */ \
+	/* Window mode: a dump of a step larger than the whole window (window_bytes), not  \
+	 * held; listed in the loss log of the window written. */                           \
+	X(ADUMP_LOSS_WINDOW_FULL, "window_full")
 #define ADUMP_LOSS_ENUM(name, str) name,
 enum adump_loss_cause { ADUMP_LOSS_CAUSE_LIST(ADUMP_LOSS_ENUM) ADUMP_LOSS_CAUSE_COUNT };
 #undef ADUMP_LOSS_ENUM
@@ -339,6 +382,55 @@ ADUMP_API int adump_session_error(const struct adump_session *s);
  * Return: a string owned by the session. Any thread.
  */
 ADUMP_API const char *adump_session_dir(const struct adump_session *s);
+
+/* What the window of a window-mode session holds and has done (adump_session_window()). */
+struct adump_window_info {
+	uint64_t step;                  /* the current step (adump_session_step() counts) */
+	unsigned held_steps;            /* steps with tensors in memory, the current included */
+	uint64_t held_dumps;
+	uint64_t held_bytes;            /* of window_bytes: tensors and descriptions */
+	/* Dumps of the current step the window could not hold (the step alone is larger than
+	 * the window): a persisted window lists them as lost, cause window_full. Since start. */
+	uint64_t lost_dumps;
+	unsigned persists;              /* windows written */
+	unsigned persists_skipped;      /* triggers past window_persists: nothing written */
+	bool is_pending;                /* a trigger fired in the current step */
+	char pending_rule[16];          /* its rule: "nonfinite", "bound", ... */
+	char last_window[1024];         /* the root of the last window written, or "" */
+};
+
+/**
+ * adump_session_step() - end the current step of a window-mode session: wait until every
+ * dump posted so far is written (adump_session_flush()), then, if a trigger fired or
+ * adump_session_persist() was called during the step, write the held steps as a tensor
+ * capture under <dump_path>/window-<step>/ (README "Flight recorder"), and begin the next
+ * step. Outside window mode: the flush and the count.
+ * Return: 0, the flush's error, or the persist's (-errno, -ADUMP_ERR_*); the step advances
+ * whatever happened. Not concurrently with dumps into the session.
+ */
+ADUMP_API int adump_session_step(struct adump_session *s);
+
+/**
+ * adump_session_persist() - a trigger by call: the held steps are written at the end of the
+ * current step, with @reason (copied; NULL: none) in trigger.json.
+ * Return: 0; -ADUMP_ERR_STATE outside window mode; -EINVAL for NULL @s. Any thread.
+ */
+ADUMP_API int adump_session_persist(struct adump_session *s, const char *reason);
+
+/**
+ * adump_session_persist_note() - a JSON object whose members go into the trigger.json of
+ * the next window written (a caller's own facts: a rank, the rank that fired first); they
+ * replace adump's fields of the same names. NULL: none.
+ * Return: 0; -ADUMP_ERR_CONFIG if @json is not a JSON object; -ADUMP_ERR_STATE outside
+ * window mode. Any thread.
+ */
+ADUMP_API int adump_session_persist_note(struct adump_session *s, const char *json);
+
+/**
+ * adump_session_window() - a snapshot of the window. Return: 0, -ADUMP_ERR_STATE outside
+ * window mode. Any thread.
+ */
+ADUMP_API int adump_session_window(struct adump_session *s, struct adump_window_info *out);
 
 /**
  * adump_stats_get() - a snapshot of the session's counters. Any thread.

@@ -1,0 +1,756 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Window mode: the arena of held dumps, the triggers, the steps (window_int.h). */
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "common/common.h"
+#include "pipeline/window_int.h"
+#include "pipeline/worker_int.h"
+#include "ring/ring.h"
+
+#define MODULE "window"
+#define ALIGN 64u
+#define HDR ((sizeof(struct window_entry) + ALIGN - 1) / ALIGN * ALIGN)
+
+static uint64_t round_up(uint64_t n, uint64_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+/* ---- the deviation trigger's memory: per tensor name, its last norms ------------------- */
+
+struct history_item {
+	char *name;
+	uint32_t count;                 /* norms held, up to deviation_steps */
+	uint32_t next;                  /* where the next one goes */
+	double norms[];
+};
+
+struct window_history {
+	struct history_item **slots;
+	uint32_t mask;
+	uint32_t used;
+	bool is_full_logged;
+};
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;    /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static void history_free(struct window_history *h)
+{
+	if (!h)
+		return;
+	for (uint32_t i = 0; h->slots && i <= h->mask; i++) {
+		if (h->slots[i])
+			free(h->slots[i]->name);
+		free(h->slots[i]);
+	}
+	free(h->slots);
+	free(h);
+}
+
+static int history_grow(struct window_history *h)
+{
+	uint32_t cap = h->slots ? (h->mask + 1) * 2 : 1024;
+	struct history_item **slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t i = 0; h->slots && i <= h->mask; i++) {
+		struct history_item *it = h->slots[i];
+		uint32_t j;
+
+		if (!it)
+			continue;
+		for (j = (uint32_t)name_hash(it->name) & (cap - 1); slots[j]; j = (j + 1) & (cap - 1))
+			;
+		slots[j] = it;
+	}
+	free(h->slots);
+	h->slots = slots;
+	h->mask = cap - 1;
+	return 0;
+}
+
+/* The item of @name, made if new; NULL without memory or past the table's bound. */
+static struct history_item *history_get(struct window_history *h, const char *name,
+					unsigned steps)
+{
+	struct history_item *it;
+	uint32_t j;
+
+	if (!h->slots || (uint64_t)(h->used + 1) * 2 > (uint64_t)h->mask + 1) {
+		if (h->used >= ADUMP_WINDOW_HISTORY_MAX || history_grow(h) < 0) {
+			if (!h->is_full_logged)
+				adump_log(ADUMP_LOG_WARN, MODULE, "deviation: more than %u tensor "
+					  "names; new ones are not judged", ADUMP_WINDOW_HISTORY_MAX);
+			h->is_full_logged = true;
+			goto find_only;
+		}
+	}
+	for (j = (uint32_t)name_hash(name) & h->mask; h->slots[j]; j = (j + 1) & h->mask)
+		if (!strcmp(h->slots[j]->name, name))
+			return h->slots[j];
+	it = calloc(1, sizeof(*it) + steps * sizeof(double));
+	if (!it || !(it->name = strdup(name))) {
+		free(it);
+		return NULL;
+	}
+	h->slots[j] = it;
+	h->used++;
+	return it;
+find_only:
+	if (!h->slots)
+		return NULL;
+	for (j = (uint32_t)name_hash(name) & h->mask; h->slots[j]; j = (j + 1) & h->mask)
+		if (!strcmp(h->slots[j]->name, name))
+			return h->slots[j];
+	return NULL;
+}
+
+/* ---- the arena --------------------------------------------------------------------------- */
+
+struct window_entry *adump_window_next(struct adump_window *win, uint64_t *off)
+{
+	while (*off < win->tail) {
+		uint64_t pos = *off % win->cap;
+		struct window_entry *e;
+
+		if (win->cap - pos < HDR) {     /* too short for a header: an implicit pad */
+			*off += win->cap - pos;
+			continue;
+		}
+		e = (struct window_entry *)(win->arena + pos);
+		*off += e->size;
+		if (e->state != ENTRY_PAD)
+			return e;
+	}
+	return NULL;
+}
+
+static void dir_unref(struct adump_window *win, struct window_dir *d)
+{
+	struct window_dir **p;
+
+	if (!d || --d->refs)
+		return;
+	for (p = &win->dirs; *p != d; p = &(*p)->next)
+		;
+	*p = d->next;
+	free(d);
+}
+
+static struct window_dir *dir_ref(struct adump_window *win, const char *path)
+{
+	struct window_dir *d;
+	size_t len;
+
+	if (!path)
+		return NULL;
+	for (d = win->dirs; d; d = d->next)
+		if (!strcmp(d->path, path)) {
+			d->refs++;
+			return d;
+		}
+	len = strlen(path) + 1;
+	d = malloc(sizeof(*d) + len);
+	if (!d)
+		return NULL;
+	memcpy(d->path, path, len);
+	d->refs = 1;
+	d->next = win->dirs;
+	win->dirs = d;
+	return d;
+}
+
+/* Drop the entries at the head while they belong to a step before @before. Return: whether
+ * anything went. */
+static bool evict_before(struct adump_window *win, uint64_t before)
+{
+	bool any = false;
+
+	for (;;) {
+		uint64_t off = win->head;
+		struct window_entry *e = adump_window_next(win, &off);
+
+		if (!e) {
+			win->head = off;
+			break;
+		}
+		if (e->step >= before || e->state == ENTRY_FILLING)
+			break;
+		win->head = off;
+		win->held_dumps--;
+		dir_unref(win, e->dir);
+		any = true;
+	}
+	if (win->head == win->tail)
+		win->head = win->tail = 0;      /* empty: start again at the arena's first pages */
+	return any;
+}
+
+/* The oldest held step, if it is before the current one. */
+static bool evict_oldest(struct adump_window *win)
+{
+	uint64_t off = win->head;
+	struct window_entry *e = adump_window_next(win, &off);
+
+	if (!e || e->step >= win->step)
+		return false;
+	return evict_before(win, e->step + 1);
+}
+
+/* @bytes (a multiple of ALIGN) of the arena at its tail, dropping old steps as needed;
+ * NULL when even the current step alone leaves no room. */
+static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes)
+{
+	if (bytes > win->cap)
+		return NULL;
+	for (;;) {
+		uint64_t pos = win->tail % win->cap, room = win->cap - pos;
+		uint64_t need = bytes <= room ? bytes : room + bytes;
+
+		if (win->tail + need - win->head <= win->cap) {
+			struct window_entry *e;
+
+			if (bytes > room) {
+				if (room >= HDR) {
+					e = (struct window_entry *)(win->arena + pos);
+					e->size = room;
+					e->state = ENTRY_PAD;
+				}
+				win->tail += room;
+				pos = 0;
+			}
+			e = (struct window_entry *)(win->arena + pos);
+			e->size = bytes;
+			win->tail += bytes;
+			return e;
+		}
+		if (!evict_oldest(win))
+			return NULL;
+	}
+}
+
+static void release_all(struct adump_window *win)
+{
+	uint64_t off = win->head;
+	struct window_entry *e;
+
+	while ((e = adump_window_next(win, &off)))
+		dir_unref(win, e->dir);
+	win->head = win->tail = 0;
+	win->held_dumps = 0;
+	win->lost_unlisted = 0;
+}
+
+void adump_window_clear(struct adump_window *win)
+{
+	uint64_t off = win->head;
+	struct window_entry *e;
+	bool is_filling = false;
+
+	while ((e = adump_window_next(win, &off))) {
+		if (e->state == ENTRY_FILLING)
+			is_filling = true;
+		else
+			e->state = ENTRY_DONE;
+	}
+	if (!is_filling)
+		release_all(win);
+}
+
+void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
+{
+	const struct adump_op_rec *rec = fs->op;
+	uint64_t meta = HDR + round_up(adump_op_copy_size(&rec->op), 8);
+	struct window_entry *e;
+	bool is_stub = false;
+
+	fs->window_entry = NULL;
+	pthread_mutex_lock(&win->lock);
+	e = entry_alloc(win, round_up(meta + rec->payload_bytes, ALIGN));
+	if (!e) {
+		is_stub = true;
+		e = entry_alloc(win, round_up(meta, ALIGN));
+	}
+	if (is_stub) {
+		win->lost_dumps++;
+		if (!win->is_full_logged)
+			adump_log(ADUMP_LOG_WARN, MODULE, "step %llu is larger than the window "
+				  "(window_bytes %llu): dumps past it are not held (window_full)",
+				  (unsigned long long)win->step, (unsigned long long)win->cap);
+		win->is_full_logged = true;
+	}
+	if (!e) {
+		win->lost_unlisted++;
+		pthread_mutex_unlock(&win->lock);
+		return;
+	}
+	e->step = win->step;
+	e->state = is_stub ? ENTRY_LOST : ENTRY_FILLING;
+	e->error = 0;
+	e->dir = dir_ref(win, rec->dir);
+	e->payload_bytes = rec->payload_bytes;
+	e->payload = is_stub ? NULL : (unsigned char *)e + meta;
+	adump_op_copy(&e->op, &rec->op, (unsigned char *)e + HDR);
+	win->held_dumps++;
+	if (rec->dir && !e->dir)
+		e->state = ENTRY_FAILED, e->error = -ENOMEM;
+	pthread_mutex_unlock(&win->lock);
+	if (e->state == ENTRY_FILLING)
+		fs->window_entry = e;
+}
+
+void adump_window_record(struct file_state *fs, const struct adump_rec *rec)
+{
+	struct window_entry *e = fs->window_entry;
+
+	if (!e || !rec->len || rec->offset > e->payload_bytes ||
+	    rec->len > e->payload_bytes - rec->offset)
+		return;
+	memcpy(e->payload + rec->offset, adump_rec_data(rec), rec->len);
+}
+
+/* ---- triggers ------------------------------------------------------------------------- */
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void trigger_free(struct window_trigger *t)
+{
+	free(t->reason);
+	free(t->tensor);
+	free(t->op_type);
+	free(t->op_name);
+	memset(t, 0, sizeof(*t));
+}
+
+static void put_value(char *dst, size_t cap, double v)
+{
+	if (isnan(v))
+		snprintf(dst, cap, "\"nan\"");
+	else if (isinf(v))
+		snprintf(dst, cap, v > 0 ? "\"inf\"" : "\"-inf\"");
+	else
+		snprintf(dst, cap, "%.17g", v);
+}
+
+/* A tensor fired @rule (win->lock held): the step's trigger if it is the first. */
+static void fire(struct adump_window *win, const char *rule, const struct adump_op *op,
+		 const char *tensor, const char *io, uint32_t index, double value,
+		 const double *threshold)
+{
+	struct window_trigger *t = &win->pending;
+
+	t->fired++;
+	if (win->is_pending)
+		return;
+	win->is_pending = true;
+	snprintf(t->rule, sizeof(t->rule), "%s", rule);
+	t->tensor = strdup(tensor);
+	t->op_type = strdup(op->op_type);
+	t->op_name = strdup(op->op_name);
+	t->io = io;
+	t->index = index;
+	t->device_id = op->device_id;
+	t->has_tensor = true;
+	put_value(t->value, sizeof(t->value), value);
+	t->has_threshold = threshold != NULL;
+	t->threshold = threshold ? *threshold : 0;
+	t->step = win->step;
+	t->time_ns = realtime_ns();
+	adump_log(ADUMP_LOG_WARN, MODULE, "step %llu: trigger %s fired on %s (value %s): the "
+		  "window is written at the step's end", (unsigned long long)win->step, rule,
+		  tensor, t->value);
+}
+
+/* Largest finite magnitude of a tensor's elements. */
+static double max_abs(const struct adump_tstats *ts)
+{
+	switch (ts->kind) {
+	case ADUMP_TSTATS_SINT:
+		return fmax(fabs((double)ts->smax), fabs((double)ts->smin));
+	case ADUMP_TSTATS_UINT:
+	case ADUMP_TSTATS_BOOL:
+		return (double)ts->umax;
+	default:
+		return adump_tstats_finite_count(ts) ? fmax(fabs(ts->max), fabs(ts->min)) : 0;
+	}
+}
+
+static void judge_deviation(struct adump_window *win, const struct adump_op *op,
+			    const char *name, const char *io, uint32_t index, double norm)
+{
+	struct history_item *it;
+	unsigned k = win->deviation_steps;
+
+	if (!isfinite(norm))
+		return;
+	it = history_get(win->history, name, k);
+	if (!it)
+		return;
+	if (it->count == k) {
+		double sum = 0, bound;
+
+		for (unsigned i = 0; i < k; i++)
+			sum += it->norms[i];
+		bound = sum / k * (1 + win->deviation);
+		if (norm > bound && bound >= 0)
+			fire(win, "deviation", op, name, io, index, norm, &bound);
+	}
+	it->norms[it->next] = norm;
+	it->next = (it->next + 1) % k;
+	if (it->count < k)
+		it->count++;
+}
+
+static void judge(struct adump_window *win, struct file_state *fs)
+{
+	const struct adump_op *op = &fs->op->op;
+	uint32_t inputs = 0, outputs = 0;
+	char name[4200];
+
+	for (uint32_t i = 0; i < op->tensor_count; i++) {
+		const struct adump_tensor *t = &op->tensors[i];
+		bool is_input = t->kind == ADUMP_TENSOR_INPUT;
+		const struct adump_tstats *ts;
+		const char *io = is_input ? "input" : "output";
+		uint32_t index;
+
+		if (!is_input && t->kind != ADUMP_TENSOR_OUTPUT)
+			continue;
+		index = is_input ? inputs++ : outputs++;
+		ts = adump_statacc_tensor(&fs->stats, i);
+		if (!ts)
+			continue;
+		snprintf(name, sizeof(name), "%s.%s.%u", op->op_name, io, index);
+		if ((win->triggers & ADUMP_TRIGGER_NONFINITE) &&
+		    ts->nan_count + ts->pos_inf_count + ts->neg_inf_count)
+			fire(win, "nonfinite", op, name, io, index,
+			     ts->nan_count ? NAN : ts->pos_inf_count ? INFINITY : -INFINITY, NULL);
+		for (unsigned b = 0; b < win->bound_count; b++) {
+			double m;
+
+			if (fnmatch(win->bounds[b].pattern, name, 0))
+				continue;
+			win->bound_hits[b]++;
+			m = max_abs(ts);
+			if (m > win->bounds[b].max_abs)
+				fire(win, "bound", op, name, io, index, m, &win->bounds[b].max_abs);
+		}
+		if (win->triggers & ADUMP_TRIGGER_DEVIATION)
+			judge_deviation(win, op, name, io, index, adump_tstats_l2norm(ts));
+	}
+}
+
+void adump_window_file_end(struct adump_window *win, struct file_state *fs)
+{
+	struct window_entry *e = fs->window_entry;
+
+	pthread_mutex_lock(&win->lock);
+	if (fs->has_stats && !fs->is_failed)
+		judge(win, fs);
+	if (e) {
+		e->state = fs->is_failed ? ENTRY_FAILED : ENTRY_HELD;
+		e->error = fs->is_failed ? fs->error : 0;
+	}
+	pthread_mutex_unlock(&win->lock);
+	fs->window_entry = NULL;
+}
+
+/* ---- steps and persists ------------------------------------------------------------------ */
+
+/* Write what is held for the pending trigger (persist_lock held), unless past the limit. */
+static int persist(struct adump_window *win)
+{
+	struct window_trigger t;
+	int ret = 0;
+
+	pthread_mutex_lock(&win->lock);
+	t = win->pending;
+	memset(&win->pending, 0, sizeof(win->pending));
+	win->is_pending = false;
+	if (win->persists >= win->persists_max) {
+		win->persists_skipped++;
+		adump_log(ADUMP_LOG_WARN, MODULE, "step %llu: trigger %s: %u windows written "
+			  "already (window_persists): not written", (unsigned long long)t.step,
+			  t.rule, win->persists);
+	} else {
+		ret = adump_window_write(win, &t);
+		win->persists++;
+		adump_window_clear(win);
+	}
+	pthread_mutex_unlock(&win->lock);
+	trigger_free(&t);
+	return ret;
+}
+
+int adump_window_step(struct adump_window *win)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&win->persist_lock);
+	pthread_mutex_lock(&win->lock);
+	bool is_pending = win->is_pending;
+	pthread_mutex_unlock(&win->lock);
+	if (is_pending)
+		ret = persist(win);
+	pthread_mutex_lock(&win->lock);
+	if (win->step == 0) {
+		for (unsigned b = 0; b < win->bound_count; b++)
+			if (!win->bound_hits[b]) {
+				adump_log(ADUMP_LOG_ERROR, MODULE, "bound pattern '%s' matched no "
+					  "tensor of step 0", win->bounds[b].pattern);
+				if (ret == 0)
+					ret = -ADUMP_ERR_CONFIG;
+			}
+	}
+	win->step++;
+	if (win->step >= win->steps)
+		evict_before(win, win->step - win->steps + 1);
+	win->is_full_logged = false;
+	pthread_mutex_unlock(&win->lock);
+	pthread_mutex_unlock(&win->persist_lock);
+	return ret;
+}
+
+int adump_window_finish(struct adump_window *win)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&win->persist_lock);
+	pthread_mutex_lock(&win->lock);
+	bool is_pending = win->is_pending;
+	pthread_mutex_unlock(&win->lock);
+	if (is_pending)
+		ret = persist(win);
+	pthread_mutex_unlock(&win->persist_lock);
+	return ret;
+}
+
+static void request(struct adump_window *win, const char *rule, const char *reason)
+{
+	struct window_trigger *t = &win->pending;
+
+	t->fired++;
+	if (win->is_pending) {
+		if (reason && !t->reason)
+			t->reason = strdup(reason);
+		return;
+	}
+	win->is_pending = true;
+	snprintf(t->rule, sizeof(t->rule), "%s", rule);
+	t->reason = reason ? strdup(reason) : NULL;
+	t->step = win->step;
+	t->time_ns = realtime_ns();
+}
+
+int adump_window_persist_now(struct adump_window *win, const char *rule)
+{
+	int ret;
+
+	pthread_mutex_lock(&win->persist_lock);
+	pthread_mutex_lock(&win->lock);
+	request(win, rule, NULL);
+	pthread_mutex_unlock(&win->lock);
+	ret = persist(win);
+	pthread_mutex_unlock(&win->persist_lock);
+	return ret;
+}
+
+/* ---- the session's side ------------------------------------------------------------------- */
+
+int adump_window_create(struct adump_session *s, const struct adump_config *cfg,
+			struct adump_window **out)
+{
+	struct adump_window *win = calloc(1, sizeof(*win));
+	const char *slash;
+	int ret = -ENOMEM;
+
+	if (!win)
+		return -ENOMEM;
+	win->s = s;
+	pthread_mutex_init(&win->lock, NULL);
+	pthread_mutex_init(&win->persist_lock, NULL);
+	win->steps = cfg->window_steps;
+	win->cap = cfg->window_bytes ? cfg->window_bytes : ADUMP_DEFAULT_WINDOW_BYTES;
+	win->cap = win->cap / ALIGN * ALIGN;
+	win->persists_max = cfg->window_persists ? cfg->window_persists :
+			    ADUMP_DEFAULT_WINDOW_PERSISTS;
+	win->triggers = (cfg->triggers ? cfg->triggers : ADUMP_TRIGGER_DEFAULT) |
+			ADUMP_TRIGGER_CALL;
+	win->deviation = cfg->deviation > 0 ? cfg->deviation : ADUMP_DEFAULT_DEVIATION;
+	win->deviation_steps = cfg->deviation_steps ? cfg->deviation_steps :
+			       ADUMP_DEFAULT_DEVIATION_STEPS;
+	win->arena = mmap(NULL, win->cap, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (win->arena == MAP_FAILED) {
+		win->arena = NULL;
+		ret = -errno;
+		goto err;
+	}
+	win->history = calloc(1, sizeof(*win->history));
+	if (!win->history)
+		goto err;
+	if ((win->triggers & ADUMP_TRIGGER_BOUND) && cfg->bound_count) {
+		win->bounds = calloc(cfg->bound_count, sizeof(*win->bounds));
+		win->bound_hits = calloc(cfg->bound_count, sizeof(*win->bound_hits));
+		if (!win->bounds || !win->bound_hits)
+			goto err;
+		for (unsigned i = 0; i < cfg->bound_count; i++) {
+			win->bounds[i].max_abs = cfg->bounds[i].max_abs;
+			win->bounds[i].pattern = strdup(cfg->bounds[i].pattern);
+			if (!win->bounds[i].pattern)
+				goto err;
+			win->bound_count = i + 1;
+		}
+	}
+	win->tensor_cfg = *cfg;
+	win->tensor_cfg.content = ADUMP_CONTENT_TENSOR;
+	win->tensor_cfg.window_steps = 0;
+	win->tensor_cfg.window_bytes = 0;
+	win->tensor_cfg.window_persists = 0;
+	win->tensor_cfg.triggers = 0;
+	win->tensor_cfg.bounds = NULL;
+	win->tensor_cfg.bound_count = 0;
+	win->tensor_cfg.deviation = 0;
+	win->tensor_cfg.deviation_steps = 0;
+	win->tensor_cfg.dump_path = NULL;
+	win->tensor_cfg.time_dir = NULL;
+	slash = strrchr(s->dir, '/');
+	win->time_dir = strdup(slash ? slash + 1 : s->dir);
+	if (!win->time_dir)
+		goto err;
+	if (win->triggers & ADUMP_TRIGGER_SIGNAL) {
+		ret = adump_window_signal_register(win);
+		if (ret < 0)
+			goto err;
+	}
+	*out = win;
+	return 0;
+err:
+	adump_window_destroy(win);
+	return ret;
+}
+
+void adump_window_destroy(struct adump_window *win)
+{
+	if (!win)
+		return;
+	if (win->is_signal)
+		adump_window_signal_unregister(win);
+	release_all(win);
+	trigger_free(&win->pending);
+	for (unsigned i = 0; i < win->bound_count; i++)
+		free((char *)win->bounds[i].pattern);
+	free(win->bounds);
+	free(win->bound_hits);
+	history_free(win->history);
+	free(win->note);
+	free(win->time_dir);
+	if (win->arena)
+		munmap(win->arena, win->cap);
+	pthread_mutex_destroy(&win->lock);
+	pthread_mutex_destroy(&win->persist_lock);
+	free(win);
+}
+
+/* ---- the public calls (adump.h) ----------------------------------------------------------- */
+
+int adump_session_persist(struct adump_session *s, const char *reason)
+{
+	struct adump_window *win;
+
+	if (!s)
+		return -EINVAL;
+	win = s->window;
+	if (!win)
+		return -ADUMP_ERR_STATE;
+	pthread_mutex_lock(&win->lock);
+	request(win, "call", reason);
+	pthread_mutex_unlock(&win->lock);
+	return 0;
+}
+
+int adump_session_persist_note(struct adump_session *s, const char *json)
+{
+	struct adump_window *win;
+	struct json_object *o = NULL;
+	char *copy = NULL;
+
+	if (!s)
+		return -EINVAL;
+	win = s->window;
+	if (!win)
+		return -ADUMP_ERR_STATE;
+	if (json) {
+		o = json_tokener_parse(json);
+		if (!o || !json_object_is_type(o, json_type_object)) {
+			json_object_put(o);
+			adump_log(ADUMP_LOG_ERROR, MODULE, "persist note: not a JSON object");
+			return -ADUMP_ERR_CONFIG;
+		}
+		json_object_put(o);
+		copy = strdup(json);
+		if (!copy)
+			return -ENOMEM;
+	}
+	pthread_mutex_lock(&win->lock);
+	free(win->note);
+	win->note = copy;
+	pthread_mutex_unlock(&win->lock);
+	return 0;
+}
+
+int adump_session_window(struct adump_session *s, struct adump_window_info *out)
+{
+	struct adump_window *win;
+	uint64_t off, last = UINT64_MAX;
+	struct window_entry *e;
+
+	if (!s || !out)
+		return -EINVAL;
+	win = s->window;
+	if (!win)
+		return -ADUMP_ERR_STATE;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&win->lock);
+	out->step = win->step;
+	off = win->head;
+	while ((e = adump_window_next(win, &off))) {
+		if (e->step != last)
+			out->held_steps++;
+		last = e->step;
+	}
+	out->held_dumps = win->held_dumps;
+	out->held_bytes = win->tail - win->head;
+	out->lost_dumps = win->lost_dumps;
+	out->persists = win->persists;
+	out->persists_skipped = win->persists_skipped;
+	out->is_pending = win->is_pending;
+	if (win->is_pending)
+		snprintf(out->pending_rule, sizeof(out->pending_rule), "%s", win->pending.rule);
+	snprintf(out->last_window, sizeof(out->last_window), "%s", win->last_window);
+	pthread_mutex_unlock(&win->lock);
+	return 0;
+}
