@@ -52,6 +52,21 @@ static int64_t dir_number(const char *name, const char *prefix)
 	return *end || v < 0 ? -1 : v;
 }
 
+/* A window the flight recorder wrote beneath the capture: window-<step>[.<n>]. */
+static bool is_window_dir(const char *name)
+{
+	const char *p = name + 7;
+
+	if (strncmp(name, "window-", 7) || *p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	return *p == '\0';
+}
+
 static int walk_add(struct series_walk *w, const char *path, int64_t step, int64_t rank,
 		    int kind, const struct adump_reader_name *nm)
 {
@@ -126,9 +141,12 @@ static int name_parse(const char *base, struct adump_reader_name *nm)
 }
 
 /* Every statistics CSV, dump.json and trigger.json under @dir; @step and @rank from the
- * nearest step<N> / rank<R> directories above. Links and other kinds of files are passed by,
- * so nothing outside the capture is read and no FIFO is opened. */
-static int walk(struct series_walk *w, const char *dir, int64_t step, int64_t rank, int depth)
+ * nearest step<N> / rank<R> directories above. In a window of the flight recorder beneath
+ * (@is_window) only its trigger.json: its tensors' statistics are the capture's own, already
+ * read. Links and other kinds of files are passed by, so nothing outside the capture is read
+ * and no FIFO is opened. */
+static int walk(struct series_walk *w, const char *dir, int64_t step, int64_t rank, int depth,
+		bool is_window)
 {
 	struct dirent **names = NULL;
 	int n, ret = 0;
@@ -157,10 +175,13 @@ static int walk(struct series_walk *w, const char *dir, int64_t step, int64_t ra
 			/* msprobe's tensors: the dump.json beside them says all the series need. */
 			if (!strcmp(name, "dump_tensor_data"))
 				continue;
-			ret = walk(w, path, s >= 0 ? s : step, r >= 0 ? r : rank, depth + 1);
+			ret = walk(w, path, s >= 0 ? s : step, r >= 0 ? r : rank, depth + 1,
+				   is_window || is_window_dir(name));
 			continue;
 		}
 		if (!S_ISREG(st.st_mode))
+			continue;
+		if (is_window && strcmp(name, "trigger.json"))
 			continue;
 		if (!strcmp(name, "dump.json")) {
 			ret = walk_add(w, path, step, rank, FILE_DUMP_JSON, NULL);
@@ -433,6 +454,25 @@ static const char *json_text(struct json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* A window writes its trigger.json into each directory it wrote (each step, each rank): one
+ * trigger. */
+static bool trigger_seen(const struct adump_report *r, const struct report_trigger *t)
+{
+	for (size_t i = 0; i < r->trigger_count; i++) {
+		const struct report_trigger *u = &r->triggers[i];
+
+		if (u->step == t->step && u->rank == t->rank && same_text(u->rule, t->rule) &&
+		    same_text(u->tensor, t->tensor) && same_text(u->reason, t->reason))
+			return true;
+	}
+	return false;
+}
+
 /* The flight recorder's trigger.json: an object with rule, tensor or reason, step, rank, the
  * value that fired and the time; the step and rank of its directories where it gives none. */
 static int load_trigger(struct series_ctx *c, const struct series_file *f)
@@ -498,7 +538,7 @@ static int load_trigger(struct series_ctx *c, const struct series_file *f)
 	t->value = report_strn(r, json_text(o, "value"), SIZE_MAX, &err);
 	t->path = report_strn(r, f->path, SIZE_MAX, &err);
 	json_object_put(o);
-	if (!err)
+	if (!err && !trigger_seen(r, t))
 		r->trigger_count++;
 	else
 		snprintf(c->msg, c->cap, "%s: %s", f->path, strerror(-err));
@@ -520,7 +560,7 @@ int report_load_series(struct adump_report *r, const char *dir, char *msg, size_
 	r->kind = ADUMP_REPORT_SERIES;
 	/* Files above any step<N> (rank<R>) directory are step 0 (rank 0): a capture of one
 	 * step is a series of one point. */
-	ret = walk(&w, dir, 0, 0, 0);
+	ret = walk(&w, dir, 0, 0, 0, false);
 	if (ret == 0 && !w.count) {
 		snprintf(msg, cap, "%s: no result_<ts>.csv or summary_<ts>.csv of adump compare, and "
 			 "no statistics capture (a content=stats session's <dump name>.csv files or "
