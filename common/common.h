@@ -285,6 +285,24 @@ ADUMP_HIDDEN double adump_tstats_cann_mean(const struct adump_tstats *s);
 /* The L2 norm of every element. */
 ADUMP_HIDDEN double adump_tstats_l2norm(const struct adump_tstats *s);
 
+/* ---- Uninitialized memory (common/uninit.c) ---- */
+
+/* What an op's dump holds that no op wrote: nothing; its outputs (torch.empty, empty_like,
+ * empty_strided, new_empty, ...); or its first input, which it overwrites without reading
+ * (bernoulli_, uniform_, normal_, fill_, zero_, copy_, ...). Known by the aten (or msprobe
+ * API) name: "Aten.<api>..." / "Torch." / "Tensor." entries, or a CANN dump whose file name's
+ * op name is "Aten_<op type>_...". */
+enum adump_uninit {
+	ADUMP_UNINIT_NONE,
+	ADUMP_UNINIT_OUTPUTS,
+	ADUMP_UNINIT_FIRST_INPUT,
+};
+
+ADUMP_HIDDEN enum adump_uninit adump_uninit_of(const char *op_type, const char *op_name);
+/* Whether tensor @index of @kind of that op holds memory no op wrote. */
+ADUMP_HIDDEN bool adump_is_uninit(const char *op_type, const char *op_name,
+				  enum adump_tensor_kind kind, uint32_t index);
+
 /* ---- Op records and the free list they come from (common/op_rec.c, common/freelist.c) ---- */
 
 /* A free list of objects up to obj_bytes that one owner (a thread, or whoever holds a lock)

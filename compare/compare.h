@@ -108,25 +108,6 @@ adump_compare_stats_cells(const struct adump_compare_stat my[ADUMP_COMPARE_STAT_
 			  char (*cells)[ADUMP_COMPARE_CELL_BYTES], double diff[4], char *reason,
 			  size_t cap);
 
-/* ---- uninitialized memory (compare_verdict.c) ---- */
-
-/* What an op's dump holds that no op wrote: nothing; its outputs (torch.empty, empty_like,
- * empty_strided, new_empty, ...); or its first input, which it overwrites without reading
- * (bernoulli_, uniform_, normal_, fill_, zero_, copy_, ...). Known by the aten (or msprobe
- * API) name: "Aten.<api>..." / "Torch." / "Tensor." entries, or a CANN dump whose file name's
- * op name is "Aten_<op type>_...". */
-enum adump_compare_uninit {
-	ADUMP_COMPARE_UNINIT_NONE,
-	ADUMP_COMPARE_UNINIT_OUTPUTS,
-	ADUMP_COMPARE_UNINIT_FIRST_INPUT,
-};
-
-ADUMP_HIDDEN enum adump_compare_uninit adump_compare_uninit_of(const char *op_type,
-							       const char *op_name);
-/* Whether tensor @index of @kind of that op holds memory no op wrote. */
-ADUMP_HIDDEN bool adump_compare_is_uninit(const char *op_type, const char *op_name,
-					  enum adump_tensor_kind kind, uint32_t index);
-
 /* The end of a pool run: @fn(@arg) as worker 0 on the calling thread, then threads[1] to
  * threads[started - 1] joined. Worker results are 0 or negative (intptr_t). Return: @ret if
  * negative, else worker 0's failure, else the first joined thread's, else 0. */

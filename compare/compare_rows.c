@@ -133,7 +133,7 @@ static const char *op_api_name(const struct cmp_op *op)
 	return f->ms && f->hname ? f->hname : op->shown ? op->shown : op->name;
 }
 
-/* The row of a tensor no op wrote (adump_compare_is_uninit()): not compared, its own verdict. */
+/* The row of a tensor no op wrote (adump_is_uninit()): not compared, its own verdict. */
 static int uninit_row(struct adump_compare *c, struct cmp_op *op, const char *op_type,
 		      const struct adump_tensor *t[2], const char *tensor_id)
 {
@@ -174,7 +174,7 @@ int adump_compare_tensor_row(struct cmp_worker *w, struct cmp_op *op, const char
 	}
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->shown ? op->shown : op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
-	if (adump_compare_is_uninit(op_type, op_api_name(op), kind, i))
+	if (adump_is_uninit(op_type, op_api_name(op), kind, i))
 		return uninit_row(c, op, op_type, t, tensor_id);
 	row = op_row_add(c, op);
 	if (!row)
@@ -330,7 +330,7 @@ int adump_compare_stats_row(struct adump_compare *c, struct cmp_op *op,
 
 	snprintf(tensor_id, sizeof(tensor_id), "%s:%s:%u", op->name,
 		 kind == ADUMP_TENSOR_INPUT ? "input" : "output", i);
-	if (adump_compare_is_uninit(op->file[MY]->op_type, op_api_name(op), kind, i))
+	if (adump_is_uninit(op->file[MY]->op_type, op_api_name(op), kind, i))
 		return uninit_row(c, op, op->file[MY]->op_type, t, tensor_id);
 	row = op_row_add(c, op);
 	if (!row)

@@ -441,7 +441,8 @@ static void judge(struct adump_window *win, struct file_state *fs)
 			continue;
 		index = is_input ? inputs++ : outputs++;
 		ts = adump_statacc_tensor(&fs->stats, i);
-		if (!ts)
+		/* Memory no op wrote (torch.empty's output) holds what it held: no verdict. */
+		if (!ts || adump_is_uninit(op->op_type, op->op_name, t->kind, index))
 			continue;
 		snprintf(name, sizeof(name), "%s.%s.%u", op->op_name, io, index);
 		if ((win->triggers & ADUMP_TRIGGER_NONFINITE) &&

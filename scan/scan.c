@@ -158,7 +158,7 @@ static int scan_stats(struct cmp_file *f, struct scan_result *r)
 					    t->stat[2].is_present };
 			struct adump_scan_counts before = *c, scratch = { 0 };
 
-			if (adump_compare_is_uninit(f->op_type, r->op_name ? r->op_name : f->op_name,
+			if (adump_is_uninit(f->op_type, r->op_name ? r->op_name : f->op_name,
 						    t->t.info.kind, t->t.index)) {
 				count_stat(&scratch, t->t.info.dtype, v, p);
 				r->has_uninit |= adump_scan_is_bad(&scratch);
@@ -223,7 +223,7 @@ static int scan_tensors(struct adump_scan *s, struct adump_reader *rd, unsigned 
 		if (t->info.kind != ADUMP_TENSOR_INPUT && t->info.kind != ADUMP_TENSOR_OUTPUT)
 			continue;
 		c = &r->counts[t->info.kind == ADUMP_TENSOR_OUTPUT];
-		is_uninit = adump_compare_is_uninit(f->op_type, r->op_name ? r->op_name : f->op_name,
+		is_uninit = adump_is_uninit(f->op_type, r->op_name ? r->op_name : f->op_name,
 						    t->info.kind, t->index);
 		if (is_uninit) {
 			memset(&scratch, 0, sizeof(scratch));
