@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -370,10 +371,21 @@ int adump_window_write(struct adump_window *win, const struct window_trigger *t)
 		if (p.dir_count == 0)
 			set_error(&p, add_dir(&p, adump_session_dir(p.ps)));
 	}
-	if (p.ps)
+	if (p.ps) {
+		char *own = strdup(adump_session_dir(p.ps));
+		bool is_used = false;
+
+		for (unsigned i = 0; own && i < p.dir_count; i++)
+			is_used |= !strcmp(p.dirs[i], own);
 		set_error(&p, adump_session_destroy(p.ps));
-	else
+		/* Its own directory, when every dump went to a producer's: gone if empty (no
+		 * loss log), as a capture of those steps has none. */
+		if (own && !is_used)
+			rmdir(own);
+		free(own);
+	} else {
 		set_error(&p, ret);
+	}
 	text = p.root ? trigger_text(&p, t) : NULL;
 	for (unsigned i = 0; text && i < p.dir_count; i++)
 		set_error(&p, write_trigger(&p, p.dirs[i], text));
