@@ -234,9 +234,10 @@ class WindowMixin:
         _torch_msprobe.step_closed(self, self.step_no)
         if exc_type is not None and issubclass(exc_type, Exception):
             text = repr(exc)
-            s.persist("exception: %s" % text)
+            s.persist(text)
             s.persist_note({"rule": "exception", "reason": text})
-        self._window_step(agree=False)
+        if s.window()["is_pending"]:
+            self._window_step(agree=False)
         self._window_info = s.window()
 
     def _window_promote(self, src_name, dst_name, roots=None):
