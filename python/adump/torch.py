@@ -181,8 +181,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 raise ValueError("md5=True applies to format='msprobe'")
             self.config["summary"] = "md5"
         # The whole config is checked now, not at the first dump inside a forward hook.
-        _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         self._init_window(steps)        # window mode (_torch_window), its own checks
+        _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         self._check_bounds()
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
         # (see _torch_dist); self.rank is None while it is not known.
@@ -257,8 +257,6 @@ class capture(_Select, ModuleHooks, WindowMixin):
             self._session.flush()       # every stream idle: no file open in a proc dir
         self.rank = rank
         name = "rank%d" % rank
-        if self.windows:
-            self._window_promote(self.rank_dir, name)
         for step in sorted(self._proc_steps):
             src = os.path.join(self.dump_path, "step%d" % step, self.rank_dir)
             dst = os.path.join(self.dump_path, "step%d" % step, name)
@@ -276,6 +274,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
                                                                      self.rank_dir)))
                 return
         self._proc_steps = set()
+        if self.windows:
+            self._window_promote(self.rank_dir, name)
         self.rank_dir = name
 
     def _stream(self):

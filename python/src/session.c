@@ -29,6 +29,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	PyObject *callback = NULL;
 	struct py_session *self;
+	char reason[512];
 	int ret;
 
 	if (!PyArg_ParseTuple(args, ":_Session"))
@@ -52,6 +53,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		cfg.chunk_fn = chunk_to_python;
 		cfg.chunk_user = self;
 	}
+	pyadump_reason_begin(reason, sizeof(reason));
 	Py_BEGIN_ALLOW_THREADS
 	sigset_t saved;
 
@@ -59,11 +61,13 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	ret = adump_session_create(&cfg, &self->s);
 	pyadump_signals_restore(&saved);
 	Py_END_ALLOW_THREADS
+	pyadump_reason_end();
 	pyadump_config_free(&cfg);      /* the session copied the bounds */
 	pyadump_log_drain();
 	if (ret < 0) {
 		Py_DECREF(self);
-		return pyadump_raise(ret, NULL, cfg.dump_path);
+		/* A state refusal (the SIGUSR1 trigger, the signal taken) says why. */
+		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? reason : NULL, cfg.dump_path);
 	}
 	return (PyObject *)self;
 }

@@ -283,6 +283,15 @@ class Window(unittest.TestCase):
                          ("bound", 4, "Module.fc2.Linear.forward.0.output.0", 1e3))
         self.assertGreater(t["value"], 1e3)
 
+    def test_deviation_trigger(self):
+        cap = train(self.path("win"), steps=8, bad_step=6, how="hook_big", window_steps=2,
+                    triggers=["deviation"], deviation=3.0, deviation_steps=3)
+        self.assertEqual(cap.windows, [self.path("win/window-6")])
+        t = self.trigger(cap.windows[0], 6, "rank0")
+        self.assertEqual((t["rule"], t["step"], t["tensor"]),
+                         ("deviation", 6, "Module.fc2.Linear.forward.0.output.0"))
+        self.assertGreater(t["value"], t["threshold"])
+
     # ---- msprobe ---------------------------------------------------------------------------
 
     def test_msprobe_window_equals_a_tensor_capture(self):
@@ -422,6 +431,7 @@ class Window(unittest.TestCase):
             train(self.path("oplevel"), steps=2, level="op", window_steps=2,
                   bounds={"Aten.nothere*": 1.0})
         self.assertIn("Aten.nothere*", str(e.exception))
+        self.assertFalse([n for n in os.listdir(self.path("oplevel")) if "window" in n])
 
     def test_session_keys(self):
         s = adump.Session(self.path("s"), time_dir="t", window_steps=2,
@@ -448,6 +458,33 @@ class Window(unittest.TestCase):
             plain.window()
         self.assertEqual(plain.step(), 0)
         plain.close()
+
+    def test_signal_trigger(self):
+        import numpy as np
+        import signal
+        import time
+        s = adump.Session(self.path("sig"), time_dir="t", window_steps=2,
+                          triggers=["nonfinite", "signal"])
+        st = s.stream()
+        st.set_dir("step0")
+        st.dump("Mul", "held", [np.ones(4, np.float32)], [np.ones(4, np.float32)])
+        s.flush()
+        os.kill(os.getpid(), signal.SIGUSR1)        # a hung job: written at once
+        for _ in range(200):
+            if s.window()["persists"]:
+                break
+            time.sleep(0.05)
+        s.close()
+        t = self.trigger(self.path("sig/window-0"), 0, "")
+        self.assertEqual((t["rule"], t["steps"]), ("signal", [0]))
+        self.assertEqual(len(os.listdir(self.path("sig/window-0/step0/0"))), 1)
+        old = signal.signal(signal.SIGUSR1, lambda *a: None)
+        try:
+            with self.assertRaises(adump.StateError) as e:
+                adump.Session(self.path("sig2"), window_steps=2, triggers=["signal"])
+            self.assertIn("SIGUSR1", str(e.exception))
+        finally:
+            signal.signal(signal.SIGUSR1, old)
 
     # ---- memory ----------------------------------------------------------------------------
 
