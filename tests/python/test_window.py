@@ -451,6 +451,25 @@ class Window(unittest.TestCase):
         self.assertEqual(s.step(), 0)
         self.assertEqual(s.window()["last_window"], self.path("s/window-0"))
         s.close()
+        # a step larger than the whole window: what did not fit is a loss, cause window_full
+        s = adump.Session(self.path("full"), time_dir="t", window_steps=2,
+                          window_bytes=2 << 20)
+        st = s.stream()
+        st.set_dir("step0")
+        st.dump("Big", "big", [np.ones(1 << 20, np.float32)], [])
+        st.dump("Small", "small", [np.ones(4, np.float32)], [])
+        s.persist("by hand")
+        self.assertEqual(s.step(), 0)
+        self.assertEqual(s.window()["lost_dumps"], 1)
+        s.close()
+        root = self.path("full/window-0")
+        self.assertEqual([cann_key(n) for n in os.listdir(os.path.join(root, "step0", "0"))],
+                         ["Small.small.1"])
+        report = adump.verify(root)
+        self.assertFalse(report.ok)
+        self.assertEqual([p[0] for p in report.problems], ["lost"])
+        self.assertTrue(report.problems[0][2].endswith("input 0 of big: window_full"),
+                        report.problems)
         plain = adump.Session(self.path("p"))
         with self.assertRaises(adump.StateError):
             plain.persist()
@@ -511,28 +530,33 @@ def dist_worker(rank, top, port):
     model = MLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     g = torch.Generator().manual_seed(100 + rank)       # each rank its own data
-    with adump.torch.capture(model, os.path.join(top, "cap"), window_steps=3) as cap:
-        for step in range(6):
-            x = torch.randn(4, 8, generator=g)
-            if rank == 1 and step == 3:
-                x[0, 0] = float("nan")
-            loss = model(x).pow(2).mean()
-            loss.backward()
-            with cap.paused():
-                if torch.isfinite(loss):
-                    opt.step()
-                opt.zero_grad()
-            cap.step()
-        # the agreement's cost: the all_reduce alone, as cap.step() makes it
-        import time
-        t0 = time.perf_counter()
-        for _ in range(200):
-            cap._agree(False)
-        per_step_us = (time.perf_counter() - t0) / 200 * 1e6
+    out = {}
+    for level in ("module", "op"):
+        with adump.torch.capture(model, os.path.join(top, level), level=level,
+                                 window_steps=3) as cap:
+            for step in range(6):
+                with cap.paused():
+                    x = torch.randn(4, 8, generator=g)
+                    if rank == 1 and step == 3:
+                        x[0, 0] = float("nan")
+                loss = model(x).pow(2).mean()
+                loss.backward()
+                with cap.paused():
+                    if torch.isfinite(loss):
+                        opt.step()
+                    opt.zero_grad()
+                cap.step()
+            # the agreement's cost: the all_reduce alone, as cap.step() makes it
+            import time
+            t0 = time.perf_counter()
+            for _ in range(200):
+                cap._agree(False)
+            per_step_us = (time.perf_counter() - t0) / 200 * 1e6
+        out[level] = {"windows": cap.windows, "losses": [list(x) for x in cap.losses],
+                      "rank_dir": cap.rank_dir, "agree_us": per_step_us}
     dist.destroy_process_group()
     with open(os.path.join(top, "rank%d.json" % rank), "w") as f:
-        json.dump({"windows": cap.windows, "losses": [list(x) for x in cap.losses],
-                   "rank_dir": cap.rank_dir, "agree_us": per_step_us}, f)
+        json.dump(out, f)
 
 
 class TwoRanks(unittest.TestCase):
@@ -565,7 +589,12 @@ class TwoRanks(unittest.TestCase):
         for r in range(2):
             with open(os.path.join(top, "rank%d.json" % r)) as f:
                 recs.append(json.load(f))
-        root = os.path.join(top, "cap", "window-3")
+        for level in ("module", "op"):
+            with self.subTest(level=level):
+                self.check_level(top, level, [recs[r][level] for r in range(2)])
+
+    def check_level(self, top, level, recs):
+        root = os.path.join(top, level, "window-3")
         for r in range(2):
             self.assertEqual(recs[r]["losses"], [])
             self.assertEqual(recs[r]["windows"], [root])
@@ -586,8 +615,12 @@ class TwoRanks(unittest.TestCase):
             self.assertEqual(t["rule"], "nonfinite" if r == 1 else "call")
             if r == 0:
                 self.assertEqual(t["reason"], "rank 1 fired")
-        print("two gloo ranks: the agreement's all_reduce %.1f / %.1f us per step" %
-              (recs[0]["agree_us"], recs[1]["agree_us"]), file=sys.stderr)
+        # the agreement was not dumped
+        for step in range(6):
+            d = os.path.join(top, level, "step%d" % step, "rank0", "0")
+            self.assertFalse([n for n in os.listdir(d) if "allreduce" in n.replace("_", "").lower()])
+        print("two gloo ranks, %s level: the agreement's all_reduce %.1f / %.1f us per step" %
+              (level, recs[0]["agree_us"], recs[1]["agree_us"]), file=sys.stderr)
 
 
 # ---- the RSS child -------------------------------------------------------------------------------
