@@ -172,18 +172,21 @@ class WindowMixin:
         if s is None:
             return
         info = s.window()
-        got = self._agree(info["is_pending"]) if agree else None
-        if got is not None:
-            rank, first, world = got
-            if first < world:
-                if not info["is_pending"]:
-                    s.persist("rank %d fired" % first)
-                s.persist_note({"rank": rank, "first_rank": first, "world_size": world})
         error = None
+        try:
+            got = self._agree(info["is_pending"]) if agree else None
+            if got is not None:
+                rank, first, world = got
+                if first < world:
+                    if not info["is_pending"]:
+                        s.persist("rank %d fired" % first)
+                    s.persist_note({"rank": rank, "first_rank": first, "world_size": world})
+        except Exception as e:
+            error = e           # a broken process group: the session's step ends all the same
         try:
             ret = s.step()
         except _adump.ConfigError as e:
-            ret, error = 0, e
+            ret, error = 0, error or e
         after = s.window()
         if after["persists"] > info["persists"] and after["last_window"]:
             self._window_written(after["last_window"])
