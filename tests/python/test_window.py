@@ -254,6 +254,13 @@ class Window(unittest.TestCase):
         self.assertIn("origin", text.split("\n")[1], text)
         code, text = helpers.tool("verify", cap.windows[0])
         self.assertEqual(code, 0, text)
+        # ... and compare pairs it with the full capture's steps: nothing diverges
+        for s in (3, 4, 5):
+            rows = adump.compare(os.path.join(cap.windows[0], "step%d" % s),
+                                 os.path.join(full, "step%d" % s), recursive=True)
+            self.assertGreater(len(rows), 13)
+            self.assertIsNone(rows.summary["first_divergent"])
+            self.assertEqual(rows.summary["exit_code"], 0)
 
     def test_nan_in_the_data_conv_op_level(self):
         cap = train(self.path("win"), TinyConv, steps=6, bad_step=2, how="data_nan",
