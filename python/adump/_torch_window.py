@@ -75,6 +75,7 @@ class WindowMixin:
         self.window = self.config.get("window_steps") is not None
         self.windows = []               # the window roots written, in order
         self._window_info = None        # the last window() of a closed session
+        self._persists_seen = 0
         if not self.window:
             for k in WINDOW_KEYS[1:]:
                 if self.config.get(k) is not None:
@@ -187,15 +188,21 @@ class WindowMixin:
             ret = s.step()
         except _adump.ConfigError as e:
             ret, error = 0, error or e
-        after = s.window()
-        if after["persists"] > info["persists"] and after["last_window"]:
-            self._window_written(after["last_window"])
+        self._window_seen(s.window())
         if ret < 0:
             self.losses.append(Loss("window-%d" % info["step"], _losses.cause_of_status(ret),
                                     "the window of step %d was not written whole: %s" %
                                     (info["step"], _adump.strerror(-ret))))
         if error is not None:
             raise error
+
+    def _window_seen(self, info):
+        """The window written since the last look, if any (by a step's end, or at once by
+        SIGUSR1: of two in one step, the last one is known here)."""
+        if info["persists"] > self._persists_seen and info["last_window"] and \
+                info["last_window"] not in self.windows:
+            self._window_written(info["last_window"])
+        self._persists_seen = info["persists"]
 
     def _window_written(self, root):
         """A window was written under @root: the tree files of its msprobe step directories,
@@ -244,6 +251,7 @@ class WindowMixin:
         if s.window()["is_pending"]:
             self._window_step(agree=False)
         self._window_info = s.window()
+        self._window_seen(self._window_info)
 
     def _window_promote(self, src_name, dst_name, roots=None):
         """The rank directory @src_name became @dst_name: the same in every window."""
