@@ -304,10 +304,11 @@ static int parse_triggers(PyObject *v, uint32_t *out)
 }
 
 /* bounds: {pattern: max_abs} or [(pattern, max_abs)], into one PyMem block (the array, then
- * the patterns) that pyadump_config_free() frees. */
+ * the patterns) that pyadump_config_free() frees. Each pair is made a tuple once, so that
+ * what is measured is what is copied. */
 static int parse_bounds(PyObject *v, struct adump_config *cfg)
 {
-	PyObject *items, *seq = NULL;
+	PyObject *items, *pairs = NULL, *seq = NULL;
 	struct adump_bound *b;
 	size_t bytes, count;
 	char *text;
@@ -324,6 +325,9 @@ static int parse_bounds(PyObject *v, struct adump_config *cfg)
 		return -1;
 	}
 	count = (size_t)PyList_Size(items);
+	pairs = PyList_New(0);
+	if (!pairs)
+		goto out;
 	bytes = count * sizeof(*b);
 	for (size_t i = 0; i < count; i++) {
 		PyObject *pair = PyList_GetItem(items, (Py_ssize_t)i), *pat, *lim;
@@ -347,6 +351,8 @@ static int parse_bounds(PyObject *v, struct adump_config *cfg)
 			goto out;
 		}
 		bytes += strlen(s) + 1;
+		if (PyList_Append(pairs, seq) < 0)
+			goto out;
 		Py_CLEAR(seq);
 	}
 	b = PyMem_Calloc(1, bytes ? bytes : 1);
@@ -356,7 +362,7 @@ static int parse_bounds(PyObject *v, struct adump_config *cfg)
 	}
 	text = (char *)(b + count);
 	for (size_t i = 0; i < count; i++) {
-		PyObject *pair = PySequence_Tuple(PyList_GetItem(items, (Py_ssize_t)i));
+		PyObject *pair = PyList_GetItem(pairs, (Py_ssize_t)i);      /* checked above */
 		const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(pair, 0), NULL);
 		size_t len = strlen(s) + 1;
 
@@ -364,7 +370,6 @@ static int parse_bounds(PyObject *v, struct adump_config *cfg)
 		b[i].pattern = text;
 		b[i].max_abs = PyFloat_AsDouble(PyTuple_GetItem(pair, 1));
 		text += len;
-		Py_DECREF(pair);
 	}
 	PyMem_Free((void *)cfg->bounds);
 	cfg->bounds = b;
@@ -377,6 +382,7 @@ bad:
 		     "pairs, got %R", seq ? seq : v);
 out:
 	Py_XDECREF(seq);
+	Py_XDECREF(pairs);
 	Py_DECREF(items);
 	return ret;
 }
