@@ -248,7 +248,9 @@ class WindowMixin:
             text = repr(exc)
             s.persist(text)
             s.persist_note({"rule": "exception", "reason": text})
-        if s.window()["is_pending"]:
+        info = s.window()
+        # Ending step 0 here also has the library check the bound patterns against it.
+        if info["is_pending"] or (info["step"] == 0 and self.config.get("bounds")):
             self._window_step(agree=False)
         self._window_info = s.window()
         self._window_seen(self._window_info)

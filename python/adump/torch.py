@@ -533,18 +533,22 @@ class capture(_Select, ModuleHooks, WindowMixin):
             if self._param_grads:
                 self._dump_param_grads()
             self._coll.finish_step()
+            window_error = None
             try:
                 if self.window:
                     self._window_exit(exc_type, exc)
             except Exception as e:
                 if exc_type is None:
-                    raise
-                # The exception on its way is the one that propagates.
-                self.losses.append(_adump_loss("window", "write_error", repr(e)))
+                    window_error = e    # raised once the capture is closed
+                else:
+                    # The exception on its way is the one that propagates.
+                    self.losses.append(_adump_loss("window", "write_error", repr(e)))
             finally:
                 self._close_session()
             self._final_rank()
             _torch_msprobe.step_closed(self, self.step_no, last=True)
+        if window_error is not None:
+            raise window_error
         if exc_type is None:
             self._warn_unmatched()
         return False

@@ -435,6 +435,12 @@ class Window(unittest.TestCase):
                   bounds={"Aten.nothere*": 1.0})
         self.assertIn("Aten.nothere*", str(e.exception))
         self.assertFalse([n for n in os.listdir(self.path("oplevel")) if "window" in n])
+        # ... also when the block ends before any cap.step(): raised once it is closed
+        with self.assertRaises(adump.ConfigError):
+            with adump.torch.capture(m, self.path("opexit"), level="op", window_steps=2,
+                                     bounds={"Aten.nothere*": 1.0}):
+                m(torch.randn(2, 8))
+        self.assertEqual(os.listdir(self.path("opexit/step0")), ["rank0"])
 
     def test_session_keys(self):
         s = adump.Session(self.path("s"), time_dir="t", window_steps=2,
