@@ -262,6 +262,13 @@ class Window(unittest.TestCase):
             self.assertIsNone(rows.summary["first_divergent"])
             self.assertEqual(rows.summary["exit_code"], 0)
 
+    def test_zero_copy_window(self):
+        # tensors held by reference until written: the window copies them as they pass
+        cap = train(self.path("win"), bad_step=5, window_steps=3, zero_copy=True)
+        full = train(self.path("full"), bad_step=5).dump_path
+        self.assertEqual(cap.losses, [])
+        self.assert_cann_window(cap, full, [3, 4, 5])
+
     def test_nan_in_the_data_conv_op_level(self):
         cap = train(self.path("win"), TinyConv, steps=6, bad_step=2, how="data_nan",
                     level="op", window_steps=2)
