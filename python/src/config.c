@@ -320,8 +320,8 @@ static int parse_bounds(PyObject *v, struct adump_config *cfg)
 		PySequence_List(v) : NULL;
 	if (!items) {
 		PyErr_Clear();
-		PyErr_Format(pyadump_err.config, "config bounds: expected a dict {pattern: max_abs} "
-			     "or a list of (pattern, max_abs), got %R", v);
+		PyErr_Format(pyadump_err.config, "config bounds: expected a dict "
+			     "{pattern: max_abs} or a list of (pattern, max_abs), got %R", v);
 		return -1;
 	}
 	count = (size_t)PyList_Size(items);
@@ -346,8 +346,8 @@ static int parse_bounds(PyObject *v, struct adump_config *cfg)
 		if (d == -1.0 && PyErr_Occurred())
 			goto bad;
 		if (!s[0] || !(d > 0) || d > 1.7976931348623157e308) {
-			PyErr_Format(pyadump_err.config, "config bounds: %R: a non-empty pattern and a "
-				     "finite max_abs above 0", pair);
+			PyErr_Format(pyadump_err.config, "config bounds: %R: a non-empty "
+				     "pattern and a finite max_abs above 0", pair);
 			goto out;
 		}
 		bytes += strlen(s) + 1;
@@ -431,8 +431,9 @@ static int parse_keys(PyObject *kw, struct adump_config *cfg, PyObject **callbac
 			steps = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLong(v) : 0;
 			if (steps <= 0 || steps > UINT32_MAX) {
 				PyErr_Clear();
-				PyErr_Format(pyadump_err.config, "config window_steps: expected an "
-					     "integer above 0 (the steps the window holds), got %R", v);
+				PyErr_Format(pyadump_err.config, "config window_steps: expected "
+					     "an integer above 0 (the steps the window holds), "
+					     "got %R", v);
 				return -1;
 			}
 			cfg->window_steps = (unsigned)steps;
@@ -457,8 +458,8 @@ static int parse_keys(PyObject *kw, struct adump_config *cfg, PyObject **callbac
 			d = PyBool_Check(v) || !PyNumber_Check(v) ? -1.0 : PyFloat_AsDouble(v);
 			if (!(d > 0) || d > 1.7976931348623157e308) {
 				PyErr_Clear();
-				PyErr_Format(pyadump_err.config, "config deviation: expected a finite "
-					     "factor above 0, got %R", v);
+				PyErr_Format(pyadump_err.config, "config deviation: expected a "
+					     "finite factor above 0, got %R", v);
 				return -1;
 			}
 			cfg->deviation = d;
