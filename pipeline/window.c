@@ -501,6 +501,9 @@ static int persist(struct adump_window *win)
 		win->persists++;
 		adump_window_clear(win);
 	}
+	/* The note was for this trigger's window (adump.h: "the next window written"). */
+	free(win->note);
+	win->note = NULL;
 	pthread_mutex_unlock(&win->lock);
 	trigger_free(&t);
 	return ret;

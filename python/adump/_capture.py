@@ -4,8 +4,9 @@
 A Session is the native session (config keys as struct adump_config: workers, chunk_bytes,
 pool_bytes, stream_max, on_full, writer, sink/callback, io ("auto", "buffered", "direct"),
 compress, layout, segment_bytes, content, stats_mask (adump.STAT_*), sync_bytes, time_dir,
-min_free_bytes (adump.GUARD_OFF: no floor), max_bytes (quota), direct_min_bytes). A stream is owned by the thread that made it; each
-producer thread makes its own."""
+min_free_bytes (adump.GUARD_OFF: no floor), max_bytes (quota), direct_min_bytes, format,
+summary, and window mode's keys: see Session). A stream is owned by the thread that made it;
+each producer thread makes its own."""
 import atexit
 import sys
 import threading
@@ -158,7 +159,25 @@ class Session:
 
     Files go to <dump_path>/<time_dir>/<device_id>/. An unwritable dump_path raises OSError
     (with errno) here, before anything is captured; a bad key, value or combination raises
-    adump.ConfigError here, its message the library's reason."""
+    adump.ConfigError here, its message the library's reason.
+
+    Window mode, the flight recorder (window_steps=N, an int above 0): the session writes
+    every dump's statistics, as content="stats" would in the session's format (CANN CSVs or
+    msprobe's dump.json statistics), and keeps the full tensors of the current step and the
+    N-1 before it in memory (window_bytes, tensors and their descriptions together; default
+    1 GiB; the oldest steps go first, a step larger than the whole window keeps what fits
+    and counts the rest as lost, cause "window_full"). Steps end with step(). When a
+    trigger fired during a step, step() writes the held steps as a tensor capture under
+    <dump_path>/window-<step>/, each stream directory at the same path relative to
+    dump_path, with trigger.json (rule, tensor, value, step, time) in each directory
+    written. Keys: triggers, a list of "nonfinite" (a NaN or an infinity; on by default),
+    "bound" (bounds: {pattern: max_abs} or [(pattern, max_abs)], an fnmatch glob against
+    "<op_name>.input.<i>" / "<op_name>.output.<i>"), "deviation" (a tensor's L2 norm more
+    than (1 + deviation) times the mean of its last deviation_steps steps; defaults 1.0 and
+    5), "call" (persist(); always on), "signal" (SIGUSR1 writes the window at once); without
+    triggers=, the default plus the triggers bounds= and deviation= imply. window_persists:
+    windows written at most (default 3; later triggers are counted, not written). content
+    stays "tensor" (what a window holds); the files layout, no compression."""
 
     def __init__(self, dump_path=None, **config):
         if dump_path is not None:
@@ -182,6 +201,29 @@ class Session:
     def flush(self):
         """Wait until everything dumped so far is written; returns 0 or the first error."""
         return self._s.flush()
+
+    def step(self):
+        """End the current step: wait until its dumps are written, then (window mode) write
+        the held steps if a trigger fired in it. Returns 0 or an error code (a window that
+        could not be written); raises adump.ConfigError for a bound pattern that matched no
+        tensor of step 0 (the step advanced all the same)."""
+        return self._s.step()
+
+    def persist(self, reason=None):
+        """Window mode: write the held steps at the end of the current step (the "call"
+        trigger; @reason goes into trigger.json). adump.StateError outside window mode."""
+        self._s.persist(reason)
+
+    def persist_note(self, note):
+        """Window mode: the members of dict @note (JSON-able) go into the trigger.json of
+        the next window written, replacing adump's of the same names; None: none."""
+        self._s.persist_note(note)
+
+    def window(self):
+        """Window mode: what the window holds and has done, a dict: step, held_steps,
+        held_dumps, held_bytes, lost_dumps, persists, persists_skipped, is_pending,
+        pending_rule, last_window (the root of the last window written, or None)."""
+        return self._s.window()
 
     def error(self):
         return self._s.error()

@@ -22,6 +22,8 @@ CAUSES = {
                               "place before its bytes were written; nothing was published",
     "changed_in_place": "the value was overwritten in place before it could be handed over",
     "unsupported_dtype": "a dtype adump dumps cannot hold",
+    "window_full": "window mode: the step was larger than the whole window (window_bytes); "
+                   "the dump's tensors were not held",
 }
 
 _ERR_CAUSES = {4100: "no_buffer", 4108: "disk_guard", 4097: "changed_before_written",

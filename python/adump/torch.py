@@ -40,6 +40,7 @@ from ._torch_info import STORED, describe, own_ops, storable, to_json
 from ._torch_select import _Select
 from ._torch_module import ModuleHooks
 from ._torch_tree import ModuleTree
+from ._torch_window import WindowMixin
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -99,7 +100,7 @@ def _host(t):
     return _torch_arg(t)
 
 
-class capture(_Select, ModuleHooks):
+class capture(_Select, ModuleHooks, WindowMixin):
     """capture(model, dump_path, level="module"|"op", mode="all"|"input"|"output",
     backward=True, scope=None, steps=None, content="tensor"|"stats", zero_copy=False,
     keep_root=False, parameters=None, stack=False, **config): a context manager; call
@@ -126,6 +127,14 @@ class capture(_Select, ModuleHooks):
     "backward", or a list of them), in place of mode. cap.stop()/cap.start(), or
     `with cap.paused():`, leave parts of a step out (the optimizer). config: more
     adump.Session keys (workers, compress, layout, io ...), checked now (adump.ConfigError).
+
+    Window mode, the flight recorder (window_steps=N and window_bytes, window_persists,
+    triggers, bounds, deviation, deviation_steps: adump.Session's keys): every step's
+    statistics are written as content="stats" would, the tensors of the last N steps held in
+    memory and written under <dump_path>/window-<step>/ when a trigger fires (a NaN or
+    infinity by default, cap.persist(reason), an exception escaping the block); across
+    ranks too. See adump._torch_window; cap.windows lists the roots written,
+    cap.window_info() the window's state.
 
     After the block: cap.losses lists adump.Loss(name, cause, message) of dumps that were
     lost (also in the step's adump-losses.jsonl, which adump.verify and `adump verify` list),
@@ -172,7 +181,9 @@ class capture(_Select, ModuleHooks):
                 raise ValueError("md5=True applies to format='msprobe'")
             self.config["summary"] = "md5"
         # The whole config is checked now, not at the first dump inside a forward hook.
+        self._init_window(steps)        # window mode (_torch_window), its own checks
         _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
+        self._check_bounds()
         # The rank directory: rank<R> once the process group exists, proc<pid> until then
         # (see _torch_dist); self.rank is None while it is not known.
         self.rank = group_rank()
@@ -189,7 +200,7 @@ class capture(_Select, ModuleHooks):
         # One session for the whole capture (its start costs the staging buffers' page
         # faults), each stream steered into step<N>/<rank dir> (Stream.set_dir); a packed
         # layout keeps its segments open per session, so there it is one session per step.
-        self._per_step_sessions = self.config.get("layout") == "packed"
+        self._per_step_sessions = self.config.get("layout") == "packed" and not self.window
         self._stream_dirs = {}          # thread id -> the directory its stream writes to
         self._stream_keys = {}          # thread id -> (step, rank dir) it was checked for
         self._coll = Collectives(self)
@@ -263,23 +274,15 @@ class capture(_Select, ModuleHooks):
                                                                      self.rank_dir)))
                 return
         self._proc_steps = set()
+        if self.windows:
+            self._window_promote(self.rank_dir, name)
         self.rank_dir = name
 
     def _stream(self):
         if not self._per_step_sessions and self.rank is None:
             self._check_rank()
         if self._session is None:
-            if self._per_step_sessions:
-                self._session = Session(os.path.join(self.dump_path, "step%d" % self.step_no),
-                                        time_dir=self.rank_dir, **self.config)
-                if self.rank is None:
-                    self._proc_steps.add(self.step_no)
-            else:
-                # Every stream writes into its step directory; the session's own is the
-                # first step's (it holds nothing but the loss log, made only if something
-                # is lost, and shared by the processes writing into that step).
-                self._session = Session(self.dump_path, time_dir="step%d" % self.step_no,
-                                        **self.config)
+            self._open_session()
         tid = threading.get_ident()
         st = self._streams.get(tid)
         if st is None:
@@ -294,6 +297,19 @@ class capture(_Select, ModuleHooks):
                 if self.rank is None:
                     self._proc_steps.add(self.step_no)
         return st
+
+    def _open_session(self):
+        if self._per_step_sessions:
+            self._session = Session(os.path.join(self.dump_path, "step%d" % self.step_no),
+                                    time_dir=self.rank_dir, **self.config)
+            if self.rank is None:
+                self._proc_steps.add(self.step_no)
+        else:
+            # Every stream writes into its step directory; the session's own is the first
+            # step's (it holds nothing but the loss log, made only if something is lost, and
+            # shared by the processes writing into that step).
+            self._session = Session(self.dump_path, time_dir="step%d" % self.step_no,
+                                    **self.config)
 
     def _close_session(self):
         self._flush_backwards()
@@ -330,12 +346,17 @@ class capture(_Select, ModuleHooks):
         _torch_msprobe.step_closed(self, self.step_no)
 
     def step(self):
-        """End the current step: wait until its dumps are written, then count the next."""
+        """End the current step: wait until its dumps are written, then count the next. In
+        window mode, then write the window if a trigger fired in the step (_torch_window)."""
         self._finish_step()
-        self._warn_unmatched()
-        self.step_no += 1
-        self._counts = {}
-        self.tree.new_step(self.step_no)
+        try:
+            if self.window:
+                self._window_step()
+        finally:
+            self._warn_unmatched()
+            self.step_no += 1
+            self._counts = {}
+            self.tree.new_step(self.step_no)
 
     # ---- dumping -------------------------------------------------------------------------
 
@@ -485,6 +506,9 @@ class capture(_Select, ModuleHooks):
     # ---- context -------------------------------------------------------------------------
 
     def __enter__(self):
+        if self.window and self._session is None:
+            # One session from step 0: its steps are the capture's (window-<step>).
+            self._open_session()
         self._install_modules()
         self._coll.install()
         self._patch_backward()
@@ -509,9 +533,22 @@ class capture(_Select, ModuleHooks):
             if self._param_grads:
                 self._dump_param_grads()
             self._coll.finish_step()
-            self._close_session()
+            window_error = None
+            try:
+                if self.window:
+                    self._window_exit(exc_type, exc)
+            except Exception as e:
+                if exc_type is None:
+                    window_error = e    # raised once the capture is closed
+                else:
+                    # The exception on its way is the one that propagates.
+                    self.losses.append(_adump_loss("window", "write_error", repr(e)))
+            finally:
+                self._close_session()
             self._final_rank()
             _torch_msprobe.step_closed(self, self.step_no, last=True)
+        if window_error is not None:
+            raise window_error
         if exc_type is None:
             self._warn_unmatched()
         return False

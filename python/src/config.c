@@ -11,6 +11,7 @@
 #include "pyadump_int.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +197,17 @@ static const struct enum_name content_names[] = { { "tensor", ADUMP_CONTENT_TENS
 static const char *const known_keys =
 	"dump_path, time_dir, workers (worker_count), chunk_bytes, pool_bytes, stream_max, "
 	"on_full, writer, sink, callback, io, compress, layout, segment_bytes, content, "
-	"stats_mask, sync_bytes, min_free_bytes, max_bytes, direct_min_bytes, format, summary";
+	"stats_mask, sync_bytes, min_free_bytes, max_bytes, direct_min_bytes, format, summary, "
+	"window_steps, window_bytes, window_persists, triggers, bounds, deviation, "
+	"deviation_steps";
+
+/* Window mode's trigger names (struct adump_config.triggers). */
+static const struct enum_name trigger_names[] = { { "nonfinite", ADUMP_TRIGGER_NONFINITE },
+						  { "bound", ADUMP_TRIGGER_BOUND },
+						  { "deviation", ADUMP_TRIGGER_DEVIATION },
+						  { "call", ADUMP_TRIGGER_CALL },
+						  { "signal", ADUMP_TRIGGER_SIGNAL },
+						  { NULL, 0 } };
 
 /* An enum key: a string naming one of @names (None: leave the default). */
 static int parse_enum(const char *key, PyObject *v, const struct enum_name *names, int *out)
@@ -247,10 +258,147 @@ static int parse_uint(const char *key, PyObject *v, unsigned long long max,
 	return 0;
 }
 
-int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback)
+/* triggers: a trigger name or a list of them (None: the default). */
+static int parse_triggers(PyObject *v, uint32_t *out)
+{
+	PyObject *seq;
+	uint32_t bits = 0;
+
+	if (v == Py_None)
+		return 0;
+	if (PyUnicode_Check(v))
+		seq = PyTuple_Pack(1, v);
+	else
+		seq = PySequence_Check(v) ? PySequence_Tuple(v) : NULL;
+	if (!seq) {
+		PyErr_Clear();
+		PyErr_Format(pyadump_err.config, "config triggers: expected a list of trigger "
+			     "names (nonfinite, bound, deviation, call, signal), got %R", v);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; i < PyTuple_Size(seq); i++) {
+		PyObject *item = PyTuple_GetItem(seq, i);
+		const char *s = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, NULL) : NULL;
+		const struct enum_name *n;
+
+		for (n = trigger_names; s && n->name; n++)
+			if (!strcmp(n->name, s))
+				break;
+		if (!s || !n->name) {
+			PyErr_Clear();
+			PyErr_Format(pyadump_err.config, "config triggers: unknown trigger %R (the "
+				     "triggers: nonfinite, bound, deviation, call, signal)", item);
+			Py_DECREF(seq);
+			return -1;
+		}
+		bits |= (uint32_t)n->value;
+	}
+	Py_DECREF(seq);
+	if (!bits) {
+		PyErr_SetString(pyadump_err.config, "config triggers: an empty list (give at least "
+				"one trigger, or None for the default)");
+		return -1;
+	}
+	*out = bits;
+	return 0;
+}
+
+/* bounds: {pattern: max_abs} or [(pattern, max_abs)], into one PyMem block (the array, then
+ * the patterns) that pyadump_config_free() frees. Each pair is made a tuple once, so that
+ * what is measured is what is copied. */
+static int parse_bounds(PyObject *v, struct adump_config *cfg)
+{
+	PyObject *items, *pairs = NULL, *seq = NULL;
+	struct adump_bound *b;
+	size_t bytes, count;
+	char *text;
+	int ret = -1;
+
+	if (v == Py_None)
+		return 0;
+	items = PyDict_Check(v) ? PyDict_Items(v) : PySequence_Check(v) && !PyUnicode_Check(v) ?
+		PySequence_List(v) : NULL;
+	if (!items) {
+		PyErr_Clear();
+		PyErr_Format(pyadump_err.config, "config bounds: expected a dict "
+			     "{pattern: max_abs} or a list of (pattern, max_abs), got %R", v);
+		return -1;
+	}
+	count = (size_t)PyList_Size(items);
+	pairs = PyList_New(0);
+	if (!pairs)
+		goto out;
+	bytes = count * sizeof(*b);
+	for (size_t i = 0; i < count; i++) {
+		PyObject *pair = PyList_GetItem(items, (Py_ssize_t)i), *pat, *lim;
+		const char *s;
+		double d;
+
+		seq = PySequence_Check(pair) ? PySequence_Tuple(pair) : NULL;
+		if (!seq || PyTuple_Size(seq) != 2)
+			goto bad;
+		pat = PyTuple_GetItem(seq, 0);
+		lim = PyTuple_GetItem(seq, 1);
+		s = PyUnicode_Check(pat) ? PyUnicode_AsUTF8AndSize(pat, NULL) : NULL;
+		if (!s || PyBool_Check(lim) || !PyNumber_Check(lim))
+			goto bad;
+		d = PyFloat_AsDouble(lim);
+		if (d == -1.0 && PyErr_Occurred())
+			goto bad;
+		if (!s[0] || !(d > 0) || d > 1.7976931348623157e308) {
+			PyErr_Format(pyadump_err.config, "config bounds: %R: a non-empty "
+				     "pattern and a finite max_abs above 0", pair);
+			goto out;
+		}
+		bytes += strlen(s) + 1;
+		if (PyList_Append(pairs, seq) < 0)
+			goto out;
+		Py_CLEAR(seq);
+	}
+	b = PyMem_Calloc(1, bytes ? bytes : 1);
+	if (!b) {
+		PyErr_NoMemory();
+		goto out;
+	}
+	text = (char *)(b + count);
+	for (size_t i = 0; i < count; i++) {
+		PyObject *pair = PyList_GetItem(pairs, (Py_ssize_t)i);      /* checked above */
+		const char *s = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(pair, 0), NULL);
+		size_t len = strlen(s) + 1;
+
+		memcpy(text, s, len);
+		b[i].pattern = text;
+		b[i].max_abs = PyFloat_AsDouble(PyTuple_GetItem(pair, 1));
+		text += len;
+	}
+	PyMem_Free((void *)cfg->bounds);
+	cfg->bounds = b;
+	cfg->bound_count = (unsigned)count;
+	ret = 0;
+	goto out;
+bad:
+	PyErr_Clear();
+	PyErr_Format(pyadump_err.config, "config bounds: expected (pattern str, max_abs number) "
+		     "pairs, got %R", seq ? seq : v);
+out:
+	Py_XDECREF(seq);
+	Py_XDECREF(pairs);
+	Py_DECREF(items);
+	return ret;
+}
+
+void pyadump_config_free(struct adump_config *cfg)
+{
+	PyMem_Free((void *)cfg->bounds);
+	cfg->bounds = NULL;
+	cfg->bound_count = 0;
+}
+
+static int parse_keys(PyObject *kw, struct adump_config *cfg, PyObject **callback)
 {
 	PyObject *key, *v;
 	Py_ssize_t pos = 0;
+	bool has_triggers = false;
 
 	while (kw && PyDict_Next(kw, &pos, &key, &v)) {
 		const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
@@ -273,6 +421,48 @@ int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **call
 				cfg->dump_path = s;
 			else
 				cfg->time_dir = s;
+			continue;
+		}
+		if (!strcmp(k, "window_steps")) {
+			long long steps;
+
+			if (v == Py_None)
+				continue;
+			steps = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLong(v) : 0;
+			if (steps <= 0 || steps > UINT32_MAX) {
+				PyErr_Clear();
+				PyErr_Format(pyadump_err.config, "config window_steps: expected "
+					     "an integer above 0 (the steps the window holds), "
+					     "got %R", v);
+				return -1;
+			}
+			cfg->window_steps = (unsigned)steps;
+			continue;
+		}
+		if (!strcmp(k, "triggers")) {
+			if (parse_triggers(v, &cfg->triggers) < 0)
+				return -1;
+			has_triggers = v != Py_None;
+			continue;
+		}
+		if (!strcmp(k, "bounds")) {
+			if (parse_bounds(v, cfg) < 0)
+				return -1;
+			continue;
+		}
+		if (!strcmp(k, "deviation")) {
+			double d;
+
+			if (v == Py_None)
+				continue;
+			d = PyBool_Check(v) || !PyNumber_Check(v) ? -1.0 : PyFloat_AsDouble(v);
+			if (!(d > 0) || d > 1.7976931348623157e308) {
+				PyErr_Clear();
+				PyErr_Format(pyadump_err.config, "config deviation: expected a "
+					     "finite factor above 0, got %R", v);
+				return -1;
+			}
+			cfg->deviation = d;
 			continue;
 		}
 		if (!strcmp(k, "callback")) {
@@ -319,13 +509,31 @@ int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **call
 		ENUM_KEY("content", content, content_names)
 		ENUM_KEY("format", format, format_names)
 		ENUM_KEY("summary", summary, summary_names)
+		UINT_KEY("window_bytes", window_bytes, UINT64_MAX)
+		UINT_KEY("window_persists", window_persists, UINT32_MAX)
+		UINT_KEY("deviation_steps", deviation_steps, UINT32_MAX)
 #undef UINT_KEY
 #undef ENUM_KEY
 		PyErr_Format(pyadump_err.config, "unknown config key '%s' (the keys: %s)", k,
 			     known_keys);
 		return -1;
 	}
+	/* Without triggers=, bounds and deviation= turn their triggers on beside the default. */
+	if (!has_triggers && cfg->window_steps) {
+		if (cfg->bound_count)
+			cfg->triggers |= ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_BOUND;
+		if (cfg->deviation != 0 || cfg->deviation_steps)
+			cfg->triggers |= ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_DEVIATION;
+	}
 	return 0;
+}
+
+int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback)
+{
+	if (parse_keys(kw, cfg, callback) == 0)
+		return 0;
+	pyadump_config_free(cfg);
+	return -1;
 }
 
 static int no_chunk(const struct adump_chunk *chunk, void *user)
@@ -373,10 +581,15 @@ static PyObject *py_config_check(PyObject *self, PyObject *args, PyObject *kw)
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	PyObject *callback = NULL;
 
+	int ret;
+
 	if (!PyArg_ParseTuple(args, ":config_check"))
 		return NULL;
-	if (pyadump_parse_config(kw, &cfg, &callback) < 0 ||
-	    pyadump_config_check(&cfg, callback) < 0)
+	if (pyadump_parse_config(kw, &cfg, &callback) < 0)
+		return NULL;
+	ret = pyadump_config_check(&cfg, callback);
+	pyadump_config_free(&cfg);
+	if (ret < 0)
 		return NULL;
 	Py_RETURN_NONE;
 }

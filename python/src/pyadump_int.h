@@ -65,9 +65,13 @@ void pyadump_reason_end(void);
 struct adump_config;
 
 /* Fill @cfg from Session keywords (every struct adump_config key, by its name); strings are
- * borrowed from @kw; *@callback (borrowed) for the callback sink. Return: 0, or -1 with
- * adump.ConfigError set. */
+ * borrowed from @kw, bounds allocated (pyadump_config_free()); *@callback (borrowed) for the
+ * callback sink. Return: 0, or -1 with adump.ConfigError set and nothing left allocated. */
 int pyadump_parse_config(PyObject *kw, struct adump_config *cfg, PyObject **callback);
+
+/* Free what pyadump_parse_config() allocated for @cfg (its bounds); after the session is
+ * created (it copies them) or the config checked. */
+void pyadump_config_free(struct adump_config *cfg);
 
 /* Validate @cfg as adump_session_create() will. Return: 0, or -1 with adump.ConfigError
  * set, its message the library's reason. */

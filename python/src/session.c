@@ -29,16 +29,22 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	PyObject *callback = NULL;
 	struct py_session *self;
+	char reason[512];
 	int ret;
 
 	if (!PyArg_ParseTuple(args, ":_Session"))
 		return NULL;
-	if (pyadump_parse_config(kw, &cfg, &callback) < 0 ||
-	    pyadump_config_check(&cfg, callback) < 0)
+	if (pyadump_parse_config(kw, &cfg, &callback) < 0)
 		return NULL;
+	if (pyadump_config_check(&cfg, callback) < 0) {
+		pyadump_config_free(&cfg);
+		return NULL;
+	}
 	self = (struct py_session *)PyType_GenericNew(type, NULL, NULL);
-	if (!self)
+	if (!self) {
+		pyadump_config_free(&cfg);
 		return NULL;
+	}
 	pthread_mutex_init(&self->lock, NULL);
 	pthread_cond_init(&self->idle, NULL);
 	if (callback) {
@@ -47,6 +53,7 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		cfg.chunk_fn = chunk_to_python;
 		cfg.chunk_user = self;
 	}
+	pyadump_reason_begin(reason, sizeof(reason));
 	Py_BEGIN_ALLOW_THREADS
 	sigset_t saved;
 
@@ -54,10 +61,13 @@ static PyObject *session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	ret = adump_session_create(&cfg, &self->s);
 	pyadump_signals_restore(&saved);
 	Py_END_ALLOW_THREADS
+	pyadump_reason_end();
+	pyadump_config_free(&cfg);      /* the session copied the bounds */
 	pyadump_log_drain();
 	if (ret < 0) {
 		Py_DECREF(self);
-		return pyadump_raise(ret, NULL, cfg.dump_path);
+		/* A state refusal (the SIGUSR1 trigger, the signal taken) says why. */
+		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? reason : NULL, cfg.dump_path);
 	}
 	return (PyObject *)self;
 }
@@ -244,6 +254,117 @@ static PyObject *session_stream(PyObject *obj, PyObject *args)
 	return pyadump_stream_open(self, &cfg);
 }
 
+/* step() -> 0 or an error code: adump_session_step(). A config error (a bound pattern that
+ * matched no tensor of step 0) raises adump.ConfigError with the library's reason; the step
+ * advanced all the same. */
+static PyObject *session_step(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+	char reason[512];
+	int ret;
+
+	if (!self->s || self->is_closing)
+		return pyadump_raise_closed("session");
+	pyadump_busy_enter(self, NULL);
+	pyadump_reason_begin(reason, sizeof(reason));
+	Py_BEGIN_ALLOW_THREADS
+	ret = adump_session_step(self->s);
+	Py_END_ALLOW_THREADS
+	pyadump_reason_end();
+	pyadump_busy_leave(self, NULL);
+	pyadump_drain(self);
+	if (ret == -ADUMP_ERR_CONFIG)
+		return pyadump_raise(ret, reason, NULL);
+	return PyLong_FromLong(ret);
+}
+
+/* persist(reason=None): the held steps are written at the end of the current step. */
+static PyObject *session_persist(PyObject *obj, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "reason", NULL };
+	struct py_session *self = (struct py_session *)obj;
+	const char *reason = NULL;
+	int ret;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|z:persist", kwlist, &reason))
+		return NULL;
+	if (!self->s || self->is_closing)
+		return pyadump_raise_closed("session");
+	ret = adump_session_persist(self->s, reason);
+	if (ret < 0)
+		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? "persist: the session is not "
+				     "in window mode (window_steps)" : NULL, NULL);
+	Py_RETURN_NONE;
+}
+
+/* persist_note(note): a dict (made JSON here) or a JSON object's text, or None. */
+static PyObject *session_persist_note(PyObject *obj, PyObject *note)
+{
+	struct py_session *self = (struct py_session *)obj;
+	PyObject *text = NULL;
+	const char *json = NULL;
+	char reason[512];
+	int ret;
+
+	if (!self->s || self->is_closing)
+		return pyadump_raise_closed("session");
+	if (PyDict_Check(note)) {
+		PyObject *mod = PyImport_ImportModule("json");
+
+		text = mod ? PyObject_CallMethod(mod, "dumps", "O", note) : NULL;
+		Py_XDECREF(mod);
+		if (!text)
+			return NULL;
+	} else if (PyUnicode_Check(note)) {
+		Py_INCREF(note);
+		text = note;
+	} else if (note != Py_None) {
+		PyErr_Format(PyExc_TypeError, "persist_note: expected a dict, a JSON object's "
+			     "text or None, got %R", note);
+		return NULL;
+	}
+	if (text) {
+		json = PyUnicode_AsUTF8AndSize(text, NULL);
+		if (!json) {
+			Py_DECREF(text);
+			return NULL;
+		}
+	}
+	pyadump_reason_begin(reason, sizeof(reason));
+	ret = adump_session_persist_note(self->s, json);
+	pyadump_reason_end();
+	Py_XDECREF(text);
+	if (ret < 0)
+		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? "persist_note: the session is "
+				     "not in window mode (window_steps)" : reason, NULL);
+	Py_RETURN_NONE;
+}
+
+/* window() -> dict of struct adump_window_info */
+static PyObject *session_window(PyObject *obj, PyObject *unused)
+{
+	struct py_session *self = (struct py_session *)obj;
+	struct adump_window_info w;
+	int ret;
+
+	if (!self->s || self->is_closing)
+		return pyadump_raise_closed("session");
+	ret = adump_session_window(self->s, &w);
+	if (ret < 0)
+		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? "window: the session is not "
+				     "in window mode (window_steps)" : NULL, NULL);
+	return Py_BuildValue("{sKsIsKsKsKsIsIsOszsN}", "step", (unsigned long long)w.step,
+			     "held_steps", w.held_steps, "held_dumps",
+			     (unsigned long long)w.held_dumps, "held_bytes",
+			     (unsigned long long)w.held_bytes, "lost_dumps",
+			     (unsigned long long)w.lost_dumps, "persists", w.persists,
+			     "persists_skipped", w.persists_skipped, "is_pending",
+			     w.is_pending ? Py_True : Py_False, "pending_rule",
+			     w.is_pending ? w.pending_rule : NULL, "last_window",
+			     w.last_window[0] ? PyUnicode_DecodeFSDefault(w.last_window) :
+			     Py_NewRef(Py_None));
+}
+
 static PyMethodDef session_methods[] = {
 	{ "close", session_close, METH_NOARGS,
 	  "close() -> first error code: close the streams, flush, stop the workers" },
@@ -252,6 +373,13 @@ static PyMethodDef session_methods[] = {
 	{ "dir", session_dir, METH_NOARGS, "dir() -> <dump_path>/<time_dir>" },
 	{ "error", session_error, METH_NOARGS, "error() -> the session's first error, or 0" },
 	{ "stream", session_stream, METH_VARARGS, "stream(device_id=0) -> host stream" },
+	{ "step", session_step, METH_NOARGS,
+	  "step() -> 0 or an error code: end the step (window mode: persist if triggered)" },
+	{ "persist", (PyCFunction)(void (*)(void))session_persist, METH_VARARGS | METH_KEYWORDS,
+	  "persist(reason=None): write the window at the end of the current step" },
+	{ "persist_note", session_persist_note, METH_O,
+	  "persist_note(dict or None): members added to the next window's trigger.json" },
+	{ "window", session_window, METH_NOARGS, "window() -> dict: what the window holds" },
 	{ NULL, NULL, 0, NULL },
 };
 

@@ -1,0 +1,713 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Issue 32, the flight recorder from Python: adump.Session's window keys and methods, and
+adump.torch.capture(window_steps=N). Small models no other test uses (a 3-layer MLP, a tiny
+conv net) train a few steps with a NaN or a large value planted at a chosen step, through
+the data or a forward hook; the optimizer skips that step's update (a bad batch), so the
+steps after it are clean again. Checked: every step's statistics are on disk; the window
+directory holds exactly the window's steps, equal file by file to a full tensor capture of
+the same run (content="tensor", no window) restricted to those steps (CANN: the dump files'
+bytes, header and tensors, with the two fields that differ between any two runs, the dump
+time and the tensor's address, set aside, and each window file named as its statistics
+file; msprobe: dump.json with the run's own directory set aside, construct.json, stack.json
+and every .pt byte for byte); trigger.json names the step, tensor and rule; `adump scan` on
+the window names the origin op; a clean run writes no window and the same statistics as a
+content="stats" capture without window; the exception trigger (the step's remaining dumps
+taken first), cap.persist, a note for one window only; bad configuration; two gloo ranks
+where only rank 1 sees a NaN both write the same steps and say first_rank 1; RSS over 20
+steps stays within window_bytes plus a constant (in a child process). Exits 77 without
+torch."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import helpers  # noqa: E402
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    print("test_window: torch is not installed (python3-torch): skipped")
+    sys.exit(77)
+
+import adump  # noqa: E402
+import adump.torch  # noqa: E402
+
+WORKER_TIMEOUT = 240
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.act1 = nn.ReLU()
+        self.fc2 = nn.Linear(32, 32)
+        self.act2 = nn.Tanh()
+        self.fc3 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc3(self.act2(self.fc2(self.act1(self.fc1(x)))))
+
+
+class TinyConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.act = nn.ReLU()
+        self.pool = nn.AdaptiveAvgPool2d(2)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.head(self.pool(self.act(self.conv(x))).flatten(1))
+
+
+def data_for(model, g):
+    if isinstance(model, TinyConv):
+        return torch.randn(2, 1, 6, 6, generator=g)
+    return torch.randn(4, 8, generator=g)
+
+
+def train(path, model_cls=MLP, steps=8, bad_step=None, how="hook_nan", raise_at=None,
+          persist_at=None, note_at=None, **kw):
+    """@steps training steps under capture; at @bad_step a NaN (or a large value) appears:
+    "data_nan" in the batch, "hook_nan" / "hook_big" in the output of the model's second
+    module through a forward hook; that step's update is skipped. @raise_at: (step, "step"
+    or "between") raises RuntimeError inside that step (after its backward) or right after
+    its cap.step(). Returns the capture."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = model_cls()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    state = {"step": 0}
+    target = model.fc2 if isinstance(model, MLP) else model.conv
+
+    def hook(module, inputs, output):
+        if state["step"] != bad_step or how == "data_nan":
+            return None
+        out = output.clone()
+        if how == "hook_nan":
+            out[0, 1] = float("nan")
+        else:
+            out = out * 1e6
+        return out
+    target.register_forward_hook(hook)      # before the capture's: it dumps what this made
+    with adump.torch.capture(model, path, **kw) as cap:
+        for step in range(steps):
+            state["step"] = step
+            with cap.paused():          # the data comes from outside the model
+                x = data_for(model, g)
+                if step == bad_step and how == "data_nan":
+                    x.view(-1)[3] = float("nan")
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            if step in (persist_at or ()):
+                cap.persist("loss spike")
+            if note_at == step:
+                cap._session.persist_note({"job": "nightly"})
+            if raise_at == (step, "step"):
+                raise RuntimeError("boom at %d" % step)
+            with cap.paused():
+                if step != bad_step:
+                    opt.step()
+                opt.zero_grad()
+            cap.step()
+            if raise_at == (step, "between"):
+                raise RuntimeError("boom after %d" % step)
+    return cap
+
+
+# ---- comparing captures ---------------------------------------------------------------------
+
+def _varint(buf, i):
+    n = shift = 0
+    while True:
+        b = buf[i]
+        n |= (b & 0x7f) << shift
+        i += 1
+        if not b & 0x80:
+            return n, i
+        shift += 7
+
+
+def _fields(buf, drop=(), nested=None):
+    """A protobuf message as a list of (field, value), @drop's fields left out, the fields
+    of @nested ({field: drop set}) parsed as messages too."""
+    out, i = [], 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            value = bytes(buf[i:i + n])
+            i += n
+        elif wire == 1:
+            value, i = bytes(buf[i:i + 8]), i + 8
+        elif wire == 5:
+            value, i = bytes(buf[i:i + 4]), i + 4
+        else:
+            raise ValueError("wire type %d" % wire)
+        if field in drop:
+            continue
+        if nested and field in nested:
+            value = _fields(value, nested[field])
+        out.append((field, value))
+    return out
+
+
+def cann_normal(path):
+    """A CANN dump file as (header fields, tensor bytes): DumpData's dump_time (2) and each
+    OpOutput's (3) address (9) and OpInput's (4) address (8) set aside, the only fields that
+    differ between two runs of the same program."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    return _fields(data[8:8 + n], drop={2}, nested={3: {9}, 4: {8}}), data[8 + n:]
+
+
+def cann_key(name):
+    """op_type.op_name.task_id of <op_type>.<op_name>.<task_id>.<stream_id>.<time>: the
+    stream id is a process-wide count, the time the wall clock."""
+    return name.rsplit(".", 2)[0]
+
+
+def cann_csv_key(rel):
+    """A statistics file's path without its stream id and time."""
+    return cann_key(rel[:-len(".csv")]) if rel.endswith(".csv") else rel
+
+
+def files_of(top):
+    return sorted(os.path.relpath(p, top) for p in helpers.files_below(top))
+
+
+class Window(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.top = helpers.tmpdir("window")
+
+    def path(self, name):
+        return os.path.join(self.top, name)
+
+    def trigger(self, root, step, rank_dir):
+        with open(os.path.join(root, "step%d" % step, rank_dir, "trigger.json")) as f:
+            return json.load(f)
+
+    def assert_cann_window(self, cap, full, steps, rank_dir="rank0"):
+        """The window of @cap holds exactly @steps, equal to @full's, each file named as
+        its statistics file."""
+        root = cap.windows[-1]
+        self.assertEqual(sorted(e for e in os.listdir(root)),
+                         sorted("step%d" % s for s in steps))
+        for s in steps:
+            wdir = os.path.join(root, "step%d" % s, rank_dir, "0")
+            fdir = os.path.join(full, "step%d" % s, rank_dir, "0")
+            sdir = os.path.join(cap.dump_path, "step%d" % s, rank_dir, "0")
+            self.assertEqual(sorted(os.listdir(os.path.join(root, "step%d" % s, rank_dir))),
+                             ["0", "trigger.json"])
+            wfiles = {cann_key(n): n for n in os.listdir(wdir)}
+            ffiles = {cann_key(n): n for n in os.listdir(fdir)}
+            self.assertEqual(sorted(wfiles), sorted(ffiles), s)
+            self.assertTrue(wfiles)
+            stats = set(os.listdir(sdir))
+            for k, name in wfiles.items():
+                self.assertIn(name + ".csv", stats)
+                w = cann_normal(os.path.join(wdir, name))
+                f = cann_normal(os.path.join(fdir, ffiles[k]))
+                self.assertEqual(w[0], f[0], name)
+                self.assertTrue(w[1] == f[1], "%s: tensor bytes differ" % name)
+
+    def assert_stats_steps(self, cap, steps, rank_dir="rank0"):
+        for s in range(steps):
+            d = os.path.join(cap.dump_path, "step%d" % s, rank_dir, "0")
+            names = os.listdir(d)
+            self.assertTrue(names, d)
+            self.assertTrue(all(n.endswith(".csv") for n in names), names[:3])
+
+    # ---- CANN, module level --------------------------------------------------------------
+
+    def test_nan_from_a_hook_cann(self):
+        cap = train(self.path("win"), bad_step=5, window_steps=3)
+        full = train(self.path("full"), bad_step=5).dump_path
+        self.assertEqual(cap.losses, [])
+        self.assert_stats_steps(cap, 8)
+        self.assertEqual(cap.windows, [self.path("win/window-5")])
+        self.assert_cann_window(cap, full, [3, 4, 5])
+        for s in (3, 4, 5):
+            t = self.trigger(cap.windows[0], s, "rank0")
+            self.assertEqual((t["rule"], t["step"], t["tensor"], t["value"], t["steps"]),
+                             ("nonfinite", 5, "Module.fc2.Linear.forward.0.output.0", "nan",
+                              [3, 4, 5]))
+        info = cap.window_info()
+        self.assertEqual((info["persists"], info["step"], info["held_steps"]), (1, 8, 2))
+        # adump scan / verify read the window as any capture
+        res = adump.scan(cap.windows[0])
+        self.assertEqual(res.origin["op_name"], "Module.fc2.Linear.forward.0")
+        self.assertEqual(res.origin["kind"], "origin")
+        code, text = helpers.tool("scan", cap.windows[0])
+        self.assertIn("Module.fc2.Linear.forward.0", text.split("\n")[1], text)
+        self.assertIn("origin", text.split("\n")[1], text)
+        code, text = helpers.tool("verify", cap.windows[0])
+        self.assertEqual(code, 0, text)
+        # ... and compare pairs it with the full capture's steps: nothing diverges
+        for s in (3, 4, 5):
+            rows = adump.compare(os.path.join(cap.windows[0], "step%d" % s),
+                                 os.path.join(full, "step%d" % s), recursive=True)
+            self.assertGreater(len(rows), 13)
+            self.assertIsNone(rows.summary["first_divergent"])
+            self.assertEqual(rows.summary["exit_code"], 0)
+
+    def test_zero_copy_window(self):
+        # tensors held by reference until written: the window copies them as they pass
+        cap = train(self.path("win"), bad_step=5, window_steps=3, zero_copy=True)
+        full = train(self.path("full"), bad_step=5).dump_path
+        self.assertEqual(cap.losses, [])
+        self.assert_cann_window(cap, full, [3, 4, 5])
+
+    def test_nan_in_the_data_conv_op_level(self):
+        cap = train(self.path("win"), TinyConv, steps=6, bad_step=2, how="data_nan",
+                    level="op", window_steps=2)
+        full = train(self.path("full"), TinyConv, steps=6, bad_step=2, how="data_nan",
+                     level="op").dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-2")])
+        self.assert_stats_steps(cap, 6)
+        self.assert_cann_window(cap, full, [1, 2])
+        t = self.trigger(cap.windows[0], 2, "rank0")
+        self.assertEqual((t["rule"], t["step"], t["tensor"], t["op_type"]),
+                         ("nonfinite", 2, "Aten.convolution.0.forward.input.0", "convolution"))
+        res = adump.scan(cap.windows[0])
+        self.assertEqual(res.origin["kind"], "entered")
+        self.assertEqual(res.origin["op_name"], "Aten.convolution.0.forward")
+
+    def test_bound_trigger(self):
+        cap = train(self.path("win"), bad_step=4, how="hook_big", window_steps=2,
+                    bounds={"Module.fc2.Linear.forward.*.output.*": 1e3})
+        full = train(self.path("full"), bad_step=4, how="hook_big").dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-4")])
+        self.assert_cann_window(cap, full, [3, 4])
+        t = self.trigger(cap.windows[0], 4, "rank0")
+        self.assertEqual((t["rule"], t["step"], t["tensor"], t["threshold"]),
+                         ("bound", 4, "Module.fc2.Linear.forward.0.output.0", 1e3))
+        self.assertGreater(t["value"], 1e3)
+
+    def test_deviation_trigger(self):
+        cap = train(self.path("win"), steps=8, bad_step=6, how="hook_big", window_steps=2,
+                    triggers=["deviation"], deviation=3.0, deviation_steps=3)
+        self.assertEqual(cap.windows, [self.path("win/window-6")])
+        t = self.trigger(cap.windows[0], 6, "rank0")
+        self.assertEqual((t["rule"], t["step"], t["tensor"]),
+                         ("deviation", 6, "Module.fc2.Linear.forward.0.output.0"))
+        self.assertGreater(t["value"], t["threshold"])
+
+    # ---- msprobe ---------------------------------------------------------------------------
+
+    def test_msprobe_window_equals_a_tensor_capture(self):
+        # both from this line: stack.json holds the call stacks, this test's frames too
+        cap, full = [train(self.path(tag), TinyConv, steps=6, bad_step=3, format="msprobe",
+                           stack=True, **kw) for tag, kw in (("win", {"window_steps": 3}),
+                                                             ("full", {}))]
+        full = full.dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-3")])
+        root = cap.windows[0]
+        rank_dir = cap.rank_dir
+        self.assertEqual(sorted(os.listdir(root)), ["step1", "step2", "step3"])
+        for s in (1, 2, 3):
+            wdir = os.path.join(root, "step%d" % s, rank_dir)
+            fdir = os.path.join(full, "step%d" % s, rank_dir)
+            want = [f for f in files_of(fdir)]
+            self.assertEqual(files_of(wdir), sorted(want + ["trigger.json"]))
+            for name in want:
+                with open(os.path.join(wdir, name), "rb") as a, \
+                        open(os.path.join(fdir, name), "rb") as b:
+                    wa, fb = a.read(), b.read()
+                if name == "dump.json":
+                    # msprobe's dump_data_dir: each capture's own absolute path
+                    wa = wa.replace(os.path.realpath(wdir).encode(), b"DIR")
+                    fb = fb.replace(os.path.realpath(fdir).encode(), b"DIR")
+                self.assertTrue(wa == fb, "%s of step %d differs" % (name, s))
+            # the statistics: dump.json of every step
+            with open(os.path.join(cap.dump_path, "step%d" % s, rank_dir, "dump.json")) as f:
+                self.assertEqual(json.load(f)["task"], "statistics")
+        t = self.trigger(root, 3, rank_dir)
+        self.assertEqual((t["rule"], t["step"], t["tensor"]),
+                         ("nonfinite", 3, "Module.conv.Conv2d.forward.0.output.0"))
+        code, text = helpers.tool("scan", root)
+        self.assertIn("Module.conv.Conv2d.forward.0", text.split("\n")[1], text)
+
+    # ---- clean runs ------------------------------------------------------------------------
+
+    def test_clean_run_writes_no_window_and_the_same_statistics(self):
+        for fmt in ("cann", "msprobe"):
+            with self.subTest(fmt=fmt):
+                win = train(self.path("clean-win-" + fmt), format=fmt, window_steps=3)
+                stats = train(self.path("clean-stats-" + fmt), format=fmt, content="stats")
+                self.assertEqual(win.windows, [])
+                self.assertEqual(win.window_info()["persists"], 0)
+                self.assertEqual(win.losses, [])
+                a, b = win.dump_path, stats.dump_path
+                self.assertEqual([e for e in os.listdir(a) if e.startswith("window")], [])
+                key = cann_csv_key if fmt == "cann" else (lambda n: n)
+                fa = sorted(files_of(a), key=key)
+                fb = sorted(files_of(b), key=key)
+                self.assertEqual([key(x) for x in fa], [key(x) for x in fb])
+                self.assertEqual(len(set(map(key, fa))), len(fa))
+                self.assertEqual(len(fa), 8 * 3 if fmt == "msprobe" else 8 * 13)
+                for x, y in zip(fa, fb):
+                    with open(os.path.join(a, x), "rb") as f, \
+                            open(os.path.join(b, y), "rb") as g:
+                        self.assertTrue(f.read() == g.read(), "%s differs from %s" % (x, y))
+
+    # ---- the other triggers ----------------------------------------------------------------
+
+    def test_exception_in_a_step_writes_the_window(self):
+        with self.assertRaises(RuntimeError):
+            train(self.path("win"), steps=6, raise_at=(3, "step"), window_steps=3)
+        roots = [e for e in os.listdir(self.path("win")) if e.startswith("window")]
+        self.assertEqual(roots, ["window-3"])
+        root = self.path("win/window-3")
+        t = self.trigger(root, 3, "rank0")
+        self.assertEqual((t["rule"], t["step"], t["steps"]), ("exception", 3, [1, 2, 3]))
+        self.assertEqual(t["reason"], "RuntimeError('boom at 3')")
+        # the step's backward and parameter gradients were taken before the window went
+        full = train(self.path("full"), steps=4).dump_path
+
+        class Cap:
+            windows = [root]
+            dump_path = self.path("win")
+        self.assert_cann_window(Cap, full, [1, 2, 3])
+
+    def test_exception_between_steps(self):
+        with self.assertRaises(RuntimeError):
+            train(self.path("win"), steps=6, raise_at=(2, "between"), window_steps=2)
+        root = self.path("win/window-3")
+        self.assertEqual(sorted(os.listdir(root)), ["step2"])   # step 3 holds nothing
+        t = self.trigger(root, 2, "rank0")
+        self.assertEqual((t["rule"], t["step"], t["steps"]), ("exception", 3, [2]))
+
+    def test_persist_call_and_note(self):
+        cap = train(self.path("win"), steps=6, persist_at=[2, 4], note_at=2, window_steps=2)
+        self.assertEqual(cap.windows, [self.path("win/window-2"), self.path("win/window-4")])
+        t = self.trigger(cap.windows[0], 2, "rank0")
+        self.assertEqual((t["rule"], t["reason"], t["step"], t["steps"], t["job"]),
+                         ("call", "loss spike", 2, [1, 2], "nightly"))
+        # the second window does not carry the first one's note
+        t = self.trigger(cap.windows[1], 4, "rank0")
+        self.assertEqual((t["steps"], t.get("job")), ([3, 4], None))
+
+    def test_window_persists_limit(self):
+        cap = train(self.path("win"), steps=8, bad_step=2, how="data_nan", window_steps=2,
+                    window_persists=1)
+        self.assertEqual(len(cap.windows), 1)
+        self.assertEqual(cap.window_info()["persists"], 1)
+
+    # ---- configuration ---------------------------------------------------------------------
+
+    def test_bad_config(self):
+        m = MLP()
+        p = self.path("bad")
+        bad = [(dict(window_steps=0), "window_steps"), (dict(window_steps=-2), "window_steps"),
+               (dict(window_steps=1.5), "window_steps"),
+               (dict(window_steps=2, triggers=["nonfinite", "nan"]), "'nan'"),
+               (dict(window_steps=2, triggers="sometimes"), "'sometimes'"),
+               (dict(window_steps=2, window_bytes=4096), "window_bytes 4096 below one chunk"),
+               (dict(window_steps=2, bounds={"Module.fc2.*": 0}), "max_abs above 0"),
+               (dict(window_steps=2, bounds={"Module.nothere.*": 1.0}), "'Module.nothere.*'"),
+               (dict(window_steps=2, bounds=[("Module.fc9.Linear.forward.0.output.0", 1.0)]),
+                "'Module.fc9.Linear.forward.0.output.0'"),
+               (dict(window_steps=2, deviation=-1.0), "deviation"),
+               (dict(window_steps=2, layout="packed"), "files layout"),
+               (dict(window_steps=2, content="stats"), "content='tensor'"),
+               (dict(window_steps=2, steps=[1, 2]), "steps="),
+               (dict(window_bytes=1 << 26), "window_steps"),
+               (dict(bounds={"*": 1.0}), "window_steps")]
+        for kw, says in bad:
+            with self.subTest(kw=kw):
+                with self.assertRaises(adump.ConfigError) as e:
+                    adump.torch.capture(m, p, **kw)
+                self.assertIn(says, str(e.exception))
+        # patterns that can match pass, module level
+        for pattern in ("Module.fc2.Linear.forward.0.output.0", "*.fc3.*", "*backward.1.*",
+                        "Module.fc1.Linear.parameters_grad.*"):
+            adump.torch.capture(m, p, window_steps=2, bounds={pattern: 5.0})
+        with self.assertRaises(adump.StateError):
+            adump.torch.capture(m, p).persist("x")
+        # op level: the library checks them against step 0's tensors
+        with self.assertRaises(adump.ConfigError) as e:
+            train(self.path("oplevel"), steps=2, level="op", window_steps=2,
+                  bounds={"Aten.nothere*": 1.0})
+        self.assertIn("Aten.nothere*", str(e.exception))
+        self.assertFalse([n for n in os.listdir(self.path("oplevel")) if "window" in n])
+        # ... also when the block ends before any cap.step(): raised once it is closed
+        with self.assertRaises(adump.ConfigError):
+            with adump.torch.capture(m, self.path("opexit"), level="op", window_steps=2,
+                                     bounds={"Aten.nothere*": 1.0}):
+                m(torch.randn(2, 8))
+        self.assertEqual(os.listdir(self.path("opexit/step0")), ["rank0"])
+
+    def test_session_keys(self):
+        s = adump.Session(self.path("s"), time_dir="t", window_steps=2,
+                          bounds=[("big.output.*", 10.0)], window_bytes=8 << 20)
+        with self.assertRaises(TypeError):
+            s.persist_note(5)
+        with self.assertRaises(adump.ConfigError):
+            s.persist_note("[1, 2]")
+        import numpy as np
+        st = s.stream()
+        st.set_dir("step0")
+        st.dump("Mul", "big", [np.ones(4, np.float32)], [np.full(4, 100.0, np.float32)])
+        s.flush()
+        info = s.window()
+        self.assertEqual((info["held_dumps"], info["is_pending"], info["pending_rule"]),
+                         (1, True, "bound"))
+        self.assertEqual(s.step(), 0)
+        self.assertEqual(s.window()["last_window"], self.path("s/window-0"))
+        s.close()
+        # a step larger than the whole window: what did not fit is a loss, cause window_full
+        s = adump.Session(self.path("full"), time_dir="t", window_steps=2,
+                          window_bytes=2 << 20)
+        st = s.stream()
+        st.set_dir("step0")
+        st.dump("Big", "big", [np.ones(1 << 20, np.float32)], [])
+        st.dump("Small", "small", [np.ones(4, np.float32)], [])
+        s.persist("by hand")
+        self.assertEqual(s.step(), 0)
+        self.assertEqual(s.window()["lost_dumps"], 1)
+        s.close()
+        root = self.path("full/window-0")
+        self.assertEqual([cann_key(n) for n in os.listdir(os.path.join(root, "step0", "0"))],
+                         ["Small.small.1"])
+        report = adump.verify(root)
+        self.assertFalse(report.ok)
+        self.assertEqual([p[0] for p in report.problems], ["lost"])
+        self.assertTrue(report.problems[0][2].endswith("input 0 of big: window_full"),
+                        report.problems)
+        plain = adump.Session(self.path("p"))
+        with self.assertRaises(adump.StateError):
+            plain.persist()
+        with self.assertRaises(adump.StateError):
+            plain.window()
+        self.assertEqual(plain.step(), 0)
+        plain.close()
+
+    def test_signal_trigger(self):
+        import numpy as np
+        import signal
+        import time
+        s = adump.Session(self.path("sig"), time_dir="t", window_steps=2,
+                          triggers=["nonfinite", "signal"])
+        st = s.stream()
+        st.set_dir("step0")
+        st.dump("Mul", "held", [np.ones(4, np.float32)], [np.ones(4, np.float32)])
+        s.flush()
+        os.kill(os.getpid(), signal.SIGUSR1)        # a hung job: written at once
+        for _ in range(200):
+            if s.window()["persists"]:
+                break
+            time.sleep(0.05)
+        s.close()
+        t = self.trigger(self.path("sig/window-0"), 0, "")
+        self.assertEqual((t["rule"], t["steps"]), ("signal", [0]))
+        self.assertEqual(len(os.listdir(self.path("sig/window-0/step0/0"))), 1)
+        # under adump.torch: the window SIGUSR1 wrote is the capture's too
+        model = MLP()
+        with adump.torch.capture(model, self.path("sigcap"), window_steps=2,
+                                 triggers=["nonfinite", "signal"]) as cap:
+            for step in range(4):
+                model(torch.randn(2, 8)).sum().backward()
+                if step == 2:
+                    cap._session.flush()
+                    os.kill(os.getpid(), signal.SIGUSR1)
+                    for _ in range(200):
+                        if cap.window_info()["persists"]:
+                            break
+                        time.sleep(0.05)
+                cap.step()
+        root = self.path("sigcap/window-2")
+        self.assertEqual(cap.windows, [root])
+        self.assertEqual(sorted(os.listdir(root)), ["step1", "step2"])
+        t = self.trigger(root, 2, "rank0")      # proc<pid> became rank0 there too
+        self.assertEqual((t["rule"], t["steps"]), ("signal", [1, 2]))
+        old = signal.signal(signal.SIGUSR1, lambda *a: None)
+        try:
+            with self.assertRaises(adump.StateError) as e:
+                adump.Session(self.path("sig2"), window_steps=2, triggers=["signal"])
+            self.assertIn("SIGUSR1", str(e.exception))
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+
+    # ---- memory ----------------------------------------------------------------------------
+
+    def test_rss_stays_within_the_window(self):
+        out = subprocess.run([sys.executable, __file__, "--rss", self.path("rss")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             timeout=WORKER_TIMEOUT)
+        self.assertEqual(out.returncode, 0, out.stdout[-3000:])
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        # far more than the window went through it, and the window was full
+        self.assertGreater(r["dumped_bytes"], 4 * r["window_bytes"])
+        self.assertGreater(r["held_bytes"], r["window_bytes"] // 2)
+        self.assertLessEqual(r["growth"], r["window_bytes"] + r["pool_bytes"] + (48 << 20), r)
+
+
+# ---- two ranks --------------------------------------------------------------------------------
+
+def dist_worker(rank, top, port):
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
+                            world_size=2)
+    torch.manual_seed(0)
+    model = MLP()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(100 + rank)       # each rank its own data
+    out = {}
+    for level in ("module", "op"):
+        with adump.torch.capture(model, os.path.join(top, level), level=level,
+                                 window_steps=3) as cap:
+            for step in range(6):
+                with cap.paused():
+                    x = torch.randn(4, 8, generator=g)
+                    if rank == 1 and step == 3:
+                        x[0, 0] = float("nan")
+                loss = model(x).pow(2).mean()
+                loss.backward()
+                with cap.paused():
+                    if torch.isfinite(loss):
+                        opt.step()
+                    opt.zero_grad()
+                cap.step()
+            # the agreement's cost: the all_reduce alone, as cap.step() makes it
+            import time
+            t0 = time.perf_counter()
+            for _ in range(200):
+                cap._agree(False)
+            per_step_us = (time.perf_counter() - t0) / 200 * 1e6
+        out[level] = {"windows": cap.windows, "losses": [list(x) for x in cap.losses],
+                      "rank_dir": cap.rank_dir, "agree_us": per_step_us}
+    dist.destroy_process_group()
+    with open(os.path.join(top, "rank%d.json" % rank), "w") as f:
+        json.dump(out, f)
+
+
+class TwoRanks(unittest.TestCase):
+    def test_a_nan_on_rank_1_persists_on_both(self):
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_gloo_available():
+            self.skipTest("torch has no gloo backend")
+        top = helpers.tmpdir("window-dist")
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        env = dict(os.environ)
+        env.pop("RANK", None)
+        procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), top, str(port)],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for r in range(2)]
+        outs = []
+        for p in procs:
+            try:
+                out, _ = p.communicate(timeout=WORKER_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                for q in procs:
+                    q.kill()
+                raise
+            outs.append((p.returncode, out.decode(errors="replace")))
+        for rc, out in outs:
+            self.assertEqual(rc, 0, out[-3000:])
+        recs = []
+        for r in range(2):
+            with open(os.path.join(top, "rank%d.json" % r)) as f:
+                recs.append(json.load(f))
+        for level in ("module", "op"):
+            with self.subTest(level=level):
+                self.check_level(top, level, [recs[r][level] for r in range(2)])
+
+    def check_level(self, top, level, recs):
+        root = os.path.join(top, level, "window-3")
+        for r in range(2):
+            self.assertEqual(recs[r]["losses"], [])
+            self.assertEqual(recs[r]["windows"], [root])
+            self.assertEqual(recs[r]["rank_dir"], "rank%d" % r)
+        self.assertEqual(sorted(os.listdir(root)), ["step1", "step2", "step3"])
+        for step in (1, 2, 3):
+            self.assertEqual(sorted(os.listdir(os.path.join(root, "step%d" % step))),
+                             ["rank0", "rank1"])
+            names = [sorted(cann_key(n) for n in os.listdir(os.path.join(
+                root, "step%d" % step, "rank%d" % r, "0"))) for r in range(2)]
+            self.assertEqual(names[0], names[1])
+            self.assertTrue(names[0])
+        for r in range(2):
+            with open(os.path.join(root, "step3", "rank%d" % r, "trigger.json")) as f:
+                t = json.load(f)
+            self.assertEqual((t["first_rank"], t["rank"], t["world_size"], t["step"],
+                              t["steps"]), (1, r, 2, 3, [1, 2, 3]))
+            self.assertEqual(t["rule"], "nonfinite" if r == 1 else "call")
+            if r == 0:
+                self.assertEqual(t["reason"], "rank 1 fired")
+        # the agreement was not dumped
+        for step in range(6):
+            d = os.path.join(top, level, "step%d" % step, "rank0", "0")
+            self.assertFalse([n for n in os.listdir(d)
+                              if "allreduce" in n.replace("_", "").lower()])
+        print("two gloo ranks, %s level: the agreement's all_reduce %.1f / %.1f us per step" %
+              (level, recs[0]["agree_us"], recs[1]["agree_us"]), file=sys.stderr)
+
+
+# ---- the RSS child -------------------------------------------------------------------------------
+
+def vm_rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss_child(path):
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x = torch.randn(256, 1024)
+
+    def one_step():
+        model(x).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+    for _ in range(3):
+        one_step()
+    window_bytes, pool_bytes = 64 << 20, 16 << 20
+    base = vm_rss()
+    peak = base
+    with adump.torch.capture(model, path, window_steps=50, window_bytes=window_bytes,
+                             pool_bytes=pool_bytes, stream_max=2) as cap:
+        for _ in range(20):
+            one_step()
+            cap.step()
+            peak = max(peak, vm_rss())
+        info = cap.window_info()
+    # The tensor bytes that went through the window: the statistics files' Data Size.
+    dumped = 0
+    for p in helpers.files_below(path):
+        if p.endswith(".csv"):
+            with open(p) as f:
+                dumped += sum(int(line.split(",")[2]) for line in f.readlines()[1:])
+    print(json.dumps({"growth": peak - base, "window_bytes": window_bytes,
+                      "pool_bytes": pool_bytes, "held_bytes": info["held_bytes"],
+                      "dumped_bytes": dumped, "windows": cap.windows}))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        dist_worker(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        sys.exit(0)
+    if len(sys.argv) > 1 and sys.argv[1] == "--rss":
+        rss_child(sys.argv[2])
+        sys.exit(0)
+    unittest.main()
