@@ -25,10 +25,13 @@ static uint64_t round_up(uint64_t n, uint64_t a)
 	return (n + a - 1) / a * a;
 }
 
-/* ---- the deviation trigger's memory: per tensor name, its last norms ------------------- */
+/* ---- the triggers' memory: per tensor name, whether it ever held an infinity and its last
+ * norms (the deviation trigger's) --------------------------------------------------------- */
 
 struct history_item {
 	char *name;
+	uint64_t seen;                  /* times judged */
+	bool had_inf;                   /* an infinity in any of them */
 	uint32_t count;                 /* norms held, up to deviation_steps */
 	uint32_t next;                  /* where the next one goes */
 	double norms[];
@@ -96,8 +99,9 @@ static struct history_item *history_get(struct window_history *h, const char *na
 	if (!h->slots || (uint64_t)(h->used + 1) * 2 > (uint64_t)h->mask + 1) {
 		if (h->used >= ADUMP_WINDOW_HISTORY_MAX || history_grow(h) < 0) {
 			if (!h->is_full_logged)
-				adump_log(ADUMP_LOG_WARN, MODULE, "deviation: more than %u tensor "
-					  "names; new ones are not judged", ADUMP_WINDOW_HISTORY_MAX);
+				adump_log(ADUMP_LOG_WARN, MODULE, "more than %u tensor names: "
+					  "infinities and deviations of new ones are not judged",
+					  ADUMP_WINDOW_HISTORY_MAX);
 			h->is_full_logged = true;
 			goto find_only;
 		}
@@ -398,16 +402,13 @@ static double max_abs(const struct adump_tstats *ts)
 	}
 }
 
-static void judge_deviation(struct adump_window *win, const struct adump_op *op,
-			    const char *name, const char *io, uint32_t index, double norm)
+static void judge_deviation(struct adump_window *win, struct history_item *it,
+			    const struct adump_op *op, const char *name, const char *io,
+			    uint32_t index, double norm)
 {
-	struct history_item *it;
 	unsigned k = win->deviation_steps;
 
 	if (!isfinite(norm))
-		return;
-	it = history_get(win->history, name, k);
-	if (!it)
 		return;
 	if (it->count == k) {
 		double sum = 0, bound;
@@ -432,7 +433,8 @@ static void judge(struct adump_window *win, struct file_state *fs)
 
 	for (uint32_t i = 0; i < op->tensor_count; i++) {
 		const struct adump_tensor *t = &op->tensors[i];
-		bool is_input = t->kind == ADUMP_TENSOR_INPUT;
+		bool is_input = t->kind == ADUMP_TENSOR_INPUT, has_inf;
+		struct history_item *it;
 		const struct adump_tstats *ts;
 		const char *io = is_input ? "input" : "output";
 		uint32_t index;
@@ -445,8 +447,13 @@ static void judge(struct adump_window *win, struct file_state *fs)
 		if (!ts || adump_is_uninit(op->op_type, op->op_name, t->kind, index))
 			continue;
 		snprintf(name, sizeof(name), "%s.%s.%u", op->op_name, io, index);
+		has_inf = ts->pos_inf_count + ts->neg_inf_count > 0;
+		it = history_get(win->history, name, win->norm_slots);
+		/* A NaN always fires. An infinity fires in a tensor that held none the times it
+		 * was seen before: an overflow. Infinities a tensor has from its first time on
+		 * are meant (a causal attention mask's -inf, masked_fill(-inf)). */
 		if ((win->triggers & ADUMP_TRIGGER_NONFINITE) &&
-		    ts->nan_count + ts->pos_inf_count + ts->neg_inf_count)
+		    (ts->nan_count || (has_inf && it && it->seen && !it->had_inf)))
 			fire(win, "nonfinite", op, name, io, index,
 			     ts->nan_count ? NAN : ts->pos_inf_count ? INFINITY : -INFINITY, NULL);
 		for (unsigned b = 0; b < win->bound_count; b++) {
@@ -459,8 +466,12 @@ static void judge(struct adump_window *win, struct file_state *fs)
 			if (m > win->bounds[b].max_abs)
 				fire(win, "bound", op, name, io, index, m, &win->bounds[b].max_abs);
 		}
-		if (win->triggers & ADUMP_TRIGGER_DEVIATION)
-			judge_deviation(win, op, name, io, index, adump_tstats_l2norm(ts));
+		if (it && (win->triggers & ADUMP_TRIGGER_DEVIATION))
+			judge_deviation(win, it, op, name, io, index, adump_tstats_l2norm(ts));
+		if (it) {
+			it->seen++;
+			it->had_inf |= has_inf;
+		}
 	}
 }
 
@@ -606,6 +617,7 @@ int adump_window_create(struct adump_session *s, const struct adump_config *cfg,
 	win->deviation = cfg->deviation > 0 ? cfg->deviation : ADUMP_DEFAULT_DEVIATION;
 	win->deviation_steps = cfg->deviation_steps ? cfg->deviation_steps :
 			       ADUMP_DEFAULT_DEVIATION_STEPS;
+	win->norm_slots = win->triggers & ADUMP_TRIGGER_DEVIATION ? win->deviation_steps : 0;
 	win->arena = mmap(NULL, win->cap, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (win->arena == MAP_FAILED) {

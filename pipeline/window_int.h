@@ -95,6 +95,7 @@ struct adump_window {
 	unsigned bound_count;
 	double deviation;
 	unsigned deviation_steps;
+	unsigned norm_slots;             /* per history item: deviation_steps, or 0 */
 	struct window_history *history;
 	bool is_pending;
 	struct window_trigger pending;

@@ -362,6 +362,52 @@ class Window(unittest.TestCase):
                             open(os.path.join(b, y), "rb") as g:
                         self.assertTrue(f.read() == g.read(), "%s differs from %s" % (x, y))
 
+    def test_meant_infinities_never_fire_an_overflow_does(self):
+        """A causal attention mask holds -inf from the first step on (an input of the
+        attention module every step, an op's output at op level): no window, at either
+        level. An infinity in a tensor that held none before (an overflow) fires."""
+        class Causal(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.att = nn.MultiheadAttention(8, 2, batch_first=True)
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                n = x.shape[1]
+                mask = torch.triu(torch.full((n, n), float("-inf")), diagonal=1)
+                return self.fc(self.att(x, x, x, attn_mask=mask, need_weights=False)[0])
+
+        def run(path, level, overflow_at=None):
+            torch.manual_seed(0)
+            model = Causal()
+            state = {"step": 0}
+
+            def hook(module, inputs, output):
+                if state["step"] == overflow_at:
+                    output = output.clone()
+                    output[0, 0, 0] = float("inf")
+                    return output
+                return None
+            model.fc.register_forward_hook(hook)
+            with adump.torch.capture(model, path, level=level, window_steps=2) as cap:
+                for step in range(5):
+                    state["step"] = step
+                    model(torch.randn(2, 4, 8)).sum().backward()
+                    cap.step()
+            return cap
+
+        for level in ("module", "op"):
+            with self.subTest(level=level):
+                cap = run(self.path("mask-" + level), level)
+                self.assertEqual(cap.windows, [])
+                self.assertEqual(cap.window_info()["persists"], 0)
+        cap = run(self.path("overflow"), "module", overflow_at=3)
+        self.assertEqual(len(cap.windows), 1)
+        with open(os.path.join(cap.windows[0], "step3", cap.rank_dir, "trigger.json")) as f:
+            t = json.load(f)
+        self.assertEqual((t["rule"], t["step"], t["value"]), ("nonfinite", 3, "inf"))
+        self.assertEqual(t["tensor"], "Module.fc.Linear.forward.0.output.0")
+
     # ---- the other triggers ----------------------------------------------------------------
 
     def test_exception_in_a_step_writes_the_window(self):
