@@ -258,7 +258,10 @@ static int side_walk(struct cmp_side *s, const char *dir, bool is_recursive)
 				/* A packed directory is read through its index, not file by file:
 				 * a capture's root holds its sessions' directories, each its
 				 * packed/ (issue 30). */
-				if (is_recursive && strcmp(base, "packed"))
+				if (is_recursive && adump_reader_is_window_dir(base))
+					adump_log(ADUMP_LOG_INFO, "reader", "%s: a flight recorder "
+						  "window: not read (name it to read it)", path);
+				else if (is_recursive && strcmp(base, "packed"))
 					ret = side_walk(s, path, true);
 				else if (is_recursive)
 					ret = side_add_packed(s, dir, true);

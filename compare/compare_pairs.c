@@ -73,8 +73,10 @@ static int dir_scan(const char *path, struct dir_list *d)
 		    stat(full, &st) == 0) {
 			if (S_ISDIR(st.st_mode) && !strcmp(base, "packed")) {
 				d->is_capture = true;
-			} else if (S_ISDIR(st.st_mode) && !strcmp(base, "dump_tensor_data")) {
-				/* msprobe's tensors: read through dump.json */
+			} else if (S_ISDIR(st.st_mode) && (!strcmp(base, "dump_tensor_data") ||
+							   adump_reader_is_window_dir(base))) {
+				/* msprobe's tensors: read through dump.json; a flight recorder's
+				 * window: compared by naming it */
 			} else if (S_ISDIR(st.st_mode)) {
 				d->subdirs[d->count] = strdup(base);
 				if (!d->subdirs[d->count++])

@@ -123,3 +123,17 @@ int adump_reader_name_parse(const char *name, struct adump_reader_name *out)
 	}
 	return 0;
 }
+
+bool adump_reader_is_window_dir(const char *name)
+{
+	const char *p = name + 7;
+
+	if (strncmp(name, "window-", 7) || *p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	return *p == '\0';
+}

@@ -35,6 +35,11 @@ struct adump_reader_source_int_ops {
 	void (*willneed)(void *ctx, uint64_t offset, uint64_t len);
 };
 
+/* Whether a directory's @name is one the flight recorder writes a window into beneath a
+ * capture (window-<step>[.<n>]): a walk over the capture's root passes it by, its tensors'
+ * statistics being the capture's own; the window itself is read by naming it. */
+ADUMP_HIDDEN bool adump_reader_is_window_dir(const char *name);
+
 /* Bytes read per step when streaming a payload. */
 #define ADUMP_READER_STEP_BYTES ((size_t)1 << 20)
 

@@ -52,21 +52,6 @@ static int64_t dir_number(const char *name, const char *prefix)
 	return *end || v < 0 ? -1 : v;
 }
 
-/* A window the flight recorder wrote beneath the capture: window-<step>[.<n>]. */
-static bool is_window_dir(const char *name)
-{
-	const char *p = name + 7;
-
-	if (strncmp(name, "window-", 7) || *p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	return *p == '\0';
-}
-
 static int walk_add(struct series_walk *w, const char *path, int64_t step, int64_t rank,
 		    int kind, const struct adump_reader_name *nm)
 {
@@ -176,7 +161,7 @@ static int walk(struct series_walk *w, const char *dir, int64_t step, int64_t ra
 			if (!strcmp(name, "dump_tensor_data"))
 				continue;
 			ret = walk(w, path, s >= 0 ? s : step, r >= 0 ? r : rank, depth + 1,
-				   is_window || is_window_dir(name));
+				   is_window || adump_reader_is_window_dir(name));
 			continue;
 		}
 		if (!S_ISREG(st.st_mode))

@@ -342,11 +342,16 @@ def _irregular(dirpath, names):
     return out
 
 
-def _tree(top, irregular=False):
+_WINDOW_DIR = re.compile(r"window-[0-9]+(\.[0-9]+)?\Z")
+
+
+def _tree(top, irregular=False, windows=True):
     """(kind, path) for the files below @top, sorted: kind "packed" for a packed
     directory, "file" for the others. A link or FIFO inside @top (issue 30) is never
     followed: yielded as kind "irregular" when @irregular, else passed by with a warning;
-    @top itself may be a link."""
+    @top itself may be a link. windows=False passes by the flight recorder's windows below
+    @top (window-<step>[.<n>]: the tensors of steps whose statistics the capture holds);
+    @top itself may be one."""
     top = os.fspath(top)
     if os.path.isfile(top):
         if os.path.basename(top) == _msprobe_read.DUMP_JSON:
@@ -368,6 +373,8 @@ def _tree(top, irregular=False):
                 else:
                     warnings.warn("%s: a symbolic link or FIFO inside the capture: not read"
                                   % path, stacklevel=3)
+        if not windows:
+            dirs[:] = [d for d in dirs if not _WINDOW_DIR.match(d)]
         dirs.sort()
         if _is_packed_dir(dirpath, files):
             yield "packed", dirpath
@@ -408,7 +415,9 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
     """Yield every dump below @top: plain files, .lz4 files, the entries of packed captures,
     statistics CSVs, and each data entry of msprobe's dump.json (msprobe's layout, written by
     msprobe or adump: container "msprobe", arrays read from dump_tensor_data/*.pt when used,
-    None for a statistics dump; stats one dict per tensor from dump.json). order="time" (the default): in execution order (per step and
+    None for a statistics dump; stats one dict per tensor from dump.json). The flight
+    recorder's windows below @top (window-<step>) are passed by: their tensors are of steps
+    whose statistics the capture holds; walk a window by naming it. order="time" (the default): in execution order (per step and
     rank of an adump.torch capture, then by dump time and task id, all from the names);
     order="name": directory by directory, in name order. .part leftovers, .failed files and
     other CSVs are not dumps and are skipped (adump.verify reports the first two). A file
@@ -418,7 +427,7 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
         raise _adump.ConfigError("order must be 'time' or 'name', got %r" % (order,))
     if order == "name":
         reader = _adump.Reader()
-        for kind, path in _tree(top):
+        for kind, path in _tree(top, windows=False):
             if kind == "packed":
                 for packed, e in _packed_entries(path):
                     if e[0] == _PACKED_ENTRY:
@@ -430,7 +439,7 @@ def walk(top: PathLike, bf16: str = "float32", order: str = "time") -> Iterator[
                 yield open(path, bf16)
         return
     items = []              # (key, path, packed dir or None, entry or None)
-    for kind, path in _tree(top):
+    for kind, path in _tree(top, windows=False):
         if kind == "msprobe":
             # dump.json order is execution order; the Dumps hold no file open.
             step, rank = _step_rank(os.path.join(path, _msprobe_read.DUMP_JSON))

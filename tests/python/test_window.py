@@ -261,6 +261,16 @@ class Window(unittest.TestCase):
             self.assertGreater(len(rows), 13)
             self.assertIsNone(rows.summary["first_divergent"])
             self.assertEqual(rows.summary["exit_code"], 0)
+        # Over the capture's root, the windows are passed by: walk yields each step's
+        # statistics once (13 dumps a step), scan finds the origin in them once.
+        dumps = list(adump.walk(cap.dump_path))
+        self.assertEqual(len(dumps), 8 * 13)
+        self.assertFalse([d for d in dumps if "/window-5/" in d.path])
+        self.assertEqual(len(list(adump.walk(cap.windows[0]))), 3 * 13)
+        res = adump.scan(cap.dump_path)     # statistics CSVs: names from the file names
+        self.assertEqual(res.origin["op_name"], "Module_fc2_Linear_forward_0")
+        self.assertEqual(res.dumps, 8 * 13)
+        self.assertFalse([r for r in res if "/window-5/" in r["path"]])
 
     def test_zero_copy_window(self):
         # tensors held by reference until written: the window copies them as they pass
