@@ -1,0 +1,1603 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Window mode, the flight recorder (issue 32; pipeline/window*.c): a window session writes
+ * the statistics a content=STATS session writes, byte for byte, and on a trigger a window
+ * that is byte for byte what a tensor session writes for the held steps (host streams in
+ * CANN and msprobe formats, with and without a directory per step; the simulated device);
+ * each trigger and what trigger.json says of it; the persist limit; eviction and the
+ * window_full loss; the configurations refused; the callback sink; and `adump verify` /
+ * `adump scan` on a persisted window. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "adump/adump.h"
+#include "adump/device.h"
+#include "adump/host.h"
+#include "capture_helpers.h"
+#include "helpers.h"
+
+#ifndef ADUMP_TOOL
+#error "ADUMP_TOOL must name the adump binary"
+#endif
+
+void adump_testpoint_clock_set(uint64_t start_us);
+
+#define CHUNK 4096u
+#define TIME_DIR "run"
+#define T0 1000000ull                   /* op timestamps: T0 + step * 1000 + op * 10 */
+#define MAX_STEPS 16
+#define MAX_OPS 8
+#define ELEMS 1500u                     /* op i's tensors: ELEMS + 517 i floats */
+
+/* ---- the workload: a chain of ops per step, on a host stream ------------------------------ */
+
+struct plan {
+	unsigned steps, ops;
+	bool set_dir;                   /* step<k>/rank0 per step, as adump.torch does */
+	bool stable_names;              /* the same op names every step (deviation) */
+	unsigned first_step;            /* steps before it dump nothing (a reference) */
+	int bad_step, bad_op;           /* -1: none; the op's output (and what follows) holds */
+	float bad_value;                /* this at element 5 */
+	const double *scales;           /* per step, NULL: 1 */
+	int call_step;                  /* adump_session_persist(call_reason) there; -1: none */
+	const char *call_reason;
+	int signal_step, signal_op;     /* raise(SIGUSR1) after that op; -1: none */
+};
+
+#define PLAN_INIT { .steps = 6, .ops = 4, .bad_step = -1, .bad_op = -1, .call_step = -1,    \
+		    .signal_step = -1, .signal_op = -1 }
+
+struct outcome {
+	int step_ret[MAX_STEPS];
+	struct adump_window_info info[MAX_STEPS];       /* after each step (window mode) */
+	struct adump_window_info signal_info;           /* after the signal's persist */
+	struct adump_stats stats;
+	int destroy_ret;
+};
+
+static uint64_t elems_of(unsigned op)
+{
+	return ELEMS + 517u * op;
+}
+
+static float value(const struct plan *p, unsigned step, unsigned slot, uint64_t e)
+{
+	double scale = p->scales ? p->scales[step] : 1.0;
+
+	return (float)(scale * ((double)((e * 7 + slot * 13 + step * 3) % 101) / 50.0 - 1.0));
+}
+
+/* The tensors of op @op at @step: input = the previous op's output. */
+static void fill(const struct plan *p, unsigned step, unsigned op, float *in, float *out)
+{
+	uint64_t n = elems_of(op);
+
+	for (uint64_t e = 0; e < n; e++) {
+		in[e] = value(p, step, op, e);
+		out[e] = value(p, step, op + 1, e);
+	}
+	if ((int)step == p->bad_step && p->bad_op >= 0) {
+		if ((int)op > p->bad_op)
+			in[5] = p->bad_value;
+		if ((int)op >= p->bad_op)
+			out[5] = p->bad_value;
+	}
+}
+
+static void op_name(const struct plan *p, unsigned step, unsigned op, char *dst, size_t cap)
+{
+	if (p->stable_names)
+		snprintf(dst, cap, "layer%u", op);
+	else
+		snprintf(dst, cap, "Functional.layer%u.%u.forward", op, step);
+}
+
+static void wait_persists(struct adump_session *s, unsigned want, struct adump_window_info *info)
+{
+	for (int i = 0; i < 20000; i++) {       /* a bound on a hang, not a timing check */
+		ck_assert_int_eq(adump_session_window(s, info), 0);
+		if (info->persists >= want)
+			return;
+		usleep(1000);
+	}
+	ck_abort_msg("the signal's persist did not happen");
+}
+
+static void run_here(const struct adump_config *cfg, const struct plan *p, struct outcome *o)
+{
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs;
+	/* Static: the same addresses (in the headers) in every run's child. */
+	static float in[ELEMS + 517u * MAX_OPS], out[ELEMS + 517u * MAX_OPS];
+
+	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS);
+	memset(o, 0, sizeof(*o));
+	ck_assert_int_eq(adump_session_create(cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned k = 0; k < p->steps; k++) {
+		if (p->set_dir) {
+			char dir[64];
+
+			snprintf(dir, sizeof(dir), "step%u/rank0", k);
+			ck_assert_int_eq(adump_host_stream_set_dir(hs, dir), 0);
+		}
+		for (unsigned i = 0; k >= p->first_step && i < p->ops; i++) {
+			struct adump_host_tensor ti = { .data = in, .bytes = elems_of(i) * 4,
+							.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+							.dims = { (int64_t)elems_of(i) } };
+			struct adump_host_tensor to = ti;
+			struct adump_host_op op = ADUMP_HOST_OP_INIT;
+			char name[64];
+
+			to.data = out;
+			fill(p, k, i, in, out);
+			op_name(p, k, i, name, sizeof(name));
+			op.op_type = "Linear";
+			op.op_name = name;
+			op.inputs = &ti;
+			op.input_count = 1;
+			op.outputs = &to;
+			op.output_count = 1;
+			op.timestamp_us = T0 + k * 1000ull + i * 10ull;
+			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+			if ((int)k == p->signal_step && (int)i == p->signal_op) {
+				ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+				ck_assert_int_eq(raise(SIGUSR1), 0);
+				wait_persists(s, 1, &o->signal_info);
+			}
+		}
+		if ((int)k == p->call_step)
+			ck_assert_int_eq(adump_session_persist(s, p->call_reason), 0);
+		o->step_ret[k] = adump_session_step(s);
+		if (cfg->window_steps)
+			ck_assert_int_eq(adump_session_window(s, &o->info[k]), 0);
+	}
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	adump_stats_get(s, &o->stats);
+	o->destroy_ret = adump_session_destroy(s);
+}
+
+/* Called in the child after its run (the callback sink's collector writes its files). */
+static void (*after_run)(void);
+
+/* run_here() in a child process, so that every capture of a test sees the same stream ids
+ * (they are unique in a process; a name holds its stream's). */
+static void run(const struct adump_config *cfg, const struct plan *p, struct outcome *o)
+{
+	struct outcome *shared = mmap(NULL, sizeof(*o), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pid;
+	int status;
+
+	ck_assert(shared != MAP_FAILED);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		run_here(cfg, p, shared);
+		if (after_run)
+			after_run();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "run: status 0x%x", status);
+	*o = *shared;
+	munmap(shared, sizeof(*o));
+}
+
+static struct adump_config base_config(const char *root, enum adump_output_format format)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.chunk_bytes = CHUNK;
+	cfg.pool_bytes = 64u * CHUNK;
+	cfg.stream_max = 2;
+	cfg.worker_count = 2;
+	cfg.format = format;
+	cfg.min_free_bytes = ADUMP_GUARD_OFF;
+	return cfg;
+}
+
+static struct adump_config window_config(const char *root, enum adump_output_format format,
+					 unsigned steps)
+{
+	struct adump_config cfg = base_config(root, format);
+
+	cfg.window_steps = steps;
+	return cfg;
+}
+
+/* ---- trees of files compared ------------------------------------------------------------- */
+
+/* Which files of a tree take part: steps lo..hi only (by directory step<k>/ or by the
+ * timestamp ending a CANN name); trigger.json and window-* left out where asked. */
+struct filter {
+	int lo, hi;                     /* -1: every step */
+	bool no_trigger;
+	bool no_windows;
+};
+
+static int step_of(const char *rel)
+{
+	const char *dot;
+	unsigned long long ts;
+
+	if (!strncmp(rel, "step", 4))
+		return atoi(rel + 4);
+	dot = strrchr(rel, '.');
+	if (!dot || sscanf(dot + 1, "%llu", &ts) != 1 || ts < T0)
+		return -1;
+	return (int)((ts - T0) / 1000);
+}
+
+static bool keep(const struct filter *f, const char *rel)
+{
+	const char *base = strrchr(rel, '/');
+
+	base = base ? base + 1 : rel;
+	if (f->no_trigger && !strcmp(base, "trigger.json"))
+		return false;
+	if (f->no_windows && !strncmp(rel, "window-", 7))
+		return false;
+	if (f->lo >= 0) {
+		int k = step_of(rel);
+
+		return k >= f->lo && k <= f->hi;
+	}
+	return true;
+}
+
+static char **list_kept(const char *dir, const struct filter *f, size_t *count)
+{
+	size_t n, m = 0;
+	char **all = t_list_files(dir, &n);
+	char **kept = calloc(n + 1, sizeof(*kept));
+
+	ck_assert_ptr_nonnull(kept);
+	for (size_t i = 0; i < n; i++) {
+		if (keep(f, all[i]))
+			kept[m++] = all[i];
+		else
+			free(all[i]);
+	}
+	free(all);
+	*count = m;
+	return kept;
+}
+
+static bool same_bytes(const char *a, const char *b)
+{
+	size_t la, lb;
+	unsigned char *x = t_read_file(a, &la), *y = t_read_file(b, &lb);
+	bool same = x && y && la == lb && memcmp(x, y, la) == 0;
+
+	free(x);
+	free(y);
+	return same;
+}
+
+/* The kept files of @a and @b: the same relative paths, the same bytes. Return: how many. */
+static size_t same_tree(const char *a, const struct filter *fa, const char *b,
+			const struct filter *fb)
+{
+	size_t na, nb;
+	char **la = list_kept(a, fa, &na), **lb = list_kept(b, fb, &nb);
+
+	for (size_t i = 0; i < na || i < nb; i++) {
+		ck_assert_msg(i < na && i < nb && !strcmp(la[i], lb[i]),
+			      "file lists differ at %zu: %s/%s vs %s/%s", i, a,
+			      i < na ? la[i] : "(none)", b, i < nb ? lb[i] : "(none)");
+	}
+	for (size_t i = 0; i < na; i++) {
+		char pa[4200], pb[4200];
+
+		snprintf(pa, sizeof(pa), "%s/%s", a, la[i]);
+		snprintf(pb, sizeof(pb), "%s/%s", b, lb[i]);
+		ck_assert_msg(same_bytes(pa, pb), "%s and %s differ", pa, pb);
+	}
+	t_free_list(la, na);
+	t_free_list(lb, nb);
+	return na;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* Entries of @root named window-*. */
+static unsigned window_dirs(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "window-", 7))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static struct json_object *load_trigger(const char *dir)
+{
+	char path[4200];
+	struct json_object *o;
+
+	snprintf(path, sizeof(path), "%s/trigger.json", dir);
+	o = json_object_from_file(path);
+	ck_assert_msg(o != NULL, "%s: %s", path, json_util_get_last_err());
+	return o;
+}
+
+static struct json_object *member(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	ck_assert_msg(json_object_object_get_ex(o, key, &v), "trigger.json has no %s", key);
+	return v;
+}
+
+static const char *str_member(struct json_object *o, const char *key)
+{
+	struct json_object *v = member(o, key);
+
+	ck_assert_msg(json_object_is_type(v, json_type_string), "%s is not a string", key);
+	return json_object_get_string(v);
+}
+
+static bool is_null(struct json_object *o, const char *key)
+{
+	return member(o, key) == NULL;
+}
+
+/* trigger.json's steps are @lo..@hi. */
+static void check_steps(struct json_object *t, unsigned lo, unsigned hi)
+{
+	struct json_object *steps = member(t, "steps");
+
+	ck_assert(json_object_is_type(steps, json_type_array));
+	ck_assert_uint_eq(json_object_array_length(steps), hi - lo + 1);
+	for (unsigned k = lo; k <= hi; k++)
+		ck_assert_int_eq(json_object_get_int64(json_object_array_get_idx(steps, k - lo)),
+				 k);
+}
+
+/* @path renamed to @to, so that a reference capture can be written at @path. */
+static void set_aside(const char *path, const char *to)
+{
+	ck_assert_msg(rename(path, to) == 0, "rename %s: %s", path, strerror(errno));
+}
+
+/* ---- 1, 2, 3: a window equals a tensor capture, the statistics a statistics capture ---- */
+
+static void equality(enum adump_output_format format, bool set_dir)
+{
+	char *root = t_tmpdir("window");
+	char win[4200], win_saved[4200], saved[4200], wroot[4200];
+	struct plan p = PLAN_INIT;
+	struct adump_config cfg;
+	struct outcome o, r;
+	const unsigned n = 3, bad = 4;
+	struct filter all = { .lo = -1 }, window = { .lo = -1, .no_trigger = true },
+		      stats_side = { .lo = -1, .no_windows = true },
+		      held = { .lo = bad - n + 1, .hi = bad };
+	struct json_object *t;
+
+	p.set_dir = set_dir;
+	p.bad_step = bad;
+	p.bad_op = 1;
+	p.bad_value = NAN;
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(win_saved, sizeof(win_saved), "%s/win_saved", root);
+	snprintf(saved, sizeof(saved), "%s/saved", root);
+
+	cfg = window_config(win, format, n);
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	for (unsigned k = 0; k < p.steps; k++)
+		ck_assert_int_eq(o.step_ret[k], 0);
+	ck_assert_uint_eq(o.info[bad].persists, 1);
+	ck_assert_uint_eq(o.info[bad - 1].persists, 0);
+	ck_assert_uint_eq(window_dirs(win), 1);
+	snprintf(wroot, sizeof(wroot), "%s/window-%u", win, bad);
+	ck_assert_str_eq(o.info[bad].last_window, wroot);
+
+	/* trigger.json: the rule, the step, the tensor, the value, the steps held. */
+	{
+		char dir[4200];
+
+		if (set_dir)
+			snprintf(dir, sizeof(dir), "%s/step%u/rank0", wroot, bad);
+		else
+			snprintf(dir, sizeof(dir), "%s/" TIME_DIR, wroot);
+		t = load_trigger(dir);
+		ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
+		ck_assert_int_eq(json_object_get_int64(member(t, "step")), bad);
+		ck_assert_str_eq(str_member(t, "tensor"), "Functional.layer1.4.forward.output.0");
+		ck_assert_str_eq(str_member(t, "value"), "nan");
+		ck_assert(is_null(t, "threshold"));
+		ck_assert_int_eq(json_object_get_int64(member(t, "rank")), 0);
+		check_steps(t, bad - n + 1, bad);
+		json_object_put(t);
+	}
+
+	/* The tensor capture, written where the window was (msprobe's dump.json names its
+	 * directory): every step, or, msprobe without a directory per step, only the window's
+	 * steps (dump.json is one file for all). */
+	set_aside(wroot, saved);
+	cfg = base_config(wroot, format);
+	if (format == ADUMP_OUTPUT_MSPROBE && !set_dir) {
+		p.first_step = bad - n + 1;
+		p.steps = bad + 1;
+	}
+	run(&cfg, &p, &r);
+	ck_assert_int_eq(r.destroy_ret, 0);
+	p.first_step = 0;
+	p.steps = 6;
+	if (format == ADUMP_OUTPUT_MSPROBE)
+		ck_assert_uint_gt(same_tree(saved, &window, wroot,
+					    set_dir ? &held : &all), 0);
+	else
+		ck_assert_uint_eq(same_tree(saved, &window, wroot, &held), n * p.ops);
+
+	/* The statistics: what a statistics session writes (where the window session wrote,
+	 * msprobe's dump.json naming its directory), with the trigger and without. */
+	set_aside(win, win_saved);
+	cfg = base_config(win, format);
+	cfg.content = ADUMP_CONTENT_STATS;
+	run(&cfg, &p, &r);
+	ck_assert_int_eq(r.destroy_ret, 0);
+	ck_assert_uint_gt(same_tree(win_saved, &stats_side, win, &all), 0);
+	t_rmtree(win);
+
+	p.bad_step = -1;
+	cfg = window_config(win, format, n);
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[p.steps - 1].persists, 0);
+	ck_assert_uint_eq(window_dirs(win), 0);
+	ck_assert(!o.info[p.steps - 1].is_pending);
+	t_rmtree(win_saved);
+	set_aside(win, win_saved);
+	cfg = base_config(win, format);
+	cfg.content = ADUMP_CONTENT_STATS;
+	run(&cfg, &p, &r);
+	ck_assert_uint_gt(same_tree(win_saved, &all, win, &all), 0);
+
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_cann_window_equals_tensor_capture)
+{
+	equality(ADUMP_OUTPUT_CANN, false);
+}
+END_TEST
+
+START_TEST(test_cann_window_equals_tensor_capture_set_dir)
+{
+	equality(ADUMP_OUTPUT_CANN, true);
+}
+END_TEST
+
+START_TEST(test_msprobe_window_equals_tensor_capture)
+{
+	equality(ADUMP_OUTPUT_MSPROBE, false);
+}
+END_TEST
+
+START_TEST(test_msprobe_window_equals_tensor_capture_set_dir)
+{
+	equality(ADUMP_OUTPUT_MSPROBE, true);
+}
+END_TEST
+
+/* ---- 1 on the simulated device ------------------------------------------------------------ */
+
+#define DEV_OPS 3
+#define DEV_STEPS 5
+#define DEV_BAD 3
+#define DEV_N 2
+#define DEV_ELEMS 2500u
+
+/* One capture of the device workload in a child process (so that both captures see the same
+ * stream id, task ids, fake clock and device addresses). Exit status 0 when all went well. */
+static int dev_child(const struct adump_config *cfg)
+{
+	struct adump_session *s = NULL;
+	struct adump_dev *dev;
+	struct adump_dev_stream *st;
+	void *mem[DEV_OPS][3];
+	float *host = malloc(DEV_ELEMS * 4);
+	int ret;
+
+	adump_testpoint_clock_set(1700000000000000ull);
+	if (!host || adump_dev_open(0, &dev) < 0 || adump_dev_stream_create(dev, &st) < 0)
+		return 10;
+	for (unsigned i = 0; i < DEV_OPS; i++)
+		for (unsigned j = 0; j < 3; j++)
+			if (adump_dev_malloc(dev, DEV_ELEMS * 4, &mem[i][j]) < 0)
+				return 11;
+	if (adump_session_create(cfg, &s) < 0 || adump_session_attach(s, st) < 0)
+		return 12;
+	for (unsigned k = 0; k < DEV_STEPS; k++) {
+		for (unsigned i = 0; i < DEV_OPS; i++) {
+			struct adump_dev_tensor self = { .data = mem[i][0], .dtype = ADUMP_DT_FLOAT,
+							 .format = ADUMP_FORMAT_ND, .dim_count = 1,
+							 .dims = { DEV_ELEMS }, .bytes = DEV_ELEMS * 4 };
+			struct adump_dev_tensor other = self, out = self;
+			struct adump_dev_dump dump = { .op_type = "Add", .op_name = NULL,
+						       .tensor_mask = ADUMP_DUMP_ALL };
+			char name[32];
+
+			other.data = mem[i][1];
+			out.data = mem[i][2];
+			for (unsigned e = 0; e < DEV_ELEMS; e++)
+				host[e] = (float)((e * 5 + i * 11 + k * 3) % 97) / 48.0f - 1.0f;
+			if (k == DEV_BAD && i == 1)
+				host[7] = NAN;
+			if (adump_dev_memcpy(dev, mem[i][0], DEV_ELEMS * 4, host, DEV_ELEMS * 4,
+					     ADUMP_COPY_HOST_TO_DEVICE) < 0 ||
+			    adump_dev_memcpy(dev, mem[i][1], DEV_ELEMS * 4, host, DEV_ELEMS * 4,
+					     ADUMP_COPY_HOST_TO_DEVICE) < 0)
+				return 13;
+			snprintf(name, sizeof(name), "add%u", i);
+			dump.op_name = name;
+			if (adump_dev_launch_add(st, &self, &other, 1.0, &out, &dump) < 0)
+				return 14;
+		}
+		if (adump_dev_stream_sync(st) < 0)
+			return 15;
+		ret = adump_session_step(s);
+		if (ret < 0)
+			return 16;
+	}
+	if (adump_session_detach(s, st) < 0)
+		return 17;
+	ret = adump_session_destroy(s);
+	adump_dev_stream_destroy(st);
+	for (unsigned i = 0; i < DEV_OPS; i++)
+		for (unsigned j = 0; j < 3; j++)
+			adump_dev_free(dev, mem[i][j]);
+	adump_dev_close(dev);
+	free(host);
+	return ret < 0 ? 18 : 0;
+}
+
+static void in_child(const struct adump_config *cfg)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(dev_child(cfg));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status 0x%x",
+		      status);
+}
+
+/* The task id in a CANN name <type>.<name>.<task>.<stream>.<timestamp>. */
+static int dev_step_of(const char *rel)
+{
+	const char *base = strrchr(rel, '/');
+	unsigned task, stream;
+	unsigned long long ts;
+	char type[16];
+	unsigned op;
+
+	base = base ? base + 1 : rel;
+	if (sscanf(base, "%15[^.].add%u.%u.%u.%llu", type, &op, &task, &stream, &ts) != 5)
+		return -1;
+	return (int)(task / DEV_OPS);
+}
+
+START_TEST(test_device_window_equals_tensor_capture)
+{
+	char *root = t_tmpdir("window_dev");
+	char win[4200], ref[4200], wroot[4200];
+	struct adump_config cfg;
+	size_t nw, nr, m = 0;
+	char **lw, **lr;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(ref, sizeof(ref), "%s/ref", root);
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, DEV_N);
+	in_child(&cfg);
+	cfg = base_config(ref, ADUMP_OUTPUT_CANN);
+	in_child(&cfg);
+	snprintf(wroot, sizeof(wroot), "%s/window-%u", win, DEV_BAD);
+	ck_assert_uint_eq(window_dirs(win), 1);
+	lw = t_list_files(wroot, &nw);
+	lr = t_list_files(ref, &nr);
+	/* The window: the reference's files of steps DEV_BAD - DEV_N + 1..DEV_BAD, trigger.json */
+	for (size_t i = 0; i < nr; i++) {
+		int k = dev_step_of(lr[i]);
+		char pa[4200], pb[4200];
+
+		if (k < DEV_BAD - DEV_N + 1 || k > DEV_BAD)
+			continue;
+		ck_assert_uint_lt(m, nw);
+		while (m < nw && strstr(lw[m], "trigger.json"))
+			m++;
+		ck_assert_msg(m < nw && !strcmp(lw[m], lr[i]), "window lacks %s", lr[i]);
+		snprintf(pa, sizeof(pa), "%s/%s", wroot, lw[m]);
+		snprintf(pb, sizeof(pb), "%s/%s", ref, lr[i]);
+		ck_assert_msg(same_bytes(pa, pb), "%s and %s differ", pa, pb);
+		m++;
+	}
+	while (m < nw && strstr(lw[m], "trigger.json"))
+		m++;
+	ck_assert_msg(m == nw, "the window has more: %s", m < nw ? lw[m] : "");
+	{
+		char dir[4200];
+		struct json_object *t;
+
+		snprintf(dir, sizeof(dir), "%s/" TIME_DIR, wroot);
+		t = load_trigger(dir);
+		ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
+		ck_assert_str_eq(str_member(t, "tensor"), "add1.input.0");
+		check_steps(t, DEV_BAD - DEV_N + 1, DEV_BAD);
+		json_object_put(t);
+	}
+	t_free_list(lw, nw);
+	t_free_list(lr, nr);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* ---- 4: the triggers ---------------------------------------------------------------------- */
+
+/* A window run of @p with @cfg under @root; the window of @step's trigger.json. */
+static struct json_object *trigger_of(const char *root, unsigned step)
+{
+	char dir[4200];
+
+	snprintf(dir, sizeof(dir), "%s/window-%u/" TIME_DIR, root, step);
+	return load_trigger(dir);
+}
+
+static void nonfinite(float bad, const char *want)
+{
+	char *root = t_tmpdir("window_nf");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct json_object *t;
+
+	p.bad_step = 2;
+	p.bad_op = 2;
+	p.bad_value = bad;
+	p.steps = 4;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[1].persists, 0);
+	ck_assert_uint_eq(o.info[2].persists, 1);
+	ck_assert_uint_eq(window_dirs(root), 1);
+	t = trigger_of(root, 2);
+	ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
+	ck_assert_str_eq(str_member(t, "tensor"), "Functional.layer2.2.forward.output.0");
+	ck_assert_str_eq(str_member(t, "value"), want);
+	check_steps(t, 1, 2);
+	json_object_put(t);
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_trigger_nan)
+{
+	nonfinite(NAN, "nan");
+}
+END_TEST
+
+START_TEST(test_trigger_inf)
+{
+	nonfinite(INFINITY, "inf");
+}
+END_TEST
+
+START_TEST(test_trigger_neg_inf)
+{
+	nonfinite(-INFINITY, "-inf");
+}
+END_TEST
+
+START_TEST(test_trigger_bound)
+{
+	char *root = t_tmpdir("window_bound");
+	char r1[4200], r2[4200], r3[4200];
+	struct adump_bound b[2] = { { .pattern = "*.layer2.*.output.0", .max_abs = 100 },
+				    { .pattern = "*.layer3.*", .max_abs = 1e6 } };
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct json_object *t;
+
+	snprintf(r1, sizeof(r1), "%s/above", root);
+	snprintf(r2, sizeof(r2), "%s/below", root);
+	snprintf(r3, sizeof(r3), "%s/nomatch", root);
+	p.steps = 4;
+	p.bad_step = 2;
+	p.bad_op = 2;
+	p.bad_value = -250.5f;          /* |x| above layer2's bound, below layer3's */
+
+	cfg = window_config(r1, ADUMP_OUTPUT_CANN, 2);
+	cfg.triggers = ADUMP_TRIGGER_BOUND;
+	cfg.bounds = b;
+	cfg.bound_count = 2;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.step_ret[0], 0);
+	ck_assert_uint_eq(o.info[1].persists, 0);
+	ck_assert_uint_eq(o.info[2].persists, 1);
+	t = trigger_of(r1, 2);
+	ck_assert_str_eq(str_member(t, "rule"), "bound");
+	ck_assert_str_eq(str_member(t, "tensor"), "Functional.layer2.2.forward.output.0");
+	ck_assert_double_eq_tol(json_object_get_double(member(t, "value")), 250.5, 1e-9);
+	ck_assert_double_eq_tol(json_object_get_double(member(t, "threshold")), 100, 1e-9);
+	json_object_put(t);
+
+	/* A value below the bound, and a large one where no pattern matches: nothing. */
+	p.bad_value = 99.0f;
+	b[1].max_abs = 1000;
+	cfg.dump_path = r2;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[3].persists, 0);
+	ck_assert_uint_eq(window_dirs(r2), 0);
+	p.bad_op = 1;
+	p.bad_value = 5000.0f;          /* layer1 (no bound) and layer2 (bound 100) */
+	b[0].pattern = "*.layer1.*.input.0";    /* layer1's input: finite, small */
+	b[1].pattern = "*.layer0.*";
+	run(&cfg, &p, &o);
+	ck_assert_uint_eq(o.info[3].persists, 0);
+
+	/* A pattern that matches nothing in step 0: its step reports a config error. */
+	b[1].pattern = "no.such.tensor";
+	cfg.dump_path = r3;
+	p.bad_step = -1;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.step_ret[0], -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(o.step_ret[1], 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* L2 norm of a step's output of op 0 as the plan makes it. */
+static double norm_of(const struct plan *p, unsigned step)
+{
+	double sum = 0;
+
+	for (uint64_t e = 0; e < elems_of(0); e++) {
+		double v = value(p, step, 1, e);
+
+		sum += v * v;
+	}
+	return sqrt(sum);
+}
+
+START_TEST(test_trigger_deviation)
+{
+	char *root = t_tmpdir("window_dev");
+	char r1[4200], r2[4200];
+	/* K = 3, factor 2: step 2 (norm x50) has only two before it; step 3 (1.9 x the mean of
+	 * 1, 1, 50... no: of its last three) does not exceed; step 5 does. */
+	static const double early[] = { 1, 1, 50, 1, 1, 1 };
+	static const double scales[] = { 1, 1, 1, 1.9, 1, 3.5, 1 };
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct json_object *t;
+	double mean, want_value;
+
+	snprintf(r1, sizeof(r1), "%s/early", root);
+	snprintf(r2, sizeof(r2), "%s/fires", root);
+	p.ops = 1;
+	p.stable_names = true;
+	p.steps = 3;
+	p.scales = early;
+	cfg = window_config(r1, ADUMP_OUTPUT_CANN, 2);
+	cfg.triggers = ADUMP_TRIGGER_DEVIATION;
+	cfg.deviation = 1.0;
+	cfg.deviation_steps = 3;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[2].persists, 0);
+	ck_assert_uint_eq(window_dirs(r1), 0);
+
+	p.steps = 7;
+	p.scales = scales;
+	cfg.dump_path = r2;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[4].persists, 0);
+	ck_assert_uint_eq(o.info[5].persists, 1);
+	ck_assert_uint_eq(o.info[6].persists, 1);
+	ck_assert_uint_eq(window_dirs(r2), 1);
+	t = trigger_of(r2, 5);
+	ck_assert_str_eq(str_member(t, "rule"), "deviation");
+	ck_assert_int_eq(json_object_get_int64(member(t, "step")), 5);
+	/* The first tensor to fire: layer0's input is step-scaled as its output is. */
+	ck_assert_str_eq(str_member(t, "tensor"), "layer0.input.0");
+	mean = 0;
+	{
+		double in[7];
+
+		for (unsigned k = 0; k < 7; k++) {
+			double sum = 0;
+
+			for (uint64_t e = 0; e < elems_of(0); e++) {
+				double v = value(&p, k, 0, e);
+
+				sum += v * v;
+			}
+			in[k] = sqrt(sum);
+		}
+		mean = (in[2] + in[3] + in[4]) / 3;
+		want_value = in[5];
+	}
+	ck_assert_double_eq_tol(json_object_get_double(member(t, "value")), want_value,
+				want_value * 1e-5);
+	ck_assert_double_eq_tol(json_object_get_double(member(t, "threshold")), 2 * mean,
+				mean * 1e-5);
+	ck_assert(norm_of(&p, 5) > 2 * mean);
+	check_steps(t, 4, 5);
+	json_object_put(t);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_trigger_call_and_note)
+{
+	char *root = t_tmpdir("window_call");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 3);
+	struct plan p = PLAN_INIT;
+	struct adump_session *s = NULL;
+	struct outcome o;
+	struct json_object *t;
+
+	/* The note: refused unless an object; its members replace adump's. */
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_session_persist_note(s, "[1, 2]"), -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_session_persist_note(s, "{\"rank\": "), -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_session_persist_note(s, "7"), -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_session_persist_note(s, "{\"rank\": 3, \"first_rank\": 1}"), 0);
+	ck_assert_int_eq(adump_session_persist(s, "loss spike"), 0);
+	{
+		struct adump_window_info info;
+
+		ck_assert_int_eq(adump_session_window(s, &info), 0);
+		ck_assert(info.is_pending);
+		ck_assert_str_eq(info.pending_rule, "call");
+	}
+	ck_assert_int_eq(adump_session_step(s), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	t = trigger_of(root, 0);
+	ck_assert_str_eq(str_member(t, "rule"), "call");
+	ck_assert_str_eq(str_member(t, "reason"), "loss spike");
+	ck_assert_int_eq(json_object_get_int64(member(t, "rank")), 3);
+	ck_assert_int_eq(json_object_get_int64(member(t, "first_rank")), 1);
+	ck_assert(is_null(t, "tensor"));
+	json_object_put(t);
+	t_rmtree(root);
+	free(root);
+
+	/* Through a run: the window of the call's step, its steps. */
+	root = t_tmpdir("window_call");
+	cfg.dump_path = root;
+	p.call_step = 3;
+	p.call_reason = "loss 1e9 at step 3";
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[3].persists, 1);
+	ck_assert_uint_eq(window_dirs(root), 1);
+	t = trigger_of(root, 3);
+	ck_assert_str_eq(str_member(t, "rule"), "call");
+	ck_assert_str_eq(str_member(t, "reason"), "loss 1e9 at step 3");
+	ck_assert_int_eq(json_object_get_int64(member(t, "step")), 3);
+	check_steps(t, 1, 3);
+	json_object_put(t);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_trigger_signal)
+{
+	char *root = t_tmpdir("window_sig");
+	char ref[4200], win[4200], wroot[4200], dir[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	struct sigaction sa, now;
+	struct adump_session *s = NULL;
+	struct json_object *t;
+	struct filter window = { .lo = -1, .no_trigger = true };
+	size_t n;
+	char **files;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(ref, sizeof(ref), "%s/ref", root);
+	/* The disposition before (ignored) comes back after the session. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 2);
+	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+	p.steps = 5;
+	p.signal_step = 3;
+	p.signal_op = 1;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+	ck_assert(now.sa_handler == SIG_IGN);
+	/* Mid-step: step 2 and step 3's ops 0..1, the window not ended. */
+	ck_assert_uint_eq(o.signal_info.persists, 1);
+	ck_assert_uint_eq(o.signal_info.step, 3);
+	ck_assert_uint_eq(o.info[4].persists, 1);
+	snprintf(wroot, sizeof(wroot), "%s/window-3", win);
+	snprintf(dir, sizeof(dir), "%s/" TIME_DIR, wroot);
+	t = load_trigger(dir);
+	ck_assert_str_eq(str_member(t, "rule"), "signal");
+	ck_assert_int_eq(json_object_get_int64(member(t, "step")), 3);
+	check_steps(t, 2, 3);
+	json_object_put(t);
+	files = t_list_files(dir, &n);
+	ck_assert_uint_eq(n, p.ops + 2 + 1);
+	t_free_list(files, n);
+	/* The same bytes as the tensor capture of those dumps, written where the window was. */
+	set_aside(wroot, ref);
+	cfg = base_config(wroot, ADUMP_OUTPUT_CANN);
+	p.signal_step = -1;
+	run(&cfg, &p, &r);
+	{
+		size_t nw, i, compared = 0;
+		char **lw = t_list_files(ref, &nw);
+
+		for (i = 0; i < nw; i++) {
+			char pa[4200], pb[4200];
+
+			if (!keep(&window, lw[i]))
+				continue;
+			snprintf(pa, sizeof(pa), "%s/%s", ref, lw[i]);
+			snprintf(pb, sizeof(pb), "%s/%s", wroot, lw[i]);
+			ck_assert_msg(same_bytes(pa, pb), "%s and %s differ", pa, pb);
+			compared++;
+		}
+		ck_assert_uint_eq(compared, p.ops + 2);
+		t_free_list(lw, nw);
+	}
+
+	/* A handler of the program's own: refused, and left in place. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = (void (*)(int))abort;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 2);
+	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), -ADUMP_ERR_STATE);
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+	ck_assert(now.sa_handler == (void (*)(int))abort);
+	sa.sa_handler = SIG_DFL;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* ---- 5: the persist limit, nothing twice --------------------------------------------------- */
+
+START_TEST(test_persist_limit)
+{
+	char *root = t_tmpdir("window_lim");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 3);
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	char w1[4200], w3[4200];
+
+	/* Two triggers (a call at step 1, a NaN at step 3), one window allowed. */
+	cfg.window_persists = 1;
+	p.call_step = 1;
+	p.call_reason = "first";
+	p.bad_step = 3;
+	p.bad_op = 0;
+	p.bad_value = NAN;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[1].persists, 1);
+	ck_assert_uint_eq(o.info[1].persists_skipped, 0);
+	ck_assert_uint_eq(o.info[3].persists, 1);
+	ck_assert_uint_eq(o.info[3].persists_skipped, 1);
+	ck_assert(!o.info[3].is_pending);
+	snprintf(w1, sizeof(w1), "%s/window-1", root);
+	snprintf(w3, sizeof(w3), "%s/window-3", root);
+	ck_assert(exists(w1));
+	ck_assert(!exists(w3));
+	ck_assert_uint_eq(window_dirs(root), 1);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_second_trigger_writes_only_new_steps)
+{
+	char *root = t_tmpdir("window_twice");
+	char w1[4200], w2[4200];
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 4);
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct json_object *t;
+	struct filter f = { .lo = -1, .no_trigger = true }, s2 = { .lo = 2, .hi = 2 },
+		      s34 = { .lo = 3, .hi = 4 };
+	size_t n1, n2;
+	char **l1, **l2;
+
+	/* Triggers at step 2 (a call) and step 4 (a NaN): the second holds 3..4 only. */
+	p.steps = 6;
+	p.call_step = 2;
+	p.call_reason = "one";
+	p.bad_step = 4;
+	p.bad_op = 0;
+	p.bad_value = NAN;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[2].persists, 1);
+	ck_assert_uint_eq(o.info[4].persists, 2);
+	ck_assert_uint_eq(o.info[5].persists, 2);
+	ck_assert_uint_eq(window_dirs(root), 2);
+	snprintf(w1, sizeof(w1), "%s/window-2", root);
+	snprintf(w2, sizeof(w2), "%s/window-4", root);
+	t = trigger_of(root, 4);
+	check_steps(t, 3, 4);
+	json_object_put(t);
+	t = trigger_of(root, 2);
+	check_steps(t, 0, 2);
+	json_object_put(t);
+	l1 = list_kept(w1, &f, &n1);
+	l2 = list_kept(w2, &f, &n2);
+	ck_assert_uint_eq(n1, 3 * p.ops);
+	ck_assert_uint_eq(n2, 2 * p.ops);
+	for (size_t i = 0; i < n2; i++) {
+		ck_assert(keep(&s34, l2[i]));
+		for (size_t j = 0; j < n1; j++)
+			ck_assert_str_ne(l1[j], l2[i]);
+	}
+	(void)s2;
+	t_free_list(l1, n1);
+	t_free_list(l2, n2);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* ---- 6: memory ------------------------------------------------------------------------------- */
+
+START_TEST(test_old_steps_evicted)
+{
+	char *root = t_tmpdir("window_evict");
+	char win[4200], ref[4200], wroot[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	uint64_t step_bytes = 0;
+	struct json_object *t;
+	struct json_object *steps;
+	unsigned lo;
+
+	for (unsigned i = 0; i < p.ops; i++)
+		step_bytes += 2 * elems_of(i) * 4;
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(ref, sizeof(ref), "%s/ref", root);
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 8);
+	/* Room for about two and a half steps of eight. */
+	cfg.window_bytes = step_bytes * 5 / 2;
+	p.steps = 7;
+	p.bad_step = 6;
+	p.bad_op = 3;
+	p.bad_value = NAN;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	for (unsigned k = 0; k < 6; k++) {
+		ck_assert_uint_le(o.info[k].held_bytes, cfg.window_bytes);
+		ck_assert_uint_le(o.info[k].held_steps, 3);
+		ck_assert_uint_eq(o.info[k].lost_dumps, 0);
+	}
+	ck_assert_uint_ge(o.info[5].held_steps, 2);
+	snprintf(wroot, sizeof(wroot), "%s/window-6", win);
+	t = trigger_of(win, 6);
+	steps = member(t, "steps");
+	ck_assert_uint_ge(json_object_array_length(steps), 2);
+	ck_assert_uint_le(json_object_array_length(steps), 3);
+	lo = 7 - (unsigned)json_object_array_length(steps);
+	check_steps(t, lo, 6);
+	json_object_put(t);
+	set_aside(wroot, ref);
+	cfg = base_config(wroot, ADUMP_OUTPUT_CANN);
+	run(&cfg, &p, &r);
+	{
+		struct filter w = { .lo = -1, .no_trigger = true }, held = { .lo = (int)lo, .hi = 6 };
+
+		ck_assert_uint_eq(same_tree(ref, &w, wroot, &held), (7 - lo) * p.ops);
+	}
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+START_TEST(test_step_larger_than_window)
+{
+	char *root = t_tmpdir("window_full");
+	char win[4200], ref[4200], loss[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	uint64_t step_bytes = 0;
+	size_t n, listed = 0, held;
+	char **files;
+	char *text, *line, *save;
+
+	p.ops = 6;
+	for (unsigned i = 0; i < p.ops; i++)
+		step_bytes += 2 * elems_of(i) * 4;
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(ref, sizeof(ref), "%s/ref", root);
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 2);
+	cfg.window_bytes = step_bytes / 2;
+	p.steps = 2;
+	p.bad_step = 1;
+	p.bad_op = 0;
+	p.bad_value = NAN;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_gt(o.info[1].lost_dumps, 0);
+	ck_assert_uint_lt(o.info[1].lost_dumps, p.ops * 2);
+	/* What fits is whole and the reference's bytes; the rest is in the loss log. */
+	{
+		char dir[4200];
+		struct filter w = { .lo = -1, .no_trigger = true };
+		size_t i;
+
+		snprintf(dir, sizeof(dir), "%s/window-1", win);
+		set_aside(dir, ref);
+		cfg = base_config(dir, ADUMP_OUTPUT_CANN);
+		run(&cfg, &p, &r);
+		files = list_kept(ref, &w, &n);
+		held = 0;
+		for (i = 0; i < n; i++) {
+			char pa[4200], pb[4200];
+
+			if (strstr(files[i], "adump-losses.jsonl"))
+				continue;
+			snprintf(pa, sizeof(pa), "%s/%s", ref, files[i]);
+			snprintf(pb, sizeof(pb), "%s/%s", dir, files[i]);
+			ck_assert_msg(same_bytes(pa, pb), "%s and %s differ", pa, pb);
+			held++;
+		}
+		t_free_list(files, n);
+		ck_assert_uint_gt(held, 0);
+		snprintf(loss, sizeof(loss), "%s/" TIME_DIR, ref);
+	}
+	text = t_slurp(loss, "adump-losses.jsonl");
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct json_object *l = json_tokener_parse(line), *c;
+
+		ck_assert_ptr_nonnull(l);
+		ck_assert(json_object_object_get_ex(l, "cause", &c));
+		ck_assert_str_eq(json_object_get_string(c), "window_full");
+		json_object_put(l);
+		listed++;
+	}
+	free(text);
+	/* Each lost dump lists its two tensors; the window holds step 1 alone (step 0 made
+	 * room), every dump of it held whole or listed. */
+	{
+		struct json_object *t = load_trigger(loss);
+
+		check_steps(t, 1, 1);
+		json_object_put(t);
+	}
+	ck_assert_uint_eq(listed, 2 * (o.info[1].lost_dumps - o.info[0].lost_dumps));
+	ck_assert_uint_eq(held + (o.info[1].lost_dumps - o.info[0].lost_dumps), p.ops);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* ---- 7: configurations refused, calls outside window mode ---------------------------------- */
+
+START_TEST(test_bad_config)
+{
+	char *root = t_tmpdir("window_cfg");
+	struct adump_bound good = { .pattern = "*", .max_abs = 1 };
+	struct adump_bound bad_bounds[] = {
+		{ .pattern = NULL, .max_abs = 1 },
+		{ .pattern = "", .max_abs = 1 },
+		{ .pattern = "*", .max_abs = 0 },
+		{ .pattern = "*", .max_abs = -3 },
+		{ .pattern = "*", .max_abs = NAN },
+		{ .pattern = "*", .max_abs = INFINITY },
+	};
+	struct adump_session *s = NULL;
+	struct adump_config cfg;
+	int cases = 0;
+
+#define REFUSE(stmt)                                                                        \
+	do {                                                                                \
+		cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);                              \
+		stmt;                                                                       \
+		ck_assert_msg(adump_config_check(&cfg) == -ADUMP_ERR_CONFIG, "accepted: %s", #stmt); \
+		s = NULL;                                                                   \
+		ck_assert_int_eq(adump_session_create(&cfg, &s), -ADUMP_ERR_CONFIG);        \
+		ck_assert_ptr_null(s);                                                      \
+		cases++;                                                                    \
+	} while (0)
+
+	REFUSE(cfg.content = ADUMP_CONTENT_STATS);
+	REFUSE(cfg.layout = ADUMP_LAYOUT_PACKED);
+	REFUSE(cfg.compress = ADUMP_COMPRESS_LZ4);
+	REFUSE(cfg.window_bytes = CHUNK - 1);
+	REFUSE(cfg.triggers = 1u << 5);
+	REFUSE(cfg.triggers = ADUMP_TRIGGER_ALL | 0x100);
+	REFUSE(cfg.triggers = ADUMP_TRIGGER_BOUND);
+	REFUSE((cfg.bounds = &good, cfg.bound_count = 1));
+	REFUSE((cfg.triggers = ADUMP_TRIGGER_BOUND, cfg.bounds = NULL, cfg.bound_count = 1));
+	for (unsigned i = 0; i < sizeof(bad_bounds) / sizeof(bad_bounds[0]); i++)
+		REFUSE((cfg.triggers = ADUMP_TRIGGER_BOUND, cfg.bounds = &bad_bounds[i],
+			cfg.bound_count = 1));
+	REFUSE((cfg.triggers = ADUMP_TRIGGER_DEVIATION, cfg.deviation = -0.5));
+	REFUSE((cfg.triggers = ADUMP_TRIGGER_DEVIATION, cfg.deviation = NAN));
+	REFUSE((cfg.triggers = ADUMP_TRIGGER_DEVIATION, cfg.deviation = INFINITY));
+	REFUSE(cfg.deviation = 0.5);            /* without the deviation trigger */
+	REFUSE(cfg.deviation_steps = 4);
+	REFUSE((cfg.window_steps = 0, cfg.window_bytes = 1u << 20));
+	REFUSE((cfg.window_steps = 0, cfg.window_persists = 2));
+	REFUSE((cfg.window_steps = 0, cfg.triggers = ADUMP_TRIGGER_NONFINITE));
+	REFUSE((cfg.window_steps = 0, cfg.deviation = 1));
+	REFUSE((cfg.window_steps = 0, cfg.deviation_steps = 3));
+	REFUSE((cfg.window_steps = 0, cfg.bounds = &good, cfg.bound_count = 1));
+	ck_assert_int_eq(cases, 26);
+#undef REFUSE
+
+	/* What is right passes, so the refusals above are of the field named. */
+	cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	cfg.window_bytes = CHUNK;
+	cfg.triggers = ADUMP_TRIGGER_ALL & ~ADUMP_TRIGGER_SIGNAL;
+	cfg.bounds = &good;
+	cfg.bound_count = 1;
+	cfg.deviation = 0.5;
+	cfg.deviation_steps = 4;
+	ck_assert_int_eq(adump_config_check(&cfg), 0);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+
+	/* Outside window mode: the window calls are refused. */
+	cfg = base_config(root, ADUMP_OUTPUT_CANN);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	{
+		struct adump_window_info info;
+
+		ck_assert_int_eq(adump_session_persist(s, "x"), -ADUMP_ERR_STATE);
+		ck_assert_int_eq(adump_session_persist_note(s, "{}"), -ADUMP_ERR_STATE);
+		ck_assert_int_eq(adump_session_window(s, &info), -ADUMP_ERR_STATE);
+		ck_assert_int_eq(adump_session_step(s), 0);
+	}
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	ck_assert_int_eq(adump_session_persist(NULL, "x"), -EINVAL);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* ---- 8: the callback sink ---------------------------------------------------------------------- */
+
+struct cb_file {
+	char *name;
+	unsigned char *bytes;
+	size_t len;
+	bool is_last;
+};
+
+struct collector {
+	pthread_mutex_t lock;
+	struct cb_file files[256];
+	unsigned count;
+	unsigned bad;
+};
+
+static int collect(const struct adump_chunk *c, void *user)
+{
+	struct collector *col = user;
+	struct cb_file *f = NULL;
+
+	pthread_mutex_lock(&col->lock);
+	for (unsigned i = 0; i < col->count; i++)
+		if (!strcmp(col->files[i].name, c->file_name))
+			f = &col->files[i];
+	if (!f && col->count < 256) {
+		f = &col->files[col->count++];
+		f->name = strdup(c->file_name);
+	}
+	if (!f || f->is_last) {
+		col->bad++;
+	} else {
+		if (c->offset + c->len > f->len) {
+			f->bytes = realloc(f->bytes, c->offset + c->len);
+			memset(f->bytes + f->len, 0, c->offset + c->len - f->len);
+			f->len = c->offset + c->len;
+		}
+		memcpy(f->bytes + c->offset, c->data, c->len);
+		f->is_last = c->is_last;
+	}
+	pthread_mutex_unlock(&col->lock);
+	return 0;
+}
+
+static struct collector col = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static char col_root[4200], col_out[4200];
+
+/* In the run's child: every file delivered, rebuilt under col_out by its name's path below
+ * col_root. */
+static void write_collected(void)
+{
+	size_t prefix = strlen(col_root);
+
+	for (unsigned i = 0; i < col.count; i++) {
+		const struct cb_file *f = &col.files[i];
+		char path[4200];
+		char *slash;
+		FILE *out;
+
+		if (strncmp(f->name, col_root, prefix) || f->name[prefix] != '/' || !f->is_last)
+			_exit(20);
+		snprintf(path, sizeof(path), "%s/%s", col_out, f->name + prefix + 1);
+		for (slash = strchr(path + strlen(col_out) + 1, '/'); slash;
+		     slash = strchr(slash + 1, '/')) {
+			*slash = '\0';
+			mkdir(path, 0700);
+			*slash = '/';
+		}
+		out = fopen(path, "wx");
+		if (!out || fwrite(f->bytes, 1, f->len, out) != f->len || fclose(out))
+			_exit(21);
+	}
+	if (col.bad)
+		_exit(22);
+}
+
+START_TEST(test_callback_sink)
+{
+	char *root = t_tmpdir("window_cb");
+	char files_root[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct filter no_trigger = { .lo = -1, .no_trigger = true };
+	struct json_object *t;
+	char dir[4200];
+
+	snprintf(col_root, sizeof(col_root), "%s/cb", root);
+	snprintf(col_out, sizeof(col_out), "%s/rebuilt", root);
+	snprintf(files_root, sizeof(files_root), "%s/files", root);
+	ck_assert_int_eq(mkdir(col_out, 0700), 0);
+	p.bad_step = 3;
+	p.bad_op = 1;
+	p.bad_value = INFINITY;
+	cfg = window_config(col_root, ADUMP_OUTPUT_CANN, 2);
+	cfg.sink = ADUMP_SINK_CALLBACK;
+	cfg.chunk_fn = collect;
+	cfg.chunk_user = &col;
+	after_run = write_collected;
+	run(&cfg, &p, &o);
+	after_run = NULL;
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[3].persists, 1);
+	ck_assert_uint_eq(window_dirs(col_out), 1);
+	cfg = window_config(files_root, ADUMP_OUTPUT_CANN, 2);
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	/* Every file the file sink wrote came as chunks with the same bytes, and nothing else:
+	 * the statistics of 6 steps x 4 ops, the window's 2 x 4 tensor files. */
+	{
+		size_t na, nb;
+		char **la = list_kept(col_out, &no_trigger, &na);
+		char **lb = list_kept(files_root, &no_trigger, &nb);
+
+		ck_assert_uint_eq(na, 6 * 4 + 2 * 4);
+		ck_assert_uint_eq(na, nb);
+		for (size_t i = 0; i < na; i++) {
+			char pa[4200], pb[4200];
+			size_t len_a, len_b;
+			unsigned char *a, *b;
+			bool is_csv = strstr(la[i], ".csv") != NULL;
+
+			ck_assert_str_eq(la[i], lb[i]);
+			snprintf(pa, sizeof(pa), "%s/%s", col_out, la[i]);
+			snprintf(pb, sizeof(pb), "%s/%s", files_root, lb[i]);
+			a = t_read_file(pa, &len_a);
+			b = t_read_file(pb, &len_b);
+			/* A CSV comes NUL-terminated, as CANN's host writer gives it. */
+			ck_assert_uint_eq(len_a, len_b + is_csv);
+			ck_assert_msg(!memcmp(a, b, len_b) && (!is_csv || a[len_b] == 0),
+				      "%s differs", pa);
+			free(a);
+			free(b);
+		}
+		t_free_list(la, na);
+		t_free_list(lb, nb);
+	}
+	/* trigger.json names the window's path: checked as JSON. */
+	snprintf(dir, sizeof(dir), "%s/window-3/" TIME_DIR, col_out);
+	t = load_trigger(dir);
+	ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
+	ck_assert_str_eq(str_member(t, "value"), "inf");
+	check_steps(t, 2, 3);
+	json_object_put(t);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
+/* ---- 9: adump verify and adump scan on a window ------------------------------------------- */
+
+/* ADUMP_TOOL with @argv (NULL-terminated, argv[0] included), no shell; stdout and stderr into
+ * @out/stdout and @out/stderr. Return: the exit status. */
+static int run_tool(const char *out, char *const argv[])
+{
+	char o[4200], e[4200];
+	pid_t pid;
+	int status;
+
+	snprintf(o, sizeof(o), "%s/stdout", out);
+	snprintf(e, sizeof(e), "%s/stderr", out);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(126);
+		execv(ADUMP_TOOL, argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void tools_on(enum adump_output_format format)
+{
+	char *root = t_tmpdir("window_tool");
+	char win[4200], out[4200], wroot[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	char *text;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(out, sizeof(out), "%s/out", root);
+	ck_assert_int_eq(mkdir(out, 0700), 0);
+	p.bad_step = 4;
+	p.bad_op = 2;
+	p.bad_value = NAN;
+	cfg = window_config(win, format, 3);
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	snprintf(wroot, sizeof(wroot), "%s/window-4", win);
+	{
+		char *argv[] = { "adump", "verify", wroot, NULL };
+		int rc = run_tool(out, argv);
+
+		text = t_slurp(out, "stderr");
+		ck_assert_msg(rc == 0, "verify: %d: %s", rc, text);
+		free(text);
+	}
+	{
+		char *argv[] = { "adump", "scan", "--json", "--quiet", "--threads", "1", wroot,
+				 NULL };
+		int rc = run_tool(out, argv);
+		struct json_tokener *tok = json_tokener_new();
+		char *pos;
+		bool found = false;
+
+		text = t_slurp(out, "stdout");
+		ck_assert_msg(rc == 1, "scan: %d: %s", rc, text);
+		/* One object per line: the origin is layer2 of step 4. */
+		for (pos = strtok(text, "\n"); pos; pos = strtok(NULL, "\n")) {
+			struct json_object *l = json_tokener_parse(pos), *v;
+
+			ck_assert_msg(l != NULL, "scan printed %s", pos);
+			if (json_object_object_get_ex(l, "kind", &v) &&
+			    !strcmp(json_object_get_string(v), "origin")) {
+				ck_assert(json_object_object_get_ex(l, "op_name", &v));
+				ck_assert_str_eq(json_object_get_string(v),
+						 "Functional.layer2.4.forward");
+				found = true;
+			}
+			json_object_put(l);
+		}
+		ck_assert_msg(found, "scan named no origin");
+		json_tokener_free(tok);
+		free(text);
+		text = t_slurp(out, "stderr");
+		ck_assert_msg(!strstr(text, "trigger.json"), "scan: %s", text);
+		free(text);
+	}
+	t_rmtree(root);
+	free(root);
+}
+
+START_TEST(test_verify_scan_cann)
+{
+	tools_on(ADUMP_OUTPUT_CANN);
+}
+END_TEST
+
+START_TEST(test_verify_scan_msprobe)
+{
+	tools_on(ADUMP_OUTPUT_MSPROBE);
+}
+END_TEST
+
+static Suite *window_suite(void)
+{
+	Suite *s = suite_create("window");
+	TCase *eq = tcase_create("equality"), *tr = tcase_create("triggers"),
+	      *mem = tcase_create("memory"), *cf = tcase_create("config"),
+	      *tools = tcase_create("tools");
+
+	tcase_set_timeout(eq, 120);
+	tcase_add_test(eq, test_cann_window_equals_tensor_capture);
+	tcase_add_test(eq, test_cann_window_equals_tensor_capture_set_dir);
+	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture);
+	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture_set_dir);
+	tcase_add_test(eq, test_device_window_equals_tensor_capture);
+	tcase_add_test(eq, test_callback_sink);
+	suite_add_tcase(s, eq);
+	tcase_set_timeout(tr, 120);
+	tcase_add_test(tr, test_trigger_nan);
+	tcase_add_test(tr, test_trigger_inf);
+	tcase_add_test(tr, test_trigger_neg_inf);
+	tcase_add_test(tr, test_trigger_bound);
+	tcase_add_test(tr, test_trigger_deviation);
+	tcase_add_test(tr, test_trigger_call_and_note);
+	tcase_add_test(tr, test_trigger_signal);
+	tcase_add_test(tr, test_persist_limit);
+	tcase_add_test(tr, test_second_trigger_writes_only_new_steps);
+	suite_add_tcase(s, tr);
+	tcase_set_timeout(mem, 120);
+	tcase_add_test(mem, test_old_steps_evicted);
+	tcase_add_test(mem, test_step_larger_than_window);
+	suite_add_tcase(s, mem);
+	tcase_set_timeout(cf, 60);
+	tcase_add_test(cf, test_bad_config);
+	suite_add_tcase(s, cf);
+	tcase_set_timeout(tools, 120);
+	tcase_add_test(tools, test_verify_scan_cann);
+	tcase_add_test(tools, test_verify_scan_msprobe);
+	suite_add_tcase(s, tools);
+	return s;
+}
+
+int main(void)
+{
+	return t_run_suite(window_suite());
+}
