@@ -188,7 +188,7 @@ static void run(const struct adump_config *cfg, const struct plan *p, struct out
 		run_here(cfg, p, shared);
 		if (after_run)
 			after_run();
-		_exit(0);
+		exit(0);        /* atexit: the sanitizers' leak check */
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "run: status 0x%x", status);
@@ -380,6 +380,14 @@ static void check_steps(struct json_object *t, unsigned lo, unsigned hi)
 				 k);
 }
 
+/* The test's directory goes, unless ADUMP_TEST_KEEP is set (to look at it). */
+static void cleanup(char *root)
+{
+	if (!getenv("ADUMP_TEST_KEEP"))
+		t_rmtree(root);
+	free(root);
+}
+
 /* @path renamed to @to, so that a reference capture can be written at @path. */
 static void set_aside(const char *path, const char *to)
 {
@@ -482,8 +490,7 @@ static void equality(enum adump_output_format format, bool set_dir)
 	run(&cfg, &p, &r);
 	ck_assert_uint_gt(same_tree(win_saved, &all, win, &all), 0);
 
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 
 START_TEST(test_cann_window_equals_tensor_capture)
@@ -660,8 +667,7 @@ START_TEST(test_device_window_equals_tensor_capture)
 	}
 	t_free_list(lw, nw);
 	t_free_list(lr, nr);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -699,8 +705,7 @@ static void nonfinite(float bad, const char *want)
 	ck_assert_str_eq(str_member(t, "value"), want);
 	check_steps(t, 1, 2);
 	json_object_put(t);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 
 START_TEST(test_trigger_nan)
@@ -777,8 +782,7 @@ START_TEST(test_trigger_bound)
 	run(&cfg, &p, &o);
 	ck_assert_int_eq(o.step_ret[0], -ADUMP_ERR_CONFIG);
 	ck_assert_int_eq(o.step_ret[1], 0);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -862,8 +866,7 @@ START_TEST(test_trigger_deviation)
 	ck_assert(norm_of(&p, 5) > 2 * mean);
 	check_steps(t, 4, 5);
 	json_object_put(t);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -899,8 +902,7 @@ START_TEST(test_trigger_call_and_note)
 	ck_assert_int_eq(json_object_get_int64(member(t, "first_rank")), 1);
 	ck_assert(is_null(t, "tensor"));
 	json_object_put(t);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 
 	/* Through a run: the window of the call's step, its steps. */
 	root = t_tmpdir("window_call");
@@ -917,8 +919,7 @@ START_TEST(test_trigger_call_and_note)
 	ck_assert_int_eq(json_object_get_int64(member(t, "step")), 3);
 	check_steps(t, 1, 3);
 	json_object_put(t);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -999,8 +1000,7 @@ START_TEST(test_trigger_signal)
 	ck_assert(now.sa_handler == (void (*)(int))abort);
 	sa.sa_handler = SIG_DFL;
 	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1033,8 +1033,7 @@ START_TEST(test_persist_limit)
 	ck_assert(exists(w1));
 	ck_assert(!exists(w3));
 	ck_assert_uint_eq(window_dirs(root), 1);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1084,8 +1083,7 @@ START_TEST(test_second_trigger_writes_only_new_steps)
 	(void)s2;
 	t_free_list(l1, n1);
 	t_free_list(l2, n2);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1138,8 +1136,7 @@ START_TEST(test_old_steps_evicted)
 
 		ck_assert_uint_eq(same_tree(ref, &w, wroot, &held), (7 - lo) * p.ops);
 	}
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1217,8 +1214,7 @@ START_TEST(test_step_larger_than_window)
 	}
 	ck_assert_uint_eq(listed, 2 * (o.info[1].lost_dumps - o.info[0].lost_dumps));
 	ck_assert_uint_eq(held + (o.info[1].lost_dumps - o.info[0].lost_dumps), p.ops);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1302,8 +1298,7 @@ START_TEST(test_bad_config)
 	}
 	ck_assert_int_eq(adump_session_destroy(s), 0);
 	ck_assert_int_eq(adump_session_persist(NULL, "x"), -EINVAL);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1451,8 +1446,7 @@ START_TEST(test_callback_sink)
 	ck_assert_str_eq(str_member(t, "value"), "inf");
 	check_steps(t, 2, 3);
 	json_object_put(t);
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 END_TEST
 
@@ -1541,8 +1535,7 @@ static void tools_on(enum adump_output_format format)
 		ck_assert_msg(!strstr(text, "trigger.json"), "scan: %s", text);
 		free(text);
 	}
-	t_rmtree(root);
-	free(root);
+	cleanup(root);
 }
 
 START_TEST(test_verify_scan_cann)
