@@ -54,6 +54,8 @@ struct plan {
 	int call_step;                  /* adump_session_persist(call_reason) there; -1: none */
 	const char *call_reason;
 	int signal_step, signal_op;     /* raise(SIGUSR1) after that op; -1: none */
+	bool zero_copy;                 /* dumps by reference (release_fn) */
+	bool no_last_step;              /* the last step ends with the session, not a step call */
 };
 
 #define PLAN_INIT { .steps = 6, .ops = 4, .bad_step = -1, .bad_op = -1, .call_step = -1,    \
@@ -115,6 +117,13 @@ static void wait_persists(struct adump_session *s, unsigned want, struct adump_w
 	ck_abort_msg("the signal's persist did not happen");
 }
 
+static void released(void *user, uint32_t task_id, int status)
+{
+	(void)user;
+	(void)task_id;
+	(void)status;
+}
+
 static void run_here(const struct adump_config *cfg, const struct plan *p, struct outcome *o)
 {
 	struct adump_session *s = NULL;
@@ -139,11 +148,21 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 							.dims = { (int64_t)elems_of(i) } };
 			struct adump_host_tensor to = ti;
 			struct adump_host_op op = ADUMP_HOST_OP_INIT;
-			char name[64];
+			char name[64], dfx[512];
+			struct adump_attr attr = { .name = "step_op", .value = name };
 
 			to.data = out;
 			fill(p, k, i, in, out);
 			op_name(p, k, i, name, sizeof(name));
+			/* msprobe's entry comes from it; CANN's header records it */
+			snprintf(dfx, sizeof(dfx),
+				 "{\"input_args\":[{\"type\":\"torch.Tensor\",\"dtype\":"
+				 "\"torch.float32\",\"shape\":[%llu],\"requires_grad\":false,"
+				 "\"tensor\":\"input.0\"},{\"type\":\"int\",\"value\":%u}],"
+				 "\"input_kwargs\":{},\"output\":{\"type\":\"torch.Tensor\","
+				 "\"dtype\":\"torch.float32\",\"shape\":[%llu],\"requires_grad\":"
+				 "true,\"tensor\":\"output.0\"}}", (unsigned long long)elems_of(i), k,
+				 (unsigned long long)elems_of(i));
 			op.op_type = "Linear";
 			op.op_name = name;
 			op.inputs = &ti;
@@ -151,7 +170,14 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 			op.outputs = &to;
 			op.output_count = 1;
 			op.timestamp_us = T0 + k * 1000ull + i * 10ull;
+			op.attrs = &attr;
+			op.attr_count = 1;
+			op.dfx_message = dfx;
+			if (p->zero_copy)
+				op.release_fn = released;
 			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+			if (p->zero_copy)       /* the memory is the next op's */
+				ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 			if ((int)k == p->signal_step && (int)i == p->signal_op) {
 				ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 				ck_assert_int_eq(raise(SIGUSR1), 0);
@@ -160,6 +186,8 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 		}
 		if ((int)k == p->call_step)
 			ck_assert_int_eq(adump_session_persist(s, p->call_reason), 0);
+		if (p->no_last_step && k + 1 == p->steps)
+			break;
 		o->step_ret[k] = adump_session_step(s);
 		if (cfg->window_steps)
 			ck_assert_int_eq(adump_session_window(s, &o->info[k]), 0);
@@ -396,7 +424,7 @@ static void set_aside(const char *path, const char *to)
 
 /* ---- 1, 2, 3: a window equals a tensor capture, the statistics a statistics capture ---- */
 
-static void equality(enum adump_output_format format, bool set_dir)
+static void equality(enum adump_output_format format, bool set_dir, bool zero_copy)
 {
 	char *root = t_tmpdir("window");
 	char win[4200], win_saved[4200], saved[4200], wroot[4200];
@@ -410,6 +438,7 @@ static void equality(enum adump_output_format format, bool set_dir)
 	struct json_object *t;
 
 	p.set_dir = set_dir;
+	p.zero_copy = zero_copy;
 	p.bad_step = bad;
 	p.bad_op = 1;
 	p.bad_value = NAN;
@@ -443,6 +472,8 @@ static void equality(enum adump_output_format format, bool set_dir)
 		ck_assert_str_eq(str_member(t, "value"), "nan");
 		ck_assert(is_null(t, "threshold"));
 		ck_assert_int_eq(json_object_get_int64(member(t, "rank")), 0);
+		/* op 1's output, op 2's input and output, op 3's: the first is the trigger */
+		ck_assert_int_eq(json_object_get_int64(member(t, "triggers_in_step")), 5);
 		check_steps(t, bad - n + 1, bad);
 		json_object_put(t);
 	}
@@ -495,25 +526,33 @@ static void equality(enum adump_output_format format, bool set_dir)
 
 START_TEST(test_cann_window_equals_tensor_capture)
 {
-	equality(ADUMP_OUTPUT_CANN, false);
+	equality(ADUMP_OUTPUT_CANN, false, false);
 }
 END_TEST
 
 START_TEST(test_cann_window_equals_tensor_capture_set_dir)
 {
-	equality(ADUMP_OUTPUT_CANN, true);
+	equality(ADUMP_OUTPUT_CANN, true, false);
 }
 END_TEST
 
 START_TEST(test_msprobe_window_equals_tensor_capture)
 {
-	equality(ADUMP_OUTPUT_MSPROBE, false);
+	equality(ADUMP_OUTPUT_MSPROBE, false, false);
 }
 END_TEST
 
 START_TEST(test_msprobe_window_equals_tensor_capture_set_dir)
 {
-	equality(ADUMP_OUTPUT_MSPROBE, true);
+	equality(ADUMP_OUTPUT_MSPROBE, true, false);
+}
+END_TEST
+
+/* Zero copy: the window copies from the caller's memory as the workers write it. */
+START_TEST(test_zero_copy_window_equals_tensor_capture)
+{
+	equality(ADUMP_OUTPUT_CANN, true, true);
+	equality(ADUMP_OUTPUT_MSPROBE, false, true);
 }
 END_TEST
 
@@ -1000,6 +1039,160 @@ START_TEST(test_trigger_signal)
 	ck_assert(now.sa_handler == (void (*)(int))abort);
 	sa.sa_handler = SIG_DFL;
 	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	cleanup(root);
+}
+END_TEST
+
+/* A trigger in the last step, which ends with the session: the window is written then. */
+START_TEST(test_trigger_of_last_step_persisted_at_destroy)
+{
+	char *root = t_tmpdir("window_last");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct json_object *t;
+	struct filter f = { .lo = -1, .no_trigger = true };
+	char dir[4200];
+	size_t n;
+	char **files;
+
+	p.steps = 4;
+	p.bad_step = 3;
+	p.bad_op = 3;
+	p.bad_value = NAN;
+	p.no_last_step = true;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[2].persists, 0);
+	ck_assert_uint_eq(window_dirs(root), 1);
+	t = trigger_of(root, 3);
+	ck_assert_str_eq(str_member(t, "tensor"), "Functional.layer3.3.forward.output.0");
+	check_steps(t, 2, 3);
+	json_object_put(t);
+	snprintf(dir, sizeof(dir), "%s/window-3", root);
+	files = list_kept(dir, &f, &n);
+	ck_assert_uint_eq(n, 2 * p.ops);
+	t_free_list(files, n);
+	cleanup(root);
+}
+END_TEST
+
+/* A dump whose file is still being written when SIGUSR1 arrives (its check_fn holds it): the
+ * signal's window leaves it out, the next window has it, and nothing is written twice. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int hold_state;                  /* 1: the check is waiting; 2: let it go */
+
+static int hold_check(void *user, uint32_t task_id)
+{
+	(void)user;
+	(void)task_id;
+	pthread_mutex_lock(&hold_lock);
+	hold_state = 1;
+	pthread_cond_broadcast(&hold_cond);
+	while (hold_state != 2)
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+	return 0;
+}
+
+static void dump_one(struct adump_host_stream *hs, unsigned step, unsigned op, bool is_held,
+		     float bad)
+{
+	static float data[4][1000];
+	struct adump_host_tensor ti = { .data = data[op], .bytes = sizeof(data[op]),
+					.dtype = ADUMP_DT_FLOAT, .dim_count = 1, .dims = { 1000 } };
+	struct adump_host_op o = ADUMP_HOST_OP_INIT;
+	char name[32];
+
+	for (unsigned e = 0; e < 1000; e++)
+		data[op][e] = (float)(e % 17) + (float)step;
+	data[op][3] = bad;
+	snprintf(name, sizeof(name), "op%u_%u", op, step);
+	o.op_type = "Mul";
+	o.op_name = name;
+	o.outputs = &ti;
+	o.output_count = 1;
+	o.timestamp_us = T0 + step * 1000ull + op * 10ull;
+	if (is_held) {
+		o.release_fn = released;
+		o.check_fn = hold_check;
+	}
+	ck_assert_int_eq(adump_host_dump_op(hs, &o, NULL), 0);
+}
+
+START_TEST(test_signal_while_a_file_is_written)
+{
+	char *root = t_tmpdir("window_sigfill");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 4);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs;
+	struct adump_window_info info;
+	struct filter f = { .lo = -1, .no_trigger = true };
+	struct json_object *t;
+	char w1[4200], w2[4200];
+	size_t n1, n2;
+	char **l1, **l2;
+
+	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned i = 0; i < 4; i++)
+		dump_one(hs, 0, i, false, 1);
+	ck_assert_int_eq(adump_session_step(s), 0);
+	dump_one(hs, 1, 0, false, 1);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	hold_state = 0;
+	dump_one(hs, 1, 1, true, 1);
+	pthread_mutex_lock(&hold_lock);
+	while (hold_state != 1)
+		pthread_cond_wait(&hold_cond, &hold_lock);
+	pthread_mutex_unlock(&hold_lock);
+	ck_assert_int_eq(raise(SIGUSR1), 0);
+	wait_persists(s, 1, &info);
+	pthread_mutex_lock(&hold_lock);
+	hold_state = 2;
+	pthread_cond_broadcast(&hold_cond);
+	pthread_mutex_unlock(&hold_lock);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	dump_one(hs, 1, 2, false, NAN);
+	ck_assert_int_eq(adump_session_step(s), 0);
+	ck_assert_int_eq(adump_session_window(s, &info), 0);
+	ck_assert_uint_eq(info.persists, 2);
+	/* The window is empty again: later steps hold only what came after. */
+	dump_one(hs, 2, 0, false, 1);
+	ck_assert_int_eq(adump_session_step(s), 0);
+	ck_assert_int_eq(adump_session_window(s, &info), 0);
+	ck_assert_uint_eq(info.held_dumps, 1);
+	ck_assert_uint_eq(info.held_steps, 1);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+
+	/* window-1: step 0 and op 0 of step 1; window-1.1: ops 1 and 2 of step 1. */
+	snprintf(w1, sizeof(w1), "%s/window-1", root);
+	snprintf(w2, sizeof(w2), "%s/window-1.1", root);
+	l1 = list_kept(w1, &f, &n1);
+	l2 = list_kept(w2, &f, &n2);
+	ck_assert_uint_eq(n1, 5);
+	ck_assert_uint_eq(n2, 2);
+	ck_assert(strstr(l2[0], "Mul.op1_1."));
+	ck_assert(strstr(l2[1], "Mul.op2_1."));
+	for (size_t i = 0; i < n2; i++)
+		for (size_t j = 0; j < n1; j++)
+			ck_assert_str_ne(l1[j], l2[i]);
+	t_free_list(l1, n1);
+	t_free_list(l2, n2);
+	snprintf(w1, sizeof(w1), "%s/window-1/" TIME_DIR, root);
+	t = load_trigger(w1);
+	ck_assert_str_eq(str_member(t, "rule"), "signal");
+	check_steps(t, 0, 1);
+	json_object_put(t);
+	snprintf(w2, sizeof(w2), "%s/window-1.1/" TIME_DIR, root);
+	t = load_trigger(w2);
+	ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
+	ck_assert_str_eq(str_member(t, "tensor"), "op2_1.output.0");
+	check_steps(t, 1, 1);
+	json_object_put(t);
 	cleanup(root);
 }
 END_TEST
@@ -1535,6 +1728,22 @@ static void tools_on(enum adump_output_format format)
 		ck_assert_msg(!strstr(text, "trigger.json"), "scan: %s", text);
 		free(text);
 	}
+	{
+		char cmp[4200];
+		char *argv[] = { "adump", "compare", "--recursive", "-m", wroot, "-g",
+				 wroot, "-out", cmp, NULL };
+		int rc;
+
+		snprintf(cmp, sizeof(cmp), "%s/cmp", root);
+		ck_assert_int_eq(mkdir(cmp, 0700), 0);
+		rc = run_tool(out, argv);
+		text = t_slurp(out, "stderr");
+		ck_assert_msg(rc == 0, "compare: %d: %s", rc, text);
+		ck_assert_msg(!strstr(text, "trigger.json"), "compare: %s", text);
+		ck_assert_msg(strstr(text, "1 pairs compared") &&
+			      strstr(text, "no divergent op in any pair"), "compare: %s", text);
+		free(text);
+	}
 	cleanup(root);
 }
 
@@ -1562,6 +1771,7 @@ static Suite *window_suite(void)
 	tcase_add_test(eq, test_cann_window_equals_tensor_capture_set_dir);
 	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture);
 	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture_set_dir);
+	tcase_add_test(eq, test_zero_copy_window_equals_tensor_capture);
 	tcase_add_test(eq, test_device_window_equals_tensor_capture);
 	tcase_add_test(eq, test_callback_sink);
 	suite_add_tcase(s, eq);
@@ -1573,6 +1783,8 @@ static Suite *window_suite(void)
 	tcase_add_test(tr, test_trigger_deviation);
 	tcase_add_test(tr, test_trigger_call_and_note);
 	tcase_add_test(tr, test_trigger_signal);
+	tcase_add_test(tr, test_signal_while_a_file_is_written);
+	tcase_add_test(tr, test_trigger_of_last_step_persisted_at_destroy);
 	tcase_add_test(tr, test_persist_limit);
 	tcase_add_test(tr, test_second_trigger_writes_only_new_steps);
 	suite_add_tcase(s, tr);
