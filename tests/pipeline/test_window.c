@@ -56,6 +56,7 @@ struct plan {
 	int signal_step, signal_op;     /* raise(SIGUSR1) after that op; -1: none */
 	bool zero_copy;                 /* dumps by reference (release_fn) */
 	bool no_last_step;              /* the last step ends with the session, not a step call */
+	uint32_t device_id;             /* the host stream's */
 };
 
 #define PLAN_INIT { .steps = 6, .ops = 4, .bad_step = -1, .bad_op = -1, .call_step = -1,    \
@@ -128,13 +129,15 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 {
 	struct adump_session *s = NULL;
 	struct adump_host_stream *hs;
+	struct adump_host_stream_config hcfg = ADUMP_HOST_STREAM_CONFIG_INIT;
 	/* Static: the same addresses (in the headers) in every run's child. */
 	static float in[ELEMS + 517u * MAX_OPS], out[ELEMS + 517u * MAX_OPS];
 
 	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS);
 	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(adump_session_create(cfg, &s), 0);
-	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	hcfg.device_id = p->device_id;
+	ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &hs), 0);
 	for (unsigned k = 0; k < p->steps; k++) {
 		if (p->set_dir) {
 			char dir[64];
@@ -721,47 +724,75 @@ static struct json_object *trigger_of(const char *root, unsigned step)
 	return load_trigger(dir);
 }
 
-static void nonfinite(float bad, const char *want)
+/* A non-finite value at step 2 (of 4) in a window of @steps on device @device: the held steps,
+ * trigger.json's fields. */
+static void nonfinite(float bad, const char *want, unsigned steps, uint32_t device)
 {
 	char *root = t_tmpdir("window_nf");
-	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, steps);
 	struct plan p = PLAN_INIT;
 	struct outcome o;
 	struct json_object *t;
+	struct filter f = { .lo = -1, .no_trigger = true };
+	unsigned lo = steps > 2 ? 0 : 3 - steps;
+	char dir[4200], prefix[64];
+	const char *when;
+	size_t n;
+	char **files;
+	int y, mo, d, h, mi, sec, us, end = 0;
 
 	p.bad_step = 2;
 	p.bad_op = 2;
 	p.bad_value = bad;
 	p.steps = 4;
+	p.device_id = device;
 	run(&cfg, &p, &o);
 	ck_assert_int_eq(o.destroy_ret, 0);
 	ck_assert_uint_eq(o.info[1].persists, 0);
+	ck_assert(!o.info[1].is_pending);
 	ck_assert_uint_eq(o.info[2].persists, 1);
+	ck_assert_uint_eq(o.info[3].persists, 1);
 	ck_assert_uint_eq(window_dirs(root), 1);
 	t = trigger_of(root, 2);
 	ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
 	ck_assert_str_eq(str_member(t, "tensor"), "Functional.layer2.2.forward.output.0");
+	ck_assert_str_eq(str_member(t, "op_name"), "Functional.layer2.2.forward");
+	ck_assert_str_eq(str_member(t, "io"), "output");
 	ck_assert_str_eq(str_member(t, "value"), want);
-	check_steps(t, 1, 2);
+	ck_assert_int_eq(json_object_get_int64(member(t, "rank")), device);
+	ck_assert(is_null(t, "reason"));
+	when = str_member(t, "time");
+	ck_assert_msg(sscanf(when, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ%n", &y, &mo, &d, &h, &mi, &sec,
+			     &us, &end) == 7 && end == (int)strlen(when) && y >= 2024,
+		      "time %s", when);
+	check_steps(t, lo, 2);
 	json_object_put(t);
+	/* Every held step's dumps, under the stream's device directory. */
+	snprintf(dir, sizeof(dir), "%s/window-2", root);
+	snprintf(prefix, sizeof(prefix), TIME_DIR "/%u/Linear.", device);
+	files = list_kept(dir, &f, &n);
+	ck_assert_uint_eq(n, (3 - lo) * p.ops);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(!strncmp(files[i], prefix, strlen(prefix)), "%s", files[i]);
+	t_free_list(files, n);
 	cleanup(root);
 }
 
 START_TEST(test_trigger_nan)
 {
-	nonfinite(NAN, "nan");
+	nonfinite(NAN, "nan", 2, 0);
 }
 END_TEST
 
 START_TEST(test_trigger_inf)
 {
-	nonfinite(INFINITY, "inf");
+	nonfinite(INFINITY, "inf", 1, 3);    /* only the step of the trigger */
 }
 END_TEST
 
 START_TEST(test_trigger_neg_inf)
 {
-	nonfinite(-INFINITY, "-inf");
+	nonfinite(-INFINITY, "-inf", 5, 0);  /* more than there were */
 }
 END_TEST
 
@@ -1194,6 +1225,115 @@ START_TEST(test_signal_while_a_file_is_written)
 	check_steps(t, 1, 1);
 	json_object_put(t);
 	cleanup(root);
+}
+END_TEST
+
+/* Two sessions take SIGUSR1 together: both persist; the handler stays while one is left
+ * and goes back to the default after the last; a later session installs it again. */
+START_TEST(test_signal_two_sessions)
+{
+	char *root = t_tmpdir("window_sig2");
+	struct adump_session *s[3] = { NULL };
+	struct adump_host_stream *hs[3];
+	struct adump_window_info info;
+	struct sigaction now;
+	char dir[4200];
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct adump_config cfg;
+
+		snprintf(dir, sizeof(dir), "%s/s%u", root, i);
+		cfg = window_config(dir, ADUMP_OUTPUT_CANN, 2);
+		cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+		if (i == 2)
+			continue;
+		ck_assert_int_eq(adump_session_create(&cfg, &s[i]), 0);
+		ck_assert_int_eq(adump_host_stream_open(s[i], NULL, &hs[i]), 0);
+		dump_one(hs[i], 0, i, false, 1);
+		ck_assert_int_eq(adump_host_stream_sync(hs[i]), 0);
+	}
+	ck_assert_int_eq(raise(SIGUSR1), 0);
+	wait_persists(s[0], 1, &info);
+	wait_persists(s[1], 1, &info);
+	ck_assert_int_eq(adump_host_stream_close(hs[0]), 0);
+	ck_assert_int_eq(adump_session_destroy(s[0]), 0);
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+	ck_assert(now.sa_handler != SIG_DFL && now.sa_handler != SIG_IGN);
+	dump_one(hs[1], 0, 3, false, 1);
+	ck_assert_int_eq(adump_host_stream_sync(hs[1]), 0);
+	ck_assert_int_eq(raise(SIGUSR1), 0);
+	wait_persists(s[1], 2, &info);
+	ck_assert_int_eq(adump_host_stream_close(hs[1]), 0);
+	ck_assert_int_eq(adump_session_destroy(s[1]), 0);
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+	ck_assert(now.sa_handler == SIG_DFL);
+	{
+		struct adump_config cfg;
+
+		snprintf(dir, sizeof(dir), "%s/s2", root);
+		cfg = window_config(dir, ADUMP_OUTPUT_CANN, 2);
+		cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+		ck_assert_int_eq(adump_session_create(&cfg, &s[2]), 0);
+		ck_assert_int_eq(adump_host_stream_open(s[2], NULL, &hs[2]), 0);
+		dump_one(hs[2], 0, 2, false, 1);
+		ck_assert_int_eq(adump_host_stream_sync(hs[2]), 0);
+		ck_assert_int_eq(raise(SIGUSR1), 0);
+		wait_persists(s[2], 1, &info);
+		ck_assert_int_eq(adump_host_stream_close(hs[2]), 0);
+		ck_assert_int_eq(adump_session_destroy(s[2]), 0);
+	}
+	/* Each window holds its own session's dump(s). */
+	snprintf(dir, sizeof(dir), "%s/s0/window-0/" TIME_DIR "/0", root);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	snprintf(dir, sizeof(dir), "%s/s1/window-0/" TIME_DIR "/0", root);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	snprintf(dir, sizeof(dir), "%s/s1/window-0.1/" TIME_DIR "/0", root);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	snprintf(dir, sizeof(dir), "%s/s2/window-0/" TIME_DIR "/0", root);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	cleanup(root);
+}
+END_TEST
+
+/* Sessions taking SIGUSR1 made and destroyed on two threads at once: the handler's thread
+ * and pipe are set up and torn down under one lock, never one thread's over another's. */
+static char *churn_root;
+
+static void *churn(void *arg)
+{
+	uintptr_t id = (uintptr_t)arg;
+
+	for (unsigned i = 0; i < 30; i++) {
+		struct adump_config cfg;
+		struct adump_session *s = NULL;
+		char dir[4200];
+
+		snprintf(dir, sizeof(dir), "%s/t%u_%u", churn_root, (unsigned)id, i);
+		cfg = window_config(dir, ADUMP_OUTPUT_CANN, 1);
+		cfg.worker_count = 1;
+		cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+		if (adump_session_create(&cfg, &s) < 0 || adump_session_destroy(s) < 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+START_TEST(test_signal_sessions_on_two_threads)
+{
+	pthread_t th[2];
+	void *ret[2];
+	struct sigaction now;
+
+	churn_root = t_tmpdir("window_churn");
+	for (uintptr_t i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, churn, (void *)i), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		ck_assert_int_eq(pthread_join(th[i], &ret[i]), 0);
+		ck_assert_ptr_null(ret[i]);
+	}
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+	ck_assert(now.sa_handler == SIG_DFL);
+	cleanup(churn_root);
 }
 END_TEST
 
@@ -1784,6 +1924,8 @@ static Suite *window_suite(void)
 	tcase_add_test(tr, test_trigger_call_and_note);
 	tcase_add_test(tr, test_trigger_signal);
 	tcase_add_test(tr, test_signal_while_a_file_is_written);
+	tcase_add_test(tr, test_signal_two_sessions);
+	tcase_add_test(tr, test_signal_sessions_on_two_threads);
 	tcase_add_test(tr, test_trigger_of_last_step_persisted_at_destroy);
 	tcase_add_test(tr, test_persist_limit);
 	tcase_add_test(tr, test_second_trigger_writes_only_new_steps);
