@@ -33,6 +33,7 @@
 #endif
 
 void adump_testpoint_clock_set(uint64_t start_us);
+void adump_testpoint_arm(const char *name, int err, unsigned nth, int sticky);
 
 #define CHUNK 4096u
 #define TIME_DIR "run"
@@ -57,10 +58,14 @@ struct plan {
 	bool zero_copy;                 /* dumps by reference (release_fn) */
 	bool no_last_step;              /* the last step ends with the session, not a step call */
 	uint32_t device_id;             /* the host stream's */
+	const char *fault;              /* armed (adump_testpoint_arm) before fault_step's end */
+	int fault_err;
+	unsigned fault_nth;
+	int fault_step;
 };
 
 #define PLAN_INIT { .steps = 6, .ops = 4, .bad_step = -1, .bad_op = -1, .call_step = -1,    \
-		    .signal_step = -1, .signal_op = -1 }
+		    .signal_step = -1, .signal_op = -1, .fault_step = -1 }
 
 struct outcome {
 	int step_ret[MAX_STEPS];
@@ -191,6 +196,11 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 			ck_assert_int_eq(adump_session_persist(s, p->call_reason), 0);
 		if (p->no_last_step && k + 1 == p->steps)
 			break;
+		if ((int)k == p->fault_step) {
+			/* Everything of the step written first: the fault hits the window's files. */
+			ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+			adump_testpoint_arm(p->fault, p->fault_err, p->fault_nth, 0);
+		}
 		o->step_ret[k] = adump_session_step(s);
 		if (cfg->window_steps)
 			ck_assert_int_eq(adump_session_window(s, &o->info[k]), 0);
@@ -1420,6 +1430,73 @@ START_TEST(test_second_trigger_writes_only_new_steps)
 }
 END_TEST
 
+/* The disk fails while a window is written: that dump is a loss of the window, the step
+ * reports the error, the rest of the window and every statistic are there, capture goes on. */
+START_TEST(test_disk_error_while_persisting)
+{
+	char *root = t_tmpdir("window_enospc");
+	char win[4200], win_saved[4200], wdir[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	struct filter all = { .lo = -1 }, stats_side = { .lo = -1, .no_windows = true },
+		      f = { .lo = -1, .no_trigger = true };
+	size_t n, tensors = 0, listed = 0;
+	char **files;
+	char *text, *line, *save;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(win_saved, sizeof(win_saved), "%s/win_saved", root);
+	p.steps = 5;
+	p.bad_step = 3;
+	p.bad_op = 0;
+	p.bad_value = NAN;
+	p.fault = "worker.open";
+	p.fault_err = -ENOSPC;
+	p.fault_nth = 2;
+	p.fault_step = 3;
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 2);
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.step_ret[2], 0);
+	ck_assert_int_eq(o.step_ret[3], -ENOSPC);
+	ck_assert_int_eq(o.step_ret[4], 0);
+	ck_assert_uint_eq(o.info[3].persists, 1);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	snprintf(wdir, sizeof(wdir), "%s/window-3/" TIME_DIR, win);
+	files = list_kept(wdir, &f, &n);
+	for (size_t i = 0; i < n; i++) {
+		/* the failed one never opened: no .part, no .failed */
+		ck_assert_msg(!strstr(files[i], ".part") && !strstr(files[i], ".failed"), "%s",
+			      files[i]);
+		if (strcmp(files[i], "adump-losses.jsonl"))
+			tensors++;
+	}
+	t_free_list(files, n);
+	ck_assert_uint_eq(tensors, 2 * p.ops - 1);
+	text = t_slurp(wdir, "adump-losses.jsonl");
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct json_object *l = json_tokener_parse(line), *c;
+
+		ck_assert_ptr_nonnull(l);
+		ck_assert(json_object_object_get_ex(l, "cause", &c));
+		ck_assert_str_eq(json_object_get_string(c), "enospc");
+		json_object_put(l);
+		listed++;
+	}
+	free(text);
+	ck_assert_uint_eq(listed, 2);           /* the failed dump's input and output */
+	/* Every step's statistics, as a statistics session writes them. */
+	set_aside(win, win_saved);
+	cfg = base_config(win, ADUMP_OUTPUT_CANN);
+	cfg.content = ADUMP_CONTENT_STATS;
+	p.fault = NULL;
+	p.fault_step = -1;
+	run(&cfg, &p, &r);
+	ck_assert_uint_eq(same_tree(win_saved, &stats_side, win, &all), p.steps * p.ops);
+	cleanup(root);
+}
+END_TEST
+
 /* ---- 6: memory ------------------------------------------------------------------------------- */
 
 START_TEST(test_old_steps_evicted)
@@ -1933,6 +2010,7 @@ static Suite *window_suite(void)
 	tcase_set_timeout(mem, 120);
 	tcase_add_test(mem, test_old_steps_evicted);
 	tcase_add_test(mem, test_step_larger_than_window);
+	tcase_add_test(mem, test_disk_error_while_persisting);
 	suite_add_tcase(s, mem);
 	tcase_set_timeout(cf, 60);
 	tcase_add_test(cf, test_bad_config);
