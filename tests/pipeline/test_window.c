@@ -237,6 +237,9 @@ static void run(const struct adump_config *cfg, const struct plan *p, struct out
 	munmap(shared, sizeof(*o));
 }
 
+/* msprobe's summary of every capture a test makes (MD5: the CRC of each tensor's bytes). */
+static enum adump_summary runs_summary = ADUMP_SUMMARY_STATISTICS;
+
 static struct adump_config base_config(const char *root, enum adump_output_format format)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
@@ -248,6 +251,7 @@ static struct adump_config base_config(const char *root, enum adump_output_forma
 	cfg.stream_max = 2;
 	cfg.worker_count = 2;
 	cfg.format = format;
+	cfg.summary = format == ADUMP_OUTPUT_MSPROBE ? runs_summary : ADUMP_SUMMARY_STATISTICS;
 	cfg.min_free_bytes = ADUMP_GUARD_OFF;
 	return cfg;
 }
@@ -566,6 +570,16 @@ START_TEST(test_zero_copy_window_equals_tensor_capture)
 {
 	equality(ADUMP_OUTPUT_CANN, true, true);
 	equality(ADUMP_OUTPUT_MSPROBE, false, true);
+}
+END_TEST
+
+/* msprobe's md5 summary: the statistics dump.json holds each tensor's CRC as the tensor
+ * capture's does. */
+START_TEST(test_msprobe_md5_window_equals_tensor_capture)
+{
+	runs_summary = ADUMP_SUMMARY_MD5;
+	equality(ADUMP_OUTPUT_MSPROBE, true, false);
+	runs_summary = ADUMP_SUMMARY_STATISTICS;
 }
 END_TEST
 
@@ -1788,25 +1802,28 @@ static void write_collected(void)
 		_exit(22);
 }
 
-START_TEST(test_callback_sink)
+/* A window session through the callback sink, then through the file sink at the same
+ * dump_path: @files statistics and window files, the same bytes. */
+static void callback_sink(enum adump_output_format format, bool set_dir, size_t files)
 {
 	char *root = t_tmpdir("window_cb");
-	char files_root[4200];
 	struct adump_config cfg;
 	struct plan p = PLAN_INIT;
 	struct outcome o;
 	struct filter no_trigger = { .lo = -1, .no_trigger = true };
 	struct json_object *t;
 	char dir[4200];
+	size_t na, nb;
+	char **la, **lb;
 
-	snprintf(col_root, sizeof(col_root), "%s/cb", root);
+	snprintf(col_root, sizeof(col_root), "%s/cap", root);
 	snprintf(col_out, sizeof(col_out), "%s/rebuilt", root);
-	snprintf(files_root, sizeof(files_root), "%s/files", root);
 	ck_assert_int_eq(mkdir(col_out, 0700), 0);
+	p.set_dir = set_dir;
 	p.bad_step = 3;
 	p.bad_op = 1;
 	p.bad_value = INFINITY;
-	cfg = window_config(col_root, ADUMP_OUTPUT_CANN, 2);
+	cfg = window_config(col_root, format, 2);
 	cfg.sink = ADUMP_SINK_CALLBACK;
 	cfg.chunk_fn = collect;
 	cfg.chunk_user = &col;
@@ -1816,47 +1833,59 @@ START_TEST(test_callback_sink)
 	ck_assert_int_eq(o.destroy_ret, 0);
 	ck_assert_uint_eq(o.info[3].persists, 1);
 	ck_assert_uint_eq(window_dirs(col_out), 1);
-	cfg = window_config(files_root, ADUMP_OUTPUT_CANN, 2);
+	ck_assert_uint_eq(t_count_files(col_root, ""), 0);     /* chunks, no files */
+	t_rmtree(col_root);
+	cfg = window_config(col_root, format, 2);
 	run(&cfg, &p, &o);
 	ck_assert_int_eq(o.destroy_ret, 0);
-	/* Every file the file sink wrote came as chunks with the same bytes, and nothing else:
-	 * the statistics of 6 steps x 4 ops, the window's 2 x 4 tensor files. */
-	{
-		size_t na, nb;
-		char **la = list_kept(col_out, &no_trigger, &na);
-		char **lb = list_kept(files_root, &no_trigger, &nb);
+	/* Every file the file sink wrote came as chunks with the same bytes, and nothing else. */
+	la = list_kept(col_out, &no_trigger, &na);
+	lb = list_kept(col_root, &no_trigger, &nb);
+	ck_assert_uint_eq(na, files);
+	ck_assert_uint_eq(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		char pa[4200], pb[4200];
+		size_t len_a, len_b;
+		unsigned char *a, *b;
+		bool is_csv = strstr(la[i], ".csv") != NULL;
 
-		ck_assert_uint_eq(na, 6 * 4 + 2 * 4);
-		ck_assert_uint_eq(na, nb);
-		for (size_t i = 0; i < na; i++) {
-			char pa[4200], pb[4200];
-			size_t len_a, len_b;
-			unsigned char *a, *b;
-			bool is_csv = strstr(la[i], ".csv") != NULL;
-
-			ck_assert_str_eq(la[i], lb[i]);
-			snprintf(pa, sizeof(pa), "%s/%s", col_out, la[i]);
-			snprintf(pb, sizeof(pb), "%s/%s", files_root, lb[i]);
-			a = t_read_file(pa, &len_a);
-			b = t_read_file(pb, &len_b);
-			/* A CSV comes NUL-terminated, as CANN's host writer gives it. */
-			ck_assert_uint_eq(len_a, len_b + is_csv);
-			ck_assert_msg(!memcmp(a, b, len_b) && (!is_csv || a[len_b] == 0),
-				      "%s differs", pa);
-			free(a);
-			free(b);
-		}
-		t_free_list(la, na);
-		t_free_list(lb, nb);
+		ck_assert_str_eq(la[i], lb[i]);
+		snprintf(pa, sizeof(pa), "%s/%s", col_out, la[i]);
+		snprintf(pb, sizeof(pb), "%s/%s", col_root, lb[i]);
+		a = t_read_file(pa, &len_a);
+		b = t_read_file(pb, &len_b);
+		/* A CSV comes NUL-terminated, as CANN's host writer gives it. */
+		ck_assert_uint_eq(len_a, len_b + is_csv);
+		ck_assert_msg(!memcmp(a, b, len_b) && (!is_csv || a[len_b] == 0), "%s differs", pa);
+		free(a);
+		free(b);
 	}
-	/* trigger.json names the window's path: checked as JSON. */
-	snprintf(dir, sizeof(dir), "%s/window-3/" TIME_DIR, col_out);
+	t_free_list(la, na);
+	t_free_list(lb, nb);
+	/* trigger.json (its time differs) as JSON. */
+	if (set_dir)
+		snprintf(dir, sizeof(dir), "%s/window-3/step3/rank0", col_out);
+	else
+		snprintf(dir, sizeof(dir), "%s/window-3/" TIME_DIR, col_out);
 	t = load_trigger(dir);
 	ck_assert_str_eq(str_member(t, "rule"), "nonfinite");
 	ck_assert_str_eq(str_member(t, "value"), "inf");
 	check_steps(t, 2, 3);
 	json_object_put(t);
 	cleanup(root);
+}
+
+START_TEST(test_callback_sink)
+{
+	/* the statistics of 6 steps x 4 ops, the window's 2 x 4 tensor files */
+	callback_sink(ADUMP_OUTPUT_CANN, false, 6 * 4 + 2 * 4);
+}
+END_TEST
+
+/* A directory per step (msprobe takes the file sink only). */
+START_TEST(test_callback_sink_set_dir)
+{
+	callback_sink(ADUMP_OUTPUT_CANN, true, 6 * 4 + 2 * 4);
 }
 END_TEST
 
@@ -1989,8 +2018,10 @@ static Suite *window_suite(void)
 	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture);
 	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture_set_dir);
 	tcase_add_test(eq, test_zero_copy_window_equals_tensor_capture);
+	tcase_add_test(eq, test_msprobe_md5_window_equals_tensor_capture);
 	tcase_add_test(eq, test_device_window_equals_tensor_capture);
 	tcase_add_test(eq, test_callback_sink);
+	tcase_add_test(eq, test_callback_sink_set_dir);
 	suite_add_tcase(s, eq);
 	tcase_set_timeout(tr, 120);
 	tcase_add_test(tr, test_trigger_nan);
