@@ -1942,6 +1942,15 @@ static void tools_on(enum adump_output_format format)
 		text = t_slurp(out, "stderr");
 		ck_assert_msg(rc == 0, "verify: %d: %s", rc, text);
 		free(text);
+		/* Every dump (and msprobe's dump.json) checked; trigger.json is not a dump. */
+		text = t_slurp(out, "stdout");
+		ck_assert_msg(strstr(text, format == ADUMP_OUTPUT_CANN ?
+				     "verify: 13 files: 12 ok, 0 bad, 0 .part leftover, 0 failed, "
+				     "1 skipped as not dumps (.csv, .json, .html): passed" :
+				     "verify: 26 files: 25 ok, 0 bad, 0 .part leftover, 0 failed, "
+				     "1 skipped as not dumps (.csv, .json, .html): passed"),
+			      "verify: %s", text);
+		free(text);
 	}
 	{
 		char *argv[] = { "adump", "scan", "--json", "--quiet", "--threads", "1", wroot,
