@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/window_int.h"
 #include "pipeline/worker_int.h"
 #include "ring/ring.h"
@@ -472,7 +473,9 @@ void adump_window_file_end(struct adump_window *win, struct file_state *fs)
 		judge(win, fs);
 	if (e) {
 		e->state = fs->is_failed ? ENTRY_FAILED : ENTRY_HELD;
-		e->error = fs->is_failed ? fs->error : 0;
+		/* What the loss log of a written window says of it, as the capture's would. */
+		e->error = !fs->is_failed ? 0 : fs->is_rejected ? ADUMP_LOSS_ERR_REJECTED :
+			   fs->error;
 	}
 	pthread_mutex_unlock(&win->lock);
 	fs->window_entry = NULL;

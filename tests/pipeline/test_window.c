@@ -58,6 +58,7 @@ struct plan {
 	bool zero_copy;                 /* dumps by reference (release_fn) */
 	bool no_last_step;              /* the last step ends with the session, not a step call */
 	uint32_t device_id;             /* the host stream's */
+	int reject_step, reject_op;     /* that dump zero copy, its check_fn refusing it; -1 */
 	const char *fault;              /* armed (adump_testpoint_arm) before fault_step's end */
 	int fault_err;
 	unsigned fault_nth;
@@ -65,7 +66,8 @@ struct plan {
 };
 
 #define PLAN_INIT { .steps = 6, .ops = 4, .bad_step = -1, .bad_op = -1, .call_step = -1,    \
-		    .signal_step = -1, .signal_op = -1, .fault_step = -1 }
+		    .signal_step = -1, .signal_op = -1, .fault_step = -1, .reject_step = -1,       \
+		    .reject_op = -1 }
 
 struct outcome {
 	int step_ret[MAX_STEPS];
@@ -130,6 +132,14 @@ static void released(void *user, uint32_t task_id, int status)
 	(void)status;
 }
 
+/* A zero-copy dump whose memory changed before it was written (the producer's check). */
+static int refuse(void *user, uint32_t task_id)
+{
+	(void)user;
+	(void)task_id;
+	return -ESTALE;
+}
+
 static void run_here(const struct adump_config *cfg, const struct plan *p, struct outcome *o)
 {
 	struct adump_session *s = NULL;
@@ -181,11 +191,15 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 			op.attrs = &attr;
 			op.attr_count = 1;
 			op.dfx_message = dfx;
-			if (p->zero_copy)
+			bool is_rejected = (int)k == p->reject_step && (int)i == p->reject_op;
+
+			if (p->zero_copy || is_rejected)
 				op.release_fn = released;
+			if (is_rejected)
+				op.check_fn = refuse;
 			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
-			if (p->zero_copy)       /* the memory is the next op's */
-				ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+			if (p->zero_copy || is_rejected)        /* the memory is the next op's */
+				adump_host_stream_sync(hs);
 			if ((int)k == p->signal_step && (int)i == p->signal_op) {
 				ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 				ck_assert_int_eq(raise(SIGUSR1), 0);
@@ -321,6 +335,11 @@ static char **list_kept(const char *dir, const struct filter *f, size_t *count)
 	free(all);
 	*count = m;
 	return kept;
+}
+
+static int cmp_text(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static bool same_bytes(const char *a, const char *b)
@@ -1511,6 +1530,97 @@ START_TEST(test_disk_error_while_persisting)
 }
 END_TEST
 
+/* The lines of @dir/adump-losses.jsonl without their time, sorted. */
+static char **loss_lines(const char *dir, size_t *count)
+{
+	char *text = t_slurp(dir, "adump-losses.jsonl"), *line, *save;
+	char **lines = calloc(64, sizeof(*lines));
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(lines);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct json_object *l = json_tokener_parse(line);
+
+		ck_assert_msg(l != NULL && n < 64, "%s", line);
+		json_object_object_del(l, "time");
+		lines[n++] = strdup(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN));
+		json_object_put(l);
+	}
+	free(text);
+	qsort(lines, n, sizeof(*lines), cmp_text);
+	*count = n;
+	return lines;
+}
+
+/* A dump its producer's check refused (zero copy, memory changed) in a window: the window's
+ * loss log lists it as the tensor capture's does (cause changed_before_written), the rest of
+ * the window is whole. */
+START_TEST(test_rejected_dump_in_window)
+{
+	char *root = t_tmpdir("window_reject");
+	char win[4200], saved[4200], wroot[4200], wdir[4200], rdir[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	struct filter w = { .lo = -1, .no_trigger = true }, held = { .lo = 2, .hi = 3 };
+	size_t nw, nr;
+	char **lw, **lr;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(saved, sizeof(saved), "%s/saved", root);
+	p.steps = 4;
+	p.bad_step = 3;
+	p.bad_op = 3;
+	p.bad_value = NAN;
+	p.reject_step = 3;
+	p.reject_op = 1;
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 2);
+	run(&cfg, &p, &o);
+	ck_assert_uint_eq(o.info[3].persists, 1);
+	snprintf(wroot, sizeof(wroot), "%s/window-3", win);
+	set_aside(wroot, saved);
+	cfg = base_config(wroot, ADUMP_OUTPUT_CANN);
+	run(&cfg, &p, &r);
+	ck_assert_uint_eq(r.stats.files_failed, 1);
+	/* The same loss lines (the same file, op, tensors, cause), the same whole dumps. */
+	snprintf(wdir, sizeof(wdir), "%s/" TIME_DIR, saved);
+	snprintf(rdir, sizeof(rdir), "%s/" TIME_DIR, wroot);
+	lw = loss_lines(wdir, &nw);
+	lr = loss_lines(rdir, &nr);
+	ck_assert_uint_eq(nw, 2);
+	ck_assert_uint_eq(nw, nr);
+	for (size_t i = 0; i < nw; i++) {
+		ck_assert_str_eq(lw[i], lr[i]);
+		ck_assert(strstr(lw[i], "\"cause\":\"changed_before_written\""));
+	}
+	t_free_list(lw, nw);
+	t_free_list(lr, nr);
+	/* The refused dump: the tensor capture leaves <name>.failed, the window nothing. */
+	held.no_trigger = true;
+	{
+		size_t n, m = 0;
+		char **files = list_kept(wroot, &held, &n);
+
+		for (size_t i = 0; i < n; i++) {
+			char pa[4200], pb[4200];
+
+			if (strstr(files[i], ".failed") || strstr(files[i], "adump-losses"))
+				continue;
+			snprintf(pa, sizeof(pa), "%s/%s", saved, files[i]);
+			snprintf(pb, sizeof(pb), "%s/%s", wroot, files[i]);
+			ck_assert_msg(same_bytes(pa, pb), "%s and %s differ", pa, pb);
+			m++;
+		}
+		ck_assert_uint_eq(m, 2 * p.ops - 1);
+		t_free_list(files, n);
+		files = list_kept(saved, &w, &n);
+		ck_assert_uint_eq(n, 2 * p.ops - 1 + 1);        /* and the loss log */
+		t_free_list(files, n);
+	}
+	cleanup(root);
+}
+END_TEST
+
 /* ---- 6: memory ------------------------------------------------------------------------------- */
 
 START_TEST(test_old_steps_evicted)
@@ -2051,6 +2161,7 @@ static Suite *window_suite(void)
 	tcase_add_test(mem, test_old_steps_evicted);
 	tcase_add_test(mem, test_step_larger_than_window);
 	tcase_add_test(mem, test_disk_error_while_persisting);
+	tcase_add_test(mem, test_rejected_dump_in_window);
 	suite_add_tcase(s, mem);
 	tcase_set_timeout(cf, 60);
 	tcase_add_test(cf, test_bad_config);
