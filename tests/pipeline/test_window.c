@@ -57,7 +57,8 @@ struct plan {
 	int signal_step, signal_op;     /* raise(SIGUSR1) after that op; -1: none */
 	bool zero_copy;                 /* dumps by reference (release_fn) */
 	bool no_last_step;              /* the last step ends with the session, not a step call */
-	uint32_t device_id;             /* the host stream's */
+	uint32_t device_id;             /* the host stream's (the second's: + 1) */
+	unsigned streams;               /* 0 or 1: one; 2: two, dumping on two threads */
 	int reject_step, reject_op;     /* that dump zero copy, its check_fn refusing it; -1 */
 	const char *fault;              /* armed (adump_testpoint_arm) before fault_step's end */
 	int fault_err;
@@ -140,86 +141,137 @@ static int refuse(void *user, uint32_t task_id)
 	return -ESTALE;
 }
 
+/* One stream's share of a run: stream 0 holds the plan's bad value, signal and refusal. */
+struct stream_run {
+	const struct plan *p;
+	struct adump_session *s;
+	struct adump_host_stream *hs;
+	struct outcome *o;
+	unsigned index;
+	unsigned step;
+	float *in, *out;
+};
+
+static void dump_step(struct stream_run *r)
+{
+	const struct plan *p = r->p;
+	unsigned k = r->step;
+	bool is_first = r->index == 0;
+
+	if (p->streams > 1)
+		ck_assert_int_eq(adump_host_stream_adopt(r->hs), 0);
+	if (p->set_dir) {
+		char dir[64];
+
+		snprintf(dir, sizeof(dir), "step%u/rank%u", k, r->index);
+		ck_assert_int_eq(adump_host_stream_set_dir(r->hs, dir), 0);
+	}
+	for (unsigned i = 0; k >= p->first_step && i < p->ops; i++) {
+		struct adump_host_tensor ti = { .data = r->in, .bytes = elems_of(i) * 4,
+						.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+						.dims = { (int64_t)elems_of(i) } };
+		struct adump_host_tensor to = ti;
+		struct adump_host_op op = ADUMP_HOST_OP_INIT;
+		char name[64], dfx[512];
+		struct adump_attr attr = { .name = "step_op", .value = name };
+		bool is_rejected = is_first && (int)k == p->reject_step && (int)i == p->reject_op;
+		struct plan q = *p;
+
+		if (!is_first)
+			q.bad_step = -1;
+		to.data = r->out;
+		fill(&q, k, i, r->in, r->out);
+		op_name(p, k, i, name, sizeof(name));
+		/* msprobe's entry comes from it; CANN's header records it */
+		snprintf(dfx, sizeof(dfx),
+			 "{\"input_args\":[{\"type\":\"torch.Tensor\",\"dtype\":"
+			 "\"torch.float32\",\"shape\":[%llu],\"requires_grad\":false,"
+			 "\"tensor\":\"input.0\"},{\"type\":\"int\",\"value\":%u}],"
+			 "\"input_kwargs\":{},\"output\":{\"type\":\"torch.Tensor\","
+			 "\"dtype\":\"torch.float32\",\"shape\":[%llu],\"requires_grad\":"
+			 "true,\"tensor\":\"output.0\"}}", (unsigned long long)elems_of(i), k,
+			 (unsigned long long)elems_of(i));
+		op.op_type = "Linear";
+		op.op_name = name;
+		op.inputs = &ti;
+		op.input_count = 1;
+		op.outputs = &to;
+		op.output_count = 1;
+		op.timestamp_us = T0 + k * 1000ull + i * 10ull + r->index * 5ull;
+		op.attrs = &attr;
+		op.attr_count = 1;
+		op.dfx_message = dfx;
+		if (p->zero_copy || is_rejected)
+			op.release_fn = released;
+		if (is_rejected)
+			op.check_fn = refuse;
+		ck_assert_int_eq(adump_host_dump_op(r->hs, &op, NULL), 0);
+		if (p->zero_copy || is_rejected)        /* the memory is the next op's */
+			adump_host_stream_sync(r->hs);
+		if (is_first && (int)k == p->signal_step && (int)i == p->signal_op) {
+			ck_assert_int_eq(adump_host_stream_sync(r->hs), 0);
+			ck_assert_int_eq(raise(SIGUSR1), 0);
+			wait_persists(r->s, 1, &r->o->signal_info);
+		}
+	}
+	/* Everything of the step written before it ends (and before a fault is armed). */
+	ck_assert_int_eq(adump_host_stream_sync(r->hs), 0);
+}
+
+static void *dump_step_main(void *arg)
+{
+	dump_step(arg);
+	return NULL;
+}
+
 static void run_here(const struct adump_config *cfg, const struct plan *p, struct outcome *o)
 {
 	struct adump_session *s = NULL;
-	struct adump_host_stream *hs;
-	struct adump_host_stream_config hcfg = ADUMP_HOST_STREAM_CONFIG_INIT;
+	struct stream_run runs[2];
+	unsigned streams = p->streams ? p->streams : 1;
 	/* Static: the same addresses (in the headers) in every run's child. */
-	static float in[ELEMS + 517u * MAX_OPS], out[ELEMS + 517u * MAX_OPS];
+	static float in[2][ELEMS + 517u * MAX_OPS], out[2][ELEMS + 517u * MAX_OPS];
 
-	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS);
+	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS && streams <= 2);
 	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(adump_session_create(cfg, &s), 0);
-	hcfg.device_id = p->device_id;
-	ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &hs), 0);
+	for (unsigned j = 0; j < streams; j++) {
+		struct adump_host_stream_config hcfg = ADUMP_HOST_STREAM_CONFIG_INIT;
+
+		/* Opened here, in order: the same stream ids in every run. */
+		hcfg.device_id = p->device_id + j;
+		runs[j] = (struct stream_run){ .p = p, .s = s, .o = o, .index = j, .in = in[j],
+					       .out = out[j] };
+		ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &runs[j].hs), 0);
+	}
 	for (unsigned k = 0; k < p->steps; k++) {
-		if (p->set_dir) {
-			char dir[64];
+		for (unsigned j = 0; j < streams; j++)
+			runs[j].step = k;
+		if (streams == 1) {
+			dump_step(&runs[0]);
+		} else {
+			pthread_t th[2];
 
-			snprintf(dir, sizeof(dir), "step%u/rank0", k);
-			ck_assert_int_eq(adump_host_stream_set_dir(hs, dir), 0);
-		}
-		for (unsigned i = 0; k >= p->first_step && i < p->ops; i++) {
-			struct adump_host_tensor ti = { .data = in, .bytes = elems_of(i) * 4,
-							.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
-							.dims = { (int64_t)elems_of(i) } };
-			struct adump_host_tensor to = ti;
-			struct adump_host_op op = ADUMP_HOST_OP_INIT;
-			char name[64], dfx[512];
-			struct adump_attr attr = { .name = "step_op", .value = name };
-
-			to.data = out;
-			fill(p, k, i, in, out);
-			op_name(p, k, i, name, sizeof(name));
-			/* msprobe's entry comes from it; CANN's header records it */
-			snprintf(dfx, sizeof(dfx),
-				 "{\"input_args\":[{\"type\":\"torch.Tensor\",\"dtype\":"
-				 "\"torch.float32\",\"shape\":[%llu],\"requires_grad\":false,"
-				 "\"tensor\":\"input.0\"},{\"type\":\"int\",\"value\":%u}],"
-				 "\"input_kwargs\":{},\"output\":{\"type\":\"torch.Tensor\","
-				 "\"dtype\":\"torch.float32\",\"shape\":[%llu],\"requires_grad\":"
-				 "true,\"tensor\":\"output.0\"}}", (unsigned long long)elems_of(i), k,
-				 (unsigned long long)elems_of(i));
-			op.op_type = "Linear";
-			op.op_name = name;
-			op.inputs = &ti;
-			op.input_count = 1;
-			op.outputs = &to;
-			op.output_count = 1;
-			op.timestamp_us = T0 + k * 1000ull + i * 10ull;
-			op.attrs = &attr;
-			op.attr_count = 1;
-			op.dfx_message = dfx;
-			bool is_rejected = (int)k == p->reject_step && (int)i == p->reject_op;
-
-			if (p->zero_copy || is_rejected)
-				op.release_fn = released;
-			if (is_rejected)
-				op.check_fn = refuse;
-			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
-			if (p->zero_copy || is_rejected)        /* the memory is the next op's */
-				adump_host_stream_sync(hs);
-			if ((int)k == p->signal_step && (int)i == p->signal_op) {
-				ck_assert_int_eq(adump_host_stream_sync(hs), 0);
-				ck_assert_int_eq(raise(SIGUSR1), 0);
-				wait_persists(s, 1, &o->signal_info);
-			}
+			for (unsigned j = 0; j < streams; j++)
+				ck_assert_int_eq(pthread_create(&th[j], NULL, dump_step_main,
+								&runs[j]), 0);
+			for (unsigned j = 0; j < streams; j++)
+				ck_assert_int_eq(pthread_join(th[j], NULL), 0);
+			for (unsigned j = 0; j < streams; j++)
+				ck_assert_int_eq(adump_host_stream_adopt(runs[j].hs), 0);
 		}
 		if ((int)k == p->call_step)
 			ck_assert_int_eq(adump_session_persist(s, p->call_reason), 0);
 		if (p->no_last_step && k + 1 == p->steps)
 			break;
-		if ((int)k == p->fault_step) {
-			/* Everything of the step written first: the fault hits the window's files. */
-			ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		if ((int)k == p->fault_step)
 			adump_testpoint_arm(p->fault, p->fault_err, p->fault_nth, 0);
-		}
 		o->step_ret[k] = adump_session_step(s);
 		if (cfg->window_steps)
 			ck_assert_int_eq(adump_session_window(s, &o->info[k]), 0);
 	}
-	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	for (unsigned j = 0; j < streams; j++)
+		ck_assert_int_eq(adump_host_stream_close(runs[j].hs), 0);
 	adump_stats_get(s, &o->stats);
 	o->destroy_ret = adump_session_destroy(s);
 }
@@ -460,7 +512,8 @@ static void set_aside(const char *path, const char *to)
 
 /* ---- 1, 2, 3: a window equals a tensor capture, the statistics a statistics capture ---- */
 
-static void equality(enum adump_output_format format, bool set_dir, bool zero_copy)
+static void equality(enum adump_output_format format, bool set_dir, bool zero_copy,
+		     unsigned streams)
 {
 	char *root = t_tmpdir("window");
 	char win[4200], win_saved[4200], saved[4200], wroot[4200];
@@ -475,6 +528,7 @@ static void equality(enum adump_output_format format, bool set_dir, bool zero_co
 
 	p.set_dir = set_dir;
 	p.zero_copy = zero_copy;
+	p.streams = streams;
 	p.bad_step = bad;
 	p.bad_op = 1;
 	p.bad_value = NAN;
@@ -531,7 +585,7 @@ static void equality(enum adump_output_format format, bool set_dir, bool zero_co
 		ck_assert_uint_gt(same_tree(saved, &window, wroot,
 					    set_dir ? &held : &all), 0);
 	else
-		ck_assert_uint_eq(same_tree(saved, &window, wroot, &held), n * p.ops);
+		ck_assert_uint_eq(same_tree(saved, &window, wroot, &held), n * p.ops * streams);
 
 	/* The statistics: what a statistics session writes (where the window session wrote,
 	 * msprobe's dump.json naming its directory), with the trigger and without. */
@@ -562,33 +616,42 @@ static void equality(enum adump_output_format format, bool set_dir, bool zero_co
 
 START_TEST(test_cann_window_equals_tensor_capture)
 {
-	equality(ADUMP_OUTPUT_CANN, false, false);
+	equality(ADUMP_OUTPUT_CANN, false, false, 1);
 }
 END_TEST
 
 START_TEST(test_cann_window_equals_tensor_capture_set_dir)
 {
-	equality(ADUMP_OUTPUT_CANN, true, false);
+	equality(ADUMP_OUTPUT_CANN, true, false, 1);
 }
 END_TEST
 
 START_TEST(test_msprobe_window_equals_tensor_capture)
 {
-	equality(ADUMP_OUTPUT_MSPROBE, false, false);
+	equality(ADUMP_OUTPUT_MSPROBE, false, false, 1);
 }
 END_TEST
 
 START_TEST(test_msprobe_window_equals_tensor_capture_set_dir)
 {
-	equality(ADUMP_OUTPUT_MSPROBE, true, false);
+	equality(ADUMP_OUTPUT_MSPROBE, true, false, 1);
 }
 END_TEST
 
 /* Zero copy: the window copies from the caller's memory as the workers write it. */
 START_TEST(test_zero_copy_window_equals_tensor_capture)
 {
-	equality(ADUMP_OUTPUT_CANN, true, true);
-	equality(ADUMP_OUTPUT_MSPROBE, false, true);
+	equality(ADUMP_OUTPUT_CANN, true, true, 1);
+	equality(ADUMP_OUTPUT_MSPROBE, false, true, 1);
+}
+END_TEST
+
+/* Two host streams (devices 0 and 1) dumping on two threads at once. */
+START_TEST(test_two_streams_window_equals_tensor_capture)
+{
+	equality(ADUMP_OUTPUT_CANN, false, false, 2);
+	equality(ADUMP_OUTPUT_CANN, true, false, 2);
+	equality(ADUMP_OUTPUT_MSPROBE, true, false, 2);
 }
 END_TEST
 
@@ -597,7 +660,7 @@ END_TEST
 START_TEST(test_msprobe_md5_window_equals_tensor_capture)
 {
 	runs_summary = ADUMP_SUMMARY_MD5;
-	equality(ADUMP_OUTPUT_MSPROBE, true, false);
+	equality(ADUMP_OUTPUT_MSPROBE, true, false, 1);
 	runs_summary = ADUMP_SUMMARY_STATISTICS;
 }
 END_TEST
@@ -2138,6 +2201,7 @@ static Suite *window_suite(void)
 	tcase_add_test(eq, test_msprobe_window_equals_tensor_capture_set_dir);
 	tcase_add_test(eq, test_zero_copy_window_equals_tensor_capture);
 	tcase_add_test(eq, test_msprobe_md5_window_equals_tensor_capture);
+	tcase_add_test(eq, test_two_streams_window_equals_tensor_capture);
 	tcase_add_test(eq, test_device_window_equals_tensor_capture);
 	tcase_add_test(eq, test_callback_sink);
 	tcase_add_test(eq, test_callback_sink_set_dir);
