@@ -201,6 +201,8 @@ static bool evict_before(struct adump_window *win, uint64_t before)
 	}
 	if (win->head == win->tail)
 		win->head = win->tail = 0;      /* empty: start again at the arena's first pages */
+	if (win->unlisted_step < before)
+		win->lost_unlisted = 0;         /* its step went */
 	return any;
 }
 
@@ -271,6 +273,7 @@ void adump_window_clear(struct adump_window *win)
 		else
 			e->state = ENTRY_DONE;
 	}
+	win->lost_unlisted = 0;                 /* the window written counted them */
 	if (!is_filling)
 		release_all(win);
 }
@@ -298,6 +301,9 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 		win->is_full_logged = true;
 	}
 	if (!e) {
+		if (win->lost_unlisted && win->unlisted_step != win->step)
+			win->lost_unlisted = 0;
+		win->unlisted_step = win->step;
 		win->lost_unlisted++;
 		pthread_mutex_unlock(&win->lock);
 		return;

@@ -86,7 +86,10 @@ struct adump_window {
 	unsigned steps;                 /* window_steps */
 	uint64_t held_dumps;
 	uint64_t lost_dumps;            /* since start */
-	uint64_t lost_unlisted;         /* of the held steps: not even a stub fitted */
+	/* Dumps of step unlisted_step that not even a stub fitted: when that happens every older
+	 * step is gone already, so they are of one step, counted until it goes. */
+	uint64_t lost_unlisted;
+	uint64_t unlisted_step;
 	bool is_full_logged;
 	struct window_dir *dirs;
 	uint32_t triggers;

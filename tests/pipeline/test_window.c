@@ -1684,6 +1684,57 @@ START_TEST(test_rejected_dump_in_window)
 }
 END_TEST
 
+/* A window of one chunk and steps of large dumps: only the descriptions of some fit (stubs,
+ * listed as window_full), the rest counted in trigger.json's dumps_not_listed, for the steps
+ * the window holds only; every statistic is still written. */
+START_TEST(test_window_of_one_chunk)
+{
+	char *root = t_tmpdir("window_tiny");
+	char wdir[4200], sdir[4200];
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+	struct json_object *t;
+	size_t listed = 0, stubs;
+	uint64_t unlisted;
+	char *text, *line, *save;
+
+	cfg.window_bytes = CHUNK;
+	p.ops = 8;
+	p.steps = 4;
+	p.bad_step = 3;
+	p.bad_op = 7;
+	p.bad_value = NAN;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	for (unsigned k = 0; k < p.steps; k++) {
+		ck_assert_uint_eq(o.info[k].lost_dumps, (k + 1) * p.ops);
+		ck_assert_uint_le(o.info[k].held_bytes, CHUNK);
+	}
+	snprintf(wdir, sizeof(wdir), "%s/window-3/" TIME_DIR, root);
+	t = load_trigger(wdir);
+	check_steps(t, 3, 3);
+	unlisted = (uint64_t)json_object_get_int64(member(t, "dumps_not_listed"));
+	json_object_put(t);
+	text = t_slurp(wdir, "adump-losses.jsonl");
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		ck_assert_msg(strstr(line, "\"cause\":\"window_full\"") &&
+			      strstr(line, ".3.forward\""), "%s", line);
+		listed++;
+	}
+	free(text);
+	ck_assert_uint_eq(listed % 2, 0);
+	stubs = listed / 2;
+	ck_assert_uint_gt(stubs, 0);
+	ck_assert_uint_lt(stubs, p.ops);
+	/* The step's dumps: each listed, or counted; none of another step. */
+	ck_assert_uint_eq(stubs + unlisted, p.ops);
+	snprintf(sdir, sizeof(sdir), "%s/" TIME_DIR, root);
+	ck_assert_uint_eq(t_count_files(sdir, ".csv"), p.steps * p.ops);
+	cleanup(root);
+}
+END_TEST
+
 /* ---- 6: memory ------------------------------------------------------------------------------- */
 
 START_TEST(test_old_steps_evicted)
@@ -2226,6 +2277,7 @@ static Suite *window_suite(void)
 	tcase_add_test(mem, test_step_larger_than_window);
 	tcase_add_test(mem, test_disk_error_while_persisting);
 	tcase_add_test(mem, test_rejected_dump_in_window);
+	tcase_add_test(mem, test_window_of_one_chunk);
 	suite_add_tcase(s, mem);
 	tcase_set_timeout(cf, 60);
 	tcase_add_test(cf, test_bad_config);
