@@ -339,6 +339,7 @@ struct filter {
 	int lo, hi;                     /* -1: every step */
 	bool no_trigger;
 	bool no_windows;
+	bool no_losses;                 /* adump-losses.jsonl left out */
 };
 
 static int step_of(const char *rel)
@@ -362,6 +363,8 @@ static bool keep(const struct filter *f, const char *rel)
 	if (f->no_trigger && !strcmp(base, "trigger.json"))
 		return false;
 	if (f->no_windows && !strncmp(rel, "window-", 7))
+		return false;
+	if (f->no_losses && !strcmp(base, "adump-losses.jsonl"))
 		return false;
 	if (f->lo >= 0) {
 		int k = step_of(rel);
@@ -1679,6 +1682,31 @@ START_TEST(test_rejected_dump_in_window)
 		files = list_kept(saved, &w, &n);
 		ck_assert_uint_eq(n, 2 * p.ops - 1 + 1);        /* and the loss log */
 		t_free_list(files, n);
+	}
+	/* The statistics: as a statistics session writes them, the loss log included. */
+	{
+		char stats[4200];
+		/* the loss logs' times differ: their lines are compared above */
+		struct filter all = { .lo = -1, .no_losses = true },
+			      no_windows = { .lo = -1, .no_windows = true, .no_losses = true };
+		size_t ns, nl;
+		char **ls, **ll;
+
+		snprintf(stats, sizeof(stats), "%s/stats", root);
+		set_aside(win, stats);
+		cfg = base_config(win, ADUMP_OUTPUT_CANN);
+		cfg.content = ADUMP_CONTENT_STATS;
+		run(&cfg, &p, &r);
+		snprintf(wdir, sizeof(wdir), "%s/" TIME_DIR, stats);
+		snprintf(rdir, sizeof(rdir), "%s/" TIME_DIR, win);
+		ls = loss_lines(wdir, &ns);
+		ll = loss_lines(rdir, &nl);
+		ck_assert_uint_eq(ns, nl);
+		for (size_t i = 0; i < ns; i++)
+			ck_assert_str_eq(ls[i], ll[i]);
+		t_free_list(ls, ns);
+		t_free_list(ll, nl);
+		ck_assert_uint_eq(same_tree(stats, &no_windows, win, &all), p.steps * p.ops - 1);
 	}
 	cleanup(root);
 }
