@@ -1083,16 +1083,36 @@ START_TEST(test_trigger_call_and_note)
 	json_object_put(t);
 	cleanup(root);
 
-	/* Through a run: the window of the call's step, its steps. */
+	/* Through a run, the session directory named by the time (no time_dir): the window of
+	 * the call's step, its steps, under the same directory name. */
 	root = t_tmpdir("window_call");
 	cfg.dump_path = root;
+	cfg.time_dir = NULL;
 	p.call_step = 3;
 	p.call_reason = "loss 1e9 at step 3";
 	run(&cfg, &p, &o);
 	ck_assert_int_eq(o.destroy_ret, 0);
 	ck_assert_uint_eq(o.info[3].persists, 1);
 	ck_assert_uint_eq(window_dirs(root), 1);
-	t = trigger_of(root, 3);
+	{
+		DIR *d = opendir(root);
+		struct dirent *e;
+		char session[256] = "", dir[4200];
+		size_t n;
+		char **files;
+
+		ck_assert_ptr_nonnull(d);
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' && strncmp(e->d_name, "window-", 7))
+				snprintf(session, sizeof(session), "%s", e->d_name);
+		closedir(d);
+		ck_assert_str_ne(session, "");
+		snprintf(dir, sizeof(dir), "%s/window-3/%s", root, session);
+		t = load_trigger(dir);
+		files = t_list_files(dir, &n);
+		ck_assert_uint_eq(n, 3 * p.ops + 1);
+		t_free_list(files, n);
+	}
 	ck_assert_str_eq(str_member(t, "rule"), "call");
 	ck_assert_str_eq(str_member(t, "reason"), "loss 1e9 at step 3");
 	ck_assert_int_eq(json_object_get_int64(member(t, "step")), 3);
