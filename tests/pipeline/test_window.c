@@ -78,9 +78,13 @@ struct outcome {
 	int destroy_ret;
 };
 
+/* Tensor sizes times this (io auto: files past direct_min_bytes). */
+#define MAX_MULT 64u
+static unsigned elems_mult = 1;
+
 static uint64_t elems_of(unsigned op)
 {
-	return ELEMS + 517u * op;
+	return (ELEMS + 517u * op) * (uint64_t)elems_mult;
 }
 
 static float value(const struct plan *p, unsigned step, unsigned slot, uint64_t e)
@@ -230,9 +234,11 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 	struct stream_run runs[2];
 	unsigned streams = p->streams ? p->streams : 1;
 	/* Static: the same addresses (in the headers) in every run's child. */
-	static float in[2][ELEMS + 517u * MAX_OPS], out[2][ELEMS + 517u * MAX_OPS];
+	static float in[2][(ELEMS + 517u * MAX_OPS) * MAX_MULT];
+	static float out[2][(ELEMS + 517u * MAX_OPS) * MAX_MULT];
 
-	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS && streams <= 2);
+	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS && streams <= 2 &&
+		  elems_mult <= MAX_MULT);
 	memset(o, 0, sizeof(*o));
 	ck_assert_int_eq(adump_session_create(cfg, &s), 0);
 	for (unsigned j = 0; j < streams; j++) {
@@ -665,6 +671,46 @@ START_TEST(test_msprobe_md5_window_equals_tensor_capture)
 	runs_summary = ADUMP_SUMMARY_MD5;
 	equality(ADUMP_OUTPUT_MSPROBE, true, false, 1);
 	runs_summary = ADUMP_SUMMARY_STATISTICS;
+}
+END_TEST
+
+/* io auto: the window's large files are written with O_DIRECT, as the capture's are. */
+START_TEST(test_io_auto_window_equals_tensor_capture)
+{
+	char *root = t_tmpdir("window_auto");
+	char win[4200], saved[4200], wroot[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	struct filter w = { .lo = -1, .no_trigger = true }, held = { .lo = 1, .hi = 2 };
+
+	elems_mult = 64;                /* 384 KiB and more: past direct_min_bytes */
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(saved, sizeof(saved), "%s/saved", root);
+	p.ops = 2;
+	p.steps = 3;
+	p.bad_step = 2;
+	p.bad_op = 1;
+	p.bad_value = NAN;
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 2);
+	cfg.io = ADUMP_IO_AUTO;
+	cfg.chunk_bytes = 64u << 10;
+	cfg.pool_bytes = 16u << 20;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[2].persists, 1);
+	snprintf(wroot, sizeof(wroot), "%s/window-2", win);
+	set_aside(wroot, saved);
+	cfg = base_config(wroot, ADUMP_OUTPUT_CANN);
+	cfg.io = ADUMP_IO_AUTO;
+	cfg.chunk_bytes = 64u << 10;
+	cfg.pool_bytes = 16u << 20;
+	run(&cfg, &p, &r);
+	ck_assert_int_eq(r.destroy_ret, 0);
+	ck_assert_uint_gt(r.stats.files_direct, 0);
+	ck_assert_uint_eq(same_tree(saved, &w, wroot, &held), 2 * p.ops);
+	elems_mult = 1;
+	cleanup(root);
 }
 END_TEST
 
@@ -2301,6 +2347,7 @@ static Suite *window_suite(void)
 	tcase_add_test(eq, test_zero_copy_window_equals_tensor_capture);
 	tcase_add_test(eq, test_msprobe_md5_window_equals_tensor_capture);
 	tcase_add_test(eq, test_two_streams_window_equals_tensor_capture);
+	t_tcase_add_test_needing(eq, T_DIRECT, test_io_auto_window_equals_tensor_capture);
 	tcase_add_test(eq, test_device_window_equals_tensor_capture);
 	tcase_add_test(eq, test_callback_sink);
 	tcase_add_test(eq, test_callback_sink_set_dir);
