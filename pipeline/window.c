@@ -713,8 +713,20 @@ int adump_session_persist_note(struct adump_session *s, const char *json)
 	if (!win)
 		return -ADUMP_ERR_STATE;
 	if (json) {
-		o = json_tokener_parse(json);
-		if (!o || !json_object_is_type(o, json_type_object)) {
+		struct json_tokener *tok = json_tokener_new();
+		size_t end = 0, len = strlen(json);
+
+		if (!tok)
+			return -ENOMEM;
+		o = len <= INT32_MAX ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+		if (o && json_tokener_get_error(tok) == json_tokener_success)
+			end = json_tokener_get_parse_end(tok);
+		json_tokener_free(tok);
+		/* One object and nothing after it but blanks (json-c's plain parse stops at the
+		 * first value's end and would take "{...} and more"). */
+		while (end < len && strchr(" \t\r\n", json[end]))
+			end++;
+		if (!o || !json_object_is_type(o, json_type_object) || end != len) {
 			json_object_put(o);
 			adump_log(ADUMP_LOG_ERROR, MODULE, "persist note: not a JSON object");
 			return -ADUMP_ERR_CONFIG;

@@ -1109,7 +1109,13 @@ START_TEST(test_trigger_call_and_note)
 	ck_assert_int_eq(adump_session_persist_note(s, "[1, 2]"), -ADUMP_ERR_CONFIG);
 	ck_assert_int_eq(adump_session_persist_note(s, "{\"rank\": "), -ADUMP_ERR_CONFIG);
 	ck_assert_int_eq(adump_session_persist_note(s, "7"), -ADUMP_ERR_CONFIG);
-	ck_assert_int_eq(adump_session_persist_note(s, "{\"rank\": 3, \"first_rank\": 1}"), 0);
+	ck_assert_int_eq(adump_session_persist_note(s, ""), -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_session_persist_note(s, "{\"rank\": 5} trailing"),
+			 -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_session_persist_note(s, "{\"rank\": 5} {\"rank\": 6}"),
+			 -ADUMP_ERR_CONFIG);
+	ck_assert_int_eq(adump_session_persist_note(s, NULL), 0);
+	ck_assert_int_eq(adump_session_persist_note(s, " {\"rank\": 3, \"first_rank\": 1}\n"), 0);
 	ck_assert_int_eq(adump_session_persist(s, "loss spike"), 0);
 	{
 		struct adump_window_info info;
