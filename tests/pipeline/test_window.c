@@ -951,6 +951,29 @@ START_TEST(test_trigger_neg_inf)
 }
 END_TEST
 
+/* Triggers not asked for do not fire: a NaN with only the call trigger (always on). */
+START_TEST(test_trigger_not_asked_for)
+{
+	char *root = t_tmpdir("window_off");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct plan p = PLAN_INIT;
+	struct outcome o;
+
+	cfg.triggers = ADUMP_TRIGGER_CALL;
+	p.bad_step = 1;
+	p.bad_op = 0;
+	p.bad_value = NAN;
+	p.call_step = 4;
+	p.call_reason = "asked";
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.info[3].persists, 0);
+	ck_assert_uint_eq(o.info[4].persists, 1);
+	ck_assert_uint_eq(window_dirs(root), 1);
+	cleanup(root);
+}
+END_TEST
+
 START_TEST(test_trigger_bound)
 {
 	char *root = t_tmpdir("window_bound");
@@ -2363,6 +2386,7 @@ static Suite *window_suite(void)
 	tcase_add_test(tr, test_trigger_inf);
 	tcase_add_test(tr, test_trigger_neg_inf);
 	tcase_add_test(tr, test_trigger_bound);
+	tcase_add_test(tr, test_trigger_not_asked_for);
 	tcase_add_test(tr, test_trigger_deviation);
 	tcase_add_test(tr, test_trigger_call_and_note);
 	tcase_add_test(tr, test_trigger_signal);
