@@ -2008,15 +2008,16 @@ START_TEST(test_bad_config)
 	struct adump_config cfg;
 	int cases = 0;
 
-#define REFUSE(stmt)                                                                        \
-	do {                                                                                \
-		cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);                              \
-		stmt;                                                                       \
-		ck_assert_msg(adump_config_check(&cfg) == -ADUMP_ERR_CONFIG, "accepted: %s", #stmt); \
-		s = NULL;                                                                   \
-		ck_assert_int_eq(adump_session_create(&cfg, &s), -ADUMP_ERR_CONFIG);        \
-		ck_assert_ptr_null(s);                                                      \
-		cases++;                                                                    \
+#define REFUSE(stmt)										\
+	do {											\
+		cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);				\
+		stmt;										\
+		ck_assert_msg(adump_config_check(&cfg) == -ADUMP_ERR_CONFIG, "accepted: %s",	\
+			      #stmt);								\
+		s = NULL;									\
+		ck_assert_int_eq(adump_session_create(&cfg, &s), -ADUMP_ERR_CONFIG);		\
+		ck_assert_ptr_null(s);								\
+		cases++;									\
 	} while (0)
 
 	REFUSE(cfg.content = ADUMP_CONTENT_STATS);
@@ -2074,7 +2075,7 @@ START_TEST(test_bad_config)
 }
 END_TEST
 
-/* ---- 8: the callback sink ---------------------------------------------------------------------- */
+/* ---- 8: the callback sink ------------------------------------------------------------------ */
 
 struct cb_file {
 	char *name;
