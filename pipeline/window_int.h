@@ -106,6 +106,10 @@ struct adump_window {
 	unsigned persists_max;
 	unsigned persists_skipped;
 	char last_window[1024];
+	/* The suffix the next window of step root_step takes (window_persist.c): every window a
+	 * step has in this process gets a directory of its own. */
+	uint64_t root_step;
+	unsigned root_next;
 	/* The config of the sessions that write persisted windows: the session's own, content
 	 * TENSOR, no window; dump_path and pool set at each persist. */
 	struct adump_config tensor_cfg;

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ struct plan {
 	bool no_last_step;              /* the last step ends with the session, not a step call */
 	uint32_t device_id;             /* the host stream's (the second's: + 1) */
 	unsigned streams;               /* 0 or 1: one; 2: two, dumping on two threads */
+	bool signal_storm;              /* a thread sends SIGUSR1 and asks for persists all along */
 	int reject_step, reject_op;     /* that dump zero copy, its check_fn refusing it; -1 */
 	const char *fault;              /* armed (adump_testpoint_arm) before fault_step's end */
 	int fault_err;
@@ -77,6 +79,7 @@ struct outcome {
 	int step_ret[MAX_STEPS];
 	struct adump_window_info info[MAX_STEPS];       /* after each step (window mode) */
 	struct adump_window_info signal_info;           /* after the signal's persist */
+	struct adump_window_info last;                  /* after the steps (window mode) */
 	struct adump_stats stats;
 	int destroy_ret;
 };
@@ -231,8 +234,34 @@ static void *dump_step_main(void *arg)
 	return NULL;
 }
 
+/* A thread sending SIGUSR1 to the process and calling the any-thread calls, until told. */
+struct storm {
+	struct adump_session *s;
+	atomic_bool is_done;
+	unsigned signals;
+};
+
+static void *storm_main(void *arg)
+{
+	struct storm *st = arg;
+
+	while (!atomic_load(&st->is_done)) {
+		struct adump_window_info info;
+
+		if (st->signals % 3 == 0)
+			ck_assert_int_eq(adump_session_persist(st->s, "storm"), 0);
+		ck_assert_int_eq(adump_session_window(st->s, &info), 0);
+		ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
+		st->signals++;
+		usleep(300);
+	}
+	return NULL;
+}
+
 static void run_here(const struct adump_config *cfg, const struct plan *p, struct outcome *o)
 {
+	struct storm storm = { .is_done = false };
+	pthread_t storm_thread;
 	struct adump_session *s = NULL;
 	struct stream_run runs[2];
 	unsigned streams = p->streams ? p->streams : 1;
@@ -253,7 +282,16 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 					       .out = out[j] };
 		ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &runs[j].hs), 0);
 	}
+	storm.s = s;
+	if (p->signal_storm)
+		ck_assert_int_eq(pthread_create(&storm_thread, NULL, storm_main, &storm), 0);
 	for (unsigned k = 0; k < p->steps; k++) {
+		if (p->signal_storm && k + 1 == p->steps) {
+			/* The last step quiet: what the storm asked for is written by its end. */
+			atomic_store(&storm.is_done, true);
+			ck_assert_int_eq(pthread_join(storm_thread, NULL), 0);
+			ck_assert_uint_gt(storm.signals, 0);
+		}
 		for (unsigned j = 0; j < streams; j++)
 			runs[j].step = k;
 		if (streams == 1) {
@@ -279,6 +317,8 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 		if (cfg->window_steps)
 			ck_assert_int_eq(adump_session_window(s, &o->info[k]), 0);
 	}
+	if (cfg->window_steps)
+		ck_assert_int_eq(adump_session_window(s, &o->last), 0);
 	for (unsigned j = 0; j < streams; j++)
 		ck_assert_int_eq(adump_host_stream_close(runs[j].hs), 0);
 	adump_stats_get(s, &o->stats);
@@ -1542,6 +1582,126 @@ START_TEST(test_signal_sessions_on_two_threads)
 }
 END_TEST
 
+/* SIGUSR1 and persist calls from another thread all along a run, the steps persisting too:
+ * every window's files are whole and the tensor capture's, none is written twice, and the
+ * step with the NaN is in one of them. */
+START_TEST(test_signal_storm)
+{
+	char *root = t_tmpdir("window_storm");
+	char win[4200], ref[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	struct filter f = { .lo = -1, .no_trigger = true, .no_losses = true };
+	char **seen = NULL;
+	size_t seen_count = 0, bad_files = 0;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(ref, sizeof(ref), "%s/ref", root);
+	p.steps = 12;
+	p.bad_step = 8;
+	p.bad_op = 2;
+	p.bad_value = NAN;
+	p.signal_storm = true;
+	cfg = window_config(win, ADUMP_OUTPUT_CANN, 3);
+	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+	cfg.window_persists = 100000;
+	run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.last.persists_skipped, 0);
+	/* A directory each, the windows of one step too (window-<step>.<n>); signals still in
+	 * the pipe at the end may have written more. */
+	ck_assert_uint_gt(o.last.persists, 3);
+	ck_assert_uint_ge(window_dirs(win), o.last.persists);
+	p.signal_storm = false;
+	cfg = base_config(ref, ADUMP_OUTPUT_CANN);
+	run(&cfg, &p, &r);
+	d = opendir(win);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		char dir[4200];
+		size_t n;
+		char **files;
+
+		if (strncmp(e->d_name, "window-", 7))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", win, e->d_name);
+		files = list_kept(dir, &f, &n);
+		seen = realloc(seen, (seen_count + n) * sizeof(*seen));
+		for (size_t i = 0; i < n; i++) {
+			char pa[4200], pb[4200];
+
+			snprintf(pa, sizeof(pa), "%s/%s", dir, files[i]);
+			snprintf(pb, sizeof(pb), "%s/%s", ref, files[i]);
+			ck_assert_msg(same_bytes(pa, pb), "%s and %s differ", pa, pb);
+			for (size_t j = 0; j < seen_count; j++)
+				ck_assert_msg(strcmp(seen[j], files[i]), "%s twice", files[i]);
+			if (step_of(files[i]) == p.bad_step)
+				bad_files++;
+			seen[seen_count++] = files[i];
+		}
+		free(files);
+	}
+	closedir(d);
+	ck_assert_uint_eq(bad_files, p.ops);
+	t_free_list(seen, seen_count);
+	cleanup(root);
+}
+END_TEST
+
+/* Three windows in one step (two signals, then a NaN): each in a directory of its own,
+ * window-0, window-0.1, window-0.2, each holding what came since the one before. */
+START_TEST(test_three_windows_of_one_step)
+{
+	char *root = t_tmpdir("window_three");
+	struct adump_config cfg = window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs;
+	struct adump_window_info info;
+	static const char *const names[3] = { "window-0", "window-0.1", "window-0.2" };
+	static const char *const rules[3] = { "signal", "signal", "nonfinite" };
+
+	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		dump_one(hs, 0, i, false, 1);
+		ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		ck_assert_int_eq(raise(SIGUSR1), 0);
+		wait_persists(s, i + 1, &info);
+	}
+	dump_one(hs, 0, 2, false, NAN);
+	ck_assert_int_eq(adump_session_step(s), 0);
+	ck_assert_int_eq(adump_session_window(s, &info), 0);
+	ck_assert_uint_eq(info.persists, 3);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	ck_assert_uint_eq(window_dirs(root), 3);
+	for (unsigned i = 0; i < 3; i++) {
+		char dir[4200], want[32];
+		struct json_object *t;
+		size_t n;
+		char **files;
+
+		snprintf(dir, sizeof(dir), "%s/%s/" TIME_DIR, root, names[i]);
+		files = t_list_files(dir, &n);
+		ck_assert_uint_eq(n, 2);
+		snprintf(want, sizeof(want), "0/Mul.op%u_0.", i);
+		ck_assert_msg(!strncmp(files[0], want, strlen(want)), "%s: %s", dir, files[0]);
+		ck_assert_str_eq(files[1], "trigger.json");
+		t_free_list(files, n);
+		t = load_trigger(dir);
+		ck_assert_str_eq(str_member(t, "rule"), rules[i]);
+		snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
+		ck_assert_str_eq(str_member(t, "window"), dir);
+		json_object_put(t);
+	}
+	cleanup(root);
+}
+END_TEST
+
 /* ---- 5: the persist limit, nothing twice --------------------------------------------------- */
 
 START_TEST(test_persist_limit)
@@ -2393,6 +2553,8 @@ static Suite *window_suite(void)
 	tcase_add_test(tr, test_signal_while_a_file_is_written);
 	tcase_add_test(tr, test_signal_two_sessions);
 	tcase_add_test(tr, test_signal_sessions_on_two_threads);
+	tcase_add_test(tr, test_signal_storm);
+	tcase_add_test(tr, test_three_windows_of_one_step);
 	tcase_add_test(tr, test_trigger_of_last_step_persisted_at_destroy);
 	tcase_add_test(tr, test_persist_limit);
 	tcase_add_test(tr, test_second_trigger_writes_only_new_steps);
