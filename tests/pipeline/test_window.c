@@ -1585,7 +1585,7 @@ END_TEST
 /* SIGUSR1 and persist calls from another thread all along a run, the steps persisting too:
  * every window's files are whole and the tensor capture's, none is written twice, and the
  * step with the NaN is in one of them. */
-START_TEST(test_signal_storm)
+static void signal_storm(enum adump_output_format format, bool set_dir, unsigned streams)
 {
 	char *root = t_tmpdir("window_storm");
 	char win[4200], ref[4200];
@@ -1605,7 +1605,9 @@ START_TEST(test_signal_storm)
 	p.bad_op = 2;
 	p.bad_value = NAN;
 	p.signal_storm = true;
-	cfg = window_config(win, ADUMP_OUTPUT_CANN, 3);
+	p.set_dir = set_dir;
+	p.streams = streams;
+	cfg = window_config(win, format, 3);
 	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
 	cfg.window_persists = 100000;
 	run(&cfg, &p, &o);
@@ -1616,7 +1618,7 @@ START_TEST(test_signal_storm)
 	ck_assert_uint_gt(o.last.persists, 3);
 	ck_assert_uint_ge(window_dirs(win), o.last.persists);
 	p.signal_storm = false;
-	cfg = base_config(ref, ADUMP_OUTPUT_CANN);
+	cfg = base_config(ref, format);
 	run(&cfg, &p, &r);
 	d = opendir(win);
 	ck_assert_ptr_nonnull(d);
@@ -1645,9 +1647,15 @@ START_TEST(test_signal_storm)
 		free(files);
 	}
 	closedir(d);
-	ck_assert_uint_eq(bad_files, p.ops);
+	ck_assert_uint_eq(bad_files, p.ops * streams);
 	t_free_list(seen, seen_count);
 	cleanup(root);
+}
+
+START_TEST(test_signal_storm)
+{
+	signal_storm(ADUMP_OUTPUT_CANN, false, 1);
+	signal_storm(ADUMP_OUTPUT_CANN, true, 2);
 }
 END_TEST
 
