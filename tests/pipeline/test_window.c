@@ -2433,7 +2433,7 @@ static int run_tool(const char *out, char *const argv[])
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-static void tools_on(enum adump_output_format format)
+static void tools_on(enum adump_output_format format, bool set_dir)
 {
 	char *root = t_tmpdir("window_tool");
 	char win[4200], out[4200], wroot[4200];
@@ -2448,6 +2448,7 @@ static void tools_on(enum adump_output_format format)
 	p.bad_step = 4;
 	p.bad_op = 2;
 	p.bad_value = NAN;
+	p.set_dir = set_dir;
 	cfg = window_config(win, format, 3);
 	run(&cfg, &p, &o);
 	ck_assert_int_eq(o.destroy_ret, 0);
@@ -2459,14 +2460,17 @@ static void tools_on(enum adump_output_format format)
 		text = t_slurp(out, "stderr");
 		ck_assert_msg(rc == 0, "verify: %d: %s", rc, text);
 		free(text);
-		/* Every dump (and msprobe's dump.json) checked; trigger.json is not a dump. */
+		/* Every dump (and msprobe's dump.json) checked; trigger.json (one per directory
+		 * the window wrote) is not a dump. */
+		unsigned dirs = set_dir ? 3 : 1, ok = format == ADUMP_OUTPUT_CANN ? 12 :
+							   24 + dirs;
+		char want[256];
+
+		snprintf(want, sizeof(want), "verify: %u files: %u ok, 0 bad, 0 .part leftover, "
+			 "0 failed, %u skipped as not dumps (.csv, .json, .html): passed",
+			 ok + dirs, ok, dirs);
 		text = t_slurp(out, "stdout");
-		ck_assert_msg(strstr(text, format == ADUMP_OUTPUT_CANN ?
-				     "verify: 13 files: 12 ok, 0 bad, 0 .part leftover, 0 failed, "
-				     "1 skipped as not dumps (.csv, .json, .html): passed" :
-				     "verify: 26 files: 25 ok, 0 bad, 0 .part leftover, 0 failed, "
-				     "1 skipped as not dumps (.csv, .json, .html): passed"),
-			      "verify: %s", text);
+		ck_assert_msg(strstr(text, want), "verify: %s", text);
 		free(text);
 	}
 	{
@@ -2510,7 +2514,7 @@ static void tools_on(enum adump_output_format format)
 		text = t_slurp(out, "stderr");
 		ck_assert_msg(rc == 0, "compare: %d: %s", rc, text);
 		ck_assert_msg(!strstr(text, "trigger.json"), "compare: %s", text);
-		ck_assert_msg(strstr(text, "1 pairs compared") &&
+		ck_assert_msg(strstr(text, set_dir ? "3 pairs compared" : "1 pairs compared") &&
 			      strstr(text, "no divergent op in any pair"), "compare: %s", text);
 		free(text);
 	}
@@ -2519,13 +2523,15 @@ static void tools_on(enum adump_output_format format)
 
 START_TEST(test_verify_scan_cann)
 {
-	tools_on(ADUMP_OUTPUT_CANN);
+	tools_on(ADUMP_OUTPUT_CANN, false);
+	tools_on(ADUMP_OUTPUT_CANN, true);
 }
 END_TEST
 
 START_TEST(test_verify_scan_msprobe)
 {
-	tools_on(ADUMP_OUTPUT_MSPROBE);
+	tools_on(ADUMP_OUTPUT_MSPROBE, false);
+	tools_on(ADUMP_OUTPUT_MSPROBE, true);
 }
 END_TEST
 
