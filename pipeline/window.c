@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "common/common.h"
+#include "pipeline/loss_int.h"
 #include "pipeline/window_int.h"
 #include "pipeline/worker_int.h"
 #include "ring/ring.h"
@@ -204,6 +205,8 @@ static bool evict_before(struct adump_window *win, uint64_t before)
 	}
 	if (win->head == win->tail)
 		win->head = win->tail = 0;      /* empty: start again at the arena's first pages */
+	if (win->unlisted_step < before)
+		win->lost_unlisted = 0;         /* its step went */
 	return any;
 }
 
@@ -274,6 +277,7 @@ void adump_window_clear(struct adump_window *win)
 		else
 			e->state = ENTRY_DONE;
 	}
+	win->lost_unlisted = 0;                 /* the window written counted them */
 	if (!is_filling)
 		release_all(win);
 }
@@ -301,6 +305,9 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 		win->is_full_logged = true;
 	}
 	if (!e) {
+		if (win->lost_unlisted && win->unlisted_step != win->step)
+			win->lost_unlisted = 0;
+		win->unlisted_step = win->step;
 		win->lost_unlisted++;
 		pthread_mutex_unlock(&win->lock);
 		return;
@@ -484,7 +491,9 @@ void adump_window_file_end(struct adump_window *win, struct file_state *fs)
 		judge(win, fs);
 	if (e) {
 		e->state = fs->is_failed ? ENTRY_FAILED : ENTRY_HELD;
-		e->error = fs->is_failed ? fs->error : 0;
+		/* What the loss log of a written window says of it, as the capture's would. */
+		e->error = !fs->is_failed ? 0 : fs->is_rejected ? ADUMP_LOSS_ERR_REJECTED :
+			   fs->error;
 	}
 	pthread_mutex_unlock(&win->lock);
 	fs->window_entry = NULL;
@@ -720,8 +729,20 @@ int adump_session_persist_note(struct adump_session *s, const char *json)
 	if (!win)
 		return -ADUMP_ERR_STATE;
 	if (json) {
-		o = json_tokener_parse(json);
-		if (!o || !json_object_is_type(o, json_type_object)) {
+		struct json_tokener *tok = json_tokener_new();
+		size_t end = 0, len = strlen(json);
+
+		if (!tok)
+			return -ENOMEM;
+		o = len <= INT32_MAX ? json_tokener_parse_ex(tok, json, (int)len) : NULL;
+		if (o && json_tokener_get_error(tok) == json_tokener_success)
+			end = json_tokener_get_parse_end(tok);
+		json_tokener_free(tok);
+		/* One object and nothing after it but blanks (json-c's plain parse stops at the
+		 * first value's end and would take "{...} and more"). */
+		while (end < len && strchr(" \t\r\n", json[end]))
+			end++;
+		if (!o || !json_object_is_type(o, json_type_object) || end != len) {
 			json_object_put(o);
 			adump_log(ADUMP_LOG_ERROR, MODULE, "persist note: not a JSON object");
 			return -ADUMP_ERR_CONFIG;

@@ -86,7 +86,10 @@ struct adump_window {
 	unsigned steps;                 /* window_steps */
 	uint64_t held_dumps;
 	uint64_t lost_dumps;            /* since start */
-	uint64_t lost_unlisted;         /* of the held steps: not even a stub fitted */
+	/* Dumps of step unlisted_step that not even a stub fitted: when that happens every older
+	 * step is gone already, so they are of one step, counted until it goes. */
+	uint64_t lost_unlisted;
+	uint64_t unlisted_step;
 	bool is_full_logged;
 	struct window_dir *dirs;
 	uint32_t triggers;
@@ -104,6 +107,10 @@ struct adump_window {
 	unsigned persists_max;
 	unsigned persists_skipped;
 	char last_window[1024];
+	/* The suffix the next window of step root_step takes (window_persist.c): every window a
+	 * step has in this process gets a directory of its own. */
+	uint64_t root_step;
+	unsigned root_next;
 	/* The config of the sessions that write persisted windows: the session's own, content
 	 * TENSOR, no window; dump_path and pool set at each persist. */
 	struct adump_config tensor_cfg;

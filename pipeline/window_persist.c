@@ -97,35 +97,30 @@ static void add_step(struct persist *p, uint64_t step)
 }
 
 /* <dump_path>/window-<step>[.<n>]: made, or taken if a directory of that name is there
- * (the processes of one job share it); a second window of one step in this process gets
- * the next free suffix. */
+ * (the processes of one job share it); a further window of one step in this process takes
+ * the next suffix, never a directory an earlier window of its own wrote. */
 static int make_root(struct persist *p, uint64_t step)
 {
 	struct adump_window *win = p->win;
 	const char *base = win->s->dump_path;
+	unsigned first = win->root_next && win->root_step == step ? win->root_next : 0;
 
-	for (unsigned n = 0; n < 1000; n++) {
+	for (unsigned n = first; n < first + 1000; n++) {
 		char *root;
 		int ret;
 
 		if ((n ? asprintf(&root, "%s/window-%llu.%u", base, (unsigned long long)step, n) :
 			 asprintf(&root, "%s/window-%llu", base, (unsigned long long)step)) < 0)
 			return -ENOMEM;
-		if (n == 0 && !strcmp(root, win->last_window)) {
-			free(root);
-			continue;
-		}
-		if (win->tensor_cfg.sink != ADUMP_SINK_FILE) {
+		ret = win->tensor_cfg.sink == ADUMP_SINK_FILE ? adump_mkdir_own(root, 0750) : 0;
+		if (ret == 0) {
 			p->root = root;
-			return 0;
-		}
-		ret = adump_mkdir_own(root, 0750);
-		if (ret == 0 && strcmp(root, win->last_window)) {
-			p->root = root;
+			win->root_step = step;
+			win->root_next = n + 1;
 			return 0;
 		}
 		free(root);
-		if (ret < 0 && ret != -EEXIST) {
+		if (ret != -EEXIST) {
 			adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create the window directory "
 				  "under %s: %s", base, adump_strerror(ret));
 			return ret;

@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,29 +20,40 @@
 #define MODULE "window"
 #define MAX_WINDOWS 64
 
-static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Registering and unregistering, each whole: the first sets up the pipe, the thread and the
+ * handler, the last tears them down (joining the thread outside sig_lock, which the thread
+ * takes); without it a session made on one thread while the last went on another would
+ * start its thread on a pipe the other then closes, and the other would join the wrong
+ * thread. The signal's thread never takes it. */
+static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;   /* windows[], window_count */
 static struct adump_window *windows[MAX_WINDOWS];
 static unsigned window_count;
-static int sig_pipe[2] = { -1, -1 };
-static pthread_t sig_thread;
+static int sig_pipe[2] = { -1, -1 };    /* life_lock */
+/* What the handler writes to: sig_pipe[1] while the pipe is open, else -1. Relaxed: the
+ * handler needs only the number, set after the pipe is made and cleared before it closes. */
+static _Atomic int sig_write_fd = -1;
+static pthread_t sig_thread;            /* life_lock */
 static struct sigaction sig_old;
 
 static void on_signal(int sig)
 {
-	int saved = errno;
-	ssize_t n = write(sig_pipe[1], "s", 1);
+	int saved = errno, fd = atomic_load_explicit(&sig_write_fd, memory_order_relaxed);
+	ssize_t n = fd >= 0 ? write(fd, "s", 1) : 0;
 
 	(void)sig;
 	(void)n;
 	errno = saved;
 }
 
+/* @arg: the pipe's read end, the thread's own copy. */
 static void *sig_main(void *arg)
 {
-	(void)arg;
+	int fd = (int)(intptr_t)arg;
+
 	for (;;) {
 		char buf[64];
-		ssize_t n = read(sig_pipe[0], buf, sizeof(buf));
+		ssize_t n = read(fd, buf, sizeof(buf));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -70,8 +83,9 @@ static int start(void)
 	if (pipe2(sig_pipe, O_CLOEXEC) < 0)
 		return -errno;
 	fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
-	ret = -pthread_create(&sig_thread, NULL, sig_main, NULL);
+	ret = -pthread_create(&sig_thread, NULL, sig_main, (void *)(intptr_t)sig_pipe[0]);
 	if (ret == 0) {
+		atomic_store_explicit(&sig_write_fd, sig_pipe[1], memory_order_relaxed);
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_signal;
 		sa.sa_flags = SA_RESTART;
@@ -79,6 +93,7 @@ static int start(void)
 		if (sigaction(SIGUSR1, &sa, NULL) == 0)
 			return 0;
 		ret = -errno;
+		atomic_store_explicit(&sig_write_fd, -1, memory_order_relaxed);
 		if (write(sig_pipe[1], "q", 1) == 1)
 			pthread_join(sig_thread, NULL);
 	}
@@ -92,6 +107,7 @@ int adump_window_signal_register(struct adump_window *win)
 {
 	int ret = 0;
 
+	pthread_mutex_lock(&life_lock);
 	pthread_mutex_lock(&sig_lock);
 	if (window_count == MAX_WINDOWS)
 		ret = -ADUMP_ERR_TOO_BIG;
@@ -102,6 +118,7 @@ int adump_window_signal_register(struct adump_window *win)
 		win->is_signal = true;
 	}
 	pthread_mutex_unlock(&sig_lock);
+	pthread_mutex_unlock(&life_lock);
 	return ret;
 }
 
@@ -109,6 +126,7 @@ void adump_window_signal_unregister(struct adump_window *win)
 {
 	bool is_last = false;
 
+	pthread_mutex_lock(&life_lock);
 	pthread_mutex_lock(&sig_lock);
 	for (unsigned i = 0; i < window_count; i++)
 		if (windows[i] == win) {
@@ -117,18 +135,19 @@ void adump_window_signal_unregister(struct adump_window *win)
 			break;
 		}
 	win->is_signal = false;
-	if (is_last)
+	if (is_last) {
 		sigaction(SIGUSR1, &sig_old, NULL);
+		atomic_store_explicit(&sig_write_fd, -1, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&sig_lock);
-	if (!is_last)
-		return;
-	/* Outside the lock: the thread may be waiting for it. */
-	while (write(sig_pipe[1], "q", 1) < 0 && errno == EINTR)
-		;
-	pthread_join(sig_thread, NULL);
-	pthread_mutex_lock(&sig_lock);
-	close(sig_pipe[0]);
-	close(sig_pipe[1]);
-	sig_pipe[0] = sig_pipe[1] = -1;
-	pthread_mutex_unlock(&sig_lock);
+	if (is_last) {
+		/* Outside sig_lock: the thread may be waiting for it. */
+		while (write(sig_pipe[1], "q", 1) < 0 && errno == EINTR)
+			;
+		pthread_join(sig_thread, NULL);
+		close(sig_pipe[0]);
+		close(sig_pipe[1]);
+		sig_pipe[0] = sig_pipe[1] = -1;
+	}
+	pthread_mutex_unlock(&life_lock);
 }

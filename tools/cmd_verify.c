@@ -535,7 +535,8 @@ int cmd_verify(int argc, char **argv)
 		       (unsigned long long)counts[VERDICT_PART],
 		       (unsigned long long)counts[VERDICT_FAILED]);
 		if (counts[VERDICT_SKIPPED])
-			printf(", %llu .csv skipped", (unsigned long long)counts[VERDICT_SKIPPED]);
+			printf(", %llu skipped as not dumps (.csv, .json, .html)",
+			       (unsigned long long)counts[VERDICT_SKIPPED]);
 		if (counts[VERDICT_LEFTOVER])
 			printf(", %llu cut-short index line(s) (warning)",
 			       (unsigned long long)counts[VERDICT_LEFTOVER]);
