@@ -326,7 +326,7 @@ static void config_for(struct adump_config *cfg, const struct opts *o, enum host
 }
 
 /* One mode: @warm untimed steps, then o->steps timed ones. */
-static int host_run(const struct opts *o, enum host_mode m, const struct plan *p,
+static int host_run(const struct opts *o, enum host_mode m, unsigned round, const struct plan *p,
 		    const unsigned char *src, unsigned warm, struct host_result *r)
 {
 	const char *base = m == MODE_TENSOR_SHM ? o->shm : o->dir;
@@ -339,8 +339,8 @@ static int host_run(const struct opts *o, enum host_mode m, const struct plan *p
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	snprintf(path, sizeof(path), "%s/adump-window-bench.%d", base, (int)getpid());
-	rm_tree(path);
+	snprintf(path, sizeof(path), "%s/adump-window-bench.%d/%s-%u", base, (int)getpid(),
+		 mode_keys[m], round);
 	config_for(&cfg, o, m, path);
 	ret = adump_session_create(&cfg, &s);
 	if (ret == 0)
@@ -393,9 +393,22 @@ static int host_run(const struct opts *o, enum host_mode m, const struct plan *p
 		if (ret == 0)
 			ret = dret;
 	}
-	rm_tree(path);
+	if (m == MODE_TENSOR_SHM)
+		rm_tree(path);
 	r->error = ret;
 	return ret;
+}
+
+/* What a part wrote under @base is removed only when the part ends: ext4 allocates new
+ * inodes around recently deleted ones by scanning the inode table, a cost in the worker's
+ * system time (find_get_block_common, recently_deleted) that a training run, which deletes
+ * nothing, does not pay; removing each run's files before the next one added to it. */
+static void part_clean(const char *base)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/adump-window-bench.%d", base, (int)getpid());
+	rm_tree(path);
 }
 
 static int part_host(const struct opts *o)
@@ -429,7 +442,7 @@ static int part_host(const struct opts *o)
 
 			if (!o->modes[m])
 				continue;
-			ret = host_run(o, m, &p, src, m <= MODE_WINDOW_REF ? warm : 2, &hr);
+			ret = host_run(o, m, r, &p, src, m <= MODE_WINDOW_REF ? warm : 2, &hr);
 			if (ret < 0) {
 				fprintf(stderr, "window_bench: host %s: %s\n", mode_names[m],
 					adump_strerror(ret));
@@ -450,8 +463,9 @@ static int part_host(const struct opts *o)
 			if (!o->modes[m])
 				continue;
 			printf("    %-16s %5.2f GB/s = %.2fx memcpy; CPU %.3f s/GB, busiest thread "
-			       "%.3f s/GB, runnable but waiting %.0f %% of the time", mode_names[m],
-			       gbps[m][r], ratio[m][r], cpu[m][r], busy[m][r], 100 * wait[m][r]);
+			       "%.3f s/GB, threads waiting for a CPU %.0f %% of the wall time",
+			       mode_names[m], gbps[m][r], ratio[m][r], cpu[m][r], busy[m][r],
+			       100 * wait[m][r]);
 			if (m == MODE_WINDOW)
 				printf("; %.0f %% in the dump calls; the first %u steps %.2f GB/s",
 				       100 * dump_share[r], warm, first[r]);
@@ -464,6 +478,8 @@ static int part_host(const struct opts *o)
 			printf(", %s %.2fx", mode_names[m], median(ratio[m], o->rounds));
 	printf(" (target: window >= 0.5x memcpy)\n");
 out:
+	part_clean(o->dir);
+	part_clean(o->shm);
 	free(src);
 	free(dst);
 	plan_free(&p);
@@ -505,8 +521,8 @@ static int dev_step(struct dev_bench *d, struct adump_dev_stream *st, bool is_du
 }
 
 /* Window mode (@is_dump) or no dump at all: seconds of o->steps steps after @warm. */
-static int dev_run(const struct opts *o, struct dev_bench *d, bool is_dump, unsigned warm,
-		   double *seconds)
+static int dev_run(const struct opts *o, struct dev_bench *d, bool is_dump, unsigned round,
+		   unsigned warm, double *seconds)
 {
 	struct adump_session *s = NULL;
 	struct adump_dev_stream *st = NULL;
@@ -516,8 +532,8 @@ static int dev_run(const struct opts *o, struct dev_bench *d, bool is_dump, unsi
 	double t0;
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/adump-window-bench.%d", o->dir, (int)getpid());
-	rm_tree(path);
+	snprintf(path, sizeof(path), "%s/adump-window-bench.%d/device-%u", o->dir, (int)getpid(),
+		 round);
 	config_for(&cfg, o, MODE_WINDOW, path);
 	ret = adump_dev_stream_create(d->dev, &st);
 	if (ret == 0 && is_dump)
@@ -555,7 +571,6 @@ static int dev_run(const struct opts *o, struct dev_bench *d, bool is_dump, unsi
 	}
 	if (st)
 		adump_dev_stream_destroy(st);
-	rm_tree(path);
 	return ret;
 }
 
@@ -624,7 +639,7 @@ static int part_device(const struct opts *o)
 		for (unsigned k = 0; ret == 0 && k < 2; k++) {
 			bool is_dump = (k + r) % 2 == 0;
 
-			ret = dev_run(o, &d, is_dump, is_dump ? warm : 2, is_dump ? &t_win : &t_none);
+			ret = dev_run(o, &d, is_dump, r, is_dump ? warm : 2, is_dump ? &t_win : &t_none);
 		}
 		if (ret < 0) {
 			fprintf(stderr, "window_bench: device: %s\n", adump_strerror(ret));
@@ -642,6 +657,7 @@ static int part_device(const struct opts *o)
 	       "%.2fx over the time added to the kernels (target >= 0.5x)\n", o->rounds,
 	       median(mc, o->rounds), median(ratio, o->rounds), median(added, o->rounds));
 out:
+	part_clean(o->dir);
 	plan_free(&triple);
 	plan_free(&d.p);
 	free(dst);
