@@ -4,9 +4,10 @@
  * a window-mode session (the dump calls and adump_session_step() of every step timed) against
  * a plain memcpy of the same bytes, with statistics-only and tensor captures beside it.
  * device: the same through the simulated NPU's Adds. soak: 50 steps larger than a third of
- * the window with one persist, RSS sampled each step against window_bytes + pool_bytes + a
- * constant (exit 1 past it). persist: a full window written at a trigger, timed until synced,
- * against fio on the same directory. Never run by ctest. */
+ * the window with one persist, each step's peak RSS against window_bytes + pool_bytes + the
+ * README's constant (exit 1 past it). persist: a full window written at a trigger, timed
+ * until synced, against fio on the same directory. bench/RESULTS.md "Window mode" has what
+ * it measured. Never run by ctest. */
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
