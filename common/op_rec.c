@@ -97,6 +97,8 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->hook_data = NULL;
 	rec->dir = NULL;
 	rec->tstats = NULL;
+	rec->is_window_held = false;
+	rec->window_entry = NULL;
 	rec->status = -ADUMP_ERR_WRITE;
 	rec->journal_slot = NULL;
 	rec->journal_held = NULL;

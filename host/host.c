@@ -26,6 +26,7 @@ struct adump_host_stream {
 	uint32_t device_id;
 	uint32_t next_task_id;                  /* owner only */
 	bool is_stats;                          /* statistics session: computed at handover */
+	bool is_window;                         /* window session: held at handover (copies) */
 	/* Set by the session on attach and detach (bind()); read by the owner and by stats. */
 	_Atomic(struct adump_port *) chan;
 	/* The owner's scratch for one op: the tensors as the header describes them and their
@@ -135,6 +136,7 @@ int adump_host_stream_open(struct adump_session *s, const struct adump_host_stre
 	hs->device_id = c.device_id;
 	hs->stream_id = adump_stream_id_next();
 	hs->is_stats = adump_session_wants_stats(s);
+	hs->is_window = adump_session_window_at_handover(s);
 	pthread_mutex_init(&hs->final_lock, NULL);
 	hs->final_chan.stream_id = hs->stream_id;
 	ret = adump_session_attach_producer(s, hs, hs->stream_id, &host_ops);
@@ -394,6 +396,10 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	/* The testpoint sends the bytes instead, as without memory: tests compare the two. */
 	if (hs->is_stats && count && ADUMP_TESTPOINT("host.stats_handover") == 0)
 		rec->tstats = handover_stats(hs, (uint32_t)count);
+	/* Window mode, copying: the bytes go into the window here, not through staging. */
+	if (hs->is_window && count && !op->release_fn &&
+	    ADUMP_TESTPOINT("host.window_handover") == 0)
+		adump_session_window_hold(hs->session, rec, hs->data);
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);

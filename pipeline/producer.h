@@ -73,4 +73,13 @@ ADUMP_HIDDEN void adump_session_dir_done(struct adump_session *s, const char *di
  * the session's life. */
 ADUMP_HIDDEN bool adump_session_wants_stats(const struct adump_session *s);
 
+/* Window mode (pipeline/window.c): whether a producer that reads its tensors in place holds
+ * them at hand-over, and the hold itself: the payload of @rec (tensor i at @data[i]) copied
+ * into the window as the dump's entry, its statistics computed from the copy into
+ * rec->tstats, so the producer posts no payload (adump_port_post_sp()). Producer's thread.
+ * Return: 0, or -ENOMEM (nothing done: post the payload). */
+ADUMP_HIDDEN bool adump_session_window_at_handover(const struct adump_session *s);
+ADUMP_HIDDEN int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
+					   const void *const *data);
+
 #endif

@@ -286,14 +286,14 @@ void adump_window_clear(struct adump_window *win)
 		release_all(win);
 }
 
-void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
+/* An entry for @rec's dump: FILLING with room for its payload, a stub (LOST) where the
+ * current step leaves no room for that, or NULL (not even a stub: counted). */
+static struct window_entry *entry_make(struct adump_window *win, const struct adump_op_rec *rec)
 {
-	const struct adump_op_rec *rec = fs->op;
 	uint64_t meta = HDR + round_up(adump_op_copy_size(&rec->op), 8);
 	struct window_entry *e;
 	bool is_stub = false;
 
-	fs->window_entry = NULL;
 	pthread_mutex_lock(&win->lock);
 	e = entry_alloc(win, round_up(meta + rec->payload_bytes, ALIGN));
 	if (!e) {
@@ -314,7 +314,7 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 		win->unlisted_step = win->step;
 		win->lost_unlisted++;
 		pthread_mutex_unlock(&win->lock);
-		return;
+		return NULL;
 	}
 	e->step = win->step;
 	e->state = is_stub ? ENTRY_LOST : ENTRY_FILLING;
@@ -327,8 +327,64 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 	if (rec->dir && !e->dir)
 		e->state = ENTRY_FAILED, e->error = -ENOMEM;
 	pthread_mutex_unlock(&win->lock);
-	if (e->state == ENTRY_FILLING)
-		fs->window_entry = e;
+	return e;
+}
+
+void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
+{
+	const struct adump_op_rec *rec = fs->op;
+	struct window_entry *e;
+
+	if (rec->is_window_held) {      /* held by its producer already */
+		fs->window_entry = rec->window_entry;
+		return;
+	}
+	e = entry_make(win, rec);
+	fs->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
+}
+
+/* The fused hand-over's block: copied, then its statistics read while it is in the cache. */
+#define HOLD_BLOCK (64u << 10)
+
+int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
+			      const void *const *data)
+{
+	const struct adump_op *op = &rec->op;
+	struct adump_tstats *ts = malloc(op->tensor_count * sizeof(*ts));
+	struct window_entry *e;
+	unsigned char *dst;
+
+	if (!ts)
+		return -ENOMEM;
+	e = entry_make(s->window, rec);
+	dst = e && e->state == ENTRY_FILLING ? e->payload : NULL;
+	for (uint32_t i = 0; i < op->tensor_count; i++) {
+		const unsigned char *src = data[i];
+		uint64_t bytes = op->tensors[i].bytes;
+
+		adump_tstats_init(&ts[i], op->tensors[i].dtype);
+		for (uint64_t k = 0; k < bytes; k += HOLD_BLOCK) {
+			size_t n = bytes - k < HOLD_BLOCK ? (size_t)(bytes - k) : HOLD_BLOCK;
+
+			if (dst)
+				memcpy(dst + k, src + k, n);
+			if (ts[i].kind != ADUMP_TSTATS_NONE)
+				adump_tstats_add(&ts[i], (dst ? dst : src) + k, n / ts[i].elem_bytes);
+		}
+		if (dst)
+			dst += bytes;
+	}
+	rec->tstats = ts;
+	rec->is_window_held = true;
+	rec->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
+	return 0;
+}
+
+bool adump_session_window_at_handover(const struct adump_session *s)
+{
+	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
+	return s->window && !(s->cfg.format == ADUMP_OUTPUT_MSPROBE &&
+			      s->cfg.summary == ADUMP_SUMMARY_MD5);
 }
 
 /* Copy @len bytes into the arena with non-temporal stores: the window is read again only
