@@ -141,9 +141,10 @@ void adump_window_signal_unregister(struct adump_window *win)
 	}
 	pthread_mutex_unlock(&sig_lock);
 	if (is_last) {
-		/* Outside sig_lock: the thread may be waiting for it. */
-		while (write(sig_pipe[1], "q", 1) < 0 && errno == EINTR)
-			;
+		/* Outside sig_lock: the thread may be waiting for it. A pipe full of signals'
+		 * bytes takes the quit once the thread has read some of them. */
+		while (write(sig_pipe[1], "q", 1) < 0 && (errno == EINTR || errno == EAGAIN))
+			usleep(1000);
 		pthread_join(sig_thread, NULL);
 		close(sig_pipe[0]);
 		close(sig_pipe[1]);
