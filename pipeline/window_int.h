@@ -138,6 +138,14 @@ int adump_window_persist_now(struct adump_window *win, const char *rule);
  * file is still filling (a signal's persist, mid-step) they are only marked written. */
 void adump_window_clear(struct adump_window *win);
 
+/* window_trigger.c (win->lock held): @fs's statistics through the triggers; a trigger by
+ * call or signal; the memory of them. */
+void adump_window_judge(struct adump_window *win, struct file_state *fs);
+void adump_window_request(struct adump_window *win, const char *rule, const char *reason);
+void adump_window_trigger_free(struct window_trigger *t);
+struct window_history *adump_window_history_new(void);
+void adump_window_history_free(struct window_history *h);
+
 /* window_persist.c: write the held entries (win->lock held, win->persist_lock held) under
  * a new window directory, with trigger.json from @t. Return 0 or the first error. */
 int adump_window_write(struct adump_window *win, const struct window_trigger *t);
