@@ -11,7 +11,6 @@
 #include <emmintrin.h>
 #endif
 
-
 #include "common/common.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/window_int.h"
