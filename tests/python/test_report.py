@@ -119,12 +119,12 @@ class Series(unittest.TestCase):
     NaN at NAN_STEP (the training carries it no further: the step's update is skipped) and is
     a thousand times larger at SPIKE_STEP."""
 
-    def capture(self, fmt):
+    def capture(self, fmt, **kw):
         top = helpers.tmpdir("rep-series-" + fmt)
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-        with adump.torch.capture(model, top, content="stats", format=fmt,
-                                 backward=False) as cap:
+        kw = kw or {"content": "stats"}
+        with adump.torch.capture(model, top, format=fmt, backward=False, **kw) as cap:
             for step in range(STEPS):
                 x = torch.randn(3, 4)
                 if step == NAN_STEP:
@@ -171,6 +171,24 @@ class Series(unittest.TestCase):
 
     def test_msprobe_stats(self):
         self.check(self.capture("msprobe"), "Module.0.Linear.forward.0.input.0")
+
+    def test_flight_recorder(self):
+        # The same run under the flight recorder: the statistics of every step on disk, the
+        # window of the NaN step beneath (tensors, and a trigger.json in each of its step
+        # directories). The page draws the statistics once (the window's are not read a
+        # second time: no "#2" series) and tells the trigger once, at its step.
+        for fmt, name in (("cann", "Module_0_Linear_forward_0.input.0"),
+                          ("msprobe", "Module.0.Linear.forward.0.input.0")):
+            with self.subTest(fmt=fmt):
+                top = self.capture(fmt, window_steps=2)
+                self.assertTrue(os.path.isdir(os.path.join(top, "window-%d" % NAN_STEP)))
+                data = page_data(adump.report(top))
+                names = [x["name"] for x in data["series"]]
+                self.assertIn(name, names)
+                self.assertFalse([n for n in names if "#" in n], names)
+                self.assertEqual(len(data["triggers"]), 1, data["triggers"])
+                t = data["triggers"][0]
+                self.assertEqual((t["step"], t["rule"]), (NAN_STEP, "nonfinite"), t)
 
     def test_odd_module_name(self):
         # add_module takes any name, with characters msaccucmp's file pattern refuses: the
