@@ -31,7 +31,7 @@ if a trigger fired there in the step, else the world size. If any did, every ran
 its window of the same steps (one that did not fire with reason "rank R fired"), each
 trigger.json gets rank, first_rank (the lowest rank that fired in that step) and
 world_size, and a barrier (on such steps only) lets rank 0 tidy the shared root. Its cost, measured on 2 gloo ranks over loopback on a shared 2-core machine
-(tests/python/test_window.py TwoRanks, the mean of 200 agreements): 0.12 to 0.27 ms per
+(tests/python/test_window_dist.py TwoRanks, the mean of 200 agreements): 0.12 to 0.27 ms per
 step. The agreement needs every rank to call
 cap.step() the same number of times, as training does; a trigger after the last cap.step()
 (at the capture's exit) is written by its own rank only."""

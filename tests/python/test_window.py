@@ -1,25 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """Issue 32, the flight recorder from Python: adump.Session's window keys and methods, and
-adump.torch.capture(window_steps=N). Small models no other test uses (a 3-layer MLP, a tiny
-conv net) train a few steps with a NaN or a large value planted at a chosen step, through
-the data or a forward hook; the optimizer skips that step's update (a bad batch), so the
-steps after it are clean again. Checked: every step's statistics are on disk; the window
-directory holds exactly the window's steps, equal file by file to a full tensor capture of
-the same run (content="tensor", no window) restricted to those steps (CANN: the dump files'
-bytes, header and tensors, with the two fields that differ between any two runs, the dump
-time and the tensor's address, set aside, and each window file named as its statistics
-file; msprobe: dump.json with the run's own directory set aside, construct.json, stack.json
-and every .pt byte for byte); trigger.json names the step, tensor and rule; `adump scan` on
-the window names the origin op; a clean run writes no window and the same statistics as a
-content="stats" capture without window; the exception trigger (the step's remaining dumps
-taken first), cap.persist, a note for one window only; bad configuration; two gloo ranks
-where only rank 1 sees a NaN both write the same steps and say first_rank 1; RSS over 20
-steps stays within window_bytes plus a constant (in a child process). Exits 77 without
-torch."""
+adump.torch.capture(window_steps=N). Small models no other test uses (window_helpers.py: a
+3-layer MLP, a tiny conv net) train a few steps with a NaN or a large value planted at a
+chosen step, through the data or a forward hook; the optimizer skips that step's update (a
+bad batch), so the steps after it are clean again. Checked: every step's statistics are on
+disk; the window directory holds exactly the window's steps, equal file by file to a full
+tensor capture of the same run (content="tensor", no window) restricted to those steps (CANN:
+the dump files' bytes, header and tensors, with the two fields that differ between any two
+runs, the dump time and the tensor's address, set aside, and each window file named as its
+statistics file; msprobe: dump.json with the run's own directory set aside, construct.json,
+stack.json and every .pt byte for byte); trigger.json names the step, tensor and rule; `adump
+scan` on the window names the origin op; a clean run writes no window and the same statistics
+as a content="stats" capture without window; the exception trigger (the step's remaining
+dumps taken first), cap.persist, a note for one window only; bad configuration; the signal
+trigger. Two gloo ranks and RSS: test_window_dist.py. Exits 77 without torch."""
 import json
 import os
-import socket
-import subprocess
 import sys
 import unittest
 
@@ -28,161 +24,15 @@ import helpers  # noqa: E402
 
 try:
     import torch
-    import torch.nn as nn
+    import torch.nn as nn  # noqa: F401
 except ImportError:
     print("test_window: torch is not installed (python3-torch): skipped")
     sys.exit(77)
 
 import adump  # noqa: E402
 import adump.torch  # noqa: E402
-
-WORKER_TIMEOUT = 240
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(8, 32)
-        self.act1 = nn.ReLU()
-        self.fc2 = nn.Linear(32, 32)
-        self.act2 = nn.Tanh()
-        self.fc3 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc3(self.act2(self.fc2(self.act1(self.fc1(x)))))
-
-
-class TinyConv(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3, padding=1)
-        self.act = nn.ReLU()
-        self.pool = nn.AdaptiveAvgPool2d(2)
-        self.head = nn.Linear(16, 3)
-
-    def forward(self, x):
-        return self.head(self.pool(self.act(self.conv(x))).flatten(1))
-
-
-def data_for(model, g):
-    if isinstance(model, TinyConv):
-        return torch.randn(2, 1, 6, 6, generator=g)
-    return torch.randn(4, 8, generator=g)
-
-
-def train(path, model_cls=MLP, steps=8, bad_step=None, how="hook_nan", raise_at=None,
-          persist_at=None, note_at=None, **kw):
-    """@steps training steps under capture; at @bad_step a NaN (or a large value) appears:
-    "data_nan" in the batch, "hook_nan" / "hook_big" in the output of the model's second
-    module through a forward hook; that step's update is skipped. @raise_at: (step, "step"
-    or "between") raises RuntimeError inside that step (after its backward) or right after
-    its cap.step(). Returns the capture."""
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model = model_cls()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    g = torch.Generator().manual_seed(1)
-    state = {"step": 0}
-    target = model.fc2 if isinstance(model, MLP) else model.conv
-
-    def hook(module, inputs, output):
-        if state["step"] != bad_step or how == "data_nan":
-            return None
-        out = output.clone()
-        if how == "hook_nan":
-            out[0, 1] = float("nan")
-        else:
-            out = out * 1e6
-        return out
-    target.register_forward_hook(hook)      # before the capture's: it dumps what this made
-    with adump.torch.capture(model, path, **kw) as cap:
-        for step in range(steps):
-            state["step"] = step
-            with cap.paused():          # the data comes from outside the model
-                x = data_for(model, g)
-                if step == bad_step and how == "data_nan":
-                    x.view(-1)[3] = float("nan")
-            loss = model(x).pow(2).mean()
-            loss.backward()
-            if step in (persist_at or ()):
-                cap.persist("loss spike")
-            if note_at == step:
-                cap._session.persist_note({"job": "nightly"})
-            if raise_at == (step, "step"):
-                raise RuntimeError("boom at %d" % step)
-            with cap.paused():
-                if step != bad_step:
-                    opt.step()
-                opt.zero_grad()
-            cap.step()
-            if raise_at == (step, "between"):
-                raise RuntimeError("boom after %d" % step)
-    return cap
-
-
-# ---- comparing captures ---------------------------------------------------------------------
-
-def _varint(buf, i):
-    n = shift = 0
-    while True:
-        b = buf[i]
-        n |= (b & 0x7f) << shift
-        i += 1
-        if not b & 0x80:
-            return n, i
-        shift += 7
-
-
-def _fields(buf, drop=(), nested=None):
-    """A protobuf message as a list of (field, value), @drop's fields left out, the fields
-    of @nested ({field: drop set}) parsed as messages too."""
-    out, i = [], 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(buf, i)
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            value = bytes(buf[i:i + n])
-            i += n
-        elif wire == 1:
-            value, i = bytes(buf[i:i + 8]), i + 8
-        elif wire == 5:
-            value, i = bytes(buf[i:i + 4]), i + 4
-        else:
-            raise ValueError("wire type %d" % wire)
-        if field in drop:
-            continue
-        if nested and field in nested:
-            value = _fields(value, nested[field])
-        out.append((field, value))
-    return out
-
-
-def cann_normal(path):
-    """A CANN dump file as (header fields, tensor bytes): DumpData's dump_time (2) and each
-    OpOutput's (3) address (9) and OpInput's (4) address (8) set aside, the only fields that
-    differ between two runs of the same program."""
-    with open(path, "rb") as f:
-        data = f.read()
-    n = int.from_bytes(data[:8], "little")
-    return _fields(data[8:8 + n], drop={2}, nested={3: {9}, 4: {8}}), data[8 + n:]
-
-
-def cann_key(name):
-    """op_type.op_name.task_id of <op_type>.<op_name>.<task_id>.<stream_id>.<time>: the
-    stream id is a process-wide count, the time the wall clock."""
-    return name.rsplit(".", 2)[0]
-
-
-def cann_csv_key(rel):
-    """A statistics file's path without its stream id and time."""
-    return cann_key(rel[:-len(".csv")]) if rel.endswith(".csv") else rel
-
-
-def files_of(top):
-    return sorted(os.path.relpath(p, top) for p in helpers.files_below(top))
+from window_helpers import (MLP, TinyConv, cann_csv_key, cann_key,  # noqa: E402
+                            cann_normal, files_of, train)
 
 
 class Window(unittest.TestCase):
@@ -596,174 +446,6 @@ class Window(unittest.TestCase):
         finally:
             signal.signal(signal.SIGUSR1, old)
 
-    # ---- memory ----------------------------------------------------------------------------
-
-    def test_rss_stays_within_the_window(self):
-        out = subprocess.run([sys.executable, __file__, "--rss", self.path("rss")],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             timeout=WORKER_TIMEOUT)
-        self.assertEqual(out.returncode, 0, out.stdout[-3000:])
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        # far more than the window went through it, and the window was full
-        self.assertGreater(r["dumped_bytes"], 4 * r["window_bytes"])
-        self.assertGreater(r["held_bytes"], r["window_bytes"] // 2)
-        self.assertLessEqual(r["growth"], r["window_bytes"] + r["pool_bytes"] + (48 << 20), r)
-
-
-# ---- two ranks --------------------------------------------------------------------------------
-
-def dist_worker(rank, top, port):
-    import torch.distributed as dist
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
-                            world_size=2)
-    torch.manual_seed(0)
-    model = MLP()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    g = torch.Generator().manual_seed(100 + rank)       # each rank its own data
-    out = {}
-    for level in ("module", "op"):
-        with adump.torch.capture(model, os.path.join(top, level), level=level,
-                                 window_steps=3) as cap:
-            for step in range(6):
-                with cap.paused():
-                    x = torch.randn(4, 8, generator=g)
-                    if rank == 1 and step == 3:
-                        x[0, 0] = float("nan")
-                loss = model(x).pow(2).mean()
-                loss.backward()
-                with cap.paused():
-                    if torch.isfinite(loss):
-                        opt.step()
-                    opt.zero_grad()
-                cap.step()
-            # the agreement's cost: the all_reduce alone, as cap.step() makes it
-            import time
-            t0 = time.perf_counter()
-            for _ in range(200):
-                cap._agree(False)
-            per_step_us = (time.perf_counter() - t0) / 200 * 1e6
-        out[level] = {"windows": cap.windows, "losses": [list(x) for x in cap.losses],
-                      "rank_dir": cap.rank_dir, "agree_us": per_step_us}
-    dist.destroy_process_group()
-    with open(os.path.join(top, "rank%d.json" % rank), "w") as f:
-        json.dump(out, f)
-
-
-class TwoRanks(unittest.TestCase):
-    def test_a_nan_on_rank_1_persists_on_both(self):
-        import torch.distributed as dist
-        if not dist.is_available() or not dist.is_gloo_available():
-            self.skipTest("torch has no gloo backend")
-        top = helpers.tmpdir("window-dist")
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        env = dict(os.environ)
-        env.pop("RANK", None)
-        procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), top, str(port)],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for r in range(2)]
-        outs = []
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=WORKER_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise
-            outs.append((p.returncode, out.decode(errors="replace")))
-        for rc, out in outs:
-            self.assertEqual(rc, 0, out[-3000:])
-        recs = []
-        for r in range(2):
-            with open(os.path.join(top, "rank%d.json" % r)) as f:
-                recs.append(json.load(f))
-        for level in ("module", "op"):
-            with self.subTest(level=level):
-                self.check_level(top, level, [recs[r][level] for r in range(2)])
-
-    def check_level(self, top, level, recs):
-        root = os.path.join(top, level, "window-3")
-        for r in range(2):
-            self.assertEqual(recs[r]["losses"], [])
-            self.assertEqual(recs[r]["windows"], [root])
-            self.assertEqual(recs[r]["rank_dir"], "rank%d" % r)
-        self.assertEqual(sorted(os.listdir(root)), ["step1", "step2", "step3"])
-        for step in (1, 2, 3):
-            self.assertEqual(sorted(os.listdir(os.path.join(root, "step%d" % step))),
-                             ["rank0", "rank1"])
-            names = [sorted(cann_key(n) for n in os.listdir(os.path.join(
-                root, "step%d" % step, "rank%d" % r, "0"))) for r in range(2)]
-            self.assertEqual(names[0], names[1])
-            self.assertTrue(names[0])
-        for r in range(2):
-            with open(os.path.join(root, "step3", "rank%d" % r, "trigger.json")) as f:
-                t = json.load(f)
-            self.assertEqual((t["first_rank"], t["rank"], t["world_size"], t["step"],
-                              t["steps"]), (1, r, 2, 3, [1, 2, 3]))
-            self.assertEqual(t["rule"], "nonfinite" if r == 1 else "call")
-            if r == 0:
-                self.assertEqual(t["reason"], "rank 1 fired")
-        # the agreement was not dumped
-        for step in range(6):
-            d = os.path.join(top, level, "step%d" % step, "rank0", "0")
-            self.assertFalse([n for n in os.listdir(d)
-                              if "allreduce" in n.replace("_", "").lower()])
-        print("two gloo ranks, %s level: the agreement's all_reduce %.1f / %.1f us per step" %
-              (level, recs[0]["agree_us"], recs[1]["agree_us"]), file=sys.stderr)
-
-
-# ---- the RSS child -------------------------------------------------------------------------------
-
-def vm_rss():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def rss_child(path):
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024))
-    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
-    x = torch.randn(256, 1024)
-
-    def one_step():
-        model(x).pow(2).mean().backward()
-        opt.step()
-        opt.zero_grad()
-    for _ in range(3):
-        one_step()
-    window_bytes, pool_bytes = 64 << 20, 16 << 20
-    base = vm_rss()
-    peak = base
-    with adump.torch.capture(model, path, window_steps=50, window_bytes=window_bytes,
-                             pool_bytes=pool_bytes, stream_max=2) as cap:
-        for _ in range(20):
-            one_step()
-            cap.step()
-            peak = max(peak, vm_rss())
-        info = cap.window_info()
-    # The tensor bytes that went through the window: the statistics files' Data Size.
-    dumped = 0
-    for p in helpers.files_below(path):
-        if p.endswith(".csv"):
-            with open(p) as f:
-                dumped += sum(int(line.split(",")[2]) for line in f.readlines()[1:])
-    print(json.dumps({"growth": peak - base, "window_bytes": window_bytes,
-                      "pool_bytes": pool_bytes, "held_bytes": info["held_bytes"],
-                      "dumped_bytes": dumped, "windows": cap.windows}))
-
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        dist_worker(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
-        sys.exit(0)
-    if len(sys.argv) > 1 and sys.argv[1] == "--rss":
-        rss_child(sys.argv[2])
-        sys.exit(0)
     unittest.main()
