@@ -365,8 +365,8 @@ struct adump_op_rec {
 	 * the producer posts no payload: one empty record (adump_port_post_sp()). */
 	struct adump_tstats *tstats;
 	/* Window mode: the producer copied the payload into the session's window at hand-over
-	 * (its entry, NULL when the window could not hold it) and computed tstats from the
-	 * copy; the consumer takes the entry instead of holding the payload itself. */
+	 * (its entry, NULL when the window could not hold it) and computed tstats on the way;
+	 * the consumer takes the entry instead of holding the payload itself. */
 	bool is_window_held;
 	void *window_entry;
 	/* Set by the consumer before destroying the record: 0 once the file is published,

@@ -73,11 +73,12 @@ ADUMP_HIDDEN void adump_session_dir_done(struct adump_session *s, const char *di
  * the session's life. */
 ADUMP_HIDDEN bool adump_session_wants_stats(const struct adump_session *s);
 
-/* Window mode (pipeline/window.c): whether a producer that reads its tensors in place holds
- * them at hand-over, and the hold itself: the payload of @rec (tensor i at @data[i]) copied
- * into the window as the dump's entry, its statistics computed from the copy into
- * rec->tstats, so the producer posts no payload (adump_port_post_sp()). Producer's thread.
- * Return: 0, or -ENOMEM (nothing done: post the payload). */
+/* Window mode (pipeline/window.c): whether a copying producer holds its dumps at hand-over,
+ * and the hold itself: the payload of @rec (tensor i at @data[i]) copied into the window as
+ * the dump's entry (a stub where the window has no room), its statistics computed on the
+ * way into rec->tstats, so the producer posts no payload (adump_port_post_sp()) and the
+ * worker neither copies nor reads it. Producer's thread.
+ * Return: 0, or -ENOMEM (nothing done: the producer posts the payload). */
 ADUMP_HIDDEN bool adump_session_window_at_handover(const struct adump_session *s);
 ADUMP_HIDDEN int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 					   const void *const *data);
