@@ -128,12 +128,17 @@ static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes
 		return NULL;
 	for (;;) {
 		uint64_t pos = win->tail % win->cap, room = win->cap - pos;
-		uint64_t need = bytes <= room ? bytes : room + bytes;
+		uint64_t head_pos = win->head % win->cap;
+		/* The next bytes would be pages never touched while the arena's first ones are
+		 * free: wrap now. The window then keeps to the pages it has used (a step's worth
+		 * or three, not window_bytes: fewer page faults, a smaller RSS). */
+		bool is_early = pos > head_pos && pos + bytes > win->touched && bytes <= head_pos;
+		uint64_t need = bytes <= room && !is_early ? bytes : room + bytes;
 
 		if (win->tail + need - win->head <= win->cap) {
 			struct window_entry *e;
 
-			if (bytes > room) {
+			if (bytes > room || is_early) {
 				if (room >= HDR) {
 					e = (struct window_entry *)(win->arena + pos);
 					e->size = room;
@@ -145,6 +150,8 @@ static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes
 			e = (struct window_entry *)(win->arena + pos);
 			e->size = bytes;
 			win->tail += bytes;
+			if (pos + bytes > win->touched)
+				win->touched = pos + bytes;
 			return e;
 		}
 		if (!evict_oldest(win))

@@ -82,6 +82,7 @@ struct adump_window {
 	unsigned char *arena;
 	uint64_t cap;
 	uint64_t head, tail;            /* offsets counted from the start, never wrapped */
+	uint64_t touched;               /* the arena's bytes used so far, from its start */
 	uint64_t step;
 	unsigned steps;                 /* window_steps */
 	uint64_t held_dumps;
