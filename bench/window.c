@@ -88,6 +88,16 @@ static int rm_one(const char *path, const struct stat *st, int flag, struct FTW 
 }
 
 /* Remove @path and everything under it (no link followed). */
+int adump_wb_close(struct adump_host_stream *hs, struct adump_session *s, int ret)
+{
+	int err = hs ? adump_host_stream_close(hs) : 0;
+
+	if (ret == 0)
+		ret = err;
+	err = s ? adump_session_destroy(s) : 0;
+	return ret == 0 ? err : ret;
+}
+
 void adump_wb_rm_tree(const char *path)
 {
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);

@@ -71,6 +71,8 @@ int adump_wb_plan_make(struct plan *p, uint64_t step, uint64_t lo, uint64_t hi, 
 void adump_wb_plan_free(struct plan *p);
 /* Remove @path and everything under it (no link followed); the bytes of the files under it. */
 void adump_wb_rm_tree(const char *path);
+/* Close @hs and destroy @s (either may be NULL). Return: @ret, or the first error of theirs. */
+int adump_wb_close(struct adump_host_stream *hs, struct adump_session *s, int ret);
 uint64_t adump_wb_tree_bytes(const char *path);
 /* @bytes, page-aligned, written once (resident); NULL without memory. Caller frees. */
 void *adump_wb_alloc_touched(uint64_t bytes);

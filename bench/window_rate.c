@@ -79,18 +79,7 @@ static int host_run(const struct opts *o, enum host_mode m, unsigned round, cons
 			ret = -EIO;
 		}
 	}
-	if (hs) {
-		int cret = adump_host_stream_close(hs);
-
-		if (ret == 0)
-			ret = cret;
-	}
-	if (s) {
-		int dret = adump_session_destroy(s);
-
-		if (ret == 0)
-			ret = dret;
-	}
+	ret = adump_wb_close(hs, s, ret);
 	if (m == MODE_TENSOR_SHM)
 		adump_wb_rm_tree(path);
 	r->error = ret;

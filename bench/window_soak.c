@@ -72,18 +72,7 @@ int adump_wb_part_soak(const struct opts *o, bool *is_over)
 	printf("\n");
 	if (ret == 0)
 		ret = adump_session_window(s, &wi);
-	if (hs) {
-		int cret = adump_host_stream_close(hs);
-
-		if (ret == 0)
-			ret = cret;
-	}
-	if (s) {
-		int dret = adump_session_destroy(s);
-
-		if (ret == 0)
-			ret = dret;
-	}
+	ret = adump_wb_close(hs, s, ret);
 	if (ret < 0) {
 		fprintf(stderr, "window_bench: soak: %s\n", adump_strerror(ret));
 		goto out;
@@ -150,14 +139,7 @@ static int persist_run(const struct opts *o, const struct plan *p, const unsigne
 		ret = -EIO;
 	if (ret == 0)
 		*bytes = adump_wb_tree_bytes(wi.last_window);
-	if (hs)
-		adump_host_stream_close(hs);
-	if (s) {
-		int dret = adump_session_destroy(s);
-
-		if (ret == 0)
-			ret = dret;
-	}
+	ret = adump_wb_close(hs, s, ret);
 	adump_wb_rm_tree(path);
 	return ret;
 }

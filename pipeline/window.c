@@ -384,16 +384,23 @@ static int persist(struct adump_window *win)
 	return ret;
 }
 
+/* The step's trigger, if one fired, written (persist_lock held). */
+static int persist_pending(struct adump_window *win)
+{
+	bool is_pending;
+
+	pthread_mutex_lock(&win->lock);
+	is_pending = win->is_pending;
+	pthread_mutex_unlock(&win->lock);
+	return is_pending ? persist(win) : 0;
+}
+
 int adump_window_step(struct adump_window *win)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&win->persist_lock);
-	pthread_mutex_lock(&win->lock);
-	bool is_pending = win->is_pending;
-	pthread_mutex_unlock(&win->lock);
-	if (is_pending)
-		ret = persist(win);
+	ret = persist_pending(win);
 	pthread_mutex_lock(&win->lock);
 	if (win->step == 0) {
 		for (unsigned b = 0; b < win->bound_count; b++)
@@ -415,14 +422,10 @@ int adump_window_step(struct adump_window *win)
 
 int adump_window_finish(struct adump_window *win)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&win->persist_lock);
-	pthread_mutex_lock(&win->lock);
-	bool is_pending = win->is_pending;
-	pthread_mutex_unlock(&win->lock);
-	if (is_pending)
-		ret = persist(win);
+	ret = persist_pending(win);
 	pthread_mutex_unlock(&win->persist_lock);
 	return ret;
 }

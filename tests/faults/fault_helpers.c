@@ -3,10 +3,12 @@
 #include <endian.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include "adump/device.h"
 #include "dump_data.pb-c.h"
@@ -161,4 +163,15 @@ const char *t_dump_check_whole(const char *path, size_t inputs, size_t outputs)
 	toolkit__dumpdata__dump_data__free_unpacked(d, NULL);
 	free(bytes);
 	return why;
+}
+
+int t_mount_small_fs(const char *at)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755") < 0)
+		return -errno;
+	return 0;
 }

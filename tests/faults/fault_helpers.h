@@ -34,4 +34,11 @@ int t_load_run(struct adump_session *s, struct t_load *l);
  */
 const char *t_dump_check_whole(const char *path, size_t inputs, size_t outputs);
 
+/**
+ * t_mount_small_fs() - a private mount namespace for this process (mounts made in it do not
+ * propagate back), with a 32 MiB tmpfs at @at. Needs CAP_SYS_ADMIN.
+ * Return: 0 or -errno.
+ */
+int t_mount_small_fs(const char *at);
+
 #endif

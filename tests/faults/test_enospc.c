@@ -35,26 +35,13 @@
 
 static char *dir, mnt[4200];
 
-/* A private mount namespace for this process, with a 32 MiB tmpfs at @at. */
-static int mount_small_fs(const char *at)
-{
-	if (unshare(CLONE_NEWNS) < 0)
-		return -errno;
-	/* Mounts made here must not propagate back to the host's namespace. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-	if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755") < 0)
-		return -errno;
-	return 0;
-}
-
 static void setup(void)
 {
 	dir = t_tmpdir("enospc");
 	ck_assert_ptr_nonnull(dir);
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	ck_assert_int_eq(mkdir(mnt, 0755), 0);
-	ck_assert_int_eq(mount_small_fs(mnt), 0);
+	ck_assert_int_eq(t_mount_small_fs(mnt), 0);
 }
 
 static void teardown(void)
@@ -337,7 +324,7 @@ static bool can_mount(void)
 		return false;
 	pid = fork();
 	if (pid == 0) {
-		int ret = mount_small_fs(probe);
+		int ret = t_mount_small_fs(probe);
 
 		if (ret < 0)
 			fprintf(stderr, "test_enospc: mounting a tmpfs in a private mount namespace: "

@@ -95,17 +95,6 @@ static void dump_step(struct adump_host_stream *hs, unsigned step, unsigned ops,
 
 /* ---- the disk fills while a window is written ---------------------------------------- */
 
-static int mount_small_fs(const char *at)
-{
-	if (unshare(CLONE_NEWNS) < 0)
-		return -errno;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return -errno;
-	if (mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755") < 0)
-		return -errno;
-	return 0;
-}
-
 static struct {
 	size_t whole, failed, other;
 	char broken[4400];
@@ -178,7 +167,7 @@ START_TEST(test_window_enospc)
 	}
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
 	ck_assert_int_eq(mkdir(mnt, 0755), 0);
-	ret = mount_small_fs(mnt);
+	ret = t_mount_small_fs(mnt);
 	if (ret < 0) {
 		fprintf(stderr, "test_window_enospc: mount: %s: skipped\n", strerror(-ret));
 		return;
