@@ -6,7 +6,8 @@ window_steps, window_bytes, window_persists, triggers, bounds, deviation, deviat
 every step's statistics are written into step<N>/<rank dir>/ as content="stats" writes them
 (CANN CSVs, or msprobe's dump.json statistics), and the tensors of the last N steps are kept
 in memory. cap.step() ends the capture's step (its dumps all written) and then the session's:
-when a trigger fired during the step (a NaN or infinity by default; a bound, a deviation,
+when a trigger fired during the step (by default a NaN, or an infinity in a tensor that
+held none before; a bound, a deviation,
 cap.persist(reason), SIGUSR1 with triggers=[..., "signal"]), the held steps are written as a
 tensor capture of those steps would write them, under <dump_path>/window-<step>/step<K>/
 <rank dir>/, with trigger.json beside the files. With format="msprobe" each persisted step
