@@ -178,7 +178,7 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 		adump_file_fail(s, fs, name_len, "naming");
 	else
 		s->out->file_begin(w, fs, is_whole);
-	if (s->window && !fs->is_failed)
+	if (s->window)
 		adump_window_file_begin(s->window, fs);
 	return fs;
 }

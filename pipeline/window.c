@@ -237,10 +237,14 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 	const struct adump_op_rec *rec = fs->op;
 	struct window_entry *e;
 
-	if (rec->is_window_held) {      /* held by its producer already */
+	/* Held by its producer already: the file's end says what became of it, failed or not. */
+	if (rec->is_window_held) {
 		fs->window_entry = rec->window_entry;
 		return;
 	}
+	fs->window_entry = NULL;
+	if (fs->is_failed)
+		return;
 	e = entry_make(win, rec);
 	fs->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
 }
@@ -324,6 +328,19 @@ bool adump_session_window_at_handover(const struct adump_session *s)
 	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
 	return s->window && !(s->cfg.format == ADUMP_OUTPUT_MSPROBE &&
 			      s->cfg.summary == ADUMP_SUMMARY_MD5);
+}
+
+void adump_window_drop(struct adump_window *win, struct adump_op_rec *rec, int err)
+{
+	struct window_entry *e = rec->window_entry;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&win->lock);
+	e->state = ENTRY_FAILED;
+	e->error = err;
+	pthread_mutex_unlock(&win->lock);
+	rec->window_entry = NULL;
 }
 
 void adump_window_record(struct file_state *fs, const struct adump_rec *rec)

@@ -129,6 +129,9 @@ void adump_window_destroy(struct adump_window *win);
 void adump_window_file_begin(struct adump_window *win, struct file_state *fs);
 void adump_window_record(struct file_state *fs, const struct adump_rec *rec);
 void adump_window_file_end(struct adump_window *win, struct file_state *fs);
+/* A dump whose file never began (no memory for its state): an entry its producer held for
+ * it is failed with @err, so that it does not stay filling. */
+void adump_window_drop(struct adump_window *win, struct adump_op_rec *rec, int err);
 /* The step ended (everything posted is written): persist if a trigger fired, advance. */
 int adump_window_step(struct adump_window *win);
 /* The session ends (every producer detached): a pending trigger is persisted. */

@@ -71,6 +71,8 @@ static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struc
 			adump_session_set_error(s, -ENOMEM);
 			atomic_fetch_add_explicit(&s->files_failed, 1, memory_order_relaxed);
 			adump_log_once(ADUMP_LOG_ERROR, MODULE, "out of memory for a file's state");
+			if (s->window)
+				adump_window_drop(s->window, op, -ENOMEM);
 			if (rec->flags & ADUMP_REC_LAST) {
 				adump_loss_file(s, op, NULL, -ENOMEM);
 				op->status = -ENOMEM;

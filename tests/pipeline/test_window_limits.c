@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "adump/adump.h"
+#include "adump/host.h"
 #include "capture_helpers.h"
 #include "helpers.h"
 #include "window_helpers.h"
@@ -462,6 +463,47 @@ START_TEST(test_step_larger_than_window)
 }
 END_TEST
 
+/* A dump held at hand-over whose file fails before it begins (a name longer than a path
+ * holds) is failed in the window too: it does not stay filling at the window's head and keep
+ * every later step from evicting the ones before (they would all be window_full). */
+START_TEST(test_failed_file_held_at_handover)
+{
+	char *root = t_tmpdir("window_failbegin");
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s;
+	struct adump_host_stream *hs;
+	struct adump_window_info wi;
+	static float x[64 << 10];                      /* 256 KiB */
+	struct adump_host_tensor t = { .data = x, .bytes = sizeof(x), .dtype = ADUMP_DT_FLOAT,
+				       .format = ADUMP_FORMAT_ND, .dim_count = 1,
+				       .dims = { 64 << 10 } };
+	char *long_name = malloc(5001);
+
+	ck_assert_ptr_nonnull(long_name);
+	memset(long_name, 'n', 5000);
+	long_name[5000] = '\0';
+	cfg.dump_path = root;
+	cfg.time_dir = "run";
+	cfg.chunk_bytes = 256u << 10;
+	cfg.window_steps = 1;
+	cfg.window_bytes = 4u << 20;                   /* 16 dumps, with their descriptions */
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", long_name, &t, 1, NULL, 0), 0);
+	for (unsigned step = 0; step < 6; step++) {
+		for (unsigned k = 0; k < 8; k++)
+			ck_assert_int_eq(adump_host_dump(hs, "Add", "op", &t, 1, NULL, 0), 0);
+		adump_session_step(s);
+	}
+	ck_assert_int_eq(adump_session_window(s, &wi), 0);
+	ck_assert_uint_eq(wi.lost_dumps, 0);
+	ck_assert_uint_eq(adump_host_stream_close(hs), 0);
+	adump_session_destroy(s);
+	free(long_name);
+	tw_cleanup(root);
+}
+END_TEST
+
 static Suite *window_limits_suite(void)
 {
 	Suite *s = suite_create("window_limits");
@@ -482,6 +524,7 @@ static Suite *window_limits_suite(void)
 #endif
 	tcase_add_test(mem, test_rejected_dump_in_window);
 	tcase_add_test(mem, test_window_of_one_chunk);
+	tcase_add_test(mem, test_failed_file_held_at_handover);
 	suite_add_tcase(s, mem);
 	return s;
 }
