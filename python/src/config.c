@@ -36,15 +36,18 @@ static unsigned long log_lost;
 static int log_min_level = ADUMP_LOG_INFO;
 static PyObject *log_callable;          /* callable(level, module, message); GIL held */
 
-/* The first error line the calling thread logs while a config check runs: its reason. */
+/* The first error line the calling thread logs while a config check runs: its reason (the
+ * first warning while there is none: io_uring's refusal is one, logged before the reason). */
 static __thread char *reason_buf;
 static __thread size_t reason_cap;
+static __thread int reason_level;
 
 void pyadump_reason_begin(char *buf, size_t cap)
 {
 	buf[0] = '\0';
 	reason_buf = buf;
 	reason_cap = cap;
+	reason_level = -1;
 }
 
 void pyadump_reason_end(void)
@@ -58,8 +61,10 @@ static void log_sink(enum adump_log_level level, const char *module, const char 
 	size_t len = strlen(msg);
 	struct log_line *l;
 
-	if (reason_buf && level >= ADUMP_LOG_WARN && !reason_buf[0])
+	if (reason_buf && level >= ADUMP_LOG_WARN && (int)level > reason_level) {
 		snprintf(reason_buf, reason_cap, "%s", msg);
+		reason_level = (int)level;
+	}
 	if ((int)level < log_min_level)
 		return;
 	l = malloc(sizeof(*l) + len + 1);
