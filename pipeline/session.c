@@ -427,7 +427,9 @@ int adump_session_destroy(struct adump_session *s)
 	for (unsigned i = 0; i < s->cfg.stream_max; i++)
 		if (s->slots[i].is_used)
 			adump_session_detach_producer(s, s->slots[i].producer);
-	/* Every dump is written: a trigger of the last step is persisted now. */
+	/* Every dump is written: the statistics' directories are closed (msprobe's dump.json
+	 * on disk before a window, which takes long, is written), then a trigger of the last
+	 * step is persisted. */
 	adump_session_dir_done(s, NULL);
 	window_ret = s->window ? adump_window_finish(s->window) : 0;
 	for (unsigned i = 0; i < s->worker_count; i++)

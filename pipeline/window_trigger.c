@@ -87,13 +87,25 @@ static int history_grow(struct window_history *h)
 	return 0;
 }
 
+/* The slot of @name in a table that has one: its item, or the empty slot it would take. */
+static struct history_item **history_slot(struct window_history *h, const char *name)
+{
+	uint32_t j;
+
+	for (j = (uint32_t)name_hash(name) & h->mask; h->slots[j]; j = (j + 1) & h->mask)
+		if (!strcmp(h->slots[j]->name, name))
+			break;
+	return &h->slots[j];
+}
+
 /* The item of @name, made if new; NULL without memory or past the table's bound. */
 static struct history_item *history_get(struct window_history *h, const char *name,
 					unsigned steps)
 {
-	struct history_item *it;
-	uint32_t j;
+	struct history_item **slot, *it;
 
+	if (h->slots && *(slot = history_slot(h, name)))
+		return *slot;
 	if (!h->slots || (uint64_t)(h->used + 1) * 2 > (uint64_t)h->mask + 1) {
 		if (h->used >= ADUMP_WINDOW_HISTORY_MAX || history_grow(h) < 0) {
 			if (!h->is_full_logged)
@@ -101,27 +113,18 @@ static struct history_item *history_get(struct window_history *h, const char *na
 					  "infinities and deviations of new ones are not judged",
 					  ADUMP_WINDOW_HISTORY_MAX);
 			h->is_full_logged = true;
-			goto find_only;
+			return NULL;
 		}
+		slot = history_slot(h, name);
 	}
-	for (j = (uint32_t)name_hash(name) & h->mask; h->slots[j]; j = (j + 1) & h->mask)
-		if (!strcmp(h->slots[j]->name, name))
-			return h->slots[j];
 	it = calloc(1, sizeof(*it) + steps * sizeof(double));
 	if (!it || !(it->name = strdup(name))) {
 		free(it);
 		return NULL;
 	}
-	h->slots[j] = it;
+	*slot = it;
 	h->used++;
 	return it;
-find_only:
-	if (!h->slots)
-		return NULL;
-	for (j = (uint32_t)name_hash(name) & h->mask; h->slots[j]; j = (j + 1) & h->mask)
-		if (!strcmp(h->slots[j]->name, name))
-			return h->slots[j];
-	return NULL;
 }
 
 /* ---- triggers ------------------------------------------------------------------------- */
