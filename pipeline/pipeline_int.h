@@ -139,6 +139,13 @@ static inline bool is_direct_capable(const struct adump_config *cfg, size_t chun
 	       cfg->format == ADUMP_OUTPUT_CANN && chunk % ADUMP_DIRECT_ALIGN == 0;
 }
 
+/* Whether the workers need every tensor's bytes even where a producer computes statistics
+ * at hand-over: msprobe's md5 summary is the CRC of the bytes. */
+static inline bool needs_worker_bytes(const struct adump_config *cfg)
+{
+	return cfg->format == ADUMP_OUTPUT_MSPROBE && cfg->summary == ADUMP_SUMMARY_MD5;
+}
+
 static inline unsigned cfg_stream_max(const struct adump_config *cfg)
 {
 	return cfg->stream_max ? cfg->stream_max : ADUMP_DEFAULT_STREAM_MAX;

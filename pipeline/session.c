@@ -478,9 +478,7 @@ void adump_session_dir_done(struct adump_session *s, const char *dir)
 
 bool adump_session_wants_stats(const struct adump_session *s)
 {
-	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
-	return s->cfg.content == ADUMP_CONTENT_STATS && !s->window &&
-	       !(s->cfg.format == ADUMP_OUTPUT_MSPROBE && s->cfg.summary == ADUMP_SUMMARY_MD5);
+	return s->cfg.content == ADUMP_CONTENT_STATS && !s->window && !needs_worker_bytes(&s->cfg);
 }
 
 int adump_session_producer_dir(struct adump_session *s, void *producer, const char *dir)

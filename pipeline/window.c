@@ -325,9 +325,7 @@ int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 
 bool adump_session_window_at_handover(const struct adump_session *s)
 {
-	/* msprobe's md5 summary is the CRC of the tensor's bytes: those must reach the worker. */
-	return s->window && !(s->cfg.format == ADUMP_OUTPUT_MSPROBE &&
-			      s->cfg.summary == ADUMP_SUMMARY_MD5);
+	return s->window && !needs_worker_bytes(&s->cfg);
 }
 
 void adump_window_drop(struct adump_window *win, struct adump_op_rec *rec, int err)
