@@ -509,26 +509,10 @@ int adump_host_stream_set_dir(struct adump_host_stream *hs, const char *dir)
 		if (ret < 0)
 			return ret;
 	}
-	/* Idle first: every record still in flight borrows the old directory. */
-	ret = adump_port_wait_idle(chan);
-	{
-		const char *old_dir = hs->dir ? hs->dir : adump_session_dir(hs->session);
-		const char *new_dir = abs ? abs : adump_session_dir(hs->session);
-
-		/* The stream's dumps in the old directory are complete: an output that writes
-		 * one file per directory (msprobe's dump.json) may write it. */
-		if (strcmp(old_dir, new_dir) != 0)
-			adump_session_dir_done(hs->session, old_dir);
-	}
-	/* The hand-over journal follows into the new directory (a journal of the stream's
-	 * own there), so that a dump handed over and lost there is seen as missing. */
-	if (chan) {
-		int jret = adump_session_producer_dir(hs->session, hs, abs);
-
-		if (jret < 0) {
-			free(abs);
-			return jret;
-		}
+	ret = adump_session_producer_move(hs->session, hs, chan, hs->dir, abs);
+	if (ret < 0 && ret != -ADUMP_ERR_DROPPED) {
+		free(abs);
+		return ret;
 	}
 	free(hs->dir);
 	hs->dir = abs;

@@ -60,6 +60,19 @@ ADUMP_HIDDEN int adump_session_producer_dir(struct adump_session *s, void *produ
 					    const char *dir);
 
 /*
+ * adump_session_producer_move() - @producer (its port @port, NULL: taken away) leaves the
+ * directory @from for @to (absolute, adump_session_stream_dir()'s; NULL: the session
+ * directory): waits until everything it posted is written (records in flight borrow @from),
+ * tells the output that @from is done if it differs from @to, and moves its hand-over journal
+ * (adump_session_producer_dir()). Producer's thread.
+ * Return: 0; -ADUMP_ERR_DROPPED when the port dropped a chunk since its last wait (moved all
+ * the same); -errno when the new journal cannot be made (the producer stays in @from).
+ */
+ADUMP_HIDDEN int adump_session_producer_move(struct adump_session *s, void *producer,
+					     struct adump_port *port, const char *from,
+					     const char *to);
+
+/*
  * adump_session_dir_done() - the output directory @dir (absolute; NULL: every directory)
  * will get no more of the dumps written so far from one producer: an output that writes a
  * file per directory (msprobe's dump.json) writes it now, for the dumps that are complete.

@@ -481,6 +481,25 @@ bool adump_session_wants_stats(const struct adump_session *s)
 	return s->cfg.content == ADUMP_CONTENT_STATS && !s->window && !needs_worker_bytes(&s->cfg);
 }
 
+int adump_session_producer_move(struct adump_session *s, void *producer,
+				struct adump_port *port, const char *from, const char *to)
+{
+	const char *old_dir = from ? from : s->dir, *new_dir = to ? to : s->dir;
+	int ret = 0, jret;
+
+	if (!port)
+		return 0;
+	ret = adump_port_wait_idle(port);
+	/* Its dumps in the old directory are complete: an output that writes one file per
+	 * directory (msprobe's dump.json) may write it. */
+	if (strcmp(old_dir, new_dir) != 0)
+		adump_session_dir_done(s, old_dir);
+	/* The hand-over journal follows into the new directory (one of the producer's own
+	 * there), so that a dump handed over and lost there is seen as missing. */
+	jret = adump_session_producer_dir(s, producer, to);
+	return jret < 0 ? jret : ret;
+}
+
 int adump_session_producer_dir(struct adump_session *s, void *producer, const char *dir)
 {
 	struct adump_journal *j = NULL, *old;

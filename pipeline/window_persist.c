@@ -147,22 +147,24 @@ static const char *relative(struct adump_window *win, const char *dir)
 static int switch_dir(struct persist *p, const struct window_entry *e, char **abs)
 {
 	struct adump_session *ps = p->ps;
-	int ret;
+	char *to = NULL;
+	int ret = 0;
 
-	adump_port_wait_idle(p->rp.port);
-	adump_session_dir_done(ps, *abs ? *abs : adump_session_dir(ps));
-	free(*abs);
-	*abs = NULL;
-	if (e->dir) {
+	if (e->dir)
 		ret = adump_session_stream_dir(ps, relative(p->win, e->dir->path),
-					       e->op.device_id, abs);
-		if (ret < 0)
-			return ret;
-	}
-	ret = add_dir(p, *abs ? *abs : adump_session_dir(ps));
+					       e->op.device_id, &to);
 	if (ret == 0)
-		ret = adump_session_producer_dir(ps, &p->rp, *abs);
-	return ret;
+		ret = add_dir(p, to ? to : adump_session_dir(ps));
+	if (ret == 0)
+		ret = adump_session_producer_move(ps, &p->rp, p->rp.port, *abs, to);
+	/* A chunk dropped under on_full drop: its file's loss is in the loss log already. */
+	if (ret < 0 && ret != -ADUMP_ERR_DROPPED) {
+		free(to);
+		return ret;
+	}
+	free(*abs);
+	*abs = to;
+	return 0;
 }
 
 /* A dump the window does not hold whole: its tensors are lost in the window's loss log. */
