@@ -369,12 +369,40 @@ void adump_pt_fini(struct adump_pt *pt)
 /* ---- numbers as msprobe's dump.json holds them ------------------------------------------- */
 
 
+/* The fewest significant digits (1 to 17) whose "%.*e" reads back as @v, written to @buf: a
+ * digit count that reads back makes every larger one read back too (the shorter decimal is
+ * among the longer ones, and the nearest of those is no farther), so it is found by bisection,
+ * trying 16 and 15 first, where most doubles land. */
+static int shortest_e(double v, char *buf, size_t cap)
+{
+	int lo = 1, hi = 17, p;
+
+	for (p = 16; p >= 15; p--) {
+		snprintf(buf, cap, "%.*e", p - 1, v);
+		if (strtod(buf, NULL) != v) {
+			lo = p + 1;
+			break;
+		}
+		hi = p;
+	}
+	while (lo < hi) {
+		p = lo + (hi - lo) / 2;
+		snprintf(buf, cap, "%.*e", p - 1, v);
+		if (strtod(buf, NULL) == v)
+			hi = p;
+		else
+			lo = p + 1;
+	}
+	snprintf(buf, cap, "%.*e", lo - 1, v);
+	return lo;
+}
+
 /* @v as Python's repr(float) writes it: the fewest significant digits that read back as
  * @v, positional between 1e-4 and 1e16, ".0" on integral values. */
 void adump_py_float(double v, char *out, size_t cap)
 {
-	char buf[64];
-	int prec;
+	char buf[64], digits[24], *e, *o = out, *end = out + cap - 1;
+	int exp, n = 0;
 
 	if (isnan(v)) {
 		snprintf(out, cap, "NaN");
@@ -388,29 +416,39 @@ void adump_py_float(double v, char *out, size_t cap)
 		snprintf(out, cap, signbit(v) ? "-0.0" : "0.0");
 		return;
 	}
-	for (prec = 1; prec < 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-		if (strtod(buf, NULL) == v)
-			break;
+	shortest_e(v, buf, sizeof(buf));
+	e = strchr(buf, 'e');
+	exp = atoi(e + 1);
+	for (char *c = buf; c < e; c++)
+		if (*c >= '0' && *c <= '9')
+			digits[n++] = *c;
+	if (exp < -4 || exp >= 16) {
+		/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
+		*e = '\0';
+		snprintf(out, cap, "%se%c%02d", buf, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+		return;
 	}
-	snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-	{
-		int exp = atoi(strchr(buf, 'e') + 1);
-
-		if (exp >= -4 && exp < 16) {
-			int decimals = prec - 1 - exp;
-
-			snprintf(out, cap, "%.*f%s", decimals > 0 ? decimals : 0, v,
-				 decimals > 0 ? "" : ".0");
-		} else {
-			/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
-			char *e = strchr(buf, 'e');
-			int n = atoi(e + 1);
-
-			*e = '\0';
-			snprintf(out, cap, "%.30se%c%02d", buf, n < 0 ? '-' : '+', n < 0 ? -n : n);
-		}
+	/* Positional, from the digits: integral part (zero-padded), '.', the rest or "0". */
+	if (v < 0 && o < end)
+		*o++ = '-';
+	if (exp < 0) {
+		for (int i = 0; i < 2 && o < end; i++)
+			*o++ = "0."[i];
+		for (int i = 0; i < -exp - 1 && o < end; i++)
+			*o++ = '0';
+		for (int i = 0; i < n && o < end; i++)
+			*o++ = digits[i];
+	} else {
+		for (int i = 0; i <= exp && o < end; i++)
+			*o++ = i < n ? digits[i] : '0';
+		if (o < end)
+			*o++ = '.';
+		if (n <= exp + 1 && o < end)
+			*o++ = '0';
+		for (int i = exp + 1; i < n && o < end; i++)
+			*o++ = digits[i];
 	}
+	*o = '\0';
 }
 
 /* @v rounded to the nearest float16 value, ties to even (what a cast to _Float16 gives,

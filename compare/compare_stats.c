@@ -221,22 +221,7 @@ static void fmt_repr(char *buf, size_t cap, double v)
 		snprintf(buf, cap, v > 0 ? "inf" : "-inf");
 		return;
 	}
-	int digits = 1, exp;
-
-	/* The fewest significant digits that read back as @v, then repr's layout: positional
-	 * for exponents -4 to 15, else d.ddde+XX. */
-	for (; digits < 17; digits++) {
-		snprintf(buf, cap, "%.*e", digits - 1, v);
-		if (strtod(buf, NULL) == v)
-			break;
-	}
-	snprintf(buf, cap, "%.*e", digits - 1, v);
-	exp = atoi(strchr(buf, 'e') + 1);
-	if (exp < -4 || exp >= 16)
-		return;
-	snprintf(buf, cap, "%.*f", digits - 1 - exp > 0 ? digits - 1 - exp : 0, v);
-	if (!strchr(buf, '.'))
-		strncat(buf, ".0", cap - strlen(buf) - 1);
+	adump_py_float(v, buf, cap);
 }
 
 /* NaN/Inf the statistics show differently on the two sides: counts that differ, or a max/min
