@@ -369,40 +369,138 @@ void adump_pt_fini(struct adump_pt *pt)
 /* ---- numbers as msprobe's dump.json holds them ------------------------------------------- */
 
 
-/* The fewest significant digits (1 to 17) whose "%.*e" reads back as @v, written to @buf: a
- * digit count that reads back makes every larger one read back too (the shorter decimal is
- * among the longer ones, and the nearest of those is no farther), so it is found by bisection,
- * trying 16 and 15 first, where most doubles land. */
-static int shortest_e(double v, char *buf, size_t cap)
+/* @digits (@n of them, the 17 significant digits of "%.16e") rounded half up to @p digits in
+ * @out; false when that may differ from @v rounded to @p digits (the dropped digits are "5"
+ * then zeros: the 17 digits were themselves rounded) or the rounding carries into a new
+ * leading digit. */
+static bool round_digits(const char *digits, int n, int p, char *out)
 {
-	int lo = 1, hi = 17, p;
+	bool up;
+	int i;
 
-	for (p = 16; p >= 15; p--) {
-		snprintf(buf, cap, "%.*e", p - 1, v);
-		if (strtod(buf, NULL) != v) {
-			lo = p + 1;
-			break;
+	if (digits[p] == '5') {
+		for (i = p + 1; i < n && digits[i] == '0'; i++)
+			;
+		if (i == n)
+			return false;
+	}
+	up = digits[p] >= '5';
+	memcpy(out, digits, (size_t)p);
+	for (i = p - 1; up && i >= 0; i--) {
+		up = out[i] == '9';
+		out[i] = up ? '0' : (char)(out[i] + 1);
+	}
+	return !up;
+}
+
+/* What the @p significant digits @d with decimal exponent @exp read back as, negated if
+ * @neg. */
+static double read_digits(bool neg, const char *d, int p, int exp)
+{
+	char buf[40];
+	int k = 0;
+
+	if (neg)
+		buf[k++] = '-';
+	buf[k++] = d[0];
+	buf[k++] = '.';
+	memcpy(buf + k, d + 1, (size_t)(p - 1));
+	k += p - 1;
+	buf[k++] = 'e';
+	if (exp < 0) {
+		buf[k++] = '-';
+		exp = -exp;
+	}
+	if (exp >= 100)
+		buf[k++] = (char)('0' + exp / 100);
+	if (exp >= 10)
+		buf[k++] = (char)('0' + exp / 10 % 10);
+	buf[k++] = (char)('0' + exp % 10);
+	buf[k] = '\0';
+	return strtod(buf, NULL);
+}
+
+/* The @p digits @d one unit in the last place up (9.99 becomes 1.00, @exp one more). */
+static void digits_up(char *d, int p, int *exp)
+{
+	int i;
+
+	for (i = p - 1; i >= 0 && d[i] == '9'; i--)
+		d[i] = '0';
+	if (i >= 0) {
+		d[i]++;
+	} else {
+		d[0] = '1';
+		(*exp)++;
+	}
+}
+
+/* Whether some @p-digit decimal reads back as @v; if so it is in @cand (the one nearest @v),
+ * with its exponent in @pe. @cand holds the nearest already (@v rounded to @p digits): it
+ * is the answer unless @v is a power of two, whose doubles above lie twice as far apart as
+ * those below, so that the decimal just above may read back where the nearer one below does
+ * not (2^-24 is "5.960464477539063e-08", not ...062e-08, as Python writes it). */
+static bool some_reads_back(double v, char *cand, int p, int *pe)
+{
+	double got = read_digits(v < 0, cand, p, *pe);
+	int e2;
+
+	if (got == v)
+		return true;
+	if (fabs(frexp(v, &e2)) != 0.5 || fabs(got) > fabs(v))
+		return false;
+	digits_up(cand, p, pe);
+	return read_digits(v < 0, cand, p, *pe) == v;
+}
+
+/* The fewest significant digits (1 to 17) that read back as @v, in @digits (no sign, no
+ * point), and the decimal exponent of the first, from one "%.16e": a digit count that reads
+ * back makes every larger one read back too (the shorter decimal is among the longer ones),
+ * so it is found by bisection, 16 tried first, each candidate rounded from the 17 digits (or
+ * printed where that rounding is ambiguous). */
+static int shortest_digits(double v, char digits[24], int *exp)
+{
+	char buf[40], full[24], cand[24];
+	int n = 0, lo = 1, hi = 17, e;
+	char *c;
+
+	snprintf(buf, sizeof(buf), "%.16e", v);
+	for (c = buf; *c != 'e'; c++)
+		if (*c >= '0' && *c <= '9')
+			full[n++] = *c;
+	e = atoi(c + 1);
+	memcpy(digits, full, 17);
+	*exp = e;
+	for (int first = 1; lo < hi; first = 0) {
+		int p = first ? 16 : lo + (hi - lo) / 2, pe = e;
+
+		if (!round_digits(full, 17, p, cand)) {
+			char pb[40];
+			int m = 0;
+
+			snprintf(pb, sizeof(pb), "%.*e", p - 1, v);
+			for (c = pb; *c != 'e'; c++)
+				if (*c >= '0' && *c <= '9')
+					cand[m++] = *c;
+			pe = atoi(c + 1);
 		}
-		hi = p;
-	}
-	while (lo < hi) {
-		p = lo + (hi - lo) / 2;
-		snprintf(buf, cap, "%.*e", p - 1, v);
-		if (strtod(buf, NULL) == v)
+		if (some_reads_back(v, cand, p, &pe)) {
 			hi = p;
-		else
+			memcpy(digits, cand, (size_t)p);
+			*exp = pe;
+		} else {
 			lo = p + 1;
+		}
 	}
-	snprintf(buf, cap, "%.*e", lo - 1, v);
-	return lo;
+	return hi;
 }
 
 /* @v as Python's repr(float) writes it: the fewest significant digits that read back as
  * @v, positional between 1e-4 and 1e16, ".0" on integral values. */
 void adump_py_float(double v, char *out, size_t cap)
 {
-	char buf[64], digits[24], *e, *o = out, *end = out + cap - 1;
-	int exp, n = 0;
+	char digits[24], *o = out, *end = out + cap - 1;
+	int exp, n;
 
 	if (isnan(v)) {
 		snprintf(out, cap, "NaN");
@@ -416,16 +514,12 @@ void adump_py_float(double v, char *out, size_t cap)
 		snprintf(out, cap, signbit(v) ? "-0.0" : "0.0");
 		return;
 	}
-	shortest_e(v, buf, sizeof(buf));
-	e = strchr(buf, 'e');
-	exp = atoi(e + 1);
-	for (char *c = buf; c < e; c++)
-		if (*c >= '0' && *c <= '9')
-			digits[n++] = *c;
+	n = shortest_digits(v, digits, &exp);
 	if (exp < -4 || exp >= 16) {
 		/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
-		*e = '\0';
-		snprintf(out, cap, "%se%c%02d", buf, exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+		snprintf(out, cap, "%s%c%s%.*se%c%02d", v < 0 ? "-" : "", digits[0],
+			 n > 1 ? "." : "", n - 1, digits + 1, exp < 0 ? '-' : '+',
+			 exp < 0 ? -exp : exp);
 		return;
 	}
 	/* Positional, from the digits: integral part (zero-padded), '.', the rest or "0". */
