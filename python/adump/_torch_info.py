@@ -36,6 +36,9 @@ STORED = {
 }
 
 
+_DTYPE_NAMES = {dt: str(dt) for dt in STORED}
+
+
 class own_ops:
     """with own_ops(): the capture's own tensor operations (copies, conversions to dump)
     run unseen by every dispatch mode: an op-level capture's (this one's, which torch calls
@@ -63,9 +66,10 @@ def describe(obj, tensors, kind, skipped=None, key=None):
     for the loss log. @key: the name @obj was passed under (a keyword argument or a dict
     key), which msprobe reads for dtype and device."""
     if isinstance(obj, torch.Tensor):
-        d = {"type": "torch.Tensor", "dtype": str(obj.dtype), "shape": list(obj.shape),
-             "requires_grad": bool(obj.requires_grad)}
-        if storable(obj):
+        dt = obj.dtype
+        d = {"type": "torch.Tensor", "dtype": _DTYPE_NAMES.get(dt) or str(dt),
+             "shape": list(obj.shape), "requires_grad": obj.requires_grad}
+        if dt in STORED and not obj.is_sparse and not obj.is_quantized:   # storable()
             d["tensor"] = "%s.%d" % (kind, len(tensors))
             tensors.append(obj)
         else:
@@ -149,5 +153,6 @@ def _special(obj, key):
     return _NOT_SPECIAL
 
 
-def to_json(info):
-    return json.dumps(info, separators=(",", ":"))
+# One encoder for every dump (json.dumps with separators builds one a call); a description
+# is a tree describe() made, with no cycle to look for.
+to_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode

@@ -78,6 +78,9 @@ _DIRECT = {
 }
 
 
+_STRIDED = torch.strided
+
+
 def _host(t):
     """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
     one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
@@ -203,6 +206,9 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self._per_step_sessions = self.config.get("layout") == "packed" and not self.window
         self._stream_dirs = {}          # thread id -> the directory its stream writes to
         self._stream_keys = {}          # thread id -> (step, rank dir) it was checked for
+        # thread id -> its stream, steered for the current step and rank directory (emptied
+        # when either changes, or the session)
+        self._ready_streams = {}
         self._coll = Collectives(self)
         self._handles = []
         self._mode = None
@@ -256,6 +262,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         if self._session is not None:
             self._session.flush()       # every stream idle: no file open in a proc dir
         self.rank = rank
+        self._ready_streams = {}
         name = "rank%d" % rank
         for step in sorted(self._proc_steps):
             src = os.path.join(self.dump_path, "step%d" % step, self.rank_dir)
@@ -281,9 +288,17 @@ class capture(_Select, ModuleHooks, WindowMixin):
     def _stream(self):
         if not self._per_step_sessions and self.rank is None:
             self._check_rank()
+        tid = threading.get_ident()
+        st = self._ready_streams.get(tid)
+        if st is not None:
+            return st
+        st = self._ready_streams[tid] = self._stream_for(tid)
+        return st
+
+    def _stream_for(self, tid):
+        """This thread's stream, writing into the current step's directory."""
         if self._session is None:
             self._open_session()
-        tid = threading.get_ident()
         st = self._streams.get(tid)
         if st is None:
             st = self._streams[tid] = self._session.stream()
@@ -318,6 +333,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
             return
         self._session = None
         self._streams = {}
+        self._ready_streams = {}
         self._stream_dirs = {}
         self._stream_keys = {}
         s.flush()
@@ -355,6 +371,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         finally:
             self._warn_unmatched()
             self.step_no += 1
+            self._ready_streams = {}
             self._counts = {}
             self.tree.new_step(self.step_no)
 
@@ -388,6 +405,14 @@ class capture(_Select, ModuleHooks, WindowMixin):
             info = {k: v for k, v in info.items() if k not in drop}
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
+                dt = _DIRECT.get(t.dtype)
+                if dt is not None and t.layout is _STRIDED and t.is_cpu and \
+                        not t.is_quantized and t.is_contiguous():
+                    # _host()'s common case, written out: one dumped tensor after another.
+                    t0 = t.detach()
+                    dst.append((t0.numpy(), dt, tuple(t0.shape)))
+                    keep.append((t, t._version))
+                    continue
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
