@@ -20,10 +20,21 @@ def _rank_dir(cap, step):
     return os.path.join(cap.dump_path, "step%d" % step, cap.rank_dir)
 
 
+def _indent1(obj):
+    """json.dumps(@obj, indent=1), which runs json's pure-Python encoder: for a flat dict of
+    strings and None (construct.json) the same text from the C encoder's pieces."""
+    if not obj or not isinstance(obj, dict) or \
+            not all(isinstance(k, str) and (v is None or isinstance(v, str))
+                    for k, v in obj.items()):
+        return json.dumps(obj, indent=1)
+    enc = json.dumps
+    return "{\n" + ",\n".join(" %s: %s" % (enc(k), enc(v)) for k, v in obj.items()) + "\n}"
+
+
 def _write_json(cap, path, obj):
     try:
         with open(path + ".tmp", "w") as f:
-            json.dump(obj, f, indent=1)
+            f.write(_indent1(obj))
         os.replace(path + ".tmp", path)
     except OSError as e:
         cap.losses.append(Loss(path, "write_error", "%s: %s" % (path, e.strerror)))
