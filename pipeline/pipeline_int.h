@@ -50,6 +50,7 @@ struct adump_worker {
 	_Atomic uint64_t detach_ack;
 	_Atomic bool should_stop;
 	void *out_state;                        /* the output module's (its worker_init op) */
+	unsigned spin_misses;                   /* idle spins in a row that found no work */
 };
 
 struct stream_slot {

@@ -185,16 +185,32 @@ static unsigned drain_rings(struct adump_worker *w)
 	return handled;
 }
 
+/* Polls a little before the worker sleeps: a busy producer posts again within microseconds,
+ * and a doorbell costs it a system call and us a wake-up. A producer whose dumps come further
+ * apart than the spin (a training loop's hooks, one dump per 100 us) would only burn it:
+ * after SPIN_MISSES_MAX empty spins in a row the worker sleeps at once, and spins again on
+ * every SPIN_PROBE_EVERY-th idle to find out whether the pace changed. */
+#define SPIN_MISSES_MAX 4u
+#define SPIN_PROBE_EVERY 16u
+
 static bool spin_for_work(struct adump_worker *w)
 {
-	uint64_t deadline = adump_now_ns() + ADUMP_WORKER_SPIN_NS;
+	uint64_t deadline;
 
+	if (w->spin_misses >= SPIN_MISSES_MAX &&
+	    (w->spin_misses++ - SPIN_MISSES_MAX) % SPIN_PROBE_EVERY != 0)
+		return false;
+	deadline = adump_now_ns() + ADUMP_WORKER_SPIN_NS;
 	do {
 		for (int i = 0; i < 64; i++)
 			__builtin_ia32_pause();
-		if (!adump_worker_is_drained(w))
+		if (!adump_worker_is_drained(w)) {
+			w->spin_misses = 0;
 			return true;
+		}
 	} while (adump_now_ns() < deadline);
+	if (w->spin_misses < SPIN_MISSES_MAX)
+		w->spin_misses++;
 	return false;
 }
 
@@ -232,8 +248,6 @@ static void *worker_main(void *arg)
 		    adump_writer_in_flight(w->writer) == 0 && !output_holds(w) &&
 		    adump_worker_is_drained(w))
 			break;
-		/* Poll a little before sleeping: a busy producer posts again within microseconds,
-		 * and a doorbell costs it a system call and us a wake-up. */
 		if (spin_for_work(w) || output_holds(w))
 			continue;
 		/* What the output deferred (index lines) goes out before the worker idles. */
