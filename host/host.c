@@ -49,6 +49,15 @@ struct adump_host_stream {
 	/* adump_host_stream_set_dir()'s absolute directory, or NULL (the session's). Every
 	 * record of the stream borrows it: it changes only while the stream is idle. */
 	char *dir;
+	/* Statistics of the last keyed tensors (struct adump_host_op's stats_keys), owner
+	 * only: a ring, the oldest overwritten. */
+	struct stats_reuse {
+		uint64_t key;                   /* 0: empty */
+		uint64_t bytes;
+		int32_t dtype;
+		struct adump_tstats ts;
+	} reuse[ADUMP_HOST_STATS_REUSE];
+	unsigned reuse_next;
 };
 
 /* What a zero-copy dump's op record carries for its hooks (rec->hook_data). */
@@ -342,17 +351,54 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 /* Statistics content: the tensors' statistics, computed here on the owner's thread from the
  * caller's memory in place (no copy into staging); the record carries them instead of the
  * bytes. NULL without memory: the bytes go as before. */
-static struct adump_tstats *handover_stats(const struct adump_host_stream *hs, uint32_t count)
+/* The statistics kept for @key, if they are of a tensor of @t's dtype and size. */
+static const struct adump_tstats *reuse_find(const struct adump_host_stream *hs, uint64_t key,
+					     const struct adump_tensor *t)
+{
+	for (unsigned i = 0; i < ADUMP_HOST_STATS_REUSE; i++) {
+		const struct stats_reuse *r = &hs->reuse[i];
+
+		if (r->key == key && r->dtype == t->dtype && r->bytes == t->bytes)
+			return &r->ts;
+	}
+	return NULL;
+}
+
+static void reuse_keep(struct adump_host_stream *hs, uint64_t key, const struct adump_tensor *t,
+		       const struct adump_tstats *ts)
+{
+	struct stats_reuse *r = &hs->reuse[hs->reuse_next++ % ADUMP_HOST_STATS_REUSE];
+
+	r->key = key;
+	r->bytes = t->bytes;
+	r->dtype = t->dtype;
+	r->ts = *ts;
+}
+
+/* Statistics content: the tensors' statistics, computed here on the owner's thread from the
+ * caller's memory in place (no copy into staging), or copied from a keyed tensor's
+ * (@keys, NULL for none); the record carries them instead of the bytes. NULL without
+ * memory: the bytes go as before. */
+static struct adump_tstats *handover_stats(struct adump_host_stream *hs, uint32_t count,
+					   const uint64_t *keys)
 {
 	struct adump_tstats *ts = malloc(count * sizeof(*ts));
 
 	if (!ts)
 		return NULL;
 	for (uint32_t i = 0; i < count; i++) {
-		adump_tstats_init(&ts[i], hs->tensors[i].dtype);
-		if (ts[i].kind != ADUMP_TSTATS_NONE && hs->tensors[i].bytes)
-			adump_tstats_add(&ts[i], hs->data[i],
-					 (size_t)(hs->tensors[i].bytes / ts[i].elem_bytes));
+		const struct adump_tensor *t = &hs->tensors[i];
+		const struct adump_tstats *kept = keys && keys[i] ? reuse_find(hs, keys[i], t) : NULL;
+
+		if (kept) {
+			ts[i] = *kept;
+			continue;
+		}
+		adump_tstats_init(&ts[i], t->dtype);
+		if (ts[i].kind != ADUMP_TSTATS_NONE && t->bytes)
+			adump_tstats_add(&ts[i], hs->data[i], (size_t)(t->bytes / ts[i].elem_bytes));
+		if (keys && keys[i])
+			reuse_keep(hs, keys[i], t, &ts[i]);
 	}
 	return ts;
 }
@@ -395,7 +441,7 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	rec->dir = hs->dir;
 	/* The testpoint sends the bytes instead, as without memory: tests compare the two. */
 	if (hs->is_stats && count && ADUMP_TESTPOINT("host.stats_handover") == 0)
-		rec->tstats = handover_stats(hs, (uint32_t)count);
+		rec->tstats = handover_stats(hs, (uint32_t)count, op->stats_keys);
 	/* Window mode, copying: the bytes go into the window here, not through staging. */
 	if (hs->is_window && count && !op->release_fn &&
 	    ADUMP_TESTPOINT("host.window_handover") == 0)

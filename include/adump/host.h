@@ -84,7 +84,19 @@ struct adump_host_op {
 	const struct adump_attr *attrs;                 /* attr_count of them; NULL if 0 */
 	uint32_t attr_count;                            /* <= ADUMP_HOST_ATTR_MAX */
 	const char *dfx_message;
+	/* Appended in the third version: optional, one key per tensor (inputs, then outputs),
+	 * NULL for none. A nonzero key is the caller's word that the tensor holds the same
+	 * bytes as the tensor this stream was last handed with that key (the same memory,
+	 * unchanged since: a nested module's output that is also its parent's). A statistics
+	 * session (content ADUMP_CONTENT_STATS) then copies that tensor's statistics instead
+	 * of reading the bytes again, while it still holds them (the last
+	 * ADUMP_HOST_STATS_REUSE keyed tensors); 0: no key. Other sessions ignore the keys. */
+	const uint64_t *stats_keys;
 };
+
+/* Keyed tensors' statistics a host stream keeps for reuse (struct adump_host_op's
+ * stats_keys). */
+#define ADUMP_HOST_STATS_REUSE 32
 
 #define ADUMP_HOST_OP_INIT { .struct_size = sizeof(struct adump_host_op) }
 

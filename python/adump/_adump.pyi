@@ -4,6 +4,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 __version__: str
 ERR_BASE: int
+HOST_STATS_REUSE: int
 _TESTPOINTS: int
 DT_BF16: int
 DT_BOOL: int
@@ -122,7 +123,8 @@ class _Stream:
              on_release: Optional[Callable[[int, int], None]] = ...,
              timestamp_us: int = ...,
              attrs: Optional[Union[Mapping[str, str], Sequence[tuple[str, str]]]] = ...,
-             dfx_message: Optional[str] = ...) -> int: ...
+             dfx_message: Optional[str] = ...,
+             stats_keys: Optional[Sequence[int]] = ...) -> int: ...
     def set_dir(self, dir: Optional[str]) -> int: ...
     def sync(self) -> None: ...
     def close(self) -> int: ...

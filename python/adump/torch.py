@@ -27,6 +27,7 @@ in): nothing is added to the graph, so training under capture is bit-identical."
 import os
 import threading
 import time
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -79,6 +80,7 @@ _DIRECT = {
 
 
 _STRIDED = torch.strided
+_PARAMETER = torch.nn.Parameter
 
 
 def _host(t):
@@ -209,6 +211,13 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # thread id -> its stream, steered for the current step and rank directory (emptied
         # when either changes, or the session)
         self._ready_streams = {}
+        # Statistics sessions at module level: (id, version) -> (weak reference, key) of the
+        # last tensors dumped (_stats_key()); None: no keys. Not at op level: inside
+        # __torch_dispatch__ an in-place op's output has the version it had before the op
+        # (autograd's ADInplaceOrView bumps it after the dispatch returns).
+        self._stats_keys = {} if content == "stats" and not zero_copy and \
+            level == "module" else None
+        self._stats_key_seq = 0
         self._coll = Collectives(self)
         self._handles = []
         self._mode = None
@@ -390,6 +399,25 @@ class capture(_Select, ModuleHooks, WindowMixin):
         finally:
             self.handover_seconds += time.perf_counter() - t0
 
+    def _stats_key(self, t):
+        """The statistics key of @t (struct adump_host_op's stats_keys): the same for the same
+        tensor object at the same version, while it lives (a weak reference tells a new
+        object that took a dead one's id), so that a tensor dumped again (a module's output
+        that is its parent's, the next module's input) has its statistics copied, not read
+        again. Parameters get none: code that changes them through .data leaves their
+        version as it was."""
+        if isinstance(t, _PARAMETER):
+            return 0
+        k = (id(t), t._version)
+        e = self._stats_keys.get(k)
+        if e is not None and e[0]() is t:
+            return e[1]
+        self._stats_key_seq += 1
+        self._stats_keys[k] = (weakref.ref(t), self._stats_key_seq)
+        if len(self._stats_keys) > _adump.HOST_STATS_REUSE:
+            del self._stats_keys[next(iter(self._stats_keys))]
+        return self._stats_key_seq
+
     def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):
         ins = []
         outs = []
@@ -403,6 +431,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
             drop = ("input_args", "input_kwargs", "parameters") if not self.with_inputs \
                 else ("output",)
             info = {k: v for k, v in info.items() if k not in drop}
+        keys = [] if self._stats_keys is not None else None
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
                 dt = _DIRECT.get(t.dtype)
@@ -412,11 +441,15 @@ class capture(_Select, ModuleHooks, WindowMixin):
                     t0 = t.detach()
                     dst.append((t0.numpy(), dt, tuple(t0.shape)))
                     keep.append((t, t._version))
+                    if keys is not None:
+                        keys.append(self._stats_key(t))
                     continue
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
                     keep.append((t, t._version))
+                    if keys is not None:
+                        keys.append(0)
                 else:
                     skipped.append((kind, i, t.element_size() * t.nelement(), t.dtype))
         if skipped:
@@ -430,7 +463,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
         dfx = to_json(info) if info is not None else None
         if not self.zero_copy:
             # The native call: every argument is in the form it takes (_host()).
-            st._st.dump(op_type, name, ins, outs, True, attrs=attrs, dfx_message=dfx)
+            st._st.dump(op_type, name, ins, outs, True, attrs=attrs, dfx_message=dfx,
+                        stats_keys=keys)
             return
 
         def unchanged():

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "adump/adump.h"
+#include "adump/host.h"
 #include "common/common.h"
 #include "reader/reader.h"
 
@@ -284,6 +285,7 @@ PyMODINIT_FUNC PyInit__adump(void)
 	    pyadump_pt_init(m) < 0 ||
 	    pyadump_config_init(m) < 0 || pyadump_file_range_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
+	    PyModule_AddIntConstant(m, "HOST_STATS_REUSE", ADUMP_HOST_STATS_REUSE) < 0 ||
 #ifdef ADUMP_ENABLE_TESTPOINTS
 	    PyModule_AddIntConstant(m, "_TESTPOINTS", 1) < 0 ||
 #else

@@ -126,17 +126,50 @@ static int attrs_from(PyObject *obj, PyObject **keep, struct adump_attr **out, u
 	return 0;
 }
 
+/* The keys of dump(stats_keys=...): a sequence of @n ints (0 for none), or NULL with an
+ * exception. */
+static uint64_t *keys_from(PyObject *obj, Py_ssize_t n)
+{
+	Py_ssize_t got = PySequence_Size(obj);
+	uint64_t *keys;
+
+	if (got < 0)
+		return NULL;
+	if (got != n) {
+		PyErr_Format(PyExc_ValueError, "stats_keys: %zd keys for %zd tensors", got, n);
+		return NULL;
+	}
+	keys = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*keys));
+	if (!keys) {
+		PyErr_NoMemory();
+		return NULL;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *item = PySequence_GetItem(obj, i);
+
+		keys[i] = item ? PyLong_AsUnsignedLongLong(item) : (uint64_t)-1;
+		Py_XDECREF(item);
+		if (keys[i] == (uint64_t)-1 && PyErr_Occurred()) {
+			PyMem_Free(keys);
+			return NULL;
+		}
+	}
+	return keys;
+}
+
 /* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None,
- * timestamp_us=0, attrs=None, dfx_message=None) -> task id */
+ * timestamp_us=0, attrs=None, dfx_message=None, stats_keys=None) -> task id */
 static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "op_type", "op_name", "inputs", "outputs", "copy", "check",
-				  "on_release", "timestamp_us", "attrs", "dfx_message", NULL };
+				  "on_release", "timestamp_us", "attrs", "dfx_message", "stats_keys",
+				  NULL };
 	struct adump_host_op op = ADUMP_HOST_OP_INIT;
 	struct py_stream *st = (struct py_stream *)obj;
 	PyObject *inputs = NULL, *outputs = NULL, *check = Py_None, *on_release = Py_None;
-	PyObject *attrs = Py_None, *attrs_keep = NULL;
+	PyObject *attrs = Py_None, *attrs_keep = NULL, *stats_keys = Py_None;
 	struct adump_attr *attr_list = NULL;
+	uint64_t *keys = NULL;
 	struct adump_host_tensor *tensors = NULL;
 	struct zc_pending *p = NULL;
 	struct adump_host_stream *hs;
@@ -147,9 +180,9 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	char reason[512], msg[700];
 	int copy = 1, ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOKOz:dump", kwlist, &op.op_type,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOKOzO:dump", kwlist, &op.op_type,
 					 &op.op_name, &inputs, &outputs, &copy, &check,
-					 &on_release, &ts, &attrs, &op.dfx_message))
+					 &on_release, &ts, &attrs, &op.dfx_message, &stats_keys))
 		return NULL;
 	hs = stream_get(st);
 	if (!hs)
@@ -167,6 +200,12 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError, "%zd tensors; at most %d per op", n,
 			     ADUMP_HOST_TENSOR_MAX);
 		goto fail_attrs;
+	}
+	if (stats_keys != Py_None) {
+		keys = keys_from(stats_keys, n);
+		if (!keys)
+			goto fail_attrs;
+		op.stats_keys = keys;
 	}
 	p = PyMem_Calloc(1, sizeof(*p) + (size_t)(n ? n : 1) * sizeof(Py_buffer));
 	tensors = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*tensors));
@@ -216,6 +255,7 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	tensors = NULL;
 	PyMem_Free(attr_list);              /* the op record holds its own copy */
 	Py_XDECREF(attrs_keep);
+	PyMem_Free(keys);
 	if (ret < 0) {
 		/* The library logged which field is at fault: that is the message. */
 		snprintf(msg, sizeof(msg), "dump of op %s '%s': %s", op.op_type, op.op_name,
@@ -241,6 +281,7 @@ fail:
 fail_attrs:
 	PyMem_Free(attr_list);
 	Py_XDECREF(attrs_keep);
+	PyMem_Free(keys);
 	return NULL;
 }
 

@@ -241,32 +241,13 @@ END_TEST
 
 /* ---- statistics computed at handover ---- */
 
-/* One statistics session of @ops (zero copy or not as each op says): the CSV text of each
- * op by task id into @csv, and the records the stream posted. With @is_bytes the host
- * posts the tensors' bytes for the worker to fold, as before statistics moved to the
- * handover. */
-static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes, char **csv)
+/* The CSV text of each of the @op_count files below @root's time directory, by task id. */
+static void read_csvs(const char *root, unsigned op_count, char **csv)
 {
-	char *root = t_tmpdir("host-stats");
-	struct adump_config cfg = case_config(root, CASE_STATS, NULL);
-	struct adump_session *s = NULL;
-	struct adump_host_stream *hs = NULL;
-	struct adump_host_stream_stats hst;
 	char dir[4200];
 	char **files;
 	size_t n;
 
-	if (is_bytes)
-		adump_testpoint_arm("host.stats_handover", -ENOMEM, 1, 1);
-	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
-	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
-	for (unsigned k = 0; k < op_count; k++)
-		ck_assert_int_eq(op_dump(hs, &ops[k], k), 0);
-	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
-	adump_host_stream_stats(hs, &hst);
-	ck_assert_int_eq(adump_host_stream_close(hs), 0);
-	ck_assert_int_eq(adump_session_destroy(s), 0);
-	adump_testpoint_disarm_all();
 	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
 	files = t_list_files(dir, &n);
 	ck_assert_uint_eq(n, op_count);
@@ -287,6 +268,32 @@ static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes
 		free(text);
 	}
 	t_free_list(files, n);
+}
+
+/* One statistics session of @ops (zero copy or not as each op says): the CSV text of each
+ * op by task id into @csv, and the records the stream posted. With @is_bytes the host
+ * posts the tensors' bytes for the worker to fold, as before statistics moved to the
+ * handover. */
+static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes, char **csv)
+{
+	char *root = t_tmpdir("host-stats");
+	struct adump_config cfg = case_config(root, CASE_STATS, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	struct adump_host_stream_stats hst;
+
+	if (is_bytes)
+		adump_testpoint_arm("host.stats_handover", -ENOMEM, 1, 1);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned k = 0; k < op_count; k++)
+		ck_assert_int_eq(op_dump(hs, &ops[k], k), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	adump_host_stream_stats(hs, &hst);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	adump_testpoint_disarm_all();
+	read_csvs(root, op_count, csv);
 	t_rmtree(root);
 	free(root);
 	return hst.chan.records;
@@ -320,6 +327,79 @@ START_TEST(test_stats_handover_matches_bytes)
 }
 END_TEST
 
+/* The statistics row of a one-tensor CSV (its second line), compared as text. */
+static const char *row(const char *csv)
+{
+	const char *nl = strchr(csv, '\n');
+
+	ck_assert_ptr_nonnull(nl);
+	return nl + 1;
+}
+
+/* struct adump_host_op's stats_keys: a tensor handed again with the key of an earlier one has
+ * that tensor's statistics, whatever its memory holds now (the key is the caller's word);
+ * without a key, or with the key of a tensor of another dtype, or once the key has left the
+ * stream's last ADUMP_HOST_STATS_REUSE, the bytes are read. */
+START_TEST(test_stats_keys_reuse)
+{
+	enum { N = 1000, OPS = 5 + ADUMP_HOST_STATS_REUSE };
+	char *root = t_tmpdir("host-keys"), *csv[OPS] = { NULL };
+	struct adump_config cfg = case_config(root, CASE_STATS, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	static float a[N], small[4];
+	unsigned task = 0;
+
+	for (int i = 0; i < N; i++)
+		a[i] = (float)(i + 1);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	struct adump_host_tensor t = { .data = a, .bytes = sizeof(a), .dtype = ADUMP_DT_FLOAT,
+				       .format = ADUMP_FORMAT_ND, .dim_count = 1, .dims = { N } };
+	struct adump_host_tensor ts = { .data = small, .bytes = sizeof(small),
+					.dtype = ADUMP_DT_FLOAT, .format = ADUMP_FORMAT_ND,
+					.dim_count = 1, .dims = { 4 } };
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+	uint64_t key;
+
+	op.op_type = "Add";
+	op.op_name = "keyed";
+	op.inputs = &t;
+	op.input_count = 1;
+	op.stats_keys = &key;
+#define DUMP(k) do { key = (k); ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0); \
+		     task++; } while (0)
+	DUMP(7);                                /* 0: 1..1000, read */
+	for (int i = 0; i < N; i++)
+		a[i] = 5.0f;
+	DUMP(7);                                /* 1: the same key: 0's statistics */
+	DUMP(0);                                /* 2: no key: all 5 */
+	t.dtype = ADUMP_DT_INT32;
+	DUMP(7);                                /* 3: another dtype: read */
+	t.dtype = ADUMP_DT_FLOAT;
+	op.inputs = &ts;
+	for (unsigned k = 0; k < ADUMP_HOST_STATS_REUSE; k++)
+		DUMP(100 + k);                  /* the key 7 leaves the stream's last ones */
+	op.inputs = &t;
+	DUMP(7);                                /* read again: all 5 */
+#undef DUMP
+	ck_assert_uint_eq(task, OPS);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	read_csvs(root, OPS, csv);
+	ck_assert_str_eq(row(csv[1]), row(csv[0]));
+	ck_assert_str_ne(row(csv[2]), row(csv[0]));
+	ck_assert_ptr_nonnull(strstr(row(csv[0]), ",1000,1,500.5,"));  /* max, min, mean */
+	ck_assert_ptr_nonnull(strstr(row(csv[2]), ",5,5,5,"));
+	ck_assert_str_ne(row(csv[3]), row(csv[0]));
+	ck_assert_str_eq(row(csv[OPS - 1]), row(csv[2]));
+	for (unsigned k = 0; k < OPS; k++)
+		free(csv[k]);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
 
 int main(void)
 {
@@ -330,6 +410,7 @@ int main(void)
 	tcase_add_test(tz, test_drop_policy_fails_the_file);
 	tcase_add_test(tz, test_host_and_device_streams_share_a_session);
 	tcase_add_test(tz, test_stats_handover_matches_bytes);
+	tcase_add_test(tz, test_stats_keys_reuse);
 	suite_add_tcase(s, tz);
 	return t_run_suite(s);
 }

@@ -363,6 +363,50 @@ class MsprobeLayout(unittest.TestCase):
         self.assertEqual(blk["input_kwargs"]["mask"]["Max"], 1.0)
         self.assertNotIn("data_name", blk["input_kwargs"]["mask"])
 
+    def test_statistics_of_a_tensor_dumped_again(self):
+        # A tensor dumped again (a Sequential's output is its last child's, which is the next
+        # call's input) has its statistics copied, not read again (stats_keys): they must be
+        # the tensor's at each dump, so a change in place between two dumps of the same
+        # object (ReLU(inplace=True) on the Linear's output) shows, and every entry equals
+        # what torch computes from a copy taken by a plain hook at that moment.
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True)),
+                              nn.Linear(8, 2))
+        seen = {}
+
+        def keep_in(name):
+            def hook(mod, args):
+                seen[name] = [args[0].detach().clone()]
+            return hook
+
+        def keep_out(name):
+            def hook(mod, args, out):
+                seen[name].append(out.detach().clone())
+            return hook
+        for name, mod in model.named_modules():
+            if name:
+                mod.register_forward_pre_hook(keep_in(name))
+                mod.register_forward_hook(keep_out(name))
+        cap = helpers.tmpdir("msp-again")
+        with adump.torch.capture(model, cap, content="stats", format="msprobe",
+                                 backward=False) as c:
+            x = torch.randn(3, 4)
+            model(x)
+            c.step()
+        data = json.load(open(os.path.join(cap, "step0", PROC, "dump.json")))["data"]
+        names = {"0.0": "Module.0.0.Linear.forward.0", "0.1": "Module.0.1.ReLU.forward.0",
+                 "0": "Module.0.Sequential.forward.0", "1": "Module.1.Linear.forward.0"}
+        for key, entry in names.items():
+            got_in, got_out = seen[key]
+            for t, want in ((data[entry]["input_args"][0], got_in),
+                            (data[entry]["output"][0], got_out)):
+                self.assertEqual((t["Max"], t["Min"]),
+                                 (want.max().item(), want.min().item()), entry)
+        lin_out = data["Module.0.0.Linear.forward.0"]["output"][0]
+        relu_out = data["Module.0.1.ReLU.forward.0"]["output"][0]
+        self.assertLess(lin_out["Min"], 0)         # before the ReLU changed it in place
+        self.assertEqual(relu_out["Min"], 0.0)
+
     def test_bad_input(self):
         # a dump whose dfx_message is not JSON, or names a tensor it does not hold: a clear
         # error naming the file, exit status 1, the capture untouched
