@@ -80,6 +80,11 @@ def describe(obj, tensors, kind, skipped=None, key=None):
             d["loss"] = "not stored: %s%s" % (obj.dtype, " (sparse)" if obj.is_sparse else
                                               " (quantized)" if obj.is_quantized else "")
         return d
+    cls = type(obj)
+    if cls is tuple or cls is list:     # not a namedtuple nor a torch.Size: no _special()
+        return [describe(o, tensors, kind, skipped) for o in obj]
+    if cls is dict:
+        return {str(k): describe(v, tensors, kind, skipped, k) for k, v in obj.items()}
     special = _special(obj, key)
     if special is not _NOT_SPECIAL:
         return special
