@@ -495,11 +495,37 @@ static int shortest_digits(double v, char digits[24], int *exp)
 	return hi;
 }
 
+/* The texts of the numbers this thread wrote last, by their bits: a tensor's statistics come
+ * again with the tensor (a module's output that is its parent's), and a number costs a
+ * printf and a strtod or more. A slot whose bits are 0 (+0.0, written without it) is
+ * empty. */
+#define PY_FLOAT_RECENT 256u
+
+struct py_float_seen {
+	uint64_t bits;
+	char text[32];
+};
+
+static __thread struct py_float_seen recent[PY_FLOAT_RECENT];
+
+/* @text, written into a buffer of @cap bytes, unless it may have been cut there. */
+static void remember(struct py_float_seen *slot, uint64_t bits, const char *text, size_t cap)
+{
+	size_t len = strlen(text);
+
+	if (len >= sizeof(slot->text) || len + 1 >= cap)
+		return;
+	memcpy(slot->text, text, len + 1);
+	slot->bits = bits;
+}
+
 /* @v as Python's repr(float) writes it: the fewest significant digits that read back as
  * @v, positional between 1e-4 and 1e16, ".0" on integral values. */
 void adump_py_float(double v, char *out, size_t cap)
 {
 	char digits[24], *o = out, *end = out + cap - 1;
+	struct py_float_seen *slot;
+	uint64_t bits;
 	int exp, n;
 
 	if (isnan(v)) {
@@ -514,12 +540,19 @@ void adump_py_float(double v, char *out, size_t cap)
 		snprintf(out, cap, signbit(v) ? "-0.0" : "0.0");
 		return;
 	}
+	memcpy(&bits, &v, sizeof(bits));
+	slot = &recent[(bits ^ bits >> 29 ^ bits >> 47) % PY_FLOAT_RECENT];
+	if (slot->bits == bits) {
+		snprintf(out, cap, "%s", slot->text);
+		return;
+	}
 	n = shortest_digits(v, digits, &exp);
 	if (exp < -4 || exp >= 16) {
 		/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
 		snprintf(out, cap, "%s%c%s%.*se%c%02d", v < 0 ? "-" : "", digits[0],
 			 n > 1 ? "." : "", n - 1, digits + 1, exp < 0 ? '-' : '+',
 			 exp < 0 ? -exp : exp);
+		remember(slot, bits, out, cap);
 		return;
 	}
 	/* Positional, from the digits: integral part (zero-padded), '.', the rest or "0". */
@@ -543,6 +576,7 @@ void adump_py_float(double v, char *out, size_t cap)
 			*o++ = digits[i];
 	}
 	*o = '\0';
+	remember(slot, bits, out, cap);
 }
 
 /* @v rounded to the nearest float16 value, ties to even (what a cast to _Float16 gives,
