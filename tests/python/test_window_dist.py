@@ -6,7 +6,6 @@ plus a constant (in a child process). The model: window_helpers.py. Exits 77 wit
 torch."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import unittest
@@ -51,11 +50,12 @@ class Memory(unittest.TestCase):
 
 # ---- two ranks --------------------------------------------------------------------------------
 
-def dist_worker(rank, top, port):
+def dist_worker(rank, top, store):
     import torch.distributed as dist
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
-                            world_size=2)
+    # A file store, not a TCP port: a port found free and closed again could be taken by
+    # another test's ranks before rank 0 listens on it.
+    dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
     torch.manual_seed(0)
     model = MLP()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -95,13 +95,10 @@ class TwoRanks(unittest.TestCase):
         if not dist.is_available() or not dist.is_gloo_available():
             self.skipTest("torch has no gloo backend")
         top = helpers.tmpdir("window-dist")
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
+        store = os.path.join(helpers.tmpdir("window-dist-store"), "store")
         env = dict(os.environ)
         env.pop("RANK", None)
-        procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), top, str(port)],
+        procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), top, store],
                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for r in range(2)]
         outs = []
@@ -200,7 +197,7 @@ def rss_child(path):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        dist_worker(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+        dist_worker(int(sys.argv[2]), sys.argv[3], sys.argv[4])
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--rss":
         rss_child(sys.argv[2])
