@@ -403,6 +403,24 @@ static struct adump_tstats *handover_stats(struct adump_host_stream *hs, uint32_
 	return ts;
 }
 
+/* Window mode, copying: the bytes go into the window here, not through staging; a keyed
+ * tensor's statistics are copied where the stream has them (the bytes are copied all the
+ * same: each dump's entry holds its own). */
+static void handover_hold(struct adump_host_stream *hs, struct adump_op_rec *rec,
+			  uint32_t count, const uint64_t *keys)
+{
+	const struct adump_tstats *known[ADUMP_HOST_TENSOR_MAX];
+
+	for (uint32_t i = 0; keys && i < count; i++)
+		known[i] = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
+	if (adump_session_window_hold(hs->session, rec, hs->data, keys ? known : NULL) < 0 ||
+	    !keys)
+		return;
+	for (uint32_t i = 0; i < count; i++)
+		if (keys[i] && !known[i])
+			reuse_keep(hs, keys[i], &hs->tensors[i], &rec->tstats[i]);
+}
+
 static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, uint32_t *task_id)
 {
 	struct adump_port *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
@@ -442,10 +460,9 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	/* The testpoint sends the bytes instead, as without memory: tests compare the two. */
 	if (hs->is_stats && count && ADUMP_TESTPOINT("host.stats_handover") == 0)
 		rec->tstats = handover_stats(hs, (uint32_t)count, op->stats_keys);
-	/* Window mode, copying: the bytes go into the window here, not through staging. */
 	if (hs->is_window && count && !op->release_fn &&
 	    ADUMP_TESTPOINT("host.window_handover") == 0)
-		adump_session_window_hold(hs->session, rec, hs->data);
+		handover_hold(hs, rec, (uint32_t)count, op->stats_keys);
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);

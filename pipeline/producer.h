@@ -89,11 +89,14 @@ ADUMP_HIDDEN bool adump_session_wants_stats(const struct adump_session *s);
 /* Window mode (pipeline/window.c): whether a copying producer holds its dumps at hand-over,
  * and the hold itself: the payload of @rec (tensor i at @data[i]) copied into the window as
  * the dump's entry (a stub where the window has no room), its statistics computed on the
- * way into rec->tstats, so the producer posts no payload (adump_port_post_sp()) and the
- * worker neither copies nor reads it. Producer's thread.
+ * way into rec->tstats (or copied from @known[i] where that is not NULL: the producer has
+ * them, the same bytes handed over before; @known NULL for none), so the producer posts no
+ * payload (adump_port_post_sp()) and the worker neither copies nor reads it. Producer's
+ * thread.
  * Return: 0, or -ENOMEM (nothing done: the producer posts the payload). */
 ADUMP_HIDDEN bool adump_session_window_at_handover(const struct adump_session *s);
 ADUMP_HIDDEN int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
-					   const void *const *data);
+					   const void *const *data,
+					   const struct adump_tstats *const *known);
 
 #endif

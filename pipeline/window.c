@@ -290,7 +290,7 @@ static void arena_copy(unsigned char *dst, const unsigned char *src, size_t len)
 #define HOLD_BLOCK (64u << 10)
 
 int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
-			      const void *const *data)
+			      const void *const *data, const struct adump_tstats *const *known)
 {
 	const struct adump_op *op = &rec->op;
 	struct adump_tstats *ts = malloc(op->tensor_count * sizeof(*ts));
@@ -305,12 +305,16 @@ int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 	for (uint32_t i = 0; i < op->tensor_count; i++) {
 		const unsigned char *src = data[i];
 		uint64_t bytes = op->tensors[i].bytes;
+		bool is_known = known && known[i];
 
-		adump_tstats_init(&ts[i], op->tensors[i].dtype);
+		if (is_known)
+			ts[i] = *known[i];
+		else
+			adump_tstats_init(&ts[i], op->tensors[i].dtype);
 		for (uint64_t k = 0; k < bytes; k += HOLD_BLOCK) {
 			size_t n = bytes - k < HOLD_BLOCK ? (size_t)(bytes - k) : HOLD_BLOCK;
 
-			if (ts[i].kind != ADUMP_TSTATS_NONE)
+			if (!is_known && ts[i].kind != ADUMP_TSTATS_NONE)
 				adump_tstats_add(&ts[i], src + k, n / ts[i].elem_bytes);
 			if (dst)
 				arena_copy(dst + k, src + k, n);

@@ -211,11 +211,11 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # thread id -> its stream, steered for the current step and rank directory (emptied
         # when either changes, or the session)
         self._ready_streams = {}
-        # Statistics sessions at module level: (id, version) -> (weak reference, key) of the
-        # last tensors dumped (_stats_key()); None: no keys. Not at op level: inside
-        # __torch_dispatch__ an in-place op's output has the version it had before the op
-        # (autograd's ADInplaceOrView bumps it after the dispatch returns).
-        self._stats_keys = {} if content == "stats" and not zero_copy and \
+        # Statistics and window sessions at module level: (id, version) -> (weak reference,
+        # key) of the last tensors dumped (_stats_key()); None: no keys. Not at op level:
+        # inside __torch_dispatch__ an in-place op's output has the version it had before
+        # the op (autograd's ADInplaceOrView bumps it after the dispatch returns).
+        self._stats_keys = {} if (content == "stats" or self.window) and not zero_copy and \
             level == "module" else None
         self._stats_key_seq = 0
         self._coll = Collectives(self)
