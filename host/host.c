@@ -348,9 +348,6 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 	return (int)count;
 }
 
-/* Statistics content: the tensors' statistics, computed here on the owner's thread from the
- * caller's memory in place (no copy into staging); the record carries them instead of the
- * bytes. NULL without memory: the bytes go as before. */
 /* The statistics kept for @key, if they are of a tensor of @t's dtype and size. */
 static const struct adump_tstats *reuse_find(const struct adump_host_stream *hs, uint64_t key,
 					     const struct adump_tensor *t)

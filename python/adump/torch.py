@@ -211,8 +211,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # thread id -> its stream, steered for the current step and rank directory (emptied
         # when either changes, or the session)
         self._ready_streams = {}
-        # Statistics and window sessions at module level: (id, version) -> (weak reference,
-        # key) of the last tensors dumped (_stats_key()); None: no keys. Not at op level:
+        # Statistics and window sessions at module level: (id, version, data pointer) ->
+        # (weak reference, key) of the last tensors dumped (_stats_key()); None: no keys. Not at op level:
         # inside __torch_dispatch__ an in-place op's output has the version it had before
         # the op (autograd's ADInplaceOrView bumps it after the dispatch returns).
         self._stats_keys = {} if (content == "stats" or self.window) and not zero_copy and \
@@ -405,10 +405,11 @@ class capture(_Select, ModuleHooks, WindowMixin):
         object that took a dead one's id), so that a tensor dumped again (a module's output
         that is its parent's, the next module's input) has its statistics copied, not read
         again. Parameters get none: code that changes them through .data leaves their
-        version as it was."""
+        version as it was (the data pointer is in the key all the same, for a tensor whose
+        .data is replaced)."""
         if isinstance(t, _PARAMETER):
             return 0
-        k = (id(t), t._version)
+        k = (id(t), t._version, t.data_ptr())
         e = self._stats_keys.get(k)
         if e is not None and e[0]() is t:
             return e[1]
