@@ -244,6 +244,25 @@ class BadInput(unittest.TestCase):
         self.assertEqual(dumps["a"].dfx_message, '{"k": 1}')
         self.assertEqual(dumps["b"].attrs, {"n": "1", "m": ""})
 
+    def test_stats_keys(self):
+        # The native call's statistics keys (adump.torch's): one int per tensor, else a clear
+        # error before anything is handed over; a reused key gives the first tensor's
+        # statistics, as the caller's word says.
+        with adump.Session(self.top, content="stats") as s:
+            st = s.stream()
+            a = np.arange(1, 5, dtype=np.float32)
+            st._st.dump("Op", "a", [a], [], True, stats_keys=[9])
+            for bad, err in (([9, 9], ValueError), (["x"], TypeError), ([-1], OverflowError),
+                             (5, TypeError)):
+                with self.assertRaises(err, msg=repr(bad)):
+                    st._st.dump("Op", "bad", [a], [], True, stats_keys=bad)
+            a[:] = 7
+            st._st.dump("Op", "b", [a], [], True, stats_keys=[9])
+            st._st.dump("Op", "c", [a], [], True, stats_keys=[0])
+            st.sync()
+            self.assertEqual(s.stats()["files_completed"], 3)
+        self.assertEqual(sorted(d.op_name for d in adump.walk(self.top)), ["a", "b", "c"])
+
     def test_unwritable_path(self):
         blocker = os.path.join(self.top, "file")
         open(blocker, "w").close()
