@@ -122,11 +122,9 @@ class ModuleHooks:
             # msprobe counts every call, the first one too: <base>.parameters_grad.0
             n = self._next_index(base + ".parameters_grad")
             name = "%s.parameters_grad.%d" % (base, n)
-            # In the order the gradients came (the engine's order of the parameters'
-            # accumulation: a Linear's bias before its weight), as msprobe's hooks on the
-            # accumulation nodes record them.
             outs = []
-            info = {"parameters_grad": describe(dict(grads), outs, "output")}
+            info = {"parameters_grad": describe({k: grads[k] for k in names if k in grads},
+                                                outs, "output")}
             self.tree.add(name, None)
             self._dump(cls, name, [], outs, None, info)
 

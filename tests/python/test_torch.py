@@ -281,11 +281,10 @@ class ModuleLevel(unittest.TestCase):
             dumps = dumps_of(top, step)
             fc = dumps["Module.fc.Linear.parameters_grad.0"]
             info = json.loads(fc.dfx_message)["parameters_grad"]
-            # In the order they came, as msprobe records them: addmm's bias edge first.
-            self.assertEqual(list(info), ["bias", "weight"])
-            np.testing.assert_allclose(fc.outputs[0], want[step]["fc.bias"].numpy(),
+            self.assertEqual(list(info), ["weight", "bias"])
+            np.testing.assert_allclose(fc.outputs[0], want[step]["fc.weight"].numpy(),
                                        rtol=1e-6)
-            np.testing.assert_allclose(fc.outputs[1], want[step]["fc.weight"].numpy(),
+            np.testing.assert_allclose(fc.outputs[1], want[step]["fc.bias"].numpy(),
                                        rtol=1e-6)
             out = dumps["Module.out.Linear.parameters_grad.0"]
             self.assertEqual(list(json.loads(out.dfx_message)["parameters_grad"]), ["weight"])

@@ -397,7 +397,7 @@ class Overlapping(unittest.TestCase):
                         name = "Module.%s.%s.parameters_grad.%d" % (path, cls, i)
                         self.assertIn(name, dumps, (order, k))
                         assert_values(self, dumps[name].outputs,
-                                      [want[call][path][p] for p in ("bias", "weight")],
+                                      [want[call][path][p] for p in ("weight", "bias")],
                                       "%s %s %s" % (order, k, name))
                     self.assertNotIn("Module.%s.%s.parameters_grad.%d" %
                                      (path, cls, len(open_for[k])), dumps, (order, k))

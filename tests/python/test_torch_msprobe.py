@@ -407,30 +407,6 @@ class MsprobeLayout(unittest.TestCase):
         self.assertLess(lin_out["Min"], 0)         # before the ReLU changed it in place
         self.assertEqual(relu_out["Min"], 0.0)
 
-    def test_parameters_grad_in_the_order_they_came(self):
-        # msprobe records a module's parameters' gradients from hooks on their accumulation
-        # nodes, so an entry's keys come in the engine's order (a Linear's bias before its
-        # weight: addmm's bias edge is its first); the same order, seen here by hooks of that
-        # kind, is dump.json's.
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
-        came, accs = {}, []             # the nodes held: a leaf keeps its own only weakly
-        for name, mod in model.named_modules():
-            for pname, p in mod.named_parameters(recurse=False):
-                acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                accs.append(acc)
-                acc.register_hook(lambda *a, name=name, pname=pname:
-                                  came.setdefault(name, []).append(pname))
-        cap = helpers.tmpdir("msp-pgrad")
-        with adump.torch.capture(model, cap, content="stats", format="msprobe") as c:
-            model(torch.randn(5, 4)).sum().backward()
-            c.step()
-        data = json.load(open(os.path.join(cap, "step0", PROC, "dump.json")))["data"]
-        for name in ("0", "2"):
-            entry = data["Module.%s.Linear.parameters_grad.0" % name]
-            self.assertEqual(list(entry), came[name])
-        self.assertEqual(came["0"], ["bias", "weight"])
-
     def test_bad_input(self):
         # a dump whose dfx_message is not JSON, or names a tensor it does not hold: a clear
         # error naming the file, exit status 1, the capture untouched
