@@ -36,9 +36,6 @@ STORED = {
 }
 
 
-_DTYPE_NAMES = {dt: str(dt) for dt in STORED}
-
-
 class own_ops:
     """with own_ops(): the capture's own tensor operations (copies, conversions to dump)
     run unseen by every dispatch mode: an op-level capture's (this one's, which torch calls
@@ -66,10 +63,9 @@ def describe(obj, tensors, kind, skipped=None, key=None):
     for the loss log. @key: the name @obj was passed under (a keyword argument or a dict
     key), which msprobe reads for dtype and device."""
     if isinstance(obj, torch.Tensor):
-        dt = obj.dtype
-        d = {"type": "torch.Tensor", "dtype": _DTYPE_NAMES.get(dt) or str(dt),
-             "shape": list(obj.shape), "requires_grad": obj.requires_grad}
-        if dt in STORED and not obj.is_sparse and not obj.is_quantized:   # storable()
+        d = {"type": "torch.Tensor", "dtype": str(obj.dtype), "shape": list(obj.shape),
+             "requires_grad": obj.requires_grad}
+        if storable(obj):
             d["tensor"] = "%s.%d" % (kind, len(tensors))
             tensors.append(obj)
         else:
@@ -80,22 +76,17 @@ def describe(obj, tensors, kind, skipped=None, key=None):
             d["loss"] = "not stored: %s%s" % (obj.dtype, " (sparse)" if obj.is_sparse else
                                               " (quantized)" if obj.is_quantized else "")
         return d
-    cls = type(obj)
-    if cls is tuple or cls is list:     # not a namedtuple nor a torch.Size: no _special()
-        return [describe(o, tensors, kind, skipped) for o in obj]
-    if cls is dict:
-        return {str(k): describe(v, tensors, kind, skipped, k) for k, v in obj.items()}
-    special = _special(obj, key)
-    if special is not _NOT_SPECIAL:
-        return special
+    # Containers before _special(): of its types only torch.Size is one (a tuple).
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
         return {str(k): describe(getattr(obj, k), tensors, kind, skipped, k)
                 for k in obj._fields}
-    if isinstance(obj, (tuple, list)):
+    if isinstance(obj, (tuple, list)) and not isinstance(obj, torch.Size):
         return [describe(o, tensors, kind, skipped) for o in obj]
     if isinstance(obj, dict):
         return {str(k): describe(v, tensors, kind, skipped, k) for k, v in obj.items()}
-    return None                 # None, and types msprobe does not describe: null
+    special = _special(obj, key)
+    # None, and types msprobe does not describe: null
+    return None if special is _NOT_SPECIAL else special
 
 
 _NOT_SPECIAL = object()

@@ -35,17 +35,6 @@ class _Backward:
         return tag is not None and self.c0 <= tag <= self.c1
 
 
-def _own_parameters(module):
-    """dict(module.named_parameters(recurse=False)), without its generator machinery: once
-    per forward dump."""
-    out, seen = {}, set()
-    for k, v in module._parameters.items():
-        if v is not None and id(v) not in seen:
-            seen.add(id(v))
-            out[k] = v
-    return out
-
-
 def _edge(t):
     """The graph edge (node, output_nr) gradients of @t flow into; a leaf's is its
     AccumulateGrad node (got through a throwaway expand, msprobe's way: no node of the
@@ -299,7 +288,7 @@ class ModuleHooks:
                 info["input_kwargs"] = describe(frame.get("kwargs", {}), fwd_inputs, "input",
                                                 skipped)
                 if self.parameters:
-                    info["parameters"] = describe(_own_parameters(module),
+                    info["parameters"] = describe(dict(module.named_parameters(recurse=False)),
                                                   fwd_inputs, "input", skipped)
             if fwd_inputs is not None and self.with_forward:
                 if self.stack:
@@ -360,25 +349,18 @@ class ModuleHooks:
         mine, seen = [], {}
         todo = [node for node in out_nodes if id(node) not in in_nodes]
         inside_out = set()              # output keys some node of this call also feeds
-        mk = self._meta_key
         while todo:
             node = todo.pop()
-            nid = id(node)
-            if nid in seen:
+            if id(node) in seen:
                 continue
-            seen[nid] = node
-            md = node.metadata          # _meta(node), written out: once per node walked
-            m = md.get(mk)
-            if m is None:
-                m = md[mk] = {}
+            seen[id(node)] = node
+            m = self._meta(node)
             tag = m.get("tag")
             if tag is None:
                 m["tag"] = c1
             elif tag < c0:
                 continue                # made before this call
-            j = -1
-            for nxt, nr in node.next_functions:
-                j += 1
+            for j, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
                     continue
                 key = (id(nxt), nr)
@@ -387,7 +369,7 @@ class ModuleHooks:
                     continue
                 if key in key_out:
                     inside_out.add(key)
-                if key[0] not in in_nodes and key[0] not in seen:
+                if id(nxt) not in in_nodes and id(nxt) not in seen:
                     todo.append(nxt)
         self._backwards.append(rec)
         for node, j, slots in mine:

@@ -79,7 +79,6 @@ _DIRECT = {
 }
 
 
-_STRIDED = torch.strided
 _PARAMETER = torch.nn.Parameter
 
 
@@ -87,8 +86,7 @@ def _host(t):
     """The dump argument of a tensor (on the CPU, contiguous), or None when its dtype is not
     one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
     dt = _DIRECT.get(t.dtype)
-    if dt is not None and t.layout is torch.strided and t.device.type == "cpu" and \
-            not t.is_quantized:
+    if dt is not None and t.layout is torch.strided and t.is_cpu and not t.is_quantized:
         # The common case, once per dumped tensor: no copy unless it is not contiguous.
         t = t.detach()
         if not t.is_contiguous():
@@ -435,22 +433,12 @@ class capture(_Select, ModuleHooks, WindowMixin):
         keys = [] if self._stats_keys is not None else None
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
-                dt = _DIRECT.get(t.dtype)
-                if dt is not None and t.layout is _STRIDED and t.is_cpu and \
-                        not t.is_quantized and t.is_contiguous():
-                    # _host()'s common case, written out: one dumped tensor after another.
-                    t0 = t.detach()
-                    dst.append((t0.numpy(), dt, tuple(t0.shape)))
-                    keep.append((t, t._version))
-                    if keys is not None:
-                        keys.append(self._stats_key(t))
-                    continue
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
                     keep.append((t, t._version))
                     if keys is not None:
-                        keys.append(0)
+                        keys.append(self._stats_key(t))
                 else:
                     skipped.append((kind, i, t.element_size() * t.nelement(), t.dtype))
         if skipped:
