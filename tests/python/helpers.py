@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Shared bits of the Python tests: scratch directories, the adump command, and the zero-copy
-tests' model."""
+"""Shared bits of the Python tests: scratch directories, the adump command, two ranks in
+processes of their own, and the zero-copy tests' model."""
 import atexit
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -26,6 +27,27 @@ def tool(*args):
     p = subprocess.run([exe] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True)
     return p.returncode, p.stdout
+
+
+def run_ranks(script, args, timeout, world=2):
+    """Run `python3 @script --worker <rank> @args...` for each rank at once, RANK left out of
+    their environment; returns [(exit code, output)] by rank. A rank that outlives @timeout
+    gets every rank killed and TimeoutExpired raised."""
+    env = dict(os.environ)
+    env.pop("RANK", None)
+    procs = [subprocess.Popen([sys.executable, script, "--worker", str(r)] + list(args),
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for r in range(world)]
+    outs = []
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise
+        outs.append((p.returncode, out.decode(errors="replace")))
+    return outs
 
 
 def files_below(top):

@@ -104,20 +104,7 @@ class TwoRanks(unittest.TestCase):
     def setUpClass(cls):
         cls.top = helpers.tmpdir("torch-dist")
         ports = ",".join(map(str, free_ports(len(CASES))))
-        env = dict(os.environ)
-        env.pop("RANK", None)
-        procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), cls.top,
-                                   ports], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT) for r in range(2)]
-        cls.outputs = []
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=WORKER_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise
-            cls.outputs.append((p.returncode, out.decode(errors="replace")))
+        cls.outputs = helpers.run_ranks(__file__, [cls.top, ports], WORKER_TIMEOUT)
         cls.rec = []
         for r in range(2):
             with open(os.path.join(cls.top, "rank%d.json" % r)) as f:

@@ -96,21 +96,7 @@ class TwoRanks(unittest.TestCase):
             self.skipTest("torch has no gloo backend")
         top = helpers.tmpdir("window-dist")
         store = os.path.join(helpers.tmpdir("window-dist-store"), "store")
-        env = dict(os.environ)
-        env.pop("RANK", None)
-        procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(r), top, store],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for r in range(2)]
-        outs = []
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=WORKER_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise
-            outs.append((p.returncode, out.decode(errors="replace")))
-        for rc, out in outs:
+        for rc, out in helpers.run_ranks(__file__, [top, store], WORKER_TIMEOUT):
             self.assertEqual(rc, 0, out[-3000:])
         recs = []
         for r in range(2):
