@@ -372,12 +372,29 @@ static void reuse_keep(struct adump_host_stream *hs, uint64_t key, const struct 
 	r->ts = *ts;
 }
 
+/* @known[i]: the statistics the stream keeps for tensor i's key in @keys, or NULL. */
+static void reuse_lookup(const struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
+			 const struct adump_tstats **known)
+{
+	for (uint32_t i = 0; i < count; i++)
+		known[i] = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
+}
+
+/* The statistics @ts of each keyed tensor the stream had none for, kept for its key. */
+static void reuse_remember(struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
+			   const struct adump_tstats *const *known, const struct adump_tstats *ts)
+{
+	for (uint32_t i = 0; i < count; i++)
+		if (keys[i] && !known[i])
+			reuse_keep(hs, keys[i], &hs->tensors[i], &ts[i]);
+}
+
 /* Statistics content: the tensors' statistics, computed here on the owner's thread from the
- * caller's memory in place (no copy into staging), or copied from a keyed tensor's
- * (@keys, NULL for none); the record carries them instead of the bytes. NULL without
- * memory: the bytes go as before. */
-static struct adump_tstats *handover_stats(struct adump_host_stream *hs, uint32_t count,
-					   const uint64_t *keys)
+ * caller's memory in place (no copy into staging), or copied from @known[i] where the stream
+ * keeps them (@known NULL for none); the record carries them instead of the bytes. NULL
+ * without memory: the bytes go as before. */
+static struct adump_tstats *handover_stats(const struct adump_host_stream *hs, uint32_t count,
+					   const struct adump_tstats *const *known)
 {
 	struct adump_tstats *ts = malloc(count * sizeof(*ts));
 
@@ -385,42 +402,22 @@ static struct adump_tstats *handover_stats(struct adump_host_stream *hs, uint32_
 		return NULL;
 	for (uint32_t i = 0; i < count; i++) {
 		const struct adump_tensor *t = &hs->tensors[i];
-		const struct adump_tstats *kept = keys && keys[i] ? reuse_find(hs, keys[i], t) : NULL;
 
-		if (kept) {
-			ts[i] = *kept;
+		if (known && known[i]) {
+			ts[i] = *known[i];
 			continue;
 		}
 		adump_tstats_init(&ts[i], t->dtype);
 		if (ts[i].kind != ADUMP_TSTATS_NONE && t->bytes)
 			adump_tstats_add(&ts[i], hs->data[i], (size_t)(t->bytes / ts[i].elem_bytes));
-		if (keys && keys[i])
-			reuse_keep(hs, keys[i], t, &ts[i]);
 	}
 	return ts;
-}
-
-/* Window mode, copying: the bytes go into the window here, not through staging; a keyed
- * tensor's statistics are copied where the stream has them (the bytes are copied all the
- * same: each dump's entry holds its own). */
-static void handover_hold(struct adump_host_stream *hs, struct adump_op_rec *rec,
-			  uint32_t count, const uint64_t *keys)
-{
-	const struct adump_tstats *known[ADUMP_HOST_TENSOR_MAX];
-
-	for (uint32_t i = 0; keys && i < count; i++)
-		known[i] = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
-	if (adump_session_window_hold(hs->session, rec, hs->data, keys ? known : NULL) < 0 ||
-	    !keys)
-		return;
-	for (uint32_t i = 0; i < count; i++)
-		if (keys[i] && !known[i])
-			reuse_keep(hs, keys[i], &hs->tensors[i], &rec->tstats[i]);
 }
 
 static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, uint32_t *task_id)
 {
 	struct adump_port *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
+	const struct adump_tstats *known[ADUMP_HOST_TENSOR_MAX], *const *kept = NULL;
 	struct adump_op_rec *rec;
 	uint64_t start = adump_now_ns();
 	int count = op_take(hs, op);
@@ -454,12 +451,20 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 			return ret;
 	}
 	rec->dir = hs->dir;
+	if (op->stats_keys && (hs->is_stats || hs->is_window)) {
+		reuse_lookup(hs, (uint32_t)count, op->stats_keys, known);
+		kept = known;
+	}
 	/* The testpoint sends the bytes instead, as without memory: tests compare the two. */
 	if (hs->is_stats && count && ADUMP_TESTPOINT("host.stats_handover") == 0)
-		rec->tstats = handover_stats(hs, (uint32_t)count, op->stats_keys);
+		rec->tstats = handover_stats(hs, (uint32_t)count, kept);
+	/* Window mode, copying: the bytes go into the window here, not through staging (a keyed
+	 * tensor's are copied all the same: each dump's entry holds its own). */
 	if (hs->is_window && count && !op->release_fn &&
 	    ADUMP_TESTPOINT("host.window_handover") == 0)
-		handover_hold(hs, rec, (uint32_t)count, op->stats_keys);
+		adump_session_window_hold(hs->session, rec, hs->data, kept);
+	if (kept && rec->tstats)
+		reuse_remember(hs, (uint32_t)count, op->stats_keys, known, rec->tstats);
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);
