@@ -82,7 +82,7 @@ static int journal_open(struct adump_journal *j, const char *dir)
 }
 
 static int journal_make(struct adump_session *s, const char *dir, unsigned region_count,
-			struct adump_journal **out)
+			bool is_quiet_enoent, struct adump_journal **out)
 {
 	const char *suffix;
 	int kind = output_kind(s, &suffix);
@@ -141,8 +141,9 @@ static int journal_make(struct adump_session *s, const char *dir, unsigned regio
 err_unlink:
 	unlink(j->path);
 err:
-	adump_log(ADUMP_LOG_ERROR, MODULE, "cannot make the hand-over journal %s: %s",
-		  j->path ? j->path : dir, adump_strerror(ret));
+	if (ret != -ENOENT || !is_quiet_enoent)
+		adump_log(ADUMP_LOG_ERROR, MODULE, "cannot make the hand-over journal %s: %s",
+			  j->path ? j->path : dir, adump_strerror(ret));
 	free(j->path);
 	free(j);
 	return ret;
@@ -150,13 +151,13 @@ err:
 
 int adump_journal_create(struct adump_session *s, struct adump_journal **out)
 {
-	return journal_make(s, s->dir, s->cfg.stream_max, out);
+	return journal_make(s, s->dir, s->cfg.stream_max, true, out);
 }
 
 int adump_journal_create_dir(struct adump_session *s, const char *dir, unsigned region_count,
 			     struct adump_journal **out)
 {
-	return journal_make(s, dir, region_count, out);
+	return journal_make(s, dir, region_count, false, out);
 }
 
 _Atomic uint64_t *adump_journal_held(struct adump_journal *j)

@@ -16,7 +16,7 @@ struct adump_journal_slot;
  * allocated on disk (a store into the mapping never meets a full disk) and mapped shared.
  * For the file sink (uncompressed, lz4, statistics CSVs, msprobe's layout, the packed
  * layout); *@out is NULL for the callback sink.
- * Return: 0 or -errno (logged).
+ * Return: 0 or -errno (logged, but -ENOENT: s->dir is gone, and the session makes it again).
  */
 int adump_journal_create(struct adump_session *s, struct adump_journal **out);
 /* The same in @dir with @region_count regions of slots: 1 for a stream's own directory, 0

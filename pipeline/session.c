@@ -19,6 +19,9 @@
 #include "pipeline/worker_int.h"
 
 #define MODULE "session"
+/* Times make_journal() makes the session's directory again after another process removed it:
+ * each rank writing a window removes its shared directory once. */
+#define DIR_TRIES 64
 
 static char *absolute_path(const char *path)
 {
@@ -94,6 +97,41 @@ static int decide_backend(struct adump_session *s)
 	return 0;
 }
 
+/* The session's own directory. A folder named by the time must be the session's own: a link
+ * planted at that name in a shared dump path is refused. A time_dir the caller names
+ * (@is_named) is the caller's choice. */
+static int make_dir(struct adump_session *s, bool is_named)
+{
+	int ret = is_named ? adump_mkdir_p(s->dir, 0750) : adump_mkdir_own(s->dir, 0750);
+
+	if (ret < 0)
+		adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", s->dir,
+			  adump_strerror(ret));
+	return ret;
+}
+
+/* The journal goes into the session's directory before anything else does: from then on the
+ * directory is not empty, so a process of the same job that removes it when empty (a window's
+ * own directory, shared by the ranks that write into one window root) cannot take it from
+ * under this session. Until then it can: the directory is made again. */
+static int make_journal(struct adump_session *s, bool is_named)
+{
+	for (unsigned tries = 0;; tries++) {
+		int ret = adump_journal_create(s, &s->journal);
+
+		if (ret != -ENOENT)
+			return ret;
+		if (tries == DIR_TRIES) {
+			adump_log(ADUMP_LOG_ERROR, MODULE, "%s was removed %u times while the "
+				  "session was made in it", s->dir, tries + 1);
+			return ret;
+		}
+		ret = make_dir(s, is_named);
+		if (ret < 0)
+			return ret;
+	}
+}
+
 int adump_session_create(const struct adump_config *cfg, struct adump_session **out)
 {
 	struct adump_session *s;
@@ -147,15 +185,11 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		goto err;
 	}
 	if (cfg->sink == ADUMP_SINK_FILE) {
-		/* A folder named by the time must be the session's own: a link planted at
-		 * that name in a shared dump path is refused. A time_dir the caller names is
-		 * the caller's choice. */
-		ret = cfg->time_dir ? adump_mkdir_p(s->dir, 0750) : adump_mkdir_own(s->dir, 0750);
-		if (ret < 0) {
-			adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", s->dir,
-				  adump_strerror(ret));
+		ret = make_dir(s, cfg->time_dir != NULL);
+		if (ret == 0)
+			ret = make_journal(s, cfg->time_dir != NULL);
+		if (ret < 0)
 			goto err;
-		}
 	}
 	s->pool = mmap(NULL, s->pool_bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -181,8 +215,6 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		ret = adump_loss_create(cfg->sink == ADUMP_SINK_FILE ? s->dir : NULL, &s->loss);
 	if (ret == 0)
 		ret = adump_guard_create(&s->cfg, s->dir, &s->guard);
-	if (ret == 0)
-		ret = adump_journal_create(s, &s->journal);
 	if (ret == 0 && cfg->window_steps)
 		ret = adump_window_create(s, cfg, &s->window);
 	if (ret < 0)

@@ -376,7 +376,9 @@ int adump_window_write(struct adump_window *win, const struct window_trigger *t)
 			is_used |= !strcmp(p.dirs[i], own);
 		set_error(&p, adump_session_destroy(p.ps));
 		/* Its own directory, when every dump went to a producer's: gone if empty (no
-		 * loss log), as a capture of those steps has none. */
+		 * loss log), as a capture of those steps has none. Ranks writing one window share
+		 * it: one still making its persist session there makes it again (session.c,
+		 * make_journal()). */
 		if (own && !is_used)
 			rmdir(own);
 		free(own);

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Session API contracts: configuration errors name the field, attach/detach rules, stats. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "capture_helpers.h"
+#include "common/common.h"
 
 START_TEST(test_config_errors)
 {
@@ -58,6 +63,58 @@ START_TEST(test_dump_path_not_creatable)
 	cfg.dump_path = path;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), -ENOTDIR);
 	ck_assert_ptr_null(s);
+	t_rmtree(tmp);
+	free(tmp);
+}
+END_TEST
+
+/* Ranks writing one window share its root and the persist session's own directory there;
+ * each removes that directory when done if it is empty. A session being made in it by
+ * another rank meanwhile makes it again and is made whole. Here a child plays the other
+ * rank: told a session is being made, it removes the directory once, as soon as it is
+ * there. Made in a fresh directory each time, 300 sessions. */
+START_TEST(test_shared_dir_removed_by_another_process)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	char *tmp = t_tmpdir("session"), dir[4200];
+	int go[2];
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/shared", tmp);
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char c;
+
+		close(go[1]);
+		while (read(go[0], &c, 1) == 1) {
+			uint64_t end = adump_now_ns() + 5000000;
+
+			while (rmdir(dir) < 0 && adump_now_ns() < end)
+				;
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	cfg.dump_path = tmp;
+	cfg.time_dir = "shared";
+	cfg.chunk_bytes = 64u << 10;
+	cfg.pool_bytes = 256u << 10;
+	cfg.stream_max = 1;
+	for (int i = 0; i < 300; i++) {
+		struct adump_session *s = NULL;
+		struct stat st;
+
+		ck_assert_int_eq(write(go[1], "x", 1), 1);
+		ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+		/* Its journal is in it: nobody's rmdir() takes it now. */
+		ck_assert_int_eq(stat(dir, &st), 0);
+		ck_assert_int_eq(adump_session_destroy(s), 0);
+		rmdir(dir);
+	}
+	close(go[1]);
+	waitpid(pid, NULL, 0);
 	t_rmtree(tmp);
 	free(tmp);
 }
@@ -180,6 +237,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_config_errors);
 	tcase_add_test(tc, test_dump_path_not_creatable);
+	tcase_add_test(tc, test_shared_dir_removed_by_another_process);
 	tcase_add_test(tc, test_attach_rules);
 	tcase_add_test(tc, test_file_name_sanitised);
 	tcase_add_test(tc, test_callback_may_read_stats_during_detach);
