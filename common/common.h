@@ -544,6 +544,10 @@ ADUMP_HIDDEN int adump_pt_archive_name(const char *data_name, char *out, size_t 
 /* @v as Python's repr(float) (and so msprobe's dump.json) writes it: the fewest digits that
  * read back as @v, ".0" on integral values; NaN, Infinity, -Infinity as Python's json. */
 ADUMP_HIDDEN void adump_py_float(double v, char *out, size_t cap);
+/* The fewest significant digits that read back as the finite, nonzero @v (the nearest such
+ * decimal), in @digits (@cap >= 18; no sign, point or terminator), and the decimal exponent
+ * of the first in *@exp10. Return: how many (common/shortest.cc). */
+ADUMP_HIDDEN int adump_shortest_digits(double v, char *digits, int cap, int *exp10);
 /* @v rounded to the floating dtype @dtype (float32, float16, bfloat16; others unchanged):
  * a statistic as torch computes it, in the tensor's dtype. */
 ADUMP_HIDDEN double adump_torch_round(double v, int32_t dtype);

@@ -63,6 +63,38 @@ static bool is_leaf(struct json_object *o)
 	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
 }
 
+/* "<prefix>.<part><suffix>" in @out, cut to @cap as snprintf() would: a data name's next
+ * part. Not snprintf(): in a process that loaded libquadmath (torch's) glibc formats every
+ * printf through its positional path, a microsecond a name, several names an entry. */
+static void sub_name(char *out, size_t cap, const char *prefix, const char *part,
+		     const char *suffix)
+{
+	const char *parts[] = { prefix, ".", part, suffix };
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		size_t n = strlen(parts[i]);
+
+		if (n > cap - 1 - len)
+			n = cap - 1 - len;
+		memcpy(out + len, parts[i], n);
+		len += n;
+	}
+	out[len] = '\0';
+}
+
+/* @v in decimal in @out (room for any 64-bit value). */
+static const char *decimal(size_t v, char out[24])
+{
+	char *p = out + 23;
+
+	*p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	return p;
+}
+
 /* @item of a dfx_message in msprobe's terms, @prefix the data name so far. */
 static int transform(const struct adump_msentry_src *src, struct json_object *item,
 		     const char *prefix, struct json_object **out)
@@ -81,7 +113,9 @@ static int transform(const struct adump_msentry_src *src, struct json_object *it
 		for (size_t i = 0; i < json_object_array_length(item) && ret >= 0; i++) {
 			struct json_object *v;
 
-			snprintf(sub, sizeof(sub), "%s.%zu", prefix, i);
+			char num[24];
+
+			sub_name(sub, sizeof(sub), prefix, decimal(i, num), "");
 			ret = transform(src, json_object_array_get_idx(item, i), sub, &v);
 			json_object_array_add(a, v);
 		}
@@ -102,7 +136,7 @@ static int transform(const struct adump_msentry_src *src, struct json_object *it
 
 			if (ret < 0)
 				break;
-			snprintf(sub, sizeof(sub), "%s.%s", prefix, k);
+			sub_name(sub, sizeof(sub), prefix, k, "");
 			ret = transform(src, v, sub, &nv);
 			json_object_object_add(d, k, nv);
 		}
@@ -136,7 +170,7 @@ static int transform(const struct adump_msentry_src *src, struct json_object *it
 			*out = d;
 			return 0;
 		}
-		snprintf(sub, sizeof(sub), "%s.pt", prefix);
+		sub_name(sub, sizeof(sub), prefix, "pt", "");
 		return src->leaf(src->ctx, (uint32_t)ti, sub,
 				 json_object_object_get_ex(item, "requires_grad", &rg) &&
 				 json_object_get_boolean(rg), out);
@@ -149,7 +183,7 @@ static int plain_list(const struct adump_msentry_src *src, enum adump_tensor_kin
 {
 	struct json_object *a = json_object_new_array();
 	unsigned index = 0;
-	char sub[1024];
+	char sub[1024], num[24];
 	int ret = 0;
 
 	*out = a;
@@ -160,7 +194,7 @@ static int plain_list(const struct adump_msentry_src *src, enum adump_tensor_kin
 
 		if (src->kind(src->ctx, i) != kind)
 			continue;
-		snprintf(sub, sizeof(sub), "%s.%u.pt", prefix, index++);
+		sub_name(sub, sizeof(sub), prefix, decimal(index++, num), ".pt");
 		ret = src->leaf(src->ctx, i, sub, false, &v);
 		json_object_array_add(a, v);
 	}
@@ -196,7 +230,7 @@ int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && ret >= 0; i++) {
 			if (!json_object_object_get_ex(dfx, keys[i][0], &v))
 				continue;
-			snprintf(prefix, sizeof(prefix), "%s.%s", name, keys[i][1]);
+			sub_name(prefix, sizeof(prefix), name, keys[i][1], "");
 			if (strcmp(keys[i][0], "output") == 0 &&
 			    !json_object_is_type(v, json_type_array)) {
 				/* msprobe lists a single output (its output tuple) */
@@ -213,13 +247,13 @@ int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
 	} else {
 		bool is_backward = strstr(name, ".backward") != NULL;
 
-		snprintf(prefix, sizeof(prefix), "%s.input", name);
+		sub_name(prefix, sizeof(prefix), name, "input", "");
 		ret = plain_list(src, ADUMP_TENSOR_INPUT, prefix, &t);
 		json_object_object_add(entry, is_backward ? "input" : "input_args", t);
 		if (!is_backward)
 			json_object_object_add(entry, "input_kwargs", json_object_new_object());
 		if (ret >= 0) {
-			snprintf(prefix, sizeof(prefix), "%s.output", name);
+			sub_name(prefix, sizeof(prefix), name, "output", "");
 			ret = plain_list(src, ADUMP_TENSOR_OUTPUT, prefix, &t);
 			json_object_object_add(entry, "output", t);
 		}

@@ -369,196 +369,41 @@ void adump_pt_fini(struct adump_pt *pt)
 /* ---- numbers as msprobe's dump.json holds them ------------------------------------------- */
 
 
-/* @digits (@n of them, the 17 significant digits of "%.16e") rounded half up to @p digits in
- * @out; false when that may differ from @v rounded to @p digits (the dropped digits are "5"
- * then zeros: the 17 digits were themselves rounded) or the rounding carries into a new
- * leading digit. */
-static bool round_digits(const char *digits, int n, int p, char *out)
-{
-	bool up;
-	int i;
-
-	if (digits[p] == '5') {
-		for (i = p + 1; i < n && digits[i] == '0'; i++)
-			;
-		if (i == n)
-			return false;
-	}
-	up = digits[p] >= '5';
-	memcpy(out, digits, (size_t)p);
-	for (i = p - 1; up && i >= 0; i--) {
-		up = out[i] == '9';
-		out[i] = up ? '0' : (char)(out[i] + 1);
-	}
-	return !up;
-}
-
-/* What the @p significant digits @d with decimal exponent @exp read back as, negated if
- * @neg. */
-static double read_digits(bool neg, const char *d, int p, int exp)
-{
-	char buf[40];
-	int k = 0;
-
-	if (neg)
-		buf[k++] = '-';
-	buf[k++] = d[0];
-	buf[k++] = '.';
-	memcpy(buf + k, d + 1, (size_t)(p - 1));
-	k += p - 1;
-	buf[k++] = 'e';
-	if (exp < 0) {
-		buf[k++] = '-';
-		exp = -exp;
-	}
-	if (exp >= 100)
-		buf[k++] = (char)('0' + exp / 100);
-	if (exp >= 10)
-		buf[k++] = (char)('0' + exp / 10 % 10);
-	buf[k++] = (char)('0' + exp % 10);
-	buf[k] = '\0';
-	return strtod(buf, NULL);
-}
-
-/* The @p digits @d one unit in the last place up (9.99 becomes 1.00, @exp one more). */
-static void digits_up(char *d, int p, int *exp)
-{
-	int i;
-
-	for (i = p - 1; i >= 0 && d[i] == '9'; i--)
-		d[i] = '0';
-	if (i >= 0) {
-		d[i]++;
-	} else {
-		d[0] = '1';
-		(*exp)++;
-	}
-}
-
-/* Whether some @p-digit decimal reads back as @v; if so it is in @cand (the one nearest @v),
- * with its exponent in @pe. @cand holds the nearest already (@v rounded to @p digits): it
- * is the answer unless @v is a power of two, whose doubles above lie twice as far apart as
- * those below, so that the decimal just above may read back where the nearer one below does
- * not (2^-24 is "5.960464477539063e-08", not ...062e-08, as Python writes it). */
-static bool some_reads_back(double v, char *cand, int p, int *pe)
-{
-	double got = read_digits(v < 0, cand, p, *pe);
-	int e2;
-
-	if (got == v)
-		return true;
-	if (fabs(frexp(v, &e2)) != 0.5 || fabs(got) > fabs(v))
-		return false;
-	digits_up(cand, p, pe);
-	return read_digits(v < 0, cand, p, *pe) == v;
-}
-
-/* The fewest significant digits (1 to 17) that read back as @v, in @digits (no sign, no
- * point), and the decimal exponent of the first, from one "%.16e": a digit count that reads
- * back makes every larger one read back too (the shorter decimal is among the longer ones),
- * so it is found by bisection, 16 tried first, each candidate rounded from the 17 digits (or
- * printed where that rounding is ambiguous). */
-static int shortest_digits(double v, char digits[24], int *exp)
-{
-	char buf[40], full[24], cand[24];
-	int n = 0, lo = 1, hi = 17, e;
-	char *c;
-
-	snprintf(buf, sizeof(buf), "%.16e", v);
-	for (c = buf; *c != 'e'; c++)
-		if (*c >= '0' && *c <= '9')
-			full[n++] = *c;
-	e = atoi(c + 1);
-	memcpy(digits, full, 17);
-	*exp = e;
-	for (int first = 1; lo < hi; first = 0) {
-		int p = first ? 16 : lo + (hi - lo) / 2, pe = e;
-
-		if (!round_digits(full, 17, p, cand)) {
-			char pb[40];
-			int m = 0;
-
-			snprintf(pb, sizeof(pb), "%.*e", p - 1, v);
-			for (c = pb; *c != 'e'; c++)
-				if (*c >= '0' && *c <= '9')
-					cand[m++] = *c;
-			pe = atoi(c + 1);
-		}
-		if (some_reads_back(v, cand, p, &pe)) {
-			hi = p;
-			memcpy(digits, cand, (size_t)p);
-			*exp = pe;
-		} else {
-			lo = p + 1;
-		}
-	}
-	return hi;
-}
-
-/* The texts of the numbers this thread wrote last, by their bits: a tensor's statistics come
- * again with the tensor (a module's output that is its parent's), and a number costs a
- * printf and a strtod or more. A slot whose bits are 0 (+0.0, written without it) is
- * empty. */
-#define PY_FLOAT_RECENT 256u
-
-struct py_float_seen {
-	uint64_t bits;
-	char text[32];
-};
-
-static __thread struct py_float_seen recent[PY_FLOAT_RECENT];
-
-/* @text, written into a buffer of @cap bytes, unless it may have been cut there. */
-static void remember(struct py_float_seen *slot, uint64_t bits, const char *text, size_t cap)
-{
-	size_t len = strlen(text);
-
-	if (len >= sizeof(slot->text) || len + 1 >= cap)
-		return;
-	memcpy(slot->text, text, len + 1);
-	slot->bits = bits;
-}
-
 /* @v as Python's repr(float) writes it: the fewest significant digits that read back as
  * @v, positional between 1e-4 and 1e16, ".0" on integral values. */
 void adump_py_float(double v, char *out, size_t cap)
 {
 	char digits[24], *o = out, *end = out + cap - 1;
-	struct py_float_seen *slot;
-	uint64_t bits;
 	int exp, n;
 
-	if (isnan(v)) {
-		snprintf(out, cap, "NaN");
+	if (cap == 0)
+		return;
+	if (isnan(v) || isinf(v) || v == 0) {
+		snprintf(out, cap, "%s", isnan(v) ? "NaN" : isinf(v) ? (v > 0 ? "Infinity" :
+			 "-Infinity") : signbit(v) ? "-0.0" : "0.0");
 		return;
 	}
-	if (isinf(v)) {
-		snprintf(out, cap, v > 0 ? "Infinity" : "-Infinity");
-		return;
-	}
-	if (v == 0) {
-		snprintf(out, cap, signbit(v) ? "-0.0" : "0.0");
-		return;
-	}
-	memcpy(&bits, &v, sizeof(bits));
-	slot = &recent[(bits ^ bits >> 29 ^ bits >> 47) % PY_FLOAT_RECENT];
-	if (slot->bits == bits) {
-		snprintf(out, cap, "%s", slot->text);
-		return;
-	}
-	n = shortest_digits(v, digits, &exp);
-	if (exp < -4 || exp >= 16) {
-		/* Python: mantissa without trailing zeros, exponent with sign, 2+ digits. */
-		snprintf(out, cap, "%s%c%s%.*se%c%02d", v < 0 ? "-" : "", digits[0],
-			 n > 1 ? "." : "", n - 1, digits + 1, exp < 0 ? '-' : '+',
-			 exp < 0 ? -exp : exp);
-		remember(slot, bits, out, cap);
-		return;
-	}
-	/* Positional, from the digits: integral part (zero-padded), '.', the rest or "0". */
+	n = adump_shortest_digits(v, digits, sizeof(digits), &exp);
 	if (v < 0 && o < end)
 		*o++ = '-';
-	if (exp < 0) {
+	if (exp < -4 || exp >= 16) {
+		/* Python: the digits as d[.ddd], 'e', the exponent's sign and 2 or 3 digits. */
+		int a = exp < 0 ? -exp : exp;
+
+		for (int i = 0; i < n && o < end; i++) {
+			*o++ = digits[i];
+			if (i == 0 && n > 1 && o < end)
+				*o++ = '.';
+		}
+		for (int i = 0; i < 2 && o < end; i++)
+			*o++ = i ? (exp < 0 ? '-' : '+') : 'e';
+		if (a >= 100 && o < end)
+			*o++ = (char)('0' + a / 100);
+		for (int i = 0; i < 2 && o < end; i++)
+			*o++ = (char)('0' + (i ? a % 10 : a / 10 % 10));
+	} else if (exp < 0) {
+		/* Positional: "0.", zeros, the digits; or the integral part (zero-padded), '.',
+		 * the rest or "0". */
 		for (int i = 0; i < 2 && o < end; i++)
 			*o++ = "0."[i];
 		for (int i = 0; i < -exp - 1 && o < end; i++)
@@ -576,7 +421,6 @@ void adump_py_float(double v, char *out, size_t cap)
 			*o++ = digits[i];
 	}
 	*o = '\0';
-	remember(slot, bits, out, cap);
 }
 
 /* @v rounded to the nearest float16 value, ties to even (what a cast to _Float16 gives,

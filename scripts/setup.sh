@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
 	build-essential cmake pkg-config git
 	liburing-dev libck-dev libprotobuf-c-dev protobuf-c-compiler liblz4-dev lz4
-	check libjson-c-dev libisal-dev libseccomp-dev
+	check libjson-c-dev libisal-dev libseccomp-dev libdouble-conversion-dev
 	clang libclang-rt-14-dev
 	python3 python3-dev python3-numpy python3-torch python3-torchvision
 	python3-setuptools python3-wheel python3-venv python3-pip
