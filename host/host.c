@@ -18,6 +18,8 @@
 
 #define MODULE "host"
 #define DEVICE_ID_MAX 63u
+/* Records of fewer bytes wake the worker once for several (host_bind()). */
+#define HOST_DEFER_BELOW (64u << 10)
 
 struct adump_host_stream {
 	struct adump_session *session;
@@ -107,6 +109,16 @@ static void host_bind(void *producer, struct adump_port *chan)
 		pthread_mutex_lock(&hs->final_lock);
 		adump_port_stats(old, &hs->final_chan);
 		pthread_mutex_unlock(&hs->final_lock);
+	}
+	/* A training loop's hooks hand over a small dump every 100 us or so, and the worker
+	 * sleeps between them: a system call and two context switches each. Small records wake
+	 * it once for half the channel's buffers; a large one at once (the worker starts on a
+	 * big dump's first chunk while the later ones are copied). Before the owner's first
+	 * commit: published by the store below. */
+	if (chan) {
+		uint32_t count = adump_chan_buffer_count(adump_port_chan(chan));
+
+		adump_port_defer_small_sp(chan, count / 2, HOST_DEFER_BELOW);
 	}
 	/* Pairs with the acquire loads of the owner: the channel is set up. */
 	atomic_store_explicit(&hs->chan, chan, memory_order_release);
@@ -471,10 +483,13 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	atomic_fetch_add_explicit(&hs->payload_bytes, rec->payload_bytes, memory_order_relaxed);
 	if (op->release_fn)
 		atomic_fetch_add_explicit(&hs->zero_copy_dumps, 1, memory_order_relaxed);
-	/* Each commit rings the worker's doorbell (a system call only while it sleeps), not
-	 * once at the end of the op: the worker starts on a large dump's first chunk while the
-	 * later ones are copied. */
+	/* A large record rings the worker's doorbell as it is committed (a system call only
+	 * while it sleeps), not once at the end of the op: the worker starts on a large dump's
+	 * first chunk while the later ones are copied. Small ones wait (host_bind()). */
 	adump_port_post_sp(chan, rec, hs->data, op->release_fn != NULL);
+	/* Zero copy: the caller's memory is held until written, and nothing is owed long. */
+	if (op->release_fn)
+		adump_port_ring_sp(chan);
 	atomic_fetch_add_explicit(&hs->dumps, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->copy_ns, adump_now_ns() - start, memory_order_relaxed);
 	if (task_id)

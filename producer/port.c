@@ -37,6 +37,9 @@ struct adump_port {
 	uint64_t reserve_ns;                    /* its reserve's duration */
 	bool is_doorbell_deferred;              /* see adump_port_defer_sp() */
 	uint32_t doorbell_owed;                 /* commits not rung for yet */
+	uint32_t doorbell_batch;                /* commits a deferring producer owes at most */
+	uint32_t defer_below;                   /* adump_port_defer_small_sp(): records of
+						 * fewer bytes wait, 0: every record does */
 	uint32_t journal_next;                  /* where the search for a free slot starts */
 	uint32_t journal_window;                /* slots in use: the search wraps there */
 
@@ -175,6 +178,20 @@ static void ring_owed(struct adump_port *p)
 void adump_port_defer_sp(struct adump_port *p)
 {
 	p->is_doorbell_deferred = true;
+	p->doorbell_batch = ADUMP_DOORBELL_BATCH;
+	p->defer_below = 0;
+}
+
+void adump_port_defer_small_sp(struct adump_port *p, uint32_t batch, uint32_t below)
+{
+	p->is_doorbell_deferred = true;
+	p->doorbell_batch = batch ? batch : 1;
+	p->defer_below = below;
+}
+
+void adump_port_ring_sp(struct adump_port *p)
+{
+	ring_owed(p);
 }
 
 void adump_port_flush_sp(struct adump_port *p)
@@ -258,13 +275,15 @@ void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec)
 {
 	struct adump_doorbell *db;
 	uint64_t start = p->is_sampled ? adump_now_ns() : 0;
+	/* Read before the commit: once the worker has @rec, it may give it back. */
+	bool is_large = p->defer_below && rec->len >= p->defer_below;
 	uint32_t depth = adump_chan_commit_sp(p->chan, rec);
 
 	if (depth > atomic_load_explicit(&p->high_water, memory_order_relaxed))
 		atomic_store_explicit(&p->high_water, depth, memory_order_relaxed);
 	/* Protocol 1 of common/common.h. A deferring producer rings later, once for many
-	 * (adump_port_flush_sp()). */
-	if (!p->is_doorbell_deferred || ++p->doorbell_owed >= ADUMP_DOORBELL_BATCH) {
+	 * (adump_port_flush_sp(), a waiter: adump_port_wait_idle()). */
+	if (!p->is_doorbell_deferred || is_large || ++p->doorbell_owed >= p->doorbell_batch) {
 		p->doorbell_owed = 0;
 		db = atomic_load_explicit(&p->doorbell, memory_order_acquire);
 		if (db)
@@ -285,6 +304,12 @@ static bool chan_is_idle(void *chan)
 
 int adump_port_wait_idle(struct adump_port *p)
 {
+	struct adump_doorbell *db = atomic_load_explicit(&p->doorbell, memory_order_acquire);
+
+	/* Records a deferring producer has not rung for yet: the worker may sleep on them
+	 * (any thread may ring; it wakes the worker only if it sleeps). */
+	if (db && !adump_chan_is_idle(p->chan))
+		adump_doorbell_ring(db);
 	/* Protocol 3 of common/common.h. */
 	adump_waitpoint_wait(adump_chan_idle_wait(p->chan), 0, chan_is_idle, p->chan);
 	if (atomic_exchange_explicit(&p->has_dropped, 0, memory_order_relaxed))
