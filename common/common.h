@@ -362,8 +362,11 @@ struct adump_op_rec {
 	const char *dir;
 	/* Statistics content: one adump_tstats per tensor of op, computed by the producer from
 	 * the tensors in place (malloc'd; adump_op_rec_destroy() frees it), or NULL. With them
-	 * the producer posts no payload: one empty record (adump_port_post_sp()). */
+	 * the producer posts no payload: one empty record (adump_port_post_sp()), unless
+	 * has_payload (tensor content whose output writes statistics too, msprobe's dump.json:
+	 * computed from the tensor where it is hot, not read again by the worker). */
 	struct adump_tstats *tstats;
+	bool has_payload;
 	/* Window mode: the producer copied the payload into the session's window at hand-over
 	 * (its entry, NULL when the window could not hold it) and computed tstats on the way;
 	 * the consumer takes the entry instead of holding the payload itself. */

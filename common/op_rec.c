@@ -97,6 +97,7 @@ int adump_op_rec_create_hooked(const struct adump_op *op, struct adump_freelist 
 	rec->hook_data = NULL;
 	rec->dir = NULL;
 	rec->tstats = NULL;
+	rec->has_payload = false;
 	rec->is_window_held = false;
 	rec->window_entry = NULL;
 	rec->status = -ADUMP_ERR_WRITE;

@@ -28,6 +28,7 @@ struct adump_host_stream {
 	uint32_t device_id;
 	uint32_t next_task_id;                  /* owner only */
 	bool is_stats;                          /* statistics session: computed at handover */
+	bool is_tensor_stats;                   /* tensors and their statistics: the same */
 	bool is_window;                         /* window session: held at handover (copies) */
 	/* Set by the session on attach and detach (bind()); read by the owner and by stats. */
 	_Atomic(struct adump_port *) chan;
@@ -157,6 +158,7 @@ int adump_host_stream_open(struct adump_session *s, const struct adump_host_stre
 	hs->device_id = c.device_id;
 	hs->stream_id = adump_stream_id_next();
 	hs->is_stats = adump_session_wants_stats(s);
+	hs->is_tensor_stats = adump_session_wants_tensor_stats(s);
 	hs->is_window = adump_session_window_at_handover(s);
 	pthread_mutex_init(&hs->final_lock, NULL);
 	hs->final_chan.stream_id = hs->stream_id;
@@ -463,13 +465,18 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 			return ret;
 	}
 	rec->dir = hs->dir;
-	if (op->stats_keys && (hs->is_stats || hs->is_window)) {
+	if (op->stats_keys && (hs->is_stats || hs->is_tensor_stats || hs->is_window)) {
 		reuse_lookup(hs, (uint32_t)count, op->stats_keys, known);
 		kept = known;
 	}
-	/* The testpoint sends the bytes instead, as without memory: tests compare the two. */
-	if (hs->is_stats && count && ADUMP_TESTPOINT("host.stats_handover") == 0)
+	/* The testpoint sends the bytes instead, as without memory: tests compare the two. With
+	 * tensor content the bytes go all the same, their statistics read here, where a tensor
+	 * the program just made is still in cache, not from staging by the worker. */
+	if ((hs->is_stats || hs->is_tensor_stats) && count &&
+	    ADUMP_TESTPOINT("host.stats_handover") == 0) {
 		rec->tstats = handover_stats(hs, (uint32_t)count, kept);
+		rec->has_payload = hs->is_tensor_stats;
+	}
 	/* Window mode, copying: the bytes go into the window here, not through staging (a keyed
 	 * tensor's are copied all the same: each dump's entry holds its own). */
 	if (hs->is_window && count && !op->release_fn &&

@@ -85,6 +85,11 @@ ADUMP_HIDDEN void adump_session_dir_done(struct adump_session *s, const char *di
  * its tensors in place computes them at handover (struct adump_op_rec.tstats). Fixed for
  * the session's life. */
 ADUMP_HIDDEN bool adump_session_wants_stats(const struct adump_session *s);
+/* Whether the session keeps tensors and writes their statistics as well (msprobe's layout,
+ * whose dump.json holds them): a producer that can read its tensors in place computes them
+ * at handover, where the bytes are hot, and posts the payload too (struct
+ * adump_op_rec.has_payload). Fixed for the session's life. */
+ADUMP_HIDDEN bool adump_session_wants_tensor_stats(const struct adump_session *s);
 
 /* Window mode (pipeline/window.c): whether a copying producer holds its dumps at hand-over,
  * and the hold itself: the payload of @rec (tensor i at @data[i]) copied into the window as

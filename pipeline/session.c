@@ -513,6 +513,12 @@ bool adump_session_wants_stats(const struct adump_session *s)
 	return s->cfg.content == ADUMP_CONTENT_STATS && !s->window && !needs_worker_bytes(&s->cfg);
 }
 
+bool adump_session_wants_tensor_stats(const struct adump_session *s)
+{
+	return s->cfg.content == ADUMP_CONTENT_TENSOR && s->cfg.format == ADUMP_OUTPUT_MSPROBE &&
+	       !s->window;
+}
+
 int adump_session_producer_move(struct adump_session *s, void *producer,
 				struct adump_port *port, const char *from, const char *to)
 {

@@ -77,8 +77,9 @@ uint64_t adump_port_post_sp(struct adump_port *port, struct adump_op_rec *op_rec
 		.tensors = op_rec->op.tensors,
 		.count = op_rec->op.tensor_count,
 	};
-	/* Statistics computed at handover leave no payload to carry. */
-	uint64_t total = op_rec->tstats ? 0 : op_rec->payload_bytes, chunk_bytes, first_bytes, skew = 0, offset = 0;
+	/* Statistics computed at handover leave no payload to carry, but with tensor content. */
+	uint64_t total = op_rec->tstats && !op_rec->has_payload ? 0 : op_rec->payload_bytes;
+	uint64_t chunk_bytes, first_bytes, skew = 0, offset = 0;
 	struct adump_chan *chan = adump_port_chan(port);
 	uint64_t drop_count = 0;
 	uint32_t align;

@@ -88,10 +88,11 @@ struct adump_host_op {
 	 * NULL for none. A nonzero key is the caller's word that the tensor holds the same
 	 * bytes as the tensor this stream was last handed with that key (the same memory,
 	 * unchanged since: a nested module's output that is also its parent's). A statistics
-	 * session (content ADUMP_CONTENT_STATS), or a window session's copying dump, then
-	 * copies that tensor's statistics instead of reading the bytes again for them, while
-	 * the stream still holds them (the last ADUMP_HOST_STATS_REUSE keyed tensors); 0: no
-	 * key. Other dumps ignore the keys. */
+	 * session (content ADUMP_CONTENT_STATS), a tensor session in msprobe's format (whose
+	 * dump.json holds statistics too), or a window session's copying dump, then copies
+	 * that tensor's statistics instead of reading the bytes again for them, while the
+	 * stream still holds them (the last ADUMP_HOST_STATS_REUSE keyed tensors); 0: no key.
+	 * Other dumps ignore the keys. */
 	const uint64_t *stats_keys;
 };
 

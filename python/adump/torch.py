@@ -80,6 +80,7 @@ _DIRECT = {
 
 
 _PARAMETER = torch.nn.Parameter
+_TENSOR = torch.Tensor
 
 
 def _host(t):
@@ -87,8 +88,10 @@ def _host(t):
     one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
     dt = _DIRECT.get(t.dtype)
     if dt is not None and t.layout is torch.strided and t.is_cpu and not t.is_quantized:
-        # The common case, once per dumped tensor: no copy unless it is not contiguous.
-        t = t.detach()
+        # The common case, once per dumped tensor: no copy unless it is not contiguous, no
+        # detached alias unless numpy() needs one (it refuses a tensor that requires grad).
+        if t.requires_grad:
+            t = t.detach()
         if not t.is_contiguous():
             t = t.contiguous()
         return (t.numpy(), dt, tuple(t.shape))
@@ -209,11 +212,13 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # thread id -> its stream, steered for the current step and rank directory (emptied
         # when either changes, or the session)
         self._ready_streams = {}
-        # Statistics and window sessions at module level: (id, version, data pointer) ->
-        # (weak reference, key) of the last tensors dumped (_stats_key()); None: no keys. Not at op level:
-        # inside __torch_dispatch__ an in-place op's output has the version it had before
-        # the op (autograd's ADInplaceOrView bumps it after the dispatch returns).
-        self._stats_keys = {} if (content == "stats" or self.window) and not zero_copy and \
+        # Statistics, window and msprobe-format tensor sessions (dump.json holds statistics)
+        # at module level: (id, version, data pointer) -> (weak reference, key) of the last
+        # tensors dumped (_stats_key()); None: no keys. Not at op level: inside
+        # __torch_dispatch__ an in-place op's output has the version it had before the op
+        # (autograd's ADInplaceOrView bumps it after the dispatch returns).
+        self._stats_keys = {} if (content == "stats" or self.window or
+                                  self.format == "msprobe") and not zero_copy and \
             level == "module" else None
         self._stats_key_seq = 0
         self._coll = Collectives(self)
@@ -405,7 +410,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         again. Parameters get none: code that changes them through .data leaves their
         version as it was (the data pointer is in the key all the same, for a tensor whose
         .data is replaced)."""
-        if isinstance(t, _PARAMETER):
+        if type(t) is not _TENSOR and isinstance(t, _PARAMETER):
             return 0
         k = (id(t), t._version, t.data_ptr())
         e = self._stats_keys.get(k)
@@ -436,7 +441,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
-                    keep.append((t, t._version))
+                    if self.zero_copy:
+                        keep.append((t, t._version))
                     if keys is not None:
                         keys.append(self._stats_key(t))
                 else:

@@ -327,6 +327,94 @@ START_TEST(test_stats_handover_matches_bytes)
 }
 END_TEST
 
+/* One msprobe-format tensor session of @ops in @root (removed after): its dump.json into
+ * *@json and the names and bytes of its files under dump_tensor_data, in name order, into
+ * *@pt; the records the stream posted. @is_bytes: the statistics folded by the worker from
+ * the bytes, as before they moved to the handover. */
+static uint64_t msprobe_session(const char *root, struct h_op *ops, unsigned op_count,
+				bool is_bytes, char **json, char **pt, size_t *pt_len)
+{
+	char dir[4200];
+	struct adump_config cfg = case_config(root, CASE_FILE, NULL);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	struct adump_host_stream_stats hst;
+	char **files;
+	size_t n;
+
+	cfg.format = ADUMP_OUTPUT_MSPROBE;
+	if (is_bytes)
+		adump_testpoint_arm("host.stats_handover", -ENOMEM, 1, 1);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned k = 0; k < op_count; k++)
+		ck_assert_int_eq(op_dump(hs, &ops[k], k), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	adump_host_stream_stats(hs, &hst);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	adump_testpoint_disarm_all();
+	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
+	*json = t_slurp(dir, "dump.json");
+	snprintf(dir, sizeof(dir), "%s/%s/dump_tensor_data", root, TIME_DIR);
+	files = t_list_files(dir, &n);
+	ck_assert_uint_gt(n, 0);
+	*pt = NULL;
+	*pt_len = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[8400];
+		size_t len;
+		char *bytes;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		bytes = t_read_file(path, &len);
+		ck_assert_ptr_nonnull(bytes);
+		*pt = realloc(*pt, *pt_len + len + strlen(files[i]));
+		memcpy(*pt + *pt_len, files[i], strlen(files[i]));
+		memcpy(*pt + *pt_len + strlen(files[i]), bytes, len);
+		*pt_len += len + strlen(files[i]);
+		free(bytes);
+	}
+	t_free_list(files, n);
+	t_rmtree(root);
+	return hst.chan.records;
+}
+
+/* msprobe's layout with tensors: the statistics dump.json holds are computed at handover,
+ * where the tensor is, and the bytes go to the worker all the same: dump.json and every .pt
+ * file are byte for byte those of the statistics folded from the bytes. */
+START_TEST(test_msprobe_tensor_stats_at_handover)
+{
+	static struct h_op ops[SINK_OPS];
+	char *tmp = t_tmpdir("host-mstensor"), root[4200], *json[2], *pt[2];
+	size_t pt_len[2];
+	uint64_t rng = t_seed() | 1, payload = 0;
+
+	for (unsigned k = 0; k < SINK_OPS; k++) {
+		op_make(&ops[k], &rng, k, k % 3 == 1);
+		payload += op_payload(&ops[k]);
+	}
+	/* The same directory both times: dump.json names it. */
+	snprintf(root, sizeof(root), "%s/run", tmp);
+	for (int b = 0; b < 2; b++)
+		ck_assert_uint_ge(msprobe_session(root, ops, SINK_OPS, b, &json[b], &pt[b],
+						  &pt_len[b]), payload / CHUNK_BYTES);
+	ck_assert_ptr_nonnull(strstr(json[0], "\"Max\""));
+	/* Not ck_assert_str_eq(): Check cannot carry a message that long. */
+	ck_assert(strcmp(json[0], json[1]) == 0);
+	ck_assert_uint_eq(pt_len[0], pt_len[1]);
+	ck_assert(memcmp(pt[0], pt[1], pt_len[0]) == 0);
+	for (int b = 0; b < 2; b++) {
+		free(json[b]);
+		free(pt[b]);
+	}
+	for (unsigned k = 0; k < SINK_OPS; k++)
+		op_free(&ops[k]);
+	t_rmtree(tmp);
+	free(tmp);
+}
+END_TEST
+
 /* The statistics row of a one-tensor CSV (its second line), compared as text. */
 static const char *row(const char *csv)
 {
@@ -411,6 +499,7 @@ int main(void)
 	tcase_add_test(tz, test_host_and_device_streams_share_a_session);
 	tcase_add_test(tz, test_stats_handover_matches_bytes);
 	tcase_add_test(tz, test_stats_keys_reuse);
+	tcase_add_test(tz, test_msprobe_tensor_stats_at_handover);
 	suite_add_tcase(s, tz);
 	return t_run_suite(s);
 }
