@@ -328,6 +328,22 @@ static int tensor_layout(struct adump_session *s, struct file_state *fs, struct 
 	return ret;
 }
 
+/* <dir>/dump_tensor_data/<name> in @dst. Not snprintf(): in a process that loaded
+ * libquadmath (torch's) glibc formats every printf through its positional path, and this
+ * runs twice for each .pt file. Return: 0, -ENAMETOOLONG. */
+static int data_path(char *dst, size_t cap, const char *dir, const char *name)
+{
+	static const char mid[] = "/dump_tensor_data/";
+	size_t dl = strlen(dir), nl = strlen(name);
+
+	if (dl + sizeof(mid) - 1 + nl >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dst, dir, dl);
+	memcpy(dst + dl, mid, sizeof(mid) - 1);
+	memcpy(dst + dl + sizeof(mid) - 1, name, nl + 1);
+	return 0;
+}
+
 /* Tensor @i's .pt file, at <dir>/dump_tensor_data/<data_name>. Return 0 or -errno (the file
  * has failed). */
 static int tensor_open(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
@@ -337,9 +353,7 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 	char path[4200];
 	int ret = 0;
 
-	if (snprintf(path, sizeof(path), "%s/dump_tensor_data/%s", mf->dir,
-		     t->data_name) >= (int)sizeof(path))
-		ret = -ENAMETOOLONG;
+	ret = data_path(path, sizeof(path), mf->dir, t->data_name);
 	if (ret == 0)
 		ret = ADUMP_TESTPOINT("worker.open");
 	if (ret == 0)
@@ -381,7 +395,7 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 		size_t len = strlen(dir) + strlen("/dump_tensor_data/") + strlen(op->op_name);
 
 		if (len <= strlen(fs->path))
-			snprintf(fs->path, len + 1, "%s/dump_tensor_data/%s", dir, op->op_name);
+			data_path(fs->path, len + 1, dir, op->op_name);
 	}
 	mf = calloc(1, sizeof(*mf) + op->tensor_count * sizeof(mf->t[0]));
 	if (!mf) {
@@ -556,7 +570,7 @@ static void msp_file_end(struct adump_worker *w, struct file_state *fs)
 		if (!fs->is_failed && t->seen != fs->op->op.tensors[i].bytes)
 			adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "missing data of");
 		/* Fits: tensor_open() built the same name. */
-		snprintf(path, sizeof(path), "%s/dump_tensor_data/%s", mf->dir, t->data_name);
+		data_path(path, sizeof(path), mf->dir, t->data_name);
 		ret = adump_pubfile_close(&t->pf, path, fs->is_failed ? -ADUMP_ERR_WRITE : 0,
 					  ".failed");
 		t->pf.fd = -1;
