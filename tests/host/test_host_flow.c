@@ -270,21 +270,19 @@ static void read_csvs(const char *root, unsigned op_count, char **csv)
 	t_free_list(files, n);
 }
 
-/* One statistics session of @ops (zero copy or not as each op says): the CSV text of each
- * op by task id into @csv, and the records the stream posted. With @is_bytes the host
- * posts the tensors' bytes for the worker to fold, as before statistics moved to the
- * handover. */
-static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes, char **csv)
+/* A session of @cfg that a host stream hands @ops to: the records it posted. With @is_bytes
+ * the host posts the tensors' bytes for the worker to fold, as before statistics moved to
+ * the handover. */
+static uint64_t run_ops(const struct adump_config *cfg, struct h_op *ops, unsigned op_count,
+			bool is_bytes)
 {
-	char *root = t_tmpdir("host-stats");
-	struct adump_config cfg = case_config(root, CASE_STATS, NULL);
 	struct adump_session *s = NULL;
 	struct adump_host_stream *hs = NULL;
 	struct adump_host_stream_stats hst;
 
 	if (is_bytes)
 		adump_testpoint_arm("host.stats_handover", -ENOMEM, 1, 1);
-	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_session_create(cfg, &s), 0);
 	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
 	for (unsigned k = 0; k < op_count; k++)
 		ck_assert_int_eq(op_dump(hs, &ops[k], k), 0);
@@ -293,10 +291,21 @@ static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	ck_assert_int_eq(adump_session_destroy(s), 0);
 	adump_testpoint_disarm_all();
+	return hst.chan.records;
+}
+
+/* One statistics session of @ops (zero copy or not as each op says): the CSV text of each
+ * op by task id into @csv, and the records the stream posted (@is_bytes: run_ops()). */
+static uint64_t stats_session(struct h_op *ops, unsigned op_count, bool is_bytes, char **csv)
+{
+	char *root = t_tmpdir("host-stats");
+	struct adump_config cfg = case_config(root, CASE_STATS, NULL);
+	uint64_t records = run_ops(&cfg, ops, op_count, is_bytes);
+
 	read_csvs(root, op_count, csv);
 	t_rmtree(root);
 	free(root);
-	return hst.chan.records;
+	return records;
 }
 
 /* Random tensors of every dtype (floats with NaN and infinities among them): the CSV from
@@ -329,31 +338,18 @@ END_TEST
 
 /* One msprobe-format tensor session of @ops in @root (removed after): its dump.json into
  * *@json and the names and bytes of its files under dump_tensor_data, in name order, into
- * *@pt; the records the stream posted. @is_bytes: the statistics folded by the worker from
- * the bytes, as before they moved to the handover. */
+ * *@pt; the records the stream posted (@is_bytes: run_ops()). */
 static uint64_t msprobe_session(const char *root, struct h_op *ops, unsigned op_count,
 				bool is_bytes, char **json, char **pt, size_t *pt_len)
 {
 	char dir[4200];
 	struct adump_config cfg = case_config(root, CASE_FILE, NULL);
-	struct adump_session *s = NULL;
-	struct adump_host_stream *hs = NULL;
-	struct adump_host_stream_stats hst;
+	uint64_t records;
 	char **files;
 	size_t n;
 
 	cfg.format = ADUMP_OUTPUT_MSPROBE;
-	if (is_bytes)
-		adump_testpoint_arm("host.stats_handover", -ENOMEM, 1, 1);
-	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
-	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
-	for (unsigned k = 0; k < op_count; k++)
-		ck_assert_int_eq(op_dump(hs, &ops[k], k), 0);
-	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
-	adump_host_stream_stats(hs, &hst);
-	ck_assert_int_eq(adump_host_stream_close(hs), 0);
-	ck_assert_int_eq(adump_session_destroy(s), 0);
-	adump_testpoint_disarm_all();
+	records = run_ops(&cfg, ops, op_count, is_bytes);
 	snprintf(dir, sizeof(dir), "%s/%s", root, TIME_DIR);
 	*json = t_slurp(dir, "dump.json");
 	snprintf(dir, sizeof(dir), "%s/%s/dump_tensor_data", root, TIME_DIR);
@@ -377,7 +373,7 @@ static uint64_t msprobe_session(const char *root, struct h_op *ops, unsigned op_
 	}
 	t_free_list(files, n);
 	t_rmtree(root);
-	return hst.chan.records;
+	return records;
 }
 
 /* msprobe's layout with tensors: the statistics dump.json holds are computed at handover,
