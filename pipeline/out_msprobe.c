@@ -502,7 +502,11 @@ static void msp_record(struct adump_worker *w, struct adump_chan *chan, struct a
 		uint64_t t_end = t->start + op->tensors[mf->next_tensor].bytes;
 		uint64_t a, b;
 
-		if (t_end <= lo && t->seen == t_end - t->start) {
+		/* Done, or empty: an empty tensor's file was completed when the dump began
+		 * (msp_file_begin()); completing it again here, when it sits inside this
+		 * record's range, wrote its head and tail twice, the second time while the
+		 * first writes were in flight. */
+		if (t_end == t->start || (t_end <= lo && t->seen == t_end - t->start)) {
 			mf->next_tensor++;
 			continue;
 		}

@@ -474,6 +474,52 @@ START_TEST(test_config_refused)
 }
 END_TEST
 
+/* An empty tensor between two others of one dump, all in one record: its .pt file (no data)
+ * was completed twice, when the dump began and again as the record passed over it, its head
+ * and tail submitted a second time while the first writes were in flight. The pwrite
+ * writer's completion list lost them and the stream's sync never returned (a hang, caught
+ * here by the test's timeout). */
+START_TEST(test_empty_tensor_between)
+{
+	char *root = t_tmpdir("msprobe-empty"), dir[4200];
+	struct adump_session *s = open_session(root, ADUMP_WRITER_PWRITE, ADUMP_SUMMARY_STATISTICS);
+	struct adump_host_stream *hs;
+	static const float x[4] = { 1, 2, 3, 4 }, z[3] = { -1, -2, -3 };
+	struct adump_host_tensor in[3] = {
+		{ .data = x, .bytes = sizeof(x), .dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+		  .dims = { 4 } },
+		{ .data = NULL, .bytes = 0, .dtype = ADUMP_DT_FLOAT, .dim_count = 1, .dims = { 0 } },
+		{ .data = z, .bytes = sizeof(z), .dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+		  .dims = { 3 } },
+	};
+	const void *want[3] = { x, x, z };             /* the empty one: none of x */
+	struct json_object *data, *e, *args;
+
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (int k = 0; k < 8; k++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "Module.m.Cat.forward.%d", k);
+		ck_assert_int_eq(adump_host_dump(hs, "Cat", name, in, 3, NULL, 0), 0);
+	}
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(dir, sizeof(dir), "%s/step0", root);
+	data = load_data(dir);
+	ck_assert_int_eq(json_object_object_length(data), 8);
+	ck_assert(json_object_object_get_ex(data, "Module.m.Cat.forward.7", &e));
+	ck_assert(json_object_object_get_ex(e, "input_args", &args));
+	ck_assert_uint_eq(json_object_array_length(args), 3);
+	for (size_t i = 0; i < 3; i++)
+		check_pt(dir, json_object_array_get_idx(args, i), want[i], in[i].bytes);
+	json_object_put(data);
+	ck_assert_uint_eq(t_count_files(root, ".failed"), 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("msprobe");
@@ -486,6 +532,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_two_streams_one_dir);
 	tcase_add_test(tc, test_statistics);
 	tcase_add_test(tc, test_config_refused);
+	tcase_add_test(tc, test_empty_tensor_between);
 	suite_add_tcase(s, tc);
 	return s;
 }
