@@ -427,7 +427,9 @@ ADUMP_HIDDEN int adump_op_rec_check(struct adump_op_rec *rec);
  *    only then waits on doorbell.event_fd (through its writer, so completions wake it too:
  *    pipeline/worker.c). A producer commits a record (the ring's release), then
  *    adump_doorbell_ring(): the fence, then if is_sleeping it clears it and writes the
- *    eventfd. A deferring producer (adump_port_defer_sp()) rings once per burst instead.
+ *    eventfd. A deferring producer (adump_port_defer_sp()) rings once per burst instead; a
+ *    host stream's small records once for several (adump_port_defer_small_sp()), and a
+ *    thread waiting for the channel to be idle rings for what is owed.
  *
  * 2. A producer sleeps, the worker wakes it. A producer with no free buffer (on-full block)
  *    waits in adump_waitpoint_wait() on its channel's producer wait point
