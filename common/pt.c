@@ -26,9 +26,15 @@
 
 #define PT_ALIGN 64
 
-static void buf_byte(struct adump_buf *b, unsigned char c)
+/* The pickle is written a byte at a time: where there is room, without a call. */
+static inline void buf_byte(struct adump_buf *b, unsigned char c)
 {
-	adump_buf_put(b, &c, 1);
+	if (b->err || b->len + 2 > b->cap) {
+		adump_buf_put(b, &c, 1);
+		return;
+	}
+	b->p[b->len++] = c;
+	b->p[b->len] = '\0';
 }
 
 static void buf_le(struct adump_buf *b, uint64_t v, unsigned n)
