@@ -112,7 +112,6 @@ static int transform(const struct adump_msentry_src *src, struct json_object *it
 			return -ENOMEM;
 		for (size_t i = 0; i < json_object_array_length(item) && ret >= 0; i++) {
 			struct json_object *v;
-
 			char num[24];
 
 			sub_name(sub, sizeof(sub), prefix, decimal(i, num), "");
