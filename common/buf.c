@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A growable byte buffer: the .pt bytes around a tensor (common/pt.c), dump.json's text
- * (pipeline/out_msprobe.c). */
+ * (pipeline/out_msprobe.c); and strings joined into a fixed one (names, paths). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,4 +33,19 @@ void adump_buf_put(struct adump_buf *b, const void *d, size_t n)
 void adump_buf_str(struct adump_buf *b, const char *s)
 {
 	adump_buf_put(b, s, strlen(s));
+}
+
+size_t adump_strjoin(char *dst, size_t cap, const char *const *parts, size_t n)
+{
+	size_t len = 0, at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(parts[i]), room = cap - 1 - at;
+
+		memcpy(dst + at, parts[i], k < room ? k : room);
+		at += k < room ? k : room;
+		len += k;
+	}
+	dst[at] = '\0';
+	return len;
 }

@@ -507,6 +507,11 @@ struct adump_buf {
 /* Append @n bytes of @d; after a failure, nothing (b->err says so). */
 ADUMP_HIDDEN void adump_buf_put(struct adump_buf *b, const void *d, size_t n);
 ADUMP_HIDDEN void adump_buf_str(struct adump_buf *b, const char *s);
+/* The @n strings @parts one after another in @dst, cut to @cap - 1 bytes and terminated
+ * (@cap > 0), as snprintf("%s%s...") writes them, without printf: in a process that loaded
+ * libquadmath (torch's) glibc formats every printf through its slower positional path, and
+ * names and paths are joined several times a dump. Return: the whole length (>= @cap: cut). */
+ADUMP_HIDDEN size_t adump_strjoin(char *dst, size_t cap, const char *const *parts, size_t n);
 
 /* ---- torch's .pt files (common/pt.c) ----
  *

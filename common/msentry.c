@@ -63,24 +63,11 @@ static bool is_leaf(struct json_object *o)
 	return json_object_object_get_ex(o, "type", &t) && json_object_is_type(t, json_type_string);
 }
 
-/* "<prefix>.<part><suffix>" in @out, cut to @cap as snprintf() would: a data name's next
- * part. Not snprintf(): in a process that loaded libquadmath (torch's) glibc formats every
- * printf through its positional path, a microsecond a name, several names an entry. */
+/* "<prefix>.<part><suffix>" in @out, cut to @cap: a data name's next part. */
 static void sub_name(char *out, size_t cap, const char *prefix, const char *part,
 		     const char *suffix)
 {
-	const char *parts[] = { prefix, ".", part, suffix };
-	size_t len = 0;
-
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		size_t n = strlen(parts[i]);
-
-		if (n > cap - 1 - len)
-			n = cap - 1 - len;
-		memcpy(out + len, parts[i], n);
-		len += n;
-	}
-	out[len] = '\0';
+	adump_strjoin(out, cap, (const char *const[]){ prefix, ".", part, suffix }, 4);
 }
 
 /* @v in decimal in @out (room for any 64-bit value). */

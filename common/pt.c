@@ -188,20 +188,6 @@ struct pt_rec {
 	uint64_t offset;                /* of its local header */
 };
 
-/* A zip entry's name, <archive><tail>, cut to @cap (the archive name is at most
- * ADUMP_PT_ARCHIVE_MAX, so it fits). Not snprintf(): in a torch process glibc formats every
- * printf through its positional path, and this runs three times for each .pt file. */
-static void entry_name(char *dst, size_t cap, const char *archive, const char *tail)
-{
-	size_t a = strnlen(archive, cap - 1), t = strlen(tail);
-
-	if (t > cap - 1 - a)
-		t = cap - 1 - a;
-	memcpy(dst, archive, a);
-	memcpy(dst + a, tail, t);
-	dst[a + t] = '\0';
-}
-
 /* Local header of @r at @pos, padded so its data starts on a PT_ALIGN boundary. Return:
  * where its CRC field is in @b. */
 static size_t zip_local(struct adump_buf *b, struct pt_rec *r, uint64_t pos)
@@ -319,13 +305,17 @@ int adump_pt_init(struct adump_pt *pt, const char *archive, int32_t dtype, const
 		ret = pkl.err;
 		goto out;
 	}
-	entry_name(rec[0].name, sizeof(rec[0].name), archive, "/data.pkl");
+	/* Fits: the archive name is at most ADUMP_PT_ARCHIVE_MAX. */
+	adump_strjoin(rec[0].name, sizeof(rec[0].name), (const char *const[]){ archive,
+		      "/data.pkl" }, 2);
 	rec[0].len = pkl.len;
 	rec[0].crc = adump_crc32(0, pkl.p, pkl.len);
-	entry_name(rec[1].name, sizeof(rec[1].name), archive, "/data/0");
+	adump_strjoin(rec[1].name, sizeof(rec[1].name), (const char *const[]){ archive,
+		      "/data/0" }, 2);
 	rec[1].len = bytes;
 	rec[1].crc = 0;                         /* adump_pt_set_crc() */
-	entry_name(rec[2].name, sizeof(rec[2].name), archive, "/version");
+	adump_strjoin(rec[2].name, sizeof(rec[2].name), (const char *const[]){ archive,
+		      "/version" }, 2);
 	rec[2].len = 2;
 	rec[2].crc = adump_crc32(0, version, 2);
 

@@ -328,20 +328,11 @@ static int tensor_layout(struct adump_session *s, struct file_state *fs, struct 
 	return ret;
 }
 
-/* <dir>/dump_tensor_data/<name> in @dst. Not snprintf(): in a process that loaded
- * libquadmath (torch's) glibc formats every printf through its positional path, and this
- * runs twice for each .pt file. Return: 0, -ENAMETOOLONG. */
+/* <dir>/dump_tensor_data/<name> in @dst. Return: 0, -ENAMETOOLONG. */
 static int data_path(char *dst, size_t cap, const char *dir, const char *name)
 {
-	static const char mid[] = "/dump_tensor_data/";
-	size_t dl = strlen(dir), nl = strlen(name);
-
-	if (dl + sizeof(mid) - 1 + nl >= cap)
-		return -ENAMETOOLONG;
-	memcpy(dst, dir, dl);
-	memcpy(dst + dl, mid, sizeof(mid) - 1);
-	memcpy(dst + dl + sizeof(mid) - 1, name, nl + 1);
-	return 0;
+	return adump_strjoin(dst, cap, (const char *const[]){ dir, "/dump_tensor_data/", name },
+			     3) < cap ? 0 : -ENAMETOOLONG;
 }
 
 /* Tensor @i's .pt file, at <dir>/dump_tensor_data/<data_name>. Return 0 or -errno (the file

@@ -36,13 +36,8 @@ const struct adump_output_ops *adump_output_select(const struct adump_config *cf
 
 int adump_path_with(char *dst, size_t cap, const char *base, const char *suffix)
 {
-	size_t base_len = strlen(base), suffix_len = strlen(suffix);
-
-	if (base_len + suffix_len >= cap)
-		return -ENAMETOOLONG;
-	memcpy(dst, base, base_len);
-	memcpy(dst + base_len, suffix, suffix_len + 1);
-	return 0;
+	return adump_strjoin(dst, cap, (const char *const[]){ base, suffix }, 2) < cap ? 0 :
+	       -ENAMETOOLONG;
 }
 
 int adump_device_dir_ensure(struct adump_session *s, uint32_t device_id)

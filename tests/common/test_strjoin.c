@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* common/buf.c adump_strjoin(): strings joined into a fixed buffer as snprintf("%s%s...")
+ * writes them (data names, .pt paths and zip entries, dump file names): the whole, or cut
+ * and terminated at the buffer's end, and the whole length returned either way. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "helpers.h"
+
+START_TEST(test_whole)
+{
+	char out[32];
+
+	ck_assert_uint_eq(adump_strjoin(out, sizeof(out), (const char *const[]){ "Module.fc", ".",
+				  "input", ".0.pt" }, 4), 20);
+	ck_assert_str_eq(out, "Module.fc.input.0.pt");
+	ck_assert_uint_eq(adump_strjoin(out, sizeof(out), (const char *const[]){ "", "" }, 2), 0);
+	ck_assert_str_eq(out, "");
+	ck_assert_uint_eq(adump_strjoin(out, sizeof(out), NULL, 0), 0);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+START_TEST(test_cut)
+{
+	char out[8], want[8];
+	const char *const parts[] = { "abcde", "/", "fghij" };
+
+	for (size_t cap = 1; cap <= sizeof(out); cap++) {
+		memset(out, 'x', sizeof(out));
+		ck_assert_uint_eq(adump_strjoin(out, cap, parts, 3), 11);
+		snprintf(want, cap, "%s%s%s", parts[0], parts[1], parts[2]);
+		ck_assert_str_eq(out, want);
+		if (cap < sizeof(out))
+			ck_assert_int_eq(out[cap], 'x');        /* nothing past @cap */
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("strjoin");
+	TCase *tc = tcase_create("strjoin");
+
+	tcase_add_test(tc, test_whole);
+	tcase_add_test(tc, test_cut);
+	suite_add_tcase(s, tc);
+	return t_run_suite(s);
+}
