@@ -69,6 +69,18 @@ static inline char adump_name_char(char c)
 	return '_';
 }
 
+/* FNV-1a (64-bit) of @len bytes at @data: a hash for tables in memory, and the mapping of
+ * long names that `adump convert` writes (its values must stay as they are). */
+static inline uint64_t adump_fnv1a64(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
 static inline uint64_t adump_now_ns(void)
 {
 	struct timespec ts;

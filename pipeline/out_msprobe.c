@@ -145,14 +145,13 @@ static int leaf_cb(void *ctx, uint32_t ti, const char *data_name, bool requires_
 static int dfx_parse(struct msp_worker *mw, const char *text, struct json_object **out)
 {
 	size_t len = text ? strlen(text) : 0;
-	uint64_t h = 0xcbf29ce484222325ull;         /* FNV-1a */
 	struct dfx_seen *slot;
+	uint64_t h;
 	int ret;
 
 	if (!len || len > DFX_SEEN_MAX_LEN)
 		return adump_msentry_parse(text, out);
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)text[i]) * 0x100000001b3ull;
+	h = adump_fnv1a64(text, len);
 	slot = &mw->dfx[h % DFX_SEEN];
 	if (slot->text && slot->hash == h && slot->len == len && !memcmp(slot->text, text, len)) {
 		*out = json_object_get(slot->dfx);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "reader/reader.h"
 
 #define ASM_DEFAULT_FILE_MAX_BYTES ((uint64_t)4 << 30)
@@ -67,11 +68,7 @@ static int asm_fail(struct adump_asm *a, int ret, const char *name, const char *
 
 static uint32_t name_hash(const char *name)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
-	return (uint32_t)(h % ASM_BUCKET_COUNT);
+	return (uint32_t)(adump_fnv1a64(name, strlen(name)) % ASM_BUCKET_COUNT);
 }
 
 int adump_asm_create(const struct adump_asm_config *cfg, struct adump_asm **out)

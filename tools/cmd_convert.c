@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adump/reader.h"
+#include "common/common.h"
 #include "common/journal.h"
 #include "tools/progress.h"
 #include "tools/tool.h"
@@ -49,15 +50,6 @@ struct convert {
 	uint64_t array_count;
 	uint64_t warning_count;
 };
-
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
 
 /* Append "<hash>,<base>" to mapping.csv unless the line is there already. */
 static int add_mapping(struct convert *c, const char *hash, const char *base)
@@ -197,9 +189,10 @@ static int convert_opened(struct convert *c, const char *file)
 	}
 	h = adump_reader_header(c->r);
 	if (longest_name(h, strlen(base)) > (size_t)c->name_max) {
+		uint64_t hash = adump_fnv1a64(base, strlen(base));
 		int ret;
 
-		snprintf(hashed, sizeof(hashed), "%016llx", (unsigned long long)fnv1a64(base));
+		snprintf(hashed, sizeof(hashed), "%016llx", (unsigned long long)hash);
 		ret = add_mapping(c, hashed, base);
 		if (ret < 0) {
 			tool_warn(&c->progress, "adump convert: %s/mapping.csv: %s\n", c->out_dir,

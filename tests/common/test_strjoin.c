@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common/buf.c adump_strjoin(): strings joined into a fixed buffer as snprintf("%s%s...")
  * writes them (data names, .pt paths and zip entries, dump file names): the whole, or cut
- * and terminated at the buffer's end, and the whole length returned either way. */
+ * and terminated at the buffer's end, and the whole length returned either way. And
+ * adump_fnv1a64(), whose values `adump convert`'s mapping.csv holds: FNV-1a's published
+ * test vectors. */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +40,14 @@ START_TEST(test_cut)
 }
 END_TEST
 
+START_TEST(test_fnv1a64)
+{
+	ck_assert_uint_eq(adump_fnv1a64("", 0), 0xcbf29ce484222325ull);
+	ck_assert_uint_eq(adump_fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+	ck_assert_uint_eq(adump_fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strjoin");
@@ -45,6 +55,7 @@ int main(void)
 
 	tcase_add_test(tc, test_whole);
 	tcase_add_test(tc, test_cut);
+	tcase_add_test(tc, test_fnv1a64);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
