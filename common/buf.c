@@ -49,3 +49,20 @@ size_t adump_strjoin(char *dst, size_t cap, const char *const *parts, size_t n)
 	dst[at] = '\0';
 	return len;
 }
+
+const char *adump_decimal(uint64_t v, char out[24])
+{
+	char *p = out + 23;
+
+	*p = '\0';
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	return p;
+}
+
+int adump_path_with(char *dst, size_t cap, const char *base, const char *suffix)
+{
+	return adump_strjoin(dst, cap, (const char *const[]){ base, suffix }, 2) < cap ? 0 :
+	       -ENAMETOOLONG;
+}

@@ -524,6 +524,11 @@ ADUMP_HIDDEN void adump_buf_str(struct adump_buf *b, const char *s);
  * libquadmath (torch's) glibc formats every printf through its slower positional path, and
  * names and paths are joined several times a dump. Return: the whole length (>= @cap: cut). */
 ADUMP_HIDDEN size_t adump_strjoin(char *dst, size_t cap, const char *const *parts, size_t n);
+/* @base followed by @suffix into @dst (adump_strjoin()). Return: 0, or -ENAMETOOLONG (@dst
+ * holds the cut name). */
+ADUMP_HIDDEN int adump_path_with(char *dst, size_t cap, const char *base, const char *suffix);
+/* @v in decimal, somewhere in @out (room for any 64-bit value): the returned pointer. */
+ADUMP_HIDDEN const char *adump_decimal(uint64_t v, char out[24]);
 
 /* ---- torch's .pt files (common/pt.c) ----
  *
@@ -605,5 +610,22 @@ ADUMP_HIDDEN int adump_msentry_build(const struct adump_msentry_src *src, const 
 struct adump_tstats;
 ADUMP_HIDDEN void adump_msentry_stats(struct json_object *o, const struct adump_tstats *s,
 				      int32_t dtype, uint32_t dim_count);
+/* A tensor's item in dump.json: what adump_msentry_stats() and the keys around it make, in
+ * msprobe's order (type, dtype, shape, Max, Min, Mean, Norm, requires_grad, md5, data_name). */
+struct adump_msentry_leaf {
+	int32_t dtype;
+	const uint64_t *dims;
+	uint32_t dim_count;
+	const struct adump_tstats *stats;       /* NULL: null statistics */
+	bool requires_grad;
+	bool has_md5;
+	uint32_t md5;                           /* with has_md5: written as 8 hex digits */
+	const char *data_name;                  /* NULL: none (no .pt file) */
+};
+/* @l written at once as the text of @o, a placeholder in an entry's tree (any JSON value):
+ * json-c writes that text in its place, as JSON_C_TO_STRING_PLAIN would have written the
+ * object, without the dozen objects and the printf of each number. Not for PRETTY output.
+ * Return: 0 or -ENOMEM. */
+ADUMP_HIDDEN int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include <json-c/json.h>
 
+#include "adump/export.h"
 #include "common/common.h"
 
 int adump_msentry_parse(const char *dfx_message, struct json_object **out)
@@ -70,18 +71,6 @@ static void sub_name(char *out, size_t cap, const char *prefix, const char *part
 	adump_strjoin(out, cap, (const char *const[]){ prefix, ".", part, suffix }, 4);
 }
 
-/* @v in decimal in @out (room for any 64-bit value). */
-static const char *decimal(size_t v, char out[24])
-{
-	char *p = out + 23;
-
-	*p = '\0';
-	do
-		*--p = (char)('0' + v % 10);
-	while (v /= 10);
-	return p;
-}
-
 /* @item of a dfx_message in msprobe's terms, @prefix the data name so far. */
 static int transform(const struct adump_msentry_src *src, struct json_object *item,
 		     const char *prefix, struct json_object **out)
@@ -101,7 +90,7 @@ static int transform(const struct adump_msentry_src *src, struct json_object *it
 			struct json_object *v;
 			char num[24];
 
-			sub_name(sub, sizeof(sub), prefix, decimal(i, num), "");
+			sub_name(sub, sizeof(sub), prefix, adump_decimal(i, num), "");
 			ret = transform(src, json_object_array_get_idx(item, i), sub, &v);
 			json_object_array_add(a, v);
 		}
@@ -180,7 +169,7 @@ static int plain_list(const struct adump_msentry_src *src, enum adump_tensor_kin
 
 		if (src->kind(src->ctx, i) != kind)
 			continue;
-		sub_name(sub, sizeof(sub), prefix, decimal(index++, num), ".pt");
+		sub_name(sub, sizeof(sub), prefix, adump_decimal(index++, num), ".pt");
 		ret = src->leaf(src->ctx, i, sub, false, &v);
 		json_object_array_add(a, v);
 	}
@@ -247,14 +236,6 @@ int adump_msentry_build(const struct adump_msentry_src *src, const char *name,
 	return ret;
 }
 
-static struct json_object *json_py_double(double v)
-{
-	char s[64];
-
-	adump_py_float(v, s, sizeof(s));
-	return json_object_new_double_s(v, s);
-}
-
 /* torch's max/min/mean of a floating tensor: NaN wins, then the infinities. */
 static double float_max(const struct adump_tstats *s)
 {
@@ -290,50 +271,202 @@ static double float_mean(const struct adump_tstats *s)
 	       0.0;
 }
 
-void adump_msentry_stats(struct json_object *o, const struct adump_tstats *s, int32_t dtype,
-			 uint32_t dim_count)
+/* One of the four statistics, before it is JSON. */
+struct stat_value {
+	enum { STAT_NULL, STAT_BOOL, STAT_INT, STAT_FLOAT } kind;
+	int64_t i;
+	double f;
+};
+
+static const char *const stat_keys[4] = { "Max", "Min", "Mean", "Norm" };
+
+/* Max, Min, Mean and Norm as msprobe records them (adump_msentry_stats()). */
+static void stat_values(const struct adump_tstats *s, int32_t dtype, uint32_t dim_count,
+			struct stat_value v[4])
 {
-	static const char *const keys[4] = { "Max", "Min", "Mean", "Norm" };
-	struct json_object *v[4] = { NULL, NULL, NULL, NULL };
 	/* msprobe (get_stat_info): mean and norm of floating tensors but float64 only; a 0-d
 	 * tensor's four statistics are the value itself, in its own type. */
 	bool has_mean_norm = dim_count == 0 ||
 			     (s && s->kind != ADUMP_TSTATS_SINT && s->kind != ADUMP_TSTATS_UINT &&
 			      s->kind != ADUMP_TSTATS_F64);
 
-	if (s && s->count) {
-		switch (s->kind) {
-		case ADUMP_TSTATS_BOOL:
-			/* torch.any / torch.all */
-			v[0] = json_object_new_boolean(s->umax != 0);
-			v[1] = json_object_new_boolean(s->umin != 0);
-			has_mean_norm = false;
+	memset(v, 0, 4 * sizeof(*v));
+	if (!s || !s->count)
+		return;
+	switch (s->kind) {
+	case ADUMP_TSTATS_BOOL:
+		/* torch.any / torch.all */
+		v[0] = (struct stat_value){ .kind = STAT_BOOL, .i = s->umax != 0 };
+		v[1] = (struct stat_value){ .kind = STAT_BOOL, .i = s->umin != 0 };
+		return;
+	case ADUMP_TSTATS_SINT:
+		v[0] = (struct stat_value){ .kind = STAT_INT, .i = s->smax };
+		v[1] = (struct stat_value){ .kind = STAT_INT, .i = s->smin };
+		break;
+	case ADUMP_TSTATS_UINT:
+		v[0] = (struct stat_value){ .kind = STAT_INT, .i = (int64_t)s->umax };
+		v[1] = (struct stat_value){ .kind = STAT_INT, .i = (int64_t)s->umin };
+		break;
+	case ADUMP_TSTATS_NONE:
+		return;
+	default:
+		v[0] = (struct stat_value){ .kind = STAT_FLOAT,
+					    .f = adump_torch_round(float_max(s), dtype) };
+		v[1] = (struct stat_value){ .kind = STAT_FLOAT,
+					    .f = adump_torch_round(float_min(s), dtype) };
+		if (dim_count == 0 || !has_mean_norm)
 			break;
-		case ADUMP_TSTATS_SINT:
-			v[0] = json_object_new_int64(s->smax);
-			v[1] = json_object_new_int64(s->smin);
+		v[2] = (struct stat_value){ .kind = STAT_FLOAT,
+					    .f = adump_torch_round(float_mean(s), dtype) };
+		v[3] = (struct stat_value){ .kind = STAT_FLOAT,
+					    .f = adump_torch_round(adump_tstats_l2norm(s), dtype) };
+		break;
+	}
+	if (has_mean_norm && dim_count == 0)
+		v[2] = v[3] = v[0];
+}
+
+void adump_msentry_stats(struct json_object *o, const struct adump_tstats *s, int32_t dtype,
+			 uint32_t dim_count)
+{
+	struct stat_value v[4];
+
+	stat_values(s, dtype, dim_count, v);
+	for (int i = 0; i < 4; i++) {
+		struct json_object *j = NULL;
+		char text[64];
+
+		switch (v[i].kind) {
+		case STAT_NULL:
 			break;
-		case ADUMP_TSTATS_UINT:
-			v[0] = json_object_new_int64((int64_t)s->umax);
-			v[1] = json_object_new_int64((int64_t)s->umin);
+		case STAT_BOOL:
+			j = json_object_new_boolean(v[i].i != 0);
 			break;
-		case ADUMP_TSTATS_NONE:
-			has_mean_norm = false;
+		case STAT_INT:
+			j = json_object_new_int64(v[i].i);
 			break;
-		default:
-			v[0] = json_py_double(adump_torch_round(float_max(s), dtype));
-			v[1] = json_py_double(adump_torch_round(float_min(s), dtype));
-			if (dim_count == 0 || !has_mean_norm)
-				break;
-			v[2] = json_py_double(adump_torch_round(float_mean(s), dtype));
-			v[3] = json_py_double(adump_torch_round(adump_tstats_l2norm(s), dtype));
+		case STAT_FLOAT:
+			adump_py_float(v[i].f, text, sizeof(text));
+			j = json_object_new_double_s(v[i].f, text);
 			break;
 		}
-		if (has_mean_norm && dim_count == 0 && v[0]) {
-			v[2] = json_object_get(v[0]);
-			v[3] = json_object_get(v[0]);
+		json_object_object_add(o, stat_keys[i], j);
+	}
+}
+
+/* ---- a tensor's item as text ------------------------------------------------------------ */
+
+/* A JSON string of @s as json-c writes it in the entry (JSON_C_TO_STRING_NOSLASHESCAPE):
+ * plain text goes as it is, anything json-c escapes through json-c itself. */
+static void text_str(struct adump_buf *b, const char *s)
+{
+	struct json_object *j;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x20 && *p != '"' && *p != '\\' && *p != '/')
+			continue;
+		j = json_object_new_string(s);
+		if (!j) {
+			b->err = -ENOMEM;
+			return;
+		}
+		adump_buf_str(b, json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN |
+								JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(j);
+		return;
+	}
+	adump_buf_put(b, "\"", 1);
+	adump_buf_str(b, s);
+	adump_buf_put(b, "\"", 1);
+}
+
+static void text_int(struct adump_buf *b, int64_t v)
+{
+	char num[24];
+
+	if (v < 0)
+		adump_buf_put(b, "-", 1);
+	adump_buf_str(b, adump_decimal(v < 0 ? 0 - (uint64_t)v : (uint64_t)v, num));
+}
+
+/* "<key>": */
+static void text_key(struct adump_buf *b, const char *key)
+{
+	if (b->len && b->p[b->len - 1] != '{')
+		adump_buf_put(b, ",", 1);
+	adump_buf_put(b, "\"", 1);
+	adump_buf_str(b, key);
+	adump_buf_put(b, "\":", 2);
+}
+
+static void text_bool(struct adump_buf *b, bool v)
+{
+	adump_buf_str(b, v ? "true" : "false");
+}
+
+int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *dtn = adump_pt_dtype_name(l->dtype);
+	struct adump_buf b = { 0 };
+	struct stat_value v[4];
+
+	adump_buf_put(&b, "{", 1);
+	text_key(&b, "type");
+	text_str(&b, "torch.Tensor");
+	text_key(&b, "dtype");
+	text_str(&b, dtn ? dtn : "unknown");
+	text_key(&b, "shape");
+	adump_buf_put(&b, "[", 1);
+	for (uint32_t d = 0; d < l->dim_count; d++) {
+		if (d)
+			adump_buf_put(&b, ",", 1);
+		text_int(&b, (int64_t)l->dims[d]);
+	}
+	adump_buf_put(&b, "]", 1);
+	stat_values(l->stats, l->dtype, l->dim_count, v);
+	for (int i = 0; i < 4; i++) {
+		char text[64];
+
+		text_key(&b, stat_keys[i]);
+		switch (v[i].kind) {
+		case STAT_NULL:
+			adump_buf_str(&b, "null");
+			break;
+		case STAT_BOOL:
+			text_bool(&b, v[i].i != 0);
+			break;
+		case STAT_INT:
+			text_int(&b, v[i].i);
+			break;
+		case STAT_FLOAT:
+			adump_py_float(v[i].f, text, sizeof(text));
+			adump_buf_str(&b, text);
+			break;
 		}
 	}
-	for (int i = 0; i < 4; i++)
-		json_object_object_add(o, keys[i], v[i]);
+	text_key(&b, "requires_grad");
+	text_bool(&b, l->requires_grad);
+	if (l->has_md5) {
+		char md5[9];
+
+		for (int i = 0; i < 8; i++)
+			md5[i] = hex[(l->md5 >> (28 - 4 * i)) & 0xf];
+		md5[8] = '\0';
+		text_key(&b, "md5");
+		text_str(&b, md5);
+	}
+	if (l->data_name) {
+		text_key(&b, "data_name");
+		text_str(&b, l->data_name);
+	}
+	adump_buf_put(&b, "}", 1);
+	if (b.err) {
+		free(b.p);
+		return -ENOMEM;
+	}
+	/* json-c frees the text with the object. */
+	json_object_set_serializer(o, json_object_userdata_to_json_string, b.p,
+				   json_object_free_userdata);
+	return 0;
 }

@@ -22,11 +22,6 @@
  * later files are made as "<name>.part" from the start. */
 static atomic_bool is_link_unusable;
 
-static int suffixed(char *dst, size_t cap, const char *path, const char *suffix)
-{
-	return snprintf(dst, cap, "%s%s", path, suffix) < (int)cap ? 0 : -ENAMETOOLONG;
-}
-
 /* An unnamed file (O_TMPFILE) in the directory of @path, or -1 with errno set. */
 static int open_unnamed(const char *path, int oflags, unsigned mode)
 {
@@ -65,7 +60,7 @@ int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, un
 	}
 	/* EOPNOTSUPP, EISDIR or EINVAL: no O_TMPFILE here (or not with these flags); any other
 	 * failure comes again from the plain open. */
-	if (suffixed(part, sizeof(part), path, PART_SUFFIX) < 0)
+	if (adump_path_with(part, sizeof(part), path, PART_SUFFIX) < 0)
 		return -ENAMETOOLONG;
 	/* A stale one makes way; whatever is at the name then, a planted link included, is
 	 * never written through: the file is created new. */
@@ -145,7 +140,7 @@ static int publish_unnamed(int fd, const char *path)
 
 	if (ret == 0)
 		return 0;
-	if (suffixed(part, sizeof(part), path, PART_SUFFIX) < 0)
+	if (adump_path_with(part, sizeof(part), path, PART_SUFFIX) < 0)
 		return -ENAMETOOLONG;
 	unlink(part);
 	if (ret == -EEXIST) {
@@ -169,7 +164,7 @@ static int close_unnamed(struct adump_pubfile *pf, const char *path, int status,
 			 const char *keep_suffix)
 {
 	char keep[PATH_MAX + 16];
-	bool has_keep = keep_suffix && suffixed(keep, sizeof(keep), path, keep_suffix) == 0;
+	bool has_keep = keep_suffix && adump_path_with(keep, sizeof(keep), path, keep_suffix) == 0;
 	int ret = status;
 
 	if (ret == 0)
@@ -199,10 +194,11 @@ static int close_part(struct adump_pubfile *pf, const char *path, int status,
 	if (close(pf->fd) < 0 && ret == 0)
 		ret = -errno;
 	/* Fits: the open built the same name. */
-	suffixed(part, sizeof(part), path, PART_SUFFIX);
+	adump_path_with(part, sizeof(part), path, PART_SUFFIX);
 	if (ret == 0 && rename(part, path) < 0)
 		ret = -errno;
-	if (ret < 0 && !(keep_suffix && suffixed(keep, sizeof(keep), path, keep_suffix) == 0 &&
+	if (ret < 0 && !(keep_suffix &&
+			 adump_path_with(keep, sizeof(keep), path, keep_suffix) == 0 &&
 			 rename(part, keep) == 0))
 		unlink(part);
 	return ret;

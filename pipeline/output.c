@@ -34,12 +34,6 @@ const struct adump_output_ops *adump_output_select(const struct adump_config *cf
 	return &adump_out_file;
 }
 
-int adump_path_with(char *dst, size_t cap, const char *base, const char *suffix)
-{
-	return adump_strjoin(dst, cap, (const char *const[]){ base, suffix }, 2) < cap ? 0 :
-	       -ENAMETOOLONG;
-}
-
 int adump_device_dir_ensure(struct adump_session *s, uint32_t device_id)
 {
 	char path[4200];
@@ -156,7 +150,7 @@ void adump_file_publish(struct adump_session *s, struct file_state *fs, const ch
 struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *op, bool is_whole)
 {
 	struct adump_session *s = w->session;
-	char name[4096];
+	char name[4096], dev[24];
 	int name_len = adump_dump_file_name(&op->op, name, sizeof(name));
 	const char *dir = op->dir ? op->dir : s->dir;
 	size_t cap = strlen(dir) + 16 + (name_len > 0 ? (size_t)name_len : 8) + 1;
@@ -167,8 +161,9 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 	memset(fs, 0, sizeof(*fs));
 	fs->op = op;
 	fs->fd = -1;
-	snprintf(fs->path, cap, "%s/%u/%s", dir, op->op.device_id,
-		 name_len > 0 ? name : "unnamed");
+	adump_strjoin(fs->path, cap, (const char *const[]){ dir, "/",
+		      adump_decimal(op->op.device_id, dev), "/",
+		      name_len > 0 ? name : "unnamed" }, 5);
 	if (name_len < 0)
 		adump_file_fail(s, fs, name_len, "naming");
 	else

@@ -143,9 +143,6 @@ int adump_file_create(struct adump_session *s, struct file_state *fs, const char
 void adump_file_publish(struct adump_session *s, struct file_state *fs, const char *suffix);
 /* <dir>/<device_id> exists. Return 0 or -errno. */
 int adump_device_dir_ensure(struct adump_session *s, uint32_t device_id);
-/* @base followed by @suffix into @dst (adump_strjoin()). Return: 0, or -ENAMETOOLONG (@dst
- * holds the cut name). */
-int adump_path_with(char *dst, size_t cap, const char *base, const char *suffix);
 /* Hand one chunk to the session's callback (counted in bytes; errors counted, logged once). */
 void adump_deliver(struct adump_session *s, const char *name, uint64_t offset, const void *data,
 		   size_t len, bool is_last);

@@ -235,9 +235,8 @@ static size_t put_sanitised(char *dst, size_t cap, size_t pos, const char *src)
 
 int adump_dump_file_name(const struct adump_op *op, char *buf, size_t cap)
 {
-	char tail[96];
-	size_t pos = 0;
-	int n;
+	char tail[96], num[3][24];
+	size_t pos = 0, n;
 
 	if (!op || !op->op_type || !op->op_name || !buf)
 		return -ADUMP_ERR_CONFIG;
@@ -245,15 +244,19 @@ int adump_dump_file_name(const struct adump_op *op, char *buf, size_t cap)
 	if (pos + 1 < cap)
 		buf[pos] = '.';
 	pos = put_sanitised(buf, cap, pos + 1, op->op_name);
-	n = snprintf(tail, sizeof(tail), ".%u.%u.%llu", op->task_id, op->stream_id,
-		     (unsigned long long)op->timestamp_us);
-	if (pos + (size_t)n + 1 > cap) {
+	/* No printf: a dump's name is made once a file, in processes (torch's) where glibc
+	 * formats every printf through its slow positional path. */
+	n = adump_strjoin(tail, sizeof(tail), (const char *const[]){
+			  ".", adump_decimal(op->task_id, num[0]),
+			  ".", adump_decimal(op->stream_id, num[1]),
+			  ".", adump_decimal(op->timestamp_us, num[2]) }, 6);
+	if (pos + n + 1 > cap) {
 		if (cap)
 			buf[0] = '\0';
 		return -ADUMP_ERR_TOO_BIG;
 	}
-	memcpy(buf + pos, tail, (size_t)n + 1);
-	return (int)(pos + (size_t)n);
+	memcpy(buf + pos, tail, n + 1);
+	return (int)(pos + n);
 }
 
 int adump_dump_write_fd(int fd, const struct adump_op *op, const void *const *data)

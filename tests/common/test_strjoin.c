@@ -3,7 +3,7 @@
  * writes them (data names, .pt paths and zip entries, dump file names): the whole, or cut
  * and terminated at the buffer's end, and the whole length returned either way. And
  * adump_fnv1a64(), whose values `adump convert`'s mapping.csv holds: FNV-1a's published
- * test vectors. */
+ * test vectors. adump_decimal(), which dump file names and paths are made with. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +48,18 @@ START_TEST(test_fnv1a64)
 }
 END_TEST
 
+START_TEST(test_decimal)
+{
+	char num[24];
+
+	ck_assert_str_eq(adump_decimal(0, num), "0");
+	ck_assert_str_eq(adump_decimal(9, num), "9");
+	ck_assert_str_eq(adump_decimal(10, num), "10");
+	ck_assert_str_eq(adump_decimal(4294967295u, num), "4294967295");
+	ck_assert_str_eq(adump_decimal(UINT64_MAX, num), "18446744073709551615");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strjoin");
@@ -56,6 +68,7 @@ int main(void)
 	tcase_add_test(tc, test_whole);
 	tcase_add_test(tc, test_cut);
 	tcase_add_test(tc, test_fnv1a64);
+	tcase_add_test(tc, test_decimal);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
 }
