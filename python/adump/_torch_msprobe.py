@@ -12,6 +12,7 @@ the call stacks (stack.json), is written here when the step closes, once the ran
 has its final name. A CANN capture made earlier is converted with `adump export --msprobe`."""
 import json
 import os
+from json.encoder import encode_basestring_ascii as _encode_str
 
 from ._read import Loss
 
@@ -27,8 +28,10 @@ def _indent1(obj):
             not all(isinstance(k, str) and (v is None or isinstance(v, str))
                     for k, v in obj.items()):
         return json.dumps(obj, indent=1)
-    enc = json.dumps
-    return "{\n" + ",\n".join(" %s: %s" % (enc(k), enc(v)) for k, v in obj.items()) + "\n}"
+    # json.dumps of a str is this C function behind two Python calls (ensure_ascii).
+    enc = _encode_str
+    return "{\n" + ",\n".join(" %s: %s" % (enc(k), "null" if v is None else enc(v))
+                               for k, v in obj.items()) + "\n}"
 
 
 def _write_json(cap, path, obj):

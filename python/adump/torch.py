@@ -81,6 +81,8 @@ _DIRECT = {
 
 _PARAMETER = torch.nn.Parameter
 _TENSOR = torch.Tensor
+# The native dump takes CPU tensors of these exact types as they are (_host()).
+_adump._torch_types(_TENSOR, _PARAMETER, _DIRECT)
 
 
 def _host(t):
@@ -88,8 +90,12 @@ def _host(t):
     one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
     dt = _DIRECT.get(t.dtype)
     if dt is not None and t.layout is torch.strided and t.is_cpu and not t.is_quantized:
-        # The common case, once per dumped tensor: no copy unless it is not contiguous, no
+        # The common case, once per dumped tensor: the native dump reads a tensor of torch's
+        # own types where it lies (made contiguous first if it is not); a subclass's
+        # data_ptr() may not be its values: no copy unless it is not contiguous, no
         # detached alias unless numpy() needs one (it refuses a tensor that requires grad).
+        if type(t) is _TENSOR or type(t) is _PARAMETER:
+            return t
         if t.requires_grad:
             t = t.detach()
         if not t.is_contiguous():

@@ -204,6 +204,9 @@ static PyMethodDef module_methods[] = {
 	{ "strerror", py_strerror, METH_O, "strerror(code) -> adump's message for an error code" },
 	{ "journal_list", py_journal_list, METH_O,
 	  "journal_list(path) -> None (not a hand-over journal) or [(kind, message)]" },
+	{ "_torch_types", pyadump_torch_types, METH_VARARGS,
+	  "_torch_types(Tensor, Parameter, {dtype: adump dtype}): dump() takes CPU tensors of "
+	  "these exact types, of these dtypes, as they are (adump.torch)" },
 	{ "_testpoint_arm", py_testpoint_arm, METH_VARARGS,
 	  "_testpoint_arm(name, errno): arm a fault-injection testpoint (tests only)" },
 	{ NULL, NULL, 0, NULL },

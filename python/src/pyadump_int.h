@@ -79,6 +79,10 @@ int pyadump_config_check(const struct adump_config *cfg, PyObject *callback);
 
 struct adump_host_tensor;
 
+/* _torch_types(Tensor, Parameter, {torch.dtype: adump dtype}): dump() takes CPU tensors of
+ * exactly these types as they are (python/src/tensors.c). */
+PyObject *pyadump_torch_types(PyObject *self, PyObject *args);
+
 /* Views of the tensors of sequence @seq (the dump() argument @field) into @views/@tensors
  * from index @at. Return: their count, or -1 with an exception naming the bad item (views
  * taken so far, counted in *@taken, are left for the caller to release). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tensor arguments of _Stream.dump(): buffer-protocol objects (numpy arrays ...) or
- * (buffer, dtype, shape) tuples as adump_host_tensor descriptions over Py_buffer views. A
- * bad item's exception names it ("inputs[2]: ..."). */
+/* Tensor arguments of _Stream.dump(): buffer-protocol objects (numpy arrays ...),
+ * (buffer, dtype, shape) tuples or CPU torch tensors, as adump_host_tensor descriptions over
+ * Py_buffer views. A bad item's exception names it ("inputs[2]: ..."). */
 #include "pyadump_int.h"
 
 #include <string.h>
@@ -47,6 +47,144 @@ static int format_dtype(const Py_buffer *v, int32_t *out)
 	return -1;
 }
 
+/* torch's tensor types, taken as they are (adump.torch registers them): exact types only,
+ * never a subclass, whose data_ptr() may not hold its values. */
+static struct {
+	PyObject *tensor, *parameter;   /* types */
+	PyObject *dtypes;               /* {torch.dtype: adump dtype} */
+	PyObject *s_dtype, *s_shape, *s_data_ptr, *s_is_contiguous, *s_contiguous, *s_is_neg,
+		 *s_resolve_neg;
+} torch_types;
+
+/* _torch_types(Tensor, Parameter, {dtype: adump dtype}) */
+PyObject *pyadump_torch_types(PyObject *self, PyObject *args)
+{
+	PyObject *tensor, *parameter, *dtypes;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "O!O!O!:_torch_types", &PyType_Type, &tensor, &PyType_Type,
+			      &parameter, &PyDict_Type, &dtypes))
+		return NULL;
+	if (!torch_types.s_dtype) {
+		torch_types.s_dtype = PyUnicode_InternFromString("dtype");
+		torch_types.s_shape = PyUnicode_InternFromString("shape");
+		torch_types.s_data_ptr = PyUnicode_InternFromString("data_ptr");
+		torch_types.s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
+		torch_types.s_contiguous = PyUnicode_InternFromString("contiguous");
+		torch_types.s_is_neg = PyUnicode_InternFromString("is_neg");
+		torch_types.s_resolve_neg = PyUnicode_InternFromString("resolve_neg");
+		if (!torch_types.s_dtype || !torch_types.s_shape || !torch_types.s_data_ptr ||
+		    !torch_types.s_is_contiguous || !torch_types.s_contiguous ||
+		    !torch_types.s_is_neg || !torch_types.s_resolve_neg) {
+			Py_CLEAR(torch_types.s_dtype);
+			return NULL;
+		}
+	}
+	Py_INCREF(tensor);
+	Py_INCREF(parameter);
+	Py_INCREF(dtypes);
+	Py_XDECREF(torch_types.tensor);
+	Py_XDECREF(torch_types.parameter);
+	Py_XDECREF(torch_types.dtypes);
+	torch_types.tensor = tensor;
+	torch_types.parameter = parameter;
+	torch_types.dtypes = dtypes;
+	Py_RETURN_NONE;
+}
+
+static bool is_torch_tensor(PyObject *item)
+{
+	PyObject *type = (PyObject *)Py_TYPE(item);
+
+	return torch_types.tensor && (type == torch_types.tensor || type == torch_types.parameter);
+}
+
+/* @t with @name() called on it, a new reference, when @test() says so; else @t again. */
+static PyObject *unless(PyObject *t, PyObject *test, bool want, PyObject *name)
+{
+	PyObject *r = PyObject_CallMethodObjArgs(t, test, NULL);
+	int truth;
+
+	if (!r)
+		return NULL;
+	truth = PyObject_IsTrue(r);
+	Py_DECREF(r);
+	if (truth < 0)
+		return NULL;
+	if ((truth != 0) == want) {
+		Py_INCREF(t);
+		return t;
+	}
+	return PyObject_CallMethodObjArgs(t, name, NULL);
+}
+
+/* A CPU torch tensor of a dtype adump.torch maps (its caller checked device, layout and
+ * dtype: adump.torch's _host()), read where it lies: no numpy array, no detached alias.
+ * Not contiguous, or negated lazily, it is made so first. The view holds the tensor. */
+static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t)
+{
+	PyObject *x, *dt = NULL, *code, *shape = NULL, *ptr = NULL;
+	Py_ssize_t n;
+	uint64_t numel = 1;
+	long dtype;
+
+	x = unless(item, torch_types.s_is_neg, false, torch_types.s_resolve_neg);
+	if (x) {
+		PyObject *y = unless(x, torch_types.s_is_contiguous, true, torch_types.s_contiguous);
+
+		Py_DECREF(x);
+		x = y;
+	}
+	if (!x)
+		return -1;
+	dt = PyObject_GetAttr(x, torch_types.s_dtype);
+	code = dt ? PyDict_GetItemWithError(torch_types.dtypes, dt) : NULL;
+	if (!code) {
+		if (dt && !PyErr_Occurred())
+			PyErr_Format(PyExc_TypeError, "unsupported dtype: %R", dt);
+		goto fail;
+	}
+	dtype = PyLong_AsLong(code);
+	shape = PyObject_GetAttr(x, torch_types.s_shape);
+	ptr = shape ? PyObject_CallMethodObjArgs(x, torch_types.s_data_ptr, NULL) : NULL;
+	if ((dtype == -1 && PyErr_Occurred()) || !ptr)
+		goto fail;
+	n = PyTuple_Size(shape);
+	if (n < 0)
+		goto fail;
+	if (n > ADUMP_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n, ADUMP_MAX_DIMS);
+		goto fail;
+	}
+	t->dtype = (int32_t)dtype;
+	t->dim_count = (uint32_t)n;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+		if (t->dims[i] == -1 && PyErr_Occurred())
+			goto fail;
+		numel *= t->dims[i];
+	}
+	t->data = PyLong_AsVoidPtr(ptr);
+	if (!t->data && PyErr_Occurred())
+		goto fail;
+	t->bytes = numel * (adump_dtype_bits(t->dtype) / 8);
+	memset(view, 0, sizeof(*view));
+	view->obj = x;                  /* PyBuffer_Release() puts it: a tensor has no buffer
+					 * procedures to call */
+	view->buf = (void *)t->data;
+	view->len = (Py_ssize_t)t->bytes;
+	Py_DECREF(dt);
+	Py_DECREF(shape);
+	Py_DECREF(ptr);
+	return 0;
+fail:
+	Py_XDECREF(dt);
+	Py_XDECREF(shape);
+	Py_XDECREF(ptr);
+	Py_DECREF(x);
+	return -1;
+}
+
 /* One tensor argument: a C-contiguous buffer of a supported format, or a tuple
  * (buffer, dtype, shape) whose bytes are taken as they are with the given adump dtype and
  * shape (bfloat16, or any dtype a buffer format cannot say). The view is filled in @view. */
@@ -57,6 +195,8 @@ static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor
 
 	memset(t, 0, sizeof(*t));
 	t->format = ADUMP_FORMAT_ND;
+	if (is_torch_tensor(item))
+		return torch_from(item, view, t);
 	if (PyTuple_Check(item)) {
 		if (PyTuple_Size(item) != 3 ||
 		    !PyArg_ParseTuple(item, "OiO:tensor", &obj, &dtype, &shape)) {

@@ -405,6 +405,42 @@ class ModuleLevel(unittest.TestCase):
         np.testing.assert_array_equal(d.outputs[1], np.array([3.0, -4.0], np.float32))
         self.assertEqual(d.tensors[1].dtype, "bfloat16")
 
+    def test_tensors_read_where_they_lie(self):
+        """Tensors of torch's own types go to the native dump as they are (data_ptr()):
+        views with an offset, transposed, lazily negated, requiring grad, parameters, 0-d
+        and empty ones, each dtype; a subclass goes through numpy. Every value as torch
+        has it."""
+        class Sub(torch.Tensor):
+            pass
+
+        class Many(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.arange(6, dtype=torch.float32).reshape(2, 3))
+
+            def forward(self, x):
+                base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+                return (base[1:], base.t(), torch._neg_view(base[:2]), x * self.w, self.w,
+                        torch.tensor(2.5), torch.empty(0, 3), base.to(torch.float16),
+                        base.to(torch.int64)[:, ::2], base > 7, base.as_subclass(Sub) + 1)
+        m = Many()
+        x = torch.ones(2, 3, requires_grad=True)
+        top = helpers.tmpdir("torch-in-place")
+        with adump.torch.capture(m, top, backward=False, keep_root=True,
+                                 parameters=True) as cap:
+            out = m(x)
+        self.assertEqual(cap.losses, [])
+        d = dumps_of(top, 0)["Module.Many.forward.0"]
+        want = [t.detach().resolve_neg().contiguous() for t in out]
+        self.assertEqual(len(d.outputs), len(want))
+        for i, (g, w) in enumerate(zip(d.outputs, want)):
+            self.assertEqual(tuple(g.shape), tuple(w.shape), i)
+            self.assertEqual(np.asarray(g).dtype, w.numpy().dtype, i)
+            np.testing.assert_array_equal(np.asarray(g), w.numpy(), err_msg=str(i))
+        self.assertTrue(out[2].is_neg())                # the dump read its values, not -x
+        np.testing.assert_array_equal(np.asarray(d.inputs[0]), x.detach().numpy())
+        np.testing.assert_array_equal(np.asarray(d.inputs[1]), m.w.detach().numpy())
+
 
 class Recorder(TorchDispatchMode):
     """A plain dispatch-mode recorder: {name: (inputs before, outputs)} per step, and with
