@@ -213,9 +213,10 @@ static void list_add(struct loader *l, struct json_object *entry, const char *ke
 	}
 }
 
-/* The parameter names of @module_prefix's forward entry, in its order (registration order,
- * which adump.torch's parameters_grad dumps follow; msprobe writes parameters_grad in the
- * order the gradients arrived). NULL when the module has no forward entry here. */
+/* The parameter names of @module_prefix's forward entry, in its order (registration order;
+ * msprobe and adump.torch write parameters_grad in the order the gradients arrived, which
+ * two runs on different devices need not share). NULL when the module has no forward entry
+ * here. */
 static struct json_object *params_of(struct json_object *data, const char *grad_name)
 {
 	const char *p = strstr(grad_name, ".parameters_grad");

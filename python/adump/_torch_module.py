@@ -112,8 +112,9 @@ class ModuleHooks:
             n = self._next_index(base + ".parameters_grad")
             name = "%s.parameters_grad.%d" % (base, n)
             outs = []
-            info = {"parameters_grad": describe({k: grads[k] for k in names if k in grads},
-                                                outs, "output")}
+            # In the order they came, as msprobe's entry has them (each parameter's hook
+            # adds its key: a Linear's bias before its weight).
+            info = {"parameters_grad": describe(grads, outs, "output")}
             self.tree.add(name, None)
             self._dump(cls, name, [], outs, None, info)
 
