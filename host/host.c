@@ -18,8 +18,9 @@
 
 #define MODULE "host"
 #define DEVICE_ID_MAX 63u
-/* Records of fewer bytes wake the worker once for several (host_bind()). */
-#define HOST_DEFER_BELOW (64u << 10)
+/* Records shorter than a chunk wake the worker once for this many bytes at most
+ * (host_bind()). */
+#define HOST_DEFER_BYTES (4u << 20)
 
 struct adump_host_stream {
 	struct adump_session *session;
@@ -111,15 +112,18 @@ static void host_bind(void *producer, struct adump_port *chan)
 		adump_port_stats(old, &hs->final_chan);
 		pthread_mutex_unlock(&hs->final_lock);
 	}
-	/* A training loop's hooks hand over a small dump every 100 us or so, and the worker
-	 * sleeps between them: a system call and two context switches each. Small records wake
-	 * it once for half the channel's buffers; a large one at once (the worker starts on a
-	 * big dump's first chunk while the later ones are copied). Before the owner's first
-	 * commit: published by the store below. */
+	/* A training loop's hooks hand over a dump every 100 us or so, and the worker sleeps
+	 * between them: a system call and two context switches each. Records shorter than a
+	 * chunk wake it once for half the channel's buffers or HOST_DEFER_BYTES; a whole chunk
+	 * at once (the worker starts on a big dump's first chunk while the later ones are
+	 * copied). Before the owner's first commit: published by the store below. */
 	if (chan) {
-		uint32_t count = adump_chan_buffer_count(adump_port_chan(chan));
+		const struct adump_chan *c = adump_port_chan(chan);
+		size_t chunk = adump_chan_buffer_bytes(c);
 
-		adump_port_defer_small_sp(chan, count / 2, HOST_DEFER_BELOW);
+		adump_port_defer_small_sp(chan, adump_chan_buffer_count(c) / 2,
+					  chunk < UINT32_MAX ? (uint32_t)chunk : UINT32_MAX,
+					  HOST_DEFER_BYTES);
 	}
 	/* Pairs with the acquire loads of the owner: the channel is set up. */
 	atomic_store_explicit(&hs->chan, chan, memory_order_release);

@@ -40,6 +40,8 @@ struct adump_port {
 	uint32_t doorbell_batch;                /* commits a deferring producer owes at most */
 	uint32_t defer_below;                   /* adump_port_defer_small_sp(): records of
 						 * fewer bytes wait, 0: every record does */
+	uint64_t owed_bytes;                    /* bytes of the commits owed */
+	uint64_t defer_bytes;                   /* ring once this many are owed; 0: no limit */
 	uint32_t journal_next;                  /* where the search for a free slot starts */
 	uint32_t journal_window;                /* slots in use: the search wraps there */
 
@@ -173,6 +175,7 @@ static void ring_owed(struct adump_port *p)
 	if (p->doorbell_owed && db)
 		adump_doorbell_ring(db);
 	p->doorbell_owed = 0;
+	p->owed_bytes = 0;
 }
 
 void adump_port_defer_sp(struct adump_port *p)
@@ -180,13 +183,16 @@ void adump_port_defer_sp(struct adump_port *p)
 	p->is_doorbell_deferred = true;
 	p->doorbell_batch = ADUMP_DOORBELL_BATCH;
 	p->defer_below = 0;
+	p->defer_bytes = 0;
 }
 
-void adump_port_defer_small_sp(struct adump_port *p, uint32_t batch, uint32_t below)
+void adump_port_defer_small_sp(struct adump_port *p, uint32_t batch, uint32_t below,
+			       uint64_t bytes)
 {
 	p->is_doorbell_deferred = true;
 	p->doorbell_batch = batch ? batch : 1;
 	p->defer_below = below;
+	p->defer_bytes = bytes;
 }
 
 void adump_port_ring_sp(struct adump_port *p)
@@ -277,14 +283,17 @@ void adump_port_commit_sp(struct adump_port *p, struct adump_rec *rec)
 	uint64_t start = p->is_sampled ? adump_now_ns() : 0;
 	/* Read before the commit: once the worker has @rec, it may give it back. */
 	bool is_large = p->defer_below && rec->len >= p->defer_below;
+	uint64_t len = rec->len;
 	uint32_t depth = adump_chan_commit_sp(p->chan, rec);
 
 	if (depth > atomic_load_explicit(&p->high_water, memory_order_relaxed))
 		atomic_store_explicit(&p->high_water, depth, memory_order_relaxed);
 	/* Protocol 1 of common/common.h. A deferring producer rings later, once for many
 	 * (adump_port_flush_sp(), a waiter: adump_port_wait_idle()). */
-	if (!p->is_doorbell_deferred || is_large || ++p->doorbell_owed >= p->doorbell_batch) {
+	if (!p->is_doorbell_deferred || is_large || ++p->doorbell_owed >= p->doorbell_batch ||
+	    (p->defer_bytes && (p->owed_bytes += len) >= p->defer_bytes)) {
 		p->doorbell_owed = 0;
+		p->owed_bytes = 0;
 		db = atomic_load_explicit(&p->doorbell, memory_order_acquire);
 		if (db)
 			adump_doorbell_ring(db);

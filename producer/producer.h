@@ -89,14 +89,15 @@ void adump_port_journal_set_sp(struct adump_port *p, struct adump_journal_slot *
 void adump_port_defer_sp(struct adump_port *p);
 /**
  * adump_port_defer_small_sp() - from now on, records of fewer than @below bytes (0: any)
- * skip the doorbell until @batch of them are owed, or the producer waits for a buffer, or
- * anyone waits for the port to be idle (adump_port_wait_idle()), or adump_port_ring_sp();
- * a larger record rings at once, for itself and those owed. A host stream's small dumps
- * (statistics, small tensors) so wake the worker once for several. The worker looks at its
- * channels at least once per writer wait slice all the same. Producer thread only, or
- * before the producer's first commit.
+ * skip the doorbell until @batch of them or @bytes (0: no limit) are owed, or the producer
+ * waits for a buffer, or anyone waits for the port to be idle (adump_port_wait_idle()), or
+ * adump_port_ring_sp(); a larger record rings at once, for itself and those owed. A host
+ * stream's dumps so wake the worker once for several. The worker looks at its channels at
+ * least once per writer wait slice all the same. Producer thread only, or before the
+ * producer's first commit.
  */
-void adump_port_defer_small_sp(struct adump_port *p, uint32_t batch, uint32_t below);
+void adump_port_defer_small_sp(struct adump_port *p, uint32_t batch, uint32_t below,
+			       uint64_t bytes);
 /* Rings the doorbell if a commit is owed, the deferral going on. Producer thread only. */
 void adump_port_ring_sp(struct adump_port *p);
 /* Ends the deferral and rings the doorbell if a commit is owed. Producer thread only. */
