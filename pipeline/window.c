@@ -349,11 +349,24 @@ void adump_window_record(struct file_state *fs, const struct adump_rec *rec)
 {
 	struct window_entry *e = fs->window_entry;
 
+	const unsigned char *src = adump_rec_data(rec);
+	bool is_fed;
+
 	/* Held at hand-over: the record references the window's own copy. */
 	if (!e || fs->op->is_window_held || !rec->len || rec->offset > e->payload_bytes ||
 	    rec->len > e->payload_bytes - rec->offset)
 		return;
-	arena_copy(e->payload + rec->offset, adump_rec_data(rec), rec->len);
+	/* The output's statistics of the bytes (adump_statacc_record() next), each block read
+	 * while the copy has it in cache, not over the whole record again: that pass then
+	 * finds them counted. */
+	is_fed = fs->has_stats && !rec->op->tstats;
+	for (uint64_t k = 0; k < rec->len; k += HOLD_BLOCK) {
+		size_t n = rec->len - k < HOLD_BLOCK ? (size_t)(rec->len - k) : HOLD_BLOCK;
+
+		if (is_fed)
+			adump_statacc_feed(&fs->stats, rec->offset + k, src + k, n);
+		arena_copy(e->payload + rec->offset + k, src + k, n);
+	}
 }
 
 void adump_window_file_end(struct adump_window *win, struct file_state *fs)
