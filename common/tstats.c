@@ -216,16 +216,22 @@ static inline AVX2 __m256 load8(const uint8_t *p, enum adump_tstats_kind kind)
 		_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16));
 }
 
+/* The largest (@is_max) or smallest of @n floats, the first of equals. */
+static inline double extreme_of(const float *f, int n, bool is_max)
+{
+	float r = f[0];
+
+	for (int i = 1; i < n; i++)
+		r = is_max ? (f[i] > r ? f[i] : r) : (f[i] < r ? f[i] : r);
+	return r;
+}
+
 static inline AVX2 double hmax_ps(__m256 v, bool is_max)
 {
 	float f[8];
-	float r;
 
 	_mm256_storeu_ps(f, v);
-	r = f[0];
-	for (int i = 1; i < 8; i++)
-		r = is_max ? (f[i] > r ? f[i] : r) : (f[i] < r ? f[i] : r);
-	return r;
+	return extreme_of(f, 8, is_max);
 }
 
 /* The lane sums simd_float() carries in registers, back to @s. */
@@ -349,13 +355,9 @@ static inline AVX512 __m512 load16(const uint8_t *p, enum adump_tstats_kind kind
 static inline AVX512 double hmax16(__m512 v, bool is_max)
 {
 	float f[16];
-	float r;
 
 	_mm512_storeu_ps(f, v);
-	r = f[0];
-	for (int i = 1; i < 16; i++)
-		r = is_max ? (f[i] > r ? f[i] : r) : (f[i] < r ? f[i] : r);
-	return r;
+	return extreme_of(f, 16, is_max);
 }
 
 static AVX512 size_t simd_float512(struct adump_tstats *s, const uint8_t *p, size_t n,
