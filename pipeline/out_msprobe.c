@@ -104,14 +104,18 @@ static int tensor_leaf(struct msp_file *mf, uint32_t ti, const char *data_name, 
 {
 	struct msp_tensor *t = &mf->t[ti];
 
-	*out = json_object_new_object();
-	if (!*out)
-		return -ENOMEM;
 	if (t->leaf) {
 		/* Named twice: the second place describes it without data. */
+		*out = json_object_new_object();
+		if (!*out)
+			return -ENOMEM;
 		json_object_object_add(*out, "type", json_object_new_string("torch.Tensor"));
 		return 0;
 	}
+	/* Its text is made once every byte has passed (entry_fill()). */
+	*out = json_object_new_boolean(0);
+	if (!*out)
+		return -ENOMEM;
 	t->leaf = *out;
 	t->is_described = true;
 	t->requires_grad = requires_grad;
@@ -190,41 +194,28 @@ static int entry_build(struct msp_worker *mw, struct msp_file *mf, const struct 
 	return ret;
 }
 
-/* The placeholders' contents, once every byte has passed. */
-static void entry_fill(struct adump_session *s, struct file_state *fs, struct msp_file *mf)
+/* The placeholders' contents, once every byte has passed. Return 0 or -ENOMEM. */
+static int entry_fill(struct adump_session *s, struct file_state *fs, struct msp_file *mf)
 {
 	const struct adump_op *op = &fs->op->op;
 	struct msp_session *ms = s->out_session;
 
 	for (uint32_t i = 0; i < mf->count; i++) {
-		struct msp_tensor *t = &mf->t[i];
+		const struct msp_tensor *t = &mf->t[i];
 		const struct adump_tensor *ot = &op->tensors[i];
-		const char *dtn = adump_pt_dtype_name(ot->dtype);
-		struct json_object *shape;
-		const struct adump_tstats *st;
+		const struct adump_msentry_leaf leaf = {
+			.dtype = ot->dtype, .dims = ot->dims, .dim_count = ot->dim_count,
+			.stats = fs->has_stats ? adump_statacc_tensor(&fs->stats, i) : NULL,
+			.requires_grad = t->requires_grad,
+			.has_md5 = ms->has_md5, .md5 = t->crc,
+			/* its .pt file was written */
+			.data_name = ms->has_data && t->pt.mem ? t->data_name : NULL,
+		};
 
-		if (!t->leaf)
-			continue;
-		json_object_object_add(t->leaf, "type", json_object_new_string("torch.Tensor"));
-		json_object_object_add(t->leaf, "dtype", json_object_new_string(dtn ? dtn : "unknown"));
-		shape = json_object_new_array();
-		for (uint32_t d = 0; d < ot->dim_count; d++)
-			json_object_array_add(shape, json_object_new_int64((int64_t)ot->dims[d]));
-		json_object_object_add(t->leaf, "shape", shape);
-		st = fs->has_stats ? adump_statacc_tensor(&fs->stats, i) : NULL;
-		adump_msentry_stats(t->leaf, st, ot->dtype, ot->dim_count);
-		json_object_object_add(t->leaf, "requires_grad",
-				       json_object_new_boolean(t->requires_grad));
-		if (ms->has_md5) {
-			char hex[16];
-
-			snprintf(hex, sizeof(hex), "%08x", (unsigned)t->crc);
-			json_object_object_add(t->leaf, "md5", json_object_new_string(hex));
-		}
-		if (ms->has_data && t->pt.mem)         /* its .pt file was written */
-			json_object_object_add(t->leaf, "data_name",
-					       json_object_new_string(t->data_name));
+		if (t->leaf && adump_msentry_leaf(t->leaf, &leaf) < 0)
+			return -ENOMEM;
 	}
+	return 0;
 }
 
 /* ---- the worker's side ------------------------------------------------------------------- */
@@ -572,8 +563,7 @@ static void msp_file_end(struct adump_worker *w, struct file_state *fs)
 			adump_file_fail(s, fs, ret, "publishing a .pt file of");
 	}
 	if (!fs->is_failed && mf->entry) {
-		entry_fill(s, fs, mf);
-		text = msp_entry_text(mf->name, mf->entry);
+		text = entry_fill(s, fs, mf) == 0 ? msp_entry_text(mf->name, mf->entry) : NULL;
 		if (!text)
 			adump_file_fail(s, fs, -ENOMEM, "describing");
 	}
