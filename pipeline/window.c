@@ -348,7 +348,6 @@ void adump_window_drop(struct adump_window *win, struct adump_op_rec *rec, int e
 void adump_window_record(struct file_state *fs, const struct adump_rec *rec)
 {
 	struct window_entry *e = fs->window_entry;
-
 	const unsigned char *src = adump_rec_data(rec);
 	bool is_fed;
 
