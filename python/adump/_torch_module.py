@@ -372,7 +372,7 @@ class ModuleHooks:
                     inside_out.add(key)
                 if id(nxt) not in in_nodes and id(nxt) not in seen:
                     todo.append(nxt)
-        self._backwards.append(rec)
+        self._backwards[id(rec)] = rec
         for node, j, slots in mine:
             rec.waiting += 1
             self._on_node(node, True, (rec, j, [("in", i) for i in slots]))
@@ -403,7 +403,7 @@ class ModuleHooks:
         if deferred:
             self._deferred.append(rec)
         elif rec.waiting == 0:
-            self._backwards.remove(rec)
+            del self._backwards[id(rec)]
 
     def _on_node(self, node, post, entry):
         """Call _got(entry, gradient) from @node's post-hook (@post: its grad_inputs, what
@@ -500,8 +500,8 @@ class ModuleHooks:
             self._on_node(node, True, (rec, j, targets))
         self._deferred = [r for r in pending if id(r) not in reached]
         for rec in pending:
-            if id(rec) in reached and rec.waiting == 0 and rec in self._backwards:
-                self._backwards.remove(rec)
+            if id(rec) in reached and rec.waiting == 0:
+                self._backwards.pop(id(rec), None)
 
     def _flush_ready(self):
         """What became complete since the last event: the parameters' gradients first, then
@@ -516,8 +516,7 @@ class ModuleHooks:
         if rec.done:
             return
         rec.done = True
-        if rec in self._backwards:
-            self._backwards.remove(rec)
+        self._backwards.pop(id(rec), None)
         if not self._active():
             return
         if self._param_grads:
@@ -537,7 +536,7 @@ class ModuleHooks:
         gradients never came (an output that did not reach the loss); calls that got
         nothing wait for a later pass (a second loss) until the step ends."""
         self._flush_ready()
-        got = [r for r in self._backwards
+        got = [r for r in self._backwards.values()
                if any(g is not None for g in r.grad_out + r.grad_in)]
         got.sort(key=lambda r: -r.start)
         for rec in got:
@@ -548,9 +547,9 @@ class ModuleHooks:
     def _flush_backwards(self):
         """The step ends: everything gathered is dumped, the graph forgotten."""
         self._end_backward()
-        for rec in self._backwards + self._deferred:
+        for rec in list(self._backwards.values()) + self._deferred:
             rec.done = True             # its hooks, still on nodes kept alive, do nothing
-        self._backwards = []
+        self._backwards = {}
         self._deferred = []
 
     # ---- op level ----------------------------------------------------------------------------

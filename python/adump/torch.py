@@ -232,7 +232,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self._mode = None
         self._in_backward = 0
         self._inplace_modules = set()
-        self._backwards = []            # module calls whose gradients are awaited
+        # module calls whose gradients are awaited, by id() (held: no id comes back)
+        self._backwards = {}
         self._ready = []                # ... complete, dumped at the next graph event
         self._deferred = []             # calls whose outputs' gradients backward finds
         self._meta_key = "adump.torch.%x" % id(self)   # its record in a graph node's metadata
