@@ -118,13 +118,33 @@ static PyObject *unless(PyObject *t, PyObject *test, bool want, PyObject *name)
 	return PyObject_CallMethodObjArgs(t, name, NULL);
 }
 
+/* The dimensions of @shape (a tuple of ints: a (buffer, dtype, shape) argument's, a torch
+ * tensor's torch.Size) into @t. Return 0, or -1 with an exception. */
+static int dims_from(PyObject *shape, struct adump_host_tensor *t)
+{
+	Py_ssize_t n = PyTuple_Size(shape);
+
+	if (n < 0)
+		return -1;
+	if (n > ADUMP_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n, ADUMP_MAX_DIMS);
+		return -1;
+	}
+	t->dim_count = (uint32_t)n;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+		if (t->dims[i] == -1 && PyErr_Occurred())
+			return -1;
+	}
+	return 0;
+}
+
 /* A CPU torch tensor of a dtype adump.torch maps (its caller checked device, layout and
  * dtype: adump.torch's _host()), read where it lies: no numpy array, no detached alias.
  * Not contiguous, or negated lazily, it is made so first. The view holds the tensor. */
 static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t)
 {
 	PyObject *x, *dt = NULL, *code, *shape = NULL, *ptr = NULL;
-	Py_ssize_t n;
 	uint64_t numel = 1;
 	long dtype;
 
@@ -147,23 +167,11 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 	dtype = PyLong_AsLong(code);
 	shape = PyObject_GetAttr(x, torch_types.s_shape);
 	ptr = shape ? PyObject_CallMethodObjArgs(x, torch_types.s_data_ptr, NULL) : NULL;
-	if ((dtype == -1 && PyErr_Occurred()) || !ptr)
+	if ((dtype == -1 && PyErr_Occurred()) || !ptr || dims_from(shape, t) < 0)
 		goto fail;
-	n = PyTuple_Size(shape);
-	if (n < 0)
-		goto fail;
-	if (n > ADUMP_MAX_DIMS) {
-		PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n, ADUMP_MAX_DIMS);
-		goto fail;
-	}
 	t->dtype = (int32_t)dtype;
-	t->dim_count = (uint32_t)n;
-	for (Py_ssize_t i = 0; i < n; i++) {
-		t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-		if (t->dims[i] == -1 && PyErr_Occurred())
-			goto fail;
+	for (uint32_t i = 0; i < t->dim_count; i++)
 		numel *= t->dims[i];
-	}
 	t->data = PyLong_AsVoidPtr(ptr);
 	if (!t->data && PyErr_Occurred())
 		goto fail;
@@ -216,20 +224,9 @@ static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor
 	t->data = view->buf;
 	t->bytes = (uint64_t)view->len;
 	if (shape) {
-		Py_ssize_t n = PyTuple_Size(shape);
-
 		t->dtype = dtype;
-		if (n > ADUMP_MAX_DIMS) {
-			PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n,
-				     ADUMP_MAX_DIMS);
+		if (dims_from(shape, t) < 0)
 			goto fail;
-		}
-		t->dim_count = (uint32_t)n;
-		for (Py_ssize_t i = 0; i < n; i++) {
-			t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-			if (t->dims[i] == -1 && PyErr_Occurred())
-				goto fail;
-		}
 		return 0;
 	}
 	if (format_dtype(view, &t->dtype) < 0)
