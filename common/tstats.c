@@ -360,6 +360,16 @@ static inline AVX512 double hmax16(__m512 v, bool is_max)
 	return extreme_of(f, 16, is_max);
 }
 
+/* The lane sums simd_float512() carries in registers, back to @s. */
+static inline AVX512 void lanes_store512(struct adump_tstats *s, __m512d s_lo, __m512d s_hi,
+					 __m512d q_lo, __m512d q_hi)
+{
+	_mm512_storeu_pd(s->lane_sum, s_lo);
+	_mm512_storeu_pd(s->lane_sum + 8, s_hi);
+	_mm512_storeu_pd(s->lane_squares, q_lo);
+	_mm512_storeu_pd(s->lane_squares + 8, q_hi);
+}
+
 static AVX512 size_t simd_float512(struct adump_tstats *s, const uint8_t *p, size_t n,
 				   enum adump_tstats_kind kind, size_t elem_bytes)
 {
@@ -401,18 +411,12 @@ static AVX512 size_t simd_float512(struct adump_tstats *s, const uint8_t *p, siz
 		i += LANES;
 		index += LANES;
 		if (index % BLOCK == 0) {
-			_mm512_storeu_pd(s->lane_sum, s_lo);
-			_mm512_storeu_pd(s->lane_sum + 8, s_hi);
-			_mm512_storeu_pd(s->lane_squares, q_lo);
-			_mm512_storeu_pd(s->lane_squares + 8, q_hi);
+			lanes_store512(s, s_lo, s_hi, q_lo, q_hi);
 			block_fold(s);
 			s_lo = s_hi = q_lo = q_hi = _mm512_setzero_pd();
 		}
 	}
-	_mm512_storeu_pd(s->lane_sum, s_lo);
-	_mm512_storeu_pd(s->lane_sum + 8, s_hi);
-	_mm512_storeu_pd(s->lane_squares, q_lo);
-	_mm512_storeu_pd(s->lane_squares + 8, q_hi);
+	lanes_store512(s, s_lo, s_hi, q_lo, q_hi);
 	minmax_done(s, hmax16(vmax, true), hmax16(vmin, false), index);
 	return i;
 }
