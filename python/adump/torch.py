@@ -90,12 +90,14 @@ def _host(t):
     one adump stores. Complex tensors go as their bytes with the header's complex dtype."""
     dt = _DIRECT.get(t.dtype)
     if dt is not None and t.layout is torch.strided and t.is_cpu and not t.is_quantized:
-        # The common case, once per dumped tensor: the native dump reads a tensor of torch's
-        # own types where it lies (made contiguous first if it is not); a subclass's
-        # data_ptr() may not be its values: no copy unless it is not contiguous, no
-        # detached alias unless numpy() needs one (it refuses a tensor that requires grad).
+        # The common case, once per dumped tensor: a tensor of torch's own types goes as it
+        # is, and the native dump reads it where it lies (python/src/tensors.c makes it
+        # contiguous first if it is not).
         if type(t) is _TENSOR or type(t) is _PARAMETER:
             return t
+        # A subclass, whose data_ptr() need not hold its values, goes through numpy(): a
+        # detached alias only if numpy() needs one (it refuses a tensor that requires grad),
+        # a copy only if it is not contiguous.
         if t.requires_grad:
             t = t.detach()
         if not t.is_contiguous():
