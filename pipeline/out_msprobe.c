@@ -75,7 +75,6 @@ struct msp_tensor {
 	struct json_object *leaf;       /* its description in the entry, filled at the end */
 	char *data_name;                /* "<...>.pt", or NULL: no .pt */
 	bool requires_grad;
-	bool is_described;              /* a dfx_message item stands for it */
 	struct adump_pt pt;
 	struct adump_pubfile pf;        /* fd -1: no file */
 	uint64_t start;                 /* its first payload byte */
@@ -117,7 +116,6 @@ static int tensor_leaf(struct msp_file *mf, uint32_t ti, const char *data_name, 
 	if (!*out)
 		return -ENOMEM;
 	t->leaf = *out;
-	t->is_described = true;
 	t->requires_grad = requires_grad;
 	t->data_name = strdup(data_name);
 	return t->data_name ? 0 : -ENOMEM;
