@@ -36,6 +36,10 @@ STORED = {
 }
 
 
+# str() of the dtypes adump stores, looked up once a tensor instead of made.
+_DTYPE_NAMES = {t: str(t) for t in STORED}
+
+
 class own_ops:
     """with own_ops(): the capture's own tensor operations (copies, conversions to dump)
     run unseen by every dispatch mode: an op-level capture's (this one's, which torch calls
@@ -63,8 +67,9 @@ def describe(obj, tensors, kind, skipped=None, key=None):
     for the loss log. @key: the name @obj was passed under (a keyword argument or a dict
     key), which msprobe reads for dtype and device."""
     if isinstance(obj, torch.Tensor):
-        d = {"type": "torch.Tensor", "dtype": str(obj.dtype), "shape": list(obj.shape),
-             "requires_grad": obj.requires_grad}
+        dtype = obj.dtype
+        d = {"type": "torch.Tensor", "dtype": _DTYPE_NAMES.get(dtype) or str(dtype),
+             "shape": list(obj.shape), "requires_grad": obj.requires_grad}
         if storable(obj):
             d["tensor"] = "%s.%d" % (kind, len(tensors))
             tensors.append(obj)

@@ -12,6 +12,10 @@ from ._torch_dist import tensors_of
 from ._torch_info import describe, own_ops
 
 
+# A leaf's gradient node: it has no next_functions, so a walk of the graph stops there.
+_ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
+
+
 class _Backward:
     """The gradients of one module call, gathered as the autograd engine produces them:
     each slot (an output's, an input's) is the sum, in the engine's order, of the
@@ -33,6 +37,17 @@ class _Backward:
 
     def inside(self, tag):
         return tag is not None and self.c0 <= tag <= self.c1
+
+
+def _own_parameters(module):
+    """dict(module.named_parameters(recurse=False)), without its generators: the module's
+    own parameters that are set, a parameter registered under two names once."""
+    got, ids = {}, set()
+    for name, p in module._parameters.items():
+        if p is not None and id(p) not in ids:
+            ids.add(id(p))
+            got[name] = p
+    return got
 
 
 def _edge(t):
@@ -205,8 +220,9 @@ class ModuleHooks:
             n = self._next_index(base)
             fwd = "%s.forward.%d" % (base, n)
             self.tree.enter(fwd)
-            if not self._in_scope(base, path, (fwd, "%s.backward.%d" % (base, n),
-                                               base + ".forward", base + ".backward")):
+            if self._selects and not self._in_scope(
+                    base, path, (fwd, "%s.backward.%d" % (base, n), base + ".forward",
+                                 base + ".backward")):
                 frames.append((n, None))
                 return None
             inputs, skipped = [], []
@@ -254,7 +270,8 @@ class ModuleHooks:
             if frame is None:
                 return None
             n, frame = frame
-            self.tree.leave("%s.forward.%d" % (base, n))
+            fwd = "%s.forward.%d" % (base, n)
+            self.tree.leave(fwd)
             if frame is None:
                 return None
             self._called.add(id(module))
@@ -274,7 +291,7 @@ class ModuleHooks:
                 if lost:
                     # The value at entry is gone (changed in place by a call adump could
                     # not foresee): record a loss rather than dump the modified value.
-                    self._lost(cls, "%s.forward.%d" % (base, n),
+                    self._lost(cls, fwd,
                                [(k, i, t.element_size() * t.nelement())
                                 for k, ts in (("input", inputs), ("output", outputs))
                                 for i, t in enumerate(ts)], "changed_in_place",
@@ -289,13 +306,12 @@ class ModuleHooks:
                 info["input_kwargs"] = describe(frame.get("kwargs", {}), fwd_inputs, "input",
                                                 skipped)
                 if self.parameters:
-                    info["parameters"] = describe(dict(module.named_parameters(recurse=False)),
-                                                  fwd_inputs, "input", skipped)
+                    info["parameters"] = describe(_own_parameters(module), fwd_inputs,
+                                                  "input", skipped)
             if fwd_inputs is not None and self.with_forward:
                 if self.stack:
-                    self.tree.record_stack("%s.forward.%d" % (base, n))
-                self._dump(cls, "%s.forward.%d" % (base, n), fwd_inputs, outputs, None, info,
-                           skipped)
+                    self.tree.record_stack(fwd)
+                self._dump(cls, fwd, fwd_inputs, outputs, None, info, skipped)
             if frame["edges"] is not None and torch.is_grad_enabled():
                 self._hook_backward(base, cls, n, module, frame, output)
             return None
@@ -347,7 +363,9 @@ class ModuleHooks:
         for k, (t, node) in enumerate(zip(outs, out_nodes)):
             key_out.setdefault((id(node), t.output_nr), []).append(k)
         # The walk: nodes this call made, and which of them feed its inputs and outputs.
-        mine, seen = [], {}
+        # A parameter's AccumulateGrad node is not walked: it sends nothing on, and its
+        # edge is looked at all the same (a parameter passed as an argument is an input).
+        mine, seen, mk = [], {}, self._meta_key
         todo = [node for node in out_nodes if id(node) not in in_nodes]
         inside_out = set()              # output keys some node of this call also feeds
         while todo:
@@ -355,11 +373,13 @@ class ModuleHooks:
             if id(node) in seen:
                 continue
             seen[id(node)] = node
-            m = self._meta(node)
-            tag = m.get("tag")
-            if tag is None:
+            md = node.metadata
+            m = md.get(mk)
+            if m is None:
+                md[mk] = {"tag": c1}
+            elif "tag" not in m:
                 m["tag"] = c1
-            elif tag < c0:
+            elif m["tag"] < c0:
                 continue                # made before this call
             for j, (nxt, nr) in enumerate(node.next_functions):
                 if nxt is None:
@@ -370,7 +390,8 @@ class ModuleHooks:
                     continue
                 if key in key_out:
                     inside_out.add(key)
-                if id(nxt) not in in_nodes and id(nxt) not in seen:
+                if type(nxt) is not _ACCUMULATE_GRAD and id(nxt) not in in_nodes and \
+                        id(nxt) not in seen:
                     todo.append(nxt)
         self._backwards[id(rec)] = rec
         for node, j, slots in mine:
@@ -493,7 +514,7 @@ class ModuleHooks:
                     if onr == nr and not rec.done and not rec.inside(tag) and \
                             (tag is None or tag > rec.c1):
                         found.append((node, j, rec, targets))
-                if id(nxt) not in seen:
+                if type(nxt) is not _ACCUMULATE_GRAD and id(nxt) not in seen:
                     todo.append(nxt)
         for node, j, rec, targets in found:
             rec.waiting += 1

@@ -55,6 +55,7 @@ class _Select:
         self.scope = _patterns("scope", scope)
         self.names = _patterns("list", names)
         self._unmatched = set(self.scope or ()) | set(self.names or ())
+        self._selects = self.scope is not None or self.names is not None
         self._warned = False
         self.steps = _steps(steps)
         self._paused = False
