@@ -14,6 +14,9 @@ from ._torch_info import describe, own_ops
 
 # A leaf's gradient node: it has no next_functions, so a walk of the graph stops there.
 _ACCUMULATE_GRAD = torch._C._functions.AccumulateGrad
+# The node an in-place change of a view puts on its base (its next_functions[0]: the
+# base's history before the change).
+_COPY_SLICES = torch._C._functions.CopySlices
 
 
 class _Backward:
@@ -420,11 +423,35 @@ class ModuleHooks:
                 deferred = True
             else:
                 rec.waiting += 1
-                self._on_node(node, False, (rec, key[1], [("out", k) for k in ks]))
+                entry = (rec, key[1], [("out", k) for k in ks])
+                self._on_node(node, False, entry)
+                self._watch_views(rec, node, entry, [(k, outs[k]) for k in ks])
         if deferred:
             self._deferred.append(rec)
         elif rec.waiting == 0:
             del self._backwards[id(rec)]
+
+    def _watch_views(self, rec, node, entry, outs):
+        """Outputs of @outs (index, tensor) that are views (InstanceNorm's view_as of its
+        batch_norm): a caller that changes one in place (ReLU(inplace=True)) rewrites its
+        base's history, and the engine never runs the view's own @node (its pre-hook's
+        @entry waits in vain). The gradient of the value this call returned then flows out
+        of the base's first CopySlices made after the call, the view's elements cut out of
+        it; which node that is, and whether @node runs as well (something read the view
+        before it was changed), the walk at backward's start finds (_resolve_deferred)."""
+        views = [(k, t) for k, t in outs if t._base is not None and
+                 t._base.grad_fn is not None]
+        if not views:
+            return
+        meta = self._meta(node)
+        watch = {"entry": entry, "entries": meta["pre"], "reached": False}
+        meta.setdefault("view_watch", []).append(watch)
+        for k, t in views:
+            base = t._base
+            geo = (tuple(t.shape), t.stride(), t.storage_offset() - base.storage_offset())
+            self._meta(base.grad_fn).setdefault("view_outs", []).append(
+                (rec, k, base.output_nr, geo, watch))
+        self._view_recs.append(rec)
 
     def _on_node(self, node, post, entry):
         """Call _got(entry, gradient) from @node's post-hook (@post: its grad_inputs, what
@@ -451,9 +478,9 @@ class ModuleHooks:
                 continue
             g = grads[j] if j < len(grads) else None
             for target in targets:
-                slots = rec.grad_out if target[0] == "out" else rec.grad_in
+                slots = rec.grad_out if target[0] in ("out", "cut_out") else rec.grad_in
                 x = g
-                if target[0] == "cut" and x is not None:
+                if target[0] in ("cut", "cut_out") and x is not None:
                     with own_ops():
                         x = x.contiguous().as_strided(*target[2])
                 self._add_grad(slots, target[1], x)
@@ -487,15 +514,18 @@ class ModuleHooks:
     def _resolve_deferred(self, roots):
         """Backward starts from @roots: the nodes made after each deferred call that feed
         its outputs (found by one walk of the graph) get hooks. A call whose output node
-        this graph does not reach waits for the next backward."""
+        this graph does not reach waits for the next backward. Views returned by a call
+        and changed in place since (_watch_views) get their CopySlices hooked."""
         pending = [r for r in self._deferred if not r.done]
-        if not pending:
+        viewed = [r for r in self._view_recs if not r.done]
+        self._view_recs = []
+        if not pending and not viewed:
             self._deferred = []
             return
-        floor = min(r.c0 for r in pending)
+        floor = min(r.c0 for r in pending + viewed)
         mk, seen = self._meta_key, {}   # id -> node: held, so no id comes back meanwhile
         todo = [t.grad_fn for t in roots if getattr(t, "grad_fn", None) is not None]
-        found, reached = [], set()
+        found, reached, cuts = [], set(), []
         while todo:
             node = todo.pop()
             if id(node) in seen:
@@ -503,6 +533,8 @@ class ModuleHooks:
             seen[id(node)] = node
             m = node.metadata.get(mk)
             tag = m.get("tag") if m else None
+            for watch in (m.get("view_watch", ()) if m else ()):
+                watch["reached"] = True         # the view's own node runs too
             if tag is not None and tag < floor:
                 continue
             for j, (nxt, nr) in enumerate(node.next_functions):
@@ -514,11 +546,28 @@ class ModuleHooks:
                     if onr == nr and not rec.done and not rec.inside(tag) and \
                             (tag is None or tag > rec.c1):
                         found.append((node, j, rec, targets))
+                if j == 0 and mn and "view_outs" in mn and type(node) is _COPY_SLICES:
+                    # The base changed in place after the call: this CopySlices sends on
+                    # the gradient of the base's value then.
+                    vos = mn["view_outs"]
+                    cuts += [(node, vo) for vo in vos if vo[2] == nr]
+                    mn["view_outs"] = [vo for vo in vos if vo[2] != nr]
                 if type(nxt) is not _ACCUMULATE_GRAD and id(nxt) not in seen:
                     todo.append(nxt)
         for node, j, rec, targets in found:
             rec.waiting += 1
             self._on_node(node, True, (rec, j, targets))
+        for node, (rec, k, _, geo, watch) in cuts:
+            if rec.done:
+                continue
+            rec.waiting += 1
+            self._on_node(node, True, (rec, 0, [("cut_out", k, geo)]))
+            entries = watch["entries"]
+            for i, e in enumerate(entries):
+                if e is watch["entry"] and not watch["reached"]:
+                    del entries[i]              # nothing read the view before the change
+                    rec.waiting -= 1
+                    break
         self._deferred = [r for r in pending if id(r) not in reached]
         for rec in pending:
             if id(rec) in reached and rec.waiting == 0:
@@ -572,6 +621,7 @@ class ModuleHooks:
             rec.done = True             # its hooks, still on nodes kept alive, do nothing
         self._backwards = {}
         self._deferred = []
+        self._view_recs = []
 
     # ---- op level ----------------------------------------------------------------------------
 
@@ -587,7 +637,7 @@ class ModuleHooks:
                 def call(*args, **kwargs):
                     cap.tree.resolve()  # the last forward op's graph nodes, before they run
                     cap.tree.begin_backward()
-                    if cap._deferred:
+                    if cap._deferred or cap._view_recs:
                         roots = args[0] if args else kwargs.get(
                             "tensors" if is_backward else "outputs")
                         cap._resolve_deferred(tensors_of(roots, []))

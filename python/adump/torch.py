@@ -238,6 +238,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self._backwards = {}
         self._ready = []                # ... complete, dumped at the next graph event
         self._deferred = []             # calls whose outputs' gradients backward finds
+        self._view_recs = []            # calls that returned views (_watch_views)
         self._meta_key = "adump.torch.%x" % id(self)   # its record in a graph node's metadata
         self._closed = 0                # module calls closed (walked) so far
         self._starts = 0                # module calls started so far

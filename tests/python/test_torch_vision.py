@@ -10,7 +10,8 @@ one training step each, against references made here with plain PyTorch (no adum
   gradient after the same step; checked where the next module or the parent changes the
   output in place (mobilenet_v3's Hardswish then Dropout(inplace=True), convnext's
   StochasticDepth then `result += input`) and where the module also uses what it returns
-  (lraspp's IntermediateLayerGetter);
+  (lraspp's IntermediateLayerGetter), and where the output is a view the next module changes
+  in place (raft_small's InstanceNorm2d then ReLU(inplace=True));
 - a module whose first child changes the module's input in place (efficientnet's classifier)
   keeps its forward entry, input as it was, on its first call;
 - dump.json has each module's parameters_grad just before its backward entry.
@@ -121,6 +122,18 @@ def leaf_reference(model, x, path, where):
     return (leaf.grad if leaf is not None else None), got["entry"]
 
 
+class Raft(torch.nn.Module):
+    """raft_small on a batch of two images: the flow from the first to the second (the
+    last of two updates)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x[:1], x[1:], num_flow_updates=2)[-1]
+
+
 class Vision(unittest.TestCase):
     def capture(self, model, x, tag):
         top = helpers.tmpdir(tag)
@@ -191,6 +204,23 @@ class Vision(unittest.TestCase):
         # The gradient from outside: the head's, not layer 4's whole gradient.
         self.assertFalse(torch.allclose(want, head))
         self.assertTrue(torch.allclose(low[0], head, rtol=1e-5, atol=1e-9))
+
+    def test_view_output_changed_in_place_by_the_next_module(self):
+        # raft_small's feature encoder: Conv2d, InstanceNorm2d, ReLU(inplace=True).
+        # instance_norm returns a view of its batch_norm's output; the ReLU's in-place
+        # change of a view rewrites the base's history, and the engine never runs the
+        # view's own node: the InstanceNorm's backward entry had no incoming gradient.
+        torch.manual_seed(0)
+        model = Raft(torchvision.models.optical_flow.raft_small())
+        x = torch.rand(2, 3, 128, 128, generator=torch.Generator().manual_seed(10)) * 2 - 1
+        data, tdir = self.capture(model, x, "vision-raft")
+        self.check_backward(data, tdir, model, x, "m.feature_encoder.convnormrelu.1",
+                            "Module.m.feature_encoder.convnormrelu.1.InstanceNorm2d.backward.0")
+        names = list(data)
+        self.assertLess(names.index("Module.m.feature_encoder.convnormrelu.1.InstanceNorm2d"
+                                    ".backward.0"),
+                        names.index("Module.m.feature_encoder.convnormrelu.0.Conv2d"
+                                    ".backward.0"), "backward entries in execution order")
 
     def test_first_child_changes_the_input_in_place(self):
         # efficientnet's classifier: Sequential(Dropout(p, inplace=True), Linear).
