@@ -17,6 +17,17 @@ without adump.torch, and for each capture:
 Levels: module (format="msprobe", parameters=True, content="stats") and op (content="stats").
 Prints one line per model and level, and exits 1 when any check fails.
 
+--checks picks what runs on each model (default: train, the above):
+  clean    two runs of the same program, captured alike, in both formats, at both levels, in
+           statistics and tensor mode (eight pairs): `adump compare --recursive` finds no
+           divergent tensor and exits 0;
+  perturb  a NaN in one weight, a 1e-3 relative noise on it (the middle Conv or Linear the
+           model calls), and its middle BatchNorm's running_var x4 (in eval mode, where it is
+           read), statistics mode, both formats and levels: compare's first divergence is the
+           module whose weight it is (or the BatchNorm) at module level, an op reading the
+           weight (an input row) or a batch_norm at op level; for the NaN, scan's origin is
+           the same module, or the same kind of op. Not on the detection models.
+
 --more checks 33 models beyond the 13: more classification models (inception_v3, maxvit_t,
 vgg, resnet50 and its kin, ...), detection in training mode with targets (Faster/Mask/
 Keypoint R-CNN, RetinaNet, FCOS, SSDlite: the loss is the sum of the model's loss dict),
@@ -193,23 +204,172 @@ def check_entries(top):
     return bad
 
 
+def capture_step(model, args, top, train=True, perturb=None, **kw):
+    """One step of a copy of @model (forward, and backward when @train) captured into @top,
+    after @perturb(copy) under no_grad."""
+    model = copy.deepcopy(model)
+    model.train(train)
+    if perturb is not None:
+        with torch.no_grad():
+            perturb(model)
+    shutil.rmtree(top, ignore_errors=True)
+    with adump.torch.capture(model, top, **kw) as cap:
+        torch.manual_seed(2)
+        out = model(*args)
+        if train:
+            loss_of(out).backward()
+        cap.step()
+    if cap.losses:
+        raise RuntimeError("%d losses: %s" % (len(cap.losses), cap.losses[:2]))
+
+
+def divergent_rows(summary):
+    rows = []
+    for pair in summary["pairs"]:
+        rows += ["%s %s: %s" % (r["TensorIndex"], r["verdict"], r["reason"])
+                 for r in adump.compare(pair["my"], pair["golden"])
+                 if r["verdict"] in ("warning", "error")]
+    return rows
+
+
+def check_clean(name, model, args, levels, out):
+    failed = 0
+    for fmt in ("msprobe", "cann"):
+        for level in levels:
+            for content in ("stats", "tensor"):
+                kw = dict(level=level, content=content, format=fmt, parameters=True)
+                a, b = os.path.join(out, "clean-a"), os.path.join(out, "clean-b")
+                t0 = time.perf_counter()
+                capture_step(model, args, a, **kw)
+                capture_step(model, args, b, **kw)
+                s = adump.compare(b, a, recursive=True).summary
+                bad = divergent_rows(s) if s["first_divergent"] is not None else []
+                if s["exit_code"] != 0:
+                    bad.insert(0, "compare exits %d" % s["exit_code"])
+                for d in (a, b):                # op-level tensors: gigabytes a run
+                    shutil.rmtree(d)
+                failed += bool(bad)
+                print("%-30s clean %-7s %-6s %-6s %s (%.1f s)%s" % (
+                    name, fmt, level, content, "FAIL" if bad else "ok",
+                    time.perf_counter() - t0, "".join("\n    " + b for b in bad[:8])),
+                      flush=True)
+    return failed
+
+
+def called_modules(model, args):
+    """The modules @model's forward calls (MultiheadAttention's out_proj is never called:
+    its weight is read by its parent)."""
+    model = copy.deepcopy(model)
+    called, handles = set(), []
+    for path, m in model.named_modules():
+        handles.append(m.register_forward_pre_hook(
+            lambda mod, a, path=path: called.add(path)))
+    torch.manual_seed(2)
+    with torch.no_grad():
+        model.eval()(*args)
+    return called
+
+
+def middle(model, kinds, called):
+    got = [(p, m) for p, m in model.named_modules()
+           if p in called and isinstance(m, kinds) and getattr(m, "weight", None) is not None]
+    return got[len(got) // 2] if got else (None, None)
+
+
+def check_perturb(name, model, args, levels, out):
+    called = called_modules(model, args)
+    wpath, wmod = middle(model, (torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Linear), called)
+    bpath, bmod = middle(model, (torch.nn.BatchNorm2d, torch.nn.BatchNorm3d), called)
+
+    def nan(m):
+        dict(m.named_modules())[wpath].weight.view(-1)[0] = float("nan")
+
+    def noise(m):
+        w = dict(m.named_modules())[wpath].weight
+        w.mul_(1 + 1e-3 * torch.randn(w.shape, generator=torch.Generator().manual_seed(7)))
+
+    def var4(m):
+        dict(m.named_modules())[bpath].running_var.mul_(4)
+
+    cases = [("nan", nan, wpath, wmod, True), ("noise", noise, wpath, wmod, True)]
+    if bmod is not None:
+        cases.append(("var_x4", var4, bpath, bmod, False))
+    failed = 0
+    for fmt in ("msprobe", "cann"):
+        for level in levels:
+            kw = dict(level=level, content="stats", format=fmt, parameters=True)
+            golden = {}
+            for case, fn, path, mod, train in cases:
+                if train not in golden:
+                    golden[train] = os.path.join(out, "perturb-golden-%d" % train)
+                    capture_step(model, args, golden[train], train, **kw)
+                my = os.path.join(out, "perturb-my")
+                capture_step(model, args, my, train, fn, **kw)
+                first = adump.compare(my, golden[train], recursive=True).summary
+                first = first["first_divergent"]
+                want = "Module.%s.%s.forward.0" % (path, type(mod).__name__)
+                bad = []
+                if first is None:
+                    bad.append("no divergence found")
+                elif level == "module" and first["op"].replace("_", ".") != \
+                        want.replace("_", "."):
+                    bad.append("first divergence %s, not %s" % (first["op"], want))
+                elif level == "op" and case == "var_x4" and "batch_norm" not in first["op"]:
+                    bad.append("first divergence %s, not a batch_norm" % first["op"])
+                elif level == "op" and case != "var_x4" and ":input:" not in first["tensor"]:
+                    bad.append("first divergence %s, not the weight an op reads" %
+                               first["tensor"])
+                if case == "nan":
+                    o = adump.scan(my).origin
+                    if o is None:
+                        bad.append("scan: no origin")
+                    elif level == "module" and o["op_name"].replace("_", ".") != \
+                            want.replace("_", "."):
+                        bad.append("scan origin %s, not %s" % (o["op_name"], want))
+                    elif first is not None and level == "op" and \
+                            o["op_name"].replace("_", ".") != first["op"].replace("_", "."):
+                        bad.append("scan origin %s, compare's first %s" % (o["op_name"],
+                                                                          first["op"]))
+                failed += bool(bad)
+                print("%-30s %-7s %-7s %-6s %s %s%s" % (
+                    name, case, fmt, level, "FAIL" if bad else "ok",
+                    first["op"] if first else None, "".join("\n    " + b for b in bad)),
+                      flush=True)
+                shutil.rmtree(my)
+            for d in golden.values():
+                shutil.rmtree(d)
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=None)
     ap.add_argument("--more", action="store_true", help="the 33 models beyond issue 31's")
     ap.add_argument("--levels", default="module,op")
+    ap.add_argument("--checks", default="train", help="train, clean, perturb (comma-separated)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     torch.set_num_threads(1)
     out = a.out or tempfile.mkdtemp(prefix="adump-vision-")
     failed = 0
     names = a.models.split(",") if a.models else list(MORE if a.more else MODELS)
+    checks = a.checks.split(",")
+    for c in checks:
+        if c not in ("train", "clean", "perturb"):
+            ap.error("unknown check %r" % c)
     for name in names:
         if name not in MODELS and name not in MORE:
             ap.error("unknown model %r" % name)
         model, x = build(name)
+        levels = a.levels.split(",")
+        if "clean" in checks:
+            failed += check_clean(name, model, x, levels, out)
+        if "perturb" in checks and not name.startswith(DETECTION):
+            failed += check_perturb(name, model, x, levels, out)
+        if "train" not in checks:
+            continue
         ref = one_step(model, x)
-        for level in a.levels.split(","):
+        for level in levels:
             top = os.path.join(out, "%s-%s" % (name, level))
             shutil.rmtree(top, ignore_errors=True)
             kw = dict(level=level, content="stats")
