@@ -208,6 +208,7 @@ static PyObject *py_compare(PyObject *self, PyObject *args)
 	if (ret == 0)
 		ret = adump_compare_run(c);
 	Py_END_ALLOW_THREADS
+	pyadump_log_drain();         /* its lines now, not at the next session */
 	if (ret < 0) {
 		pyadump_raise(ret, msg, NULL);
 		goto out;

@@ -6,8 +6,8 @@
  * Log lines come from any thread, workers included, often while the caller holds adump
  * locks; taking the GIL there could deadlock against a Python thread that holds the GIL
  * and waits for such a lock. So the sink only queues the line (bounded; the excess is
- * counted and reported as one line) and every call that holds the GIL hands the queue to
- * the Python callable (pyadump_log_drain()). */
+ * counted and reported as one line, at the level of the most severe line lost) and every
+ * call that holds the GIL hands the queue to the Python callable (pyadump_log_drain()). */
 #include "pyadump_int.h"
 
 #include <pthread.h>
@@ -33,6 +33,7 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct log_line *log_head, **log_tail = &log_head;
 static unsigned log_count;
 static unsigned long log_lost;
+static int log_lost_level;              /* the most severe level among the lines lost */
 static int log_min_level = ADUMP_LOG_INFO;
 static PyObject *log_callable;          /* callable(level, module, message); GIL held */
 
@@ -70,6 +71,8 @@ static void log_sink(enum adump_log_level level, const char *module, const char 
 	l = malloc(sizeof(*l) + len + 1);
 	pthread_mutex_lock(&log_lock);
 	if (!l || log_count >= LOG_QUEUE_MAX) {
+		if (!log_lost || (int)level > log_lost_level)
+			log_lost_level = (int)level;
 		log_lost++;
 		pthread_mutex_unlock(&log_lock);
 		free(l);
@@ -89,11 +92,13 @@ void pyadump_log_drain(void)
 {
 	struct log_line *l;
 	unsigned long lost;
+	int lost_level;
 	PyObject *type, *value, *tb;
 
 	pthread_mutex_lock(&log_lock);
 	l = log_head;
 	lost = log_lost;
+	lost_level = log_lost_level;
 	log_head = NULL;
 	log_tail = &log_head;
 	log_count = 0;
@@ -118,8 +123,14 @@ void pyadump_log_drain(void)
 		l = next;
 	}
 	if (lost && log_callable) {
-		PyObject *r = PyObject_CallFunction(log_callable, "iss", ADUMP_LOG_WARN, "python",
-						    "log lines lost (queue full)");
+		char text[96];
+		PyObject *r;
+
+		/* INFO lines lost in a burst (a compare's "There is no input" per op) are no
+		 * warning. */
+		snprintf(text, sizeof(text), "%lu log line%s lost (queue full)", lost,
+			 lost == 1 ? "" : "s");
+		r = PyObject_CallFunction(log_callable, "iss", lost_level, "python", text);
 
 		if (!r)
 			PyErr_WriteUnraisable(log_callable);

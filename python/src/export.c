@@ -27,6 +27,7 @@ static PyObject *py_export_msprobe(PyObject *self, PyObject *args, PyObject *kw)
 	n = adump_export_msprobe(PyBytes_AsString(src_b), PyBytes_AsString(out_b), flags, msg,
 				 sizeof(msg));
 	Py_END_ALLOW_THREADS
+	pyadump_log_drain();
 	if (n < 0)
 		pyadump_raise((int)n, msg, PyBytes_AsString(src_b));
 	else

@@ -35,6 +35,7 @@ static PyObject *py_report(PyObject *self, PyObject *args)
 		adump_report_destroy(r);
 	}
 	Py_END_ALLOW_THREADS
+	pyadump_log_drain();
 	if (ret < 0) {
 		pyadump_raise(ret, msg[0] ? msg : NULL, NULL);
 		goto fail;

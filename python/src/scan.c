@@ -36,6 +36,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args)
 	if (ret == 0)
 		ret = adump_scan_run(s);
 	Py_END_ALLOW_THREADS
+	pyadump_log_drain();         /* its lines now, not at the next session */
 	if (ret < 0) {
 		pyadump_raise(ret, msg[0] ? msg : NULL, NULL);
 		goto out;

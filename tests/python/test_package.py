@@ -72,6 +72,26 @@ class Config(unittest.TestCase):
         self.assertIn("cannot create", "\n".join(logs.output))
         self.assertIn(blocker, cm.exception.filename)
 
+    def test_compare_lines_come_with_the_compare(self):
+        # 300 ops without inputs: compare says "There is no input" of each at INFO, more
+        # than the queue holds. They reach logging during the call, and the lines lost
+        # past the queue are reported at INFO, no warning.
+        sides = []
+        for side in ("my", "golden"):
+            top = os.path.join(self.top, side)
+            with adump.Session(top) as s:
+                st = s.stream()
+                for i in range(300):
+                    st.dump("Relu", "relu%d" % i, outputs=[np.full(4, i, np.float32)])
+            sides.append(top)
+        with self.assertLogs("adump", level="INFO") as logs:
+            adump.compare(*sides, recursive=True)
+        text = "\n".join(logs.output)
+        self.assertIn("There is no input", text)
+        self.assertEqual([r.getMessage() for r in logs.records
+                          if r.levelno >= logging.WARNING], [])
+        self.assertIn("lines lost (queue full)", text)
+
 
 class Reading(unittest.TestCase):
     def test_walk_holds_no_descriptor(self):
