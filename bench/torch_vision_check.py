@@ -20,7 +20,9 @@ Prints one line per model and level, and exits 1 when any check fails.
 --checks picks what runs on each model (default: train, the above):
   clean    two runs of the same program, captured alike, in both formats, at both levels, in
            statistics and tensor mode (eight pairs): `adump compare --recursive` finds no
-           divergent tensor and exits 0;
+           divergent tensor and exits 0 (--clean-threads N: the second run on N intra-op
+           threads, float32 sums in another order; README "Verdicts" says which models
+           pass that);
   perturb  a NaN in one weight, a 1e-3 relative noise on it (the middle Conv or Linear the
            model calls), and its middle BatchNorm's running_var x4 (in eval mode, where it is
            read), statistics mode, both formats and levels: compare's first divergence is the
@@ -204,9 +206,10 @@ def check_entries(top):
     return bad
 
 
-def capture_step(model, args, top, train=True, perturb=None, **kw):
-    """One step of a copy of @model (forward, and backward when @train) captured into @top,
-    after @perturb(copy) under no_grad."""
+def capture_step(model, args, top, train=True, perturb=None, threads=1, **kw):
+    """One step of a copy of @model (forward, and backward when @train) on @threads intra-op
+    threads, captured into @top, after @perturb(copy) under no_grad."""
+    torch.set_num_threads(threads)
     model = copy.deepcopy(model)
     model.train(train)
     if perturb is not None:
@@ -219,6 +222,7 @@ def capture_step(model, args, top, train=True, perturb=None, **kw):
         if train:
             loss_of(out).backward()
         cap.step()
+    torch.set_num_threads(1)
     if cap.losses:
         raise RuntimeError("%d losses: %s" % (len(cap.losses), cap.losses[:2]))
 
@@ -232,7 +236,7 @@ def divergent_rows(summary):
     return rows
 
 
-def check_clean(name, model, args, levels, out):
+def check_clean(name, model, args, levels, out, threads):
     failed = 0
     for fmt in ("msprobe", "cann"):
         for level in levels:
@@ -241,7 +245,7 @@ def check_clean(name, model, args, levels, out):
                 a, b = os.path.join(out, "clean-a"), os.path.join(out, "clean-b")
                 t0 = time.perf_counter()
                 capture_step(model, args, a, **kw)
-                capture_step(model, args, b, **kw)
+                capture_step(model, args, b, threads=threads, **kw)
                 s = adump.compare(b, a, recursive=True).summary
                 bad = divergent_rows(s) if s["first_divergent"] is not None else []
                 if s["exit_code"] != 0:
@@ -347,6 +351,8 @@ def main():
     ap.add_argument("--more", action="store_true", help="the 33 models beyond issue 31's")
     ap.add_argument("--levels", default="module,op")
     ap.add_argument("--checks", default="train", help="train, clean, perturb (comma-separated)")
+    ap.add_argument("--clean-threads", type=int, default=1,
+                    help="intra-op threads of clean's second run")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -363,7 +369,7 @@ def main():
         model, x = build(name)
         levels = a.levels.split(",")
         if "clean" in checks:
-            failed += check_clean(name, model, x, levels, out)
+            failed += check_clean(name, model, x, levels, out, a.clean_threads)
         if "perturb" in checks and not name.startswith(DETECTION):
             failed += check_perturb(name, model, x, levels, out)
         if "train" not in checks:
