@@ -210,20 +210,22 @@ def check_entries(top):
 def capture_step(model, args, top, train=True, perturb=None, threads=1, **kw):
     """One step of a copy of @model (forward, and backward when @train) on @threads intra-op
     threads, captured into @top, after @perturb(copy) under no_grad."""
-    torch.set_num_threads(threads)
     model = copy.deepcopy(model)
     model.train(train)
     if perturb is not None:
         with torch.no_grad():
             perturb(model)
     shutil.rmtree(top, ignore_errors=True)
-    with adump.torch.capture(model, top, **kw) as cap:
-        torch.manual_seed(2)
-        out = model(*args)
-        if train:
-            loss_of(out).backward()
-        cap.step()
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
+    try:
+        with adump.torch.capture(model, top, **kw) as cap:
+            torch.manual_seed(2)
+            out = model(*args)
+            if train:
+                loss_of(out).backward()
+            cap.step()
+    finally:
+        torch.set_num_threads(1)        # main()'s, whatever happened
     if cap.losses:
         raise RuntimeError("%d losses: %s" % (len(cap.losses), cap.losses[:2]))
 
