@@ -5,7 +5,10 @@
  * dump_path becomes the same path under the window's root, the session directory becomes
  * <root>/<time_dir>. The files, names and bytes are what a tensor capture of those steps
  * would have written (the same output modules write them); trigger.json goes beside them,
- * into every directory the window wrote to, once they are written. */
+ * into every directory the window wrote to, once they are written. A producer directory
+ * outside dump_path becomes its last component under the root; two such directories with one
+ * last component (or one that is another directory's name there) are told apart by a suffix,
+ * "<name>.2", "<name>.3", in the order the window holds them, never merged. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +57,9 @@ struct persist {
 	unsigned dir_count;
 	uint64_t *steps;                /* the steps written, in order */
 	unsigned step_count;
+	const struct window_dir **names_of;     /* each producer directory held ... */
+	char **names;                   /* ... and its path under the root */
+	unsigned name_count;
 	const void **data;              /* per tensor of the entry being posted */
 	uint32_t data_cap;
 	int error;
@@ -129,17 +135,95 @@ static int make_root(struct persist *p, uint64_t step)
 	return -EEXIST;
 }
 
-/* The persist session's directory for a producer directory @dir of the window session:
- * the same path under the root (its last component if it is outside dump_path). */
-static const char *relative(struct adump_window *win, const char *dir)
+/* @dir's path under dump_path, or NULL if it is outside. */
+static const char *inside(const struct adump_window *win, const char *dir)
 {
-	const char *base = win->s->dump_path, *slash;
+	const char *base = win->s->dump_path;
 	size_t len = strlen(base);
 
-	if (!strncmp(dir, base, len) && dir[len] == '/' && dir[len + 1])
-		return dir + len + 1;
-	slash = strrchr(dir, '/');
-	return slash && slash[1] ? slash + 1 : dir;
+	return !strncmp(dir, base, len) && dir[len] == '/' && dir[len + 1] ? dir + len + 1 : NULL;
+}
+
+static bool is_name_taken(const struct persist *p, const char *name)
+{
+	if (!strcmp(name, p->win->time_dir))
+		return true;            /* the session directory's */
+	for (unsigned i = 0; i < p->name_count; i++)
+		if (p->names[i] && !strcmp(p->names[i], name))
+			return true;
+	return false;
+}
+
+static int name_add(struct persist *p, const struct window_dir *d, char *name)
+{
+	const struct window_dir **of;
+	char **names;
+
+	if (!name)
+		return -ENOMEM;
+	of = realloc(p->names_of, (p->name_count + 1) * sizeof(*of));
+	if (of)
+		p->names_of = of;
+	names = of ? realloc(p->names, (p->name_count + 1) * sizeof(*names)) : NULL;
+	if (!names) {
+		free(name);
+		return -ENOMEM;
+	}
+	p->names = names;
+	p->names_of[p->name_count] = d;
+	p->names[p->name_count++] = name;
+	return 0;
+}
+
+/* Every producer directory the window holds gets its path under the root (win->lock held):
+ * those under dump_path first, the same relative path; then the others, in the order the
+ * window holds them, their last component, with the first free suffix if that is taken. */
+static int name_dirs(struct persist *p)
+{
+	struct adump_window *win = p->win;
+	int ret = 0;
+
+	for (int pass = 0; pass < 2 && ret == 0; pass++) {
+		uint64_t off = win->head;
+		struct window_entry *e;
+
+		while (ret == 0 && (e = adump_window_next(win, &off))) {
+			const char *rel, *slash, *last;
+			bool is_named = false;
+			char *name;
+
+			if (!e->dir)
+				continue;
+			for (unsigned i = 0; i < p->name_count && !is_named; i++)
+				is_named = p->names_of[i] == e->dir;
+			rel = inside(win, e->dir->path);
+			if (is_named || (pass == 0) != (rel != NULL))
+				continue;
+			if (rel) {
+				ret = name_add(p, e->dir, strdup(rel));
+				continue;
+			}
+			slash = strrchr(e->dir->path, '/');
+			last = slash && slash[1] ? slash + 1 : e->dir->path;
+			name = strdup(last);
+			for (unsigned n = 2; name && is_name_taken(p, name); n++) {
+				free(name);
+				if (asprintf(&name, "%s.%u", last, n) < 0)
+					name = NULL;
+			}
+			ret = name_add(p, e->dir, name);
+		}
+	}
+	return ret;
+}
+
+/* The persist session's directory for producer directory @d (name_dirs()). */
+static const char *relative(const struct persist *p, const struct window_dir *d)
+{
+	for (unsigned i = 0; i < p->name_count; i++)
+		if (p->names_of[i] == d)
+			return p->names[i];
+	return NULL;
 }
 
 /* The replay writes into @e's directory from now on. Return: its absolute path in *@abs
@@ -150,9 +234,11 @@ static int switch_dir(struct persist *p, const struct window_entry *e, char **ab
 	char *to = NULL;
 	int ret = 0;
 
-	if (e->dir)
-		ret = adump_session_stream_dir(ps, relative(p->win, e->dir->path),
-					       e->op.device_id, &to);
+	if (e->dir) {
+		const char *name = relative(p, e->dir);
+
+		ret = name ? adump_session_stream_dir(ps, name, e->op.device_id, &to) : -ENOMEM;
+	}
 	if (ret == 0)
 		ret = add_dir(p, to ? to : adump_session_dir(ps));
 	if (ret == 0)
@@ -362,6 +448,10 @@ int adump_window_write(struct adump_window *win, const struct window_trigger *t)
 	if (ret == 0)
 		ret = adump_session_attach_producer(p.ps, &p.rp, adump_stream_id_next(), &replay_ops);
 	if (ret == 0) {
+		ret = name_dirs(&p);
+		set_error(&p, ret);
+	}
+	if (ret == 0) {
 		replay_all(&p);
 		ret = adump_session_detach_producer(p.ps, &p.rp);
 		set_error(&p, ret);
@@ -399,6 +489,10 @@ int adump_window_write(struct adump_window *win, const struct window_trigger *t)
 	for (unsigned i = 0; i < p.dir_count; i++)
 		free(p.dirs[i]);
 	free(p.dirs);
+	for (unsigned i = 0; i < p.name_count; i++)
+		free(p.names[i]);
+	free(p.names);
+	free(p.names_of);
 	free(p.steps);
 	free(p.data);
 	free(p.root);

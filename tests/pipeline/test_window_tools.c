@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Window mode's output elsewhere and read back (issue 32): the callback sink delivers the
  * files the file sink writes, byte for byte; `adump verify`, `scan` and `compare` on a
- * persisted window (CANN and msprobe, with and without a directory per step). */
+ * persisted window (CANN and msprobe, with and without a directory per step); producer
+ * directories outside dump_path kept apart in a window. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "adump/adump.h"
+#include "adump/host.h"
 #include "capture_helpers.h"
 #include "helpers.h"
 #include "window_helpers.h"
@@ -314,11 +317,98 @@ START_TEST(test_verify_scan_msprobe)
 }
 END_TEST
 
+/* ---- producer directories outside dump_path ------------------------------------------------- */
+
+/* The files in @dir (CANN: <dir>/0/<file>); the first one's bytes in @first (malloc'd). */
+static unsigned dir_files(const char *dir, unsigned char **first, size_t *first_len)
+{
+	char sub[4200], path[8400];
+	unsigned n = 0;
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(sub, sizeof(sub), "%s/0", dir);
+	d = opendir(sub);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "trigger.json"))
+			continue;
+		if (n++ == 0) {
+			snprintf(path, sizeof(path), "%s/%s", sub, de->d_name);
+			*first = t_read_file(path, first_len);
+			ck_assert_ptr_nonnull(*first);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* Two streams writing to <tmp>/a/x and <tmp>/b/x, outside dump_path <tmp>/dump: a persisted
+ * window holds them as x and x.2 (in the order the window holds them), one file each with
+ * its own stream's bytes; before, both went into x. */
+START_TEST(test_outside_dirs_kept_apart)
+{
+	char *tmp = t_tmpdir("wout");
+	char dump[4200], dirs[2][4200], got[4200];
+	static float data[2][1024];
+	struct adump_config cfg;
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs[2];
+	struct adump_window_info info;
+
+	ck_assert_ptr_nonnull(tmp);
+	snprintf(dump, sizeof(dump), "%s/dump", tmp);
+	ck_assert_int_eq(mkdir(dump, 0750), 0);
+	cfg = tw_window_config(dump, ADUMP_OUTPUT_CANN, 2);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	for (unsigned j = 0; j < 2; j++) {
+		struct adump_host_stream_config hcfg = ADUMP_HOST_STREAM_CONFIG_INIT;
+		struct adump_host_tensor t = { .data = data[j], .bytes = sizeof(data[j]),
+					       .dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+					       .dims = { 1024 } };
+		struct adump_host_op op = ADUMP_HOST_OP_INIT;
+
+		for (unsigned i = 0; i < 1024; i++)
+			data[j][i] = (float)(j + 1) * 0.5f + (float)i;
+		snprintf(dirs[j], sizeof(dirs[j]), "%s/%c/x", tmp, "ab"[j]);
+		ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &hs[j]), 0);
+		ck_assert_int_eq(adump_host_stream_set_dir(hs[j], dirs[j]), 0);
+		op.op_type = "Add";
+		op.op_name = "layer.add";
+		op.outputs = &t;
+		op.output_count = 1;
+		op.timestamp_us = T0 + j;
+		ck_assert_int_eq(adump_host_dump_op(hs[j], &op, NULL), 0);
+		ck_assert_int_eq(adump_host_stream_sync(hs[j]), 0);
+	}
+	ck_assert_int_eq(adump_session_persist(s, "test"), 0);
+	ck_assert_int_eq(adump_session_step(s), 0);
+	tw_wait_persists(s, 1, &info);
+	for (unsigned j = 0; j < 2; j++)
+		ck_assert_int_eq(adump_host_stream_close(hs[j]), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	for (unsigned j = 0; j < 2; j++) {
+		unsigned char *bytes = NULL;
+		size_t len = 0;
+
+		snprintf(got, sizeof(got), "%s/window-0/%s", dump, j ? "x.2" : "x");
+		ck_assert_uint_eq(dir_files(got, &bytes, &len), 1);
+		ck_assert_uint_gt(len, sizeof(data[j]));
+		ck_assert_int_eq(memcmp(bytes + len - sizeof(data[j]), data[j], sizeof(data[j])), 0);
+		free(bytes);
+	}
+	t_rmtree(tmp);
+	free(tmp);
+}
+END_TEST
+
 static Suite *window_tools_suite(void)
 {
 	Suite *s = suite_create("window_tools");
 	TCase *cb = tcase_create("callback");
 	TCase *tools = tcase_create("tools");
+	TCase *dirs = tcase_create("dirs");
 
 	tcase_set_timeout(cb, 120);
 	tcase_add_test(cb, test_callback_sink);
@@ -328,6 +418,9 @@ static Suite *window_tools_suite(void)
 	tcase_add_test(tools, test_verify_scan_cann);
 	tcase_add_test(tools, test_verify_scan_msprobe);
 	suite_add_tcase(s, tools);
+	tcase_set_timeout(dirs, 60);
+	tcase_add_test(dirs, test_outside_dirs_kept_apart);
+	suite_add_tcase(s, dirs);
 	return s;
 }
 
