@@ -98,7 +98,6 @@ static bool evict_before(struct adump_window *win, uint64_t before)
 		if (e->step >= before || e->state == ENTRY_FILLING)
 			break;
 		win->head = off;
-		win->held_dumps--;
 		dir_unref(win, e->dir);
 		any = true;
 	}
@@ -167,7 +166,6 @@ static void release_all(struct adump_window *win)
 	while ((e = adump_window_next(win, &off)))
 		dir_unref(win, e->dir);
 	win->head = win->tail = 0;
-	win->held_dumps = 0;
 	win->lost_unlisted = 0;
 }
 
@@ -225,7 +223,6 @@ static struct window_entry *entry_make(struct adump_window *win, const struct ad
 	e->payload_bytes = rec->payload_bytes;
 	e->payload = is_stub ? NULL : (unsigned char *)e + meta;
 	adump_op_copy(&e->op, &rec->op, (unsigned char *)e + HDR);
-	win->held_dumps++;
 	if (rec->dir && !e->dir)
 		e->state = ENTRY_FAILED, e->error = -ENOMEM;
 	pthread_mutex_unlock(&win->lock);
@@ -590,11 +587,15 @@ int adump_session_window(struct adump_session *s, struct adump_window_info *out)
 	out->step = win->step;
 	off = win->head;
 	while ((e = adump_window_next(win, &off))) {
+		/* Written by a persist while another entry was filling: no longer held for a
+		 * next window, though its bytes stay in the arena until evicted (held_bytes). */
+		if (e->state == ENTRY_DONE)
+			continue;
 		if (e->step != last)
 			out->held_steps++;
 		last = e->step;
+		out->held_dumps++;
 	}
-	out->held_dumps = win->held_dumps;
 	out->held_bytes = win->tail - win->head;
 	out->lost_dumps = win->lost_dumps;
 	out->persists = win->persists;

@@ -85,7 +85,6 @@ struct adump_window {
 	uint64_t touched;               /* the arena's bytes used so far, from its start */
 	uint64_t step;
 	unsigned steps;                 /* window_steps */
-	uint64_t held_dumps;
 	uint64_t lost_dumps;            /* since start */
 	/* Dumps of step unlisted_step that not even a stub fitted: when that happens every older
 	 * step is gone already, so they are of one step, counted until it goes. */

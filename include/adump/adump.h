@@ -386,9 +386,11 @@ ADUMP_API const char *adump_session_dir(const struct adump_session *s);
 /* What the window of a window-mode session holds and has done (adump_session_window()). */
 struct adump_window_info {
 	uint64_t step;                  /* the current step (adump_session_step() counts) */
-	unsigned held_steps;            /* steps with tensors in memory, the current included */
+	/* Steps and dumps the next window would write, the current step included (not those a
+	 * persist wrote while a dump was still coming in: they wait in memory to be evicted). */
+	unsigned held_steps;
 	uint64_t held_dumps;
-	uint64_t held_bytes;            /* of window_bytes: tensors and descriptions */
+	uint64_t held_bytes;            /* of window_bytes in use: tensors and descriptions */
 	/* Dumps of the current step the window could not hold (the step alone is larger than
 	 * the window): a persisted window lists them as lost, cause window_full. Since start. */
 	uint64_t lost_dumps;

@@ -175,6 +175,9 @@ START_TEST(test_signal_while_a_file_is_written)
 	pthread_mutex_unlock(&hold_lock);
 	ck_assert_int_eq(raise(SIGUSR1), 0);
 	tw_wait_persists(s, 1, &info);
+	/* Written: step 0 and op 0 of step 1. Held: op 1, still coming in. */
+	ck_assert_uint_eq(info.held_dumps, 1);
+	ck_assert_uint_eq(info.held_steps, 1);
 	pthread_mutex_lock(&hold_lock);
 	hold_state = 2;
 	pthread_cond_broadcast(&hold_cond);
