@@ -57,8 +57,10 @@ struct persist {
 	unsigned dir_count;
 	uint64_t *steps;                /* the steps written, in order */
 	unsigned step_count;
-	const struct window_dir **names_of;     /* each producer directory held ... */
-	char **names;                   /* ... and its path under the root */
+	struct dir_name {
+		const struct window_dir *dir;   /* a producer directory held ... */
+		char *name;                     /* ... and its path under the root */
+	} *names;
 	unsigned name_count;
 	const void **data;              /* per tensor of the entry being posted */
 	uint32_t data_cap;
@@ -149,29 +151,22 @@ static bool is_name_taken(const struct persist *p, const char *name)
 	if (!strcmp(name, p->win->time_dir))
 		return true;            /* the session directory's */
 	for (unsigned i = 0; i < p->name_count; i++)
-		if (p->names[i] && !strcmp(p->names[i], name))
+		if (!strcmp(p->names[i].name, name))
 			return true;
 	return false;
 }
 
 static int name_add(struct persist *p, const struct window_dir *d, char *name)
 {
-	const struct window_dir **of;
-	char **names;
+	struct dir_name *names = name ? realloc(p->names, (p->name_count + 1) * sizeof(*names)) :
+				 NULL;
 
-	if (!name)
-		return -ENOMEM;
-	of = realloc(p->names_of, (p->name_count + 1) * sizeof(*of));
-	if (of)
-		p->names_of = of;
-	names = of ? realloc(p->names, (p->name_count + 1) * sizeof(*names)) : NULL;
 	if (!names) {
 		free(name);
 		return -ENOMEM;
 	}
 	p->names = names;
-	p->names_of[p->name_count] = d;
-	p->names[p->name_count++] = name;
+	p->names[p->name_count++] = (struct dir_name){ .dir = d, .name = name };
 	return 0;
 }
 
@@ -195,7 +190,7 @@ static int name_dirs(struct persist *p)
 			if (!e->dir)
 				continue;
 			for (unsigned i = 0; i < p->name_count && !is_named; i++)
-				is_named = p->names_of[i] == e->dir;
+				is_named = p->names[i].dir == e->dir;
 			rel = inside(win, e->dir->path);
 			if (is_named || (pass == 0) != (rel != NULL))
 				continue;
@@ -221,8 +216,8 @@ static int name_dirs(struct persist *p)
 static const char *relative(const struct persist *p, const struct window_dir *d)
 {
 	for (unsigned i = 0; i < p->name_count; i++)
-		if (p->names_of[i] == d)
-			return p->names[i];
+		if (p->names[i].dir == d)
+			return p->names[i].name;
 	return NULL;
 }
 
@@ -490,9 +485,8 @@ int adump_window_write(struct adump_window *win, const struct window_trigger *t)
 		free(p.dirs[i]);
 	free(p.dirs);
 	for (unsigned i = 0; i < p.name_count; i++)
-		free(p.names[i]);
+		free(p.names[i].name);
 	free(p.names);
-	free(p.names_of);
 	free(p.steps);
 	free(p.data);
 	free(p.root);

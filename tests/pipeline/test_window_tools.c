@@ -3,7 +3,6 @@
  * files the file sink writes, byte for byte; `adump verify`, `scan` and `compare` on a
  * persisted window (CANN and msprobe, with and without a directory per step); producer
  * directories outside dump_path kept apart in a window. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -319,28 +318,25 @@ END_TEST
 
 /* ---- producer directories outside dump_path ------------------------------------------------- */
 
-/* The files in @dir (CANN: <dir>/0/<file>); the first one's bytes in @first (malloc'd). */
+/* The dump files in @dir (CANN: <dir>/0/<file>; trigger.json beside them), the first one's
+ * bytes in @first (malloc'd). */
 static unsigned dir_files(const char *dir, unsigned char **first, size_t *first_len)
 {
-	char sub[4200], path[8400];
+	char path[8400];
+	size_t count;
+	char **files = t_list_files(dir, &count);
 	unsigned n = 0;
-	DIR *d;
-	struct dirent *de;
 
-	snprintf(sub, sizeof(sub), "%s/0", dir);
-	d = opendir(sub);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "trigger.json"))
+	for (size_t i = 0; i < count; i++) {
+		if (strncmp(files[i], "0/", 2) != 0)
 			continue;
 		if (n++ == 0) {
-			snprintf(path, sizeof(path), "%s/%s", sub, de->d_name);
+			snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 			*first = t_read_file(path, first_len);
 			ck_assert_ptr_nonnull(*first);
 		}
 	}
-	closedir(d);
+	t_free_list(files, count);
 	return n;
 }
 
