@@ -6,9 +6,10 @@
  * <root>/<time_dir>. The files, names and bytes are what a tensor capture of those steps
  * would have written (the same output modules write them); trigger.json goes beside them,
  * into every directory the window wrote to, once they are written. A producer directory
- * outside dump_path becomes its last component under the root; two such directories with one
- * last component (or one that is another directory's name there) are told apart by a suffix,
- * "<name>.2", "<name>.3", in the order the window holds them, never merged. */
+ * outside dump_path (or climbing out of it with "..") becomes its last component under the
+ * root ("dir" for "/"); two such directories with one last component (or one that is another
+ * directory's name there) are told apart by a suffix, "<name>.2", "<name>.3", in the order
+ * the window holds them, never merged. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,13 +138,35 @@ static int make_root(struct persist *p, uint64_t step)
 	return -EEXIST;
 }
 
-/* @dir's path under dump_path, or NULL if it is outside. */
+/* @dir's path under dump_path, or NULL if it is outside or climbs out of it (a ".."
+ * component: under the root it would climb out of the window). */
 static const char *inside(const struct adump_window *win, const char *dir)
 {
-	const char *base = win->s->dump_path;
+	const char *base = win->s->dump_path, *rel, *c;
 	size_t len = strlen(base);
 
-	return !strncmp(dir, base, len) && dir[len] == '/' && dir[len + 1] ? dir + len + 1 : NULL;
+	if (strncmp(dir, base, len) || dir[len] != '/' || !dir[len + 1])
+		return NULL;
+	rel = dir + len + 1;
+	for (c = rel; (c = strstr(c, "..")); c += 2)
+		if ((c == rel || c[-1] == '/') && (!c[2] || c[2] == '/'))
+			return NULL;
+	return rel;
+}
+
+/* @path's last component, trailing slashes left out (malloc'd); "dir" where it has none
+ * that names a directory under the root ("/", ".", ".."). */
+static char *last_component(const char *path)
+{
+	size_t end = strlen(path), start;
+
+	while (end && path[end - 1] == '/')
+		end--;
+	for (start = end; start && path[start - 1] != '/'; start--)
+		;
+	if (end == start || (end - start <= 2 && !strncmp(path + start, "..", end - start)))
+		return strdup("dir");
+	return strndup(path + start, end - start);
 }
 
 static bool is_name_taken(const struct persist *p, const char *name)
@@ -183,9 +206,9 @@ static int name_dirs(struct persist *p)
 		struct window_entry *e;
 
 		while (ret == 0 && (e = adump_window_next(win, &off))) {
-			const char *rel, *slash, *last;
+			const char *rel;
 			bool is_named = false;
-			char *name;
+			char *last, *name;
 
 			if (!e->dir)
 				continue;
@@ -198,14 +221,14 @@ static int name_dirs(struct persist *p)
 				ret = name_add(p, e->dir, strdup(rel));
 				continue;
 			}
-			slash = strrchr(e->dir->path, '/');
-			last = slash && slash[1] ? slash + 1 : e->dir->path;
-			name = strdup(last);
+			last = last_component(e->dir->path);
+			name = last ? strdup(last) : NULL;
 			for (unsigned n = 2; name && is_name_taken(p, name); n++) {
 				free(name);
 				if (asprintf(&name, "%s.%u", last, n) < 0)
 					name = NULL;
 			}
+			free(last);
 			ret = name_add(p, e->dir, name);
 		}
 	}

@@ -340,25 +340,29 @@ static unsigned dir_files(const char *dir, unsigned char **first, size_t *first_
 	return n;
 }
 
-/* Two streams writing to <tmp>/a/x and <tmp>/b/x, outside dump_path <tmp>/dump: a persisted
- * window holds them as x and x.2 (in the order the window holds them), one file each with
- * its own stream's bytes; before, both went into x. */
-START_TEST(test_outside_dirs_kept_apart)
+#define DIR_STREAMS 3
+
+/* Streams writing one dump each to @dirs[j] (under <tmp>; "@" there stands for dump_path
+ * <tmp>/dump), in that order, and a window persisted: it holds stream j's dump, alone and
+ * with its bytes, in window-0/@want[j]. */
+static void persist_dirs(const char *const *dirs, const char *const *want, unsigned count)
 {
 	char *tmp = t_tmpdir("wout");
-	char dump[4200], dirs[2][4200], got[4200];
-	static float data[2][1024];
+	char dump[4200], dir[4200], got[4200];
+	static float data[DIR_STREAMS][1024];
 	struct adump_config cfg;
 	struct adump_session *s = NULL;
-	struct adump_host_stream *hs[2];
+	struct adump_host_stream *hs[DIR_STREAMS];
 	struct adump_window_info info;
 
 	ck_assert_ptr_nonnull(tmp);
+	ck_assert_uint_le(count, DIR_STREAMS);
 	snprintf(dump, sizeof(dump), "%s/dump", tmp);
 	ck_assert_int_eq(mkdir(dump, 0750), 0);
 	cfg = tw_window_config(dump, ADUMP_OUTPUT_CANN, 2);
+	cfg.stream_max = DIR_STREAMS;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
-	for (unsigned j = 0; j < 2; j++) {
+	for (unsigned j = 0; j < count; j++) {
 		struct adump_host_stream_config hcfg = ADUMP_HOST_STREAM_CONFIG_INIT;
 		struct adump_host_tensor t = { .data = data[j], .bytes = sizeof(data[j]),
 					       .dtype = ADUMP_DT_FLOAT, .dim_count = 1,
@@ -367,9 +371,12 @@ START_TEST(test_outside_dirs_kept_apart)
 
 		for (unsigned i = 0; i < 1024; i++)
 			data[j][i] = (float)(j + 1) * 0.5f + (float)i;
-		snprintf(dirs[j], sizeof(dirs[j]), "%s/%c/x", tmp, "ab"[j]);
+		if (dirs[j][0] == '@')
+			snprintf(dir, sizeof(dir), "%s%s", dump, dirs[j] + 1);
+		else
+			snprintf(dir, sizeof(dir), "%s/%s", tmp, dirs[j]);
 		ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &hs[j]), 0);
-		ck_assert_int_eq(adump_host_stream_set_dir(hs[j], dirs[j]), 0);
+		ck_assert_int_eq(adump_host_stream_set_dir(hs[j], dir), 0);
 		op.op_type = "Add";
 		op.op_name = "layer.add";
 		op.outputs = &t;
@@ -381,21 +388,40 @@ START_TEST(test_outside_dirs_kept_apart)
 	ck_assert_int_eq(adump_session_persist(s, "test"), 0);
 	ck_assert_int_eq(adump_session_step(s), 0);
 	tw_wait_persists(s, 1, &info);
-	for (unsigned j = 0; j < 2; j++)
+	for (unsigned j = 0; j < count; j++)
 		ck_assert_int_eq(adump_host_stream_close(hs[j]), 0);
 	ck_assert_int_eq(adump_session_destroy(s), 0);
-	for (unsigned j = 0; j < 2; j++) {
+	for (unsigned j = 0; j < count; j++) {
 		unsigned char *bytes = NULL;
 		size_t len = 0;
 
-		snprintf(got, sizeof(got), "%s/window-0/%s", dump, j ? "x.2" : "x");
-		ck_assert_uint_eq(dir_files(got, &bytes, &len), 1);
+		snprintf(got, sizeof(got), "%s/window-0/%s", dump, want[j]);
+		ck_assert_msg(dir_files(got, &bytes, &len) == 1, "%s: not one dump", got);
 		ck_assert_uint_gt(len, sizeof(data[j]));
 		ck_assert_int_eq(memcmp(bytes + len - sizeof(data[j]), data[j], sizeof(data[j])), 0);
 		free(bytes);
 	}
 	t_rmtree(tmp);
 	free(tmp);
+}
+
+/* Two streams writing to <tmp>/a/x and <tmp>/b/x, outside dump_path <tmp>/dump: a persisted
+ * window holds them as x and x.2 (in the order the window holds them), one file each with
+ * its own stream's bytes; before, both went into x. */
+START_TEST(test_outside_dirs_kept_apart)
+{
+	persist_dirs((const char *const[]){ "a/x", "b/x" }, (const char *const[]){ "x", "x.2" },
+		     2);
+}
+END_TEST
+
+/* A directory named with a trailing slash, and one under dump_path that climbs out of it
+ * with "..": each under the window's root by its last component. Before, the first was
+ * written into itself (the live directory) and the second outside the root. */
+START_TEST(test_odd_dirs_stay_under_the_root)
+{
+	persist_dirs((const char *const[]){ "a/x/", "@/y/../../z", "b/x" },
+		     (const char *const[]){ "x", "z", "x.2" }, 3);
 }
 END_TEST
 
@@ -416,6 +442,7 @@ static Suite *window_tools_suite(void)
 	suite_add_tcase(s, tools);
 	tcase_set_timeout(dirs, 60);
 	tcase_add_test(dirs, test_outside_dirs_kept_apart);
+	tcase_add_test(dirs, test_odd_dirs_stay_under_the_root);
 	suite_add_tcase(s, dirs);
 	return s;
 }
