@@ -130,8 +130,12 @@ static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes
 		uint64_t head_pos = win->head % win->cap;
 		/* The next bytes would be pages never touched while the arena's first ones are
 		 * free: wrap now. The window then keeps to the pages it has used (a step's worth
-		 * or three, not window_bytes: fewer page faults, a smaller RSS). */
-		bool is_early = pos > head_pos && pos + bytes > win->touched && bytes <= head_pos;
+		 * or three, not window_bytes: fewer page faults, a smaller RSS). Only where the
+		 * free start holds everything held and this entry: after the wrap the arena
+		 * ends at the head until the oldest held step goes, and a step that ran into it
+		 * would drop the held steps before it with window_bytes far from reached. */
+		bool is_early = pos > head_pos && pos + bytes > win->touched &&
+				win->tail - win->head + bytes <= head_pos;
 		uint64_t need = bytes <= room && !is_early ? bytes : room + bytes;
 
 		if (win->tail + need - win->head <= win->cap) {

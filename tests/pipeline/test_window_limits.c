@@ -332,6 +332,57 @@ START_TEST(test_window_of_one_chunk)
 }
 END_TEST
 
+/* A step larger than the one two before it, with window_bytes far from reached: the window
+ * wraps to its first pages early only where the step has room there, so the steps it holds
+ * stay (it once wrapped whenever the next dump fitted, and the rest of a larger step ran into
+ * the held step after it and dropped it). */
+START_TEST(test_larger_step_keeps_the_held_ones)
+{
+	char *root = t_tmpdir("window_grow");
+	struct adump_config cfg = tw_window_config(root, ADUMP_OUTPUT_CANN, 2);
+	static float data[1024];
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs;
+	struct adump_window_info info;
+	struct json_object *t;
+
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned k = 0; k < 4; k++) {
+		/* steps of 4 dumps, then one of 6 with a NaN in its last */
+		for (unsigned i = 0; i < (k < 3 ? 4u : 6u); i++) {
+			struct adump_host_tensor ti = { .data = data, .bytes = sizeof(data),
+							.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+							.dims = { 1024 } };
+			struct adump_host_op op = ADUMP_HOST_OP_INIT;
+			char name[32];
+
+			data[7] = k == 3 && i == 5 ? NAN : 1.0f;
+			snprintf(name, sizeof(name), "op%u_%u", k, i);
+			op.op_type = "Add";
+			op.op_name = name;
+			op.outputs = &ti;
+			op.output_count = 1;
+			op.timestamp_us = T0 + k * 1000ull + i;
+			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+		}
+		ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		if (k == 3) {
+			ck_assert_int_eq(adump_session_window(s, &info), 0);
+			ck_assert_uint_eq(info.held_steps, 2);
+			ck_assert_uint_eq(info.held_dumps, 4 + 6);
+		}
+		ck_assert_int_eq(adump_session_step(s), 0);
+	}
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	t = tw_trigger_of(root, 3);
+	tw_check_steps(t, 2, 3);
+	json_object_put(t);
+	tw_cleanup(root);
+}
+END_TEST
+
 /* ---- 6: memory ------------------------------------------------------------------------------- */
 
 START_TEST(test_old_steps_evicted)
@@ -524,6 +575,7 @@ static Suite *window_limits_suite(void)
 #endif
 	tcase_add_test(mem, test_rejected_dump_in_window);
 	tcase_add_test(mem, test_window_of_one_chunk);
+	tcase_add_test(mem, test_larger_step_keeps_the_held_ones);
 	tcase_add_test(mem, test_failed_file_held_at_handover);
 	suite_add_tcase(s, mem);
 	return s;
