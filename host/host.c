@@ -455,7 +455,12 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		.attrs = op->attrs,
 		.dfx_message = op->dfx_message,
 	};
-	if (op->release_fn) {
+	/* A window session holds a zero-copy dump by reference: the window, not the worker,
+	 * reads the caller's memory (only if it writes the dump) and releases it. */
+	bool is_held_ref = op->release_fn && hs->is_window && count &&
+			   ADUMP_TESTPOINT("host.window_handover") == 0;
+
+	if (op->release_fn && !is_held_ref) {
 		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
 				      .check_fn = op->check_fn, .user = op->user };
 		int ret = adump_op_rec_create_hooked(&desc, adump_port_op_freelist(chan), &zc_hooks,
@@ -481,25 +486,36 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		rec->tstats = handover_stats(hs, (uint32_t)count, kept);
 		rec->has_payload = hs->is_tensor_stats;
 	}
-	/* Window mode, copying: the bytes go into the window here, not through staging (a keyed
-	 * tensor's are copied all the same: each dump's entry holds its own). */
-	if (hs->is_window && count && !op->release_fn &&
-	    ADUMP_TESTPOINT("host.window_handover") == 0)
-		adump_session_window_hold(hs->session, rec, hs->data, kept);
+	/* Window mode: the bytes go into the window here, not through staging (a keyed
+	 * tensor's are copied all the same: each dump's entry holds its own), or zero copy,
+	 * the window holds them where they are. */
+	if (is_held_ref) {
+		struct adump_window_ref ref = { .check = op->check_fn, .release = op->release_fn,
+						.user = op->user, .task_id = desc.task_id };
+		int ret = adump_session_window_hold(hs->session, rec, hs->data, kept, &ref);
+
+		if (ret < 0) {
+			adump_op_rec_destroy(rec);
+			return ret;
+		}
+	} else if (hs->is_window && count && !op->release_fn &&
+		   ADUMP_TESTPOINT("host.window_handover") == 0) {
+		adump_session_window_hold(hs->session, rec, hs->data, kept, NULL);
+	}
 	if (kept && rec->tstats)
 		reuse_remember(hs, (uint32_t)count, op->stats_keys, known, rec->tstats);
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->payload_bytes, rec->payload_bytes, memory_order_relaxed);
-	if (op->release_fn)
+	if (op->release_fn && !is_held_ref)
 		atomic_fetch_add_explicit(&hs->zero_copy_dumps, 1, memory_order_relaxed);
 	/* A large record rings the worker's doorbell as it is committed (a system call only
 	 * while it sleeps), not once at the end of the op: the worker starts on a large dump's
 	 * first chunk while the later ones are copied. Small ones wait (host_bind()). */
-	adump_port_post_sp(chan, rec, hs->data, op->release_fn != NULL);
+	adump_port_post_sp(chan, rec, hs->data, op->release_fn && !is_held_ref);
 	/* Zero copy: the caller's memory is held until written, and nothing is owed long. */
-	if (op->release_fn)
+	if (op->release_fn && !is_held_ref)
 		adump_port_ring_sp(chan);
 	atomic_fetch_add_explicit(&hs->dumps, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->copy_ns, adump_now_ns() - start, memory_order_relaxed);

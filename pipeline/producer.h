@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "adump/adump.h"
+#include "adump/host.h"
 #include "common/common.h"
 #include "producer/producer.h"
 
@@ -91,17 +92,34 @@ ADUMP_HIDDEN bool adump_session_wants_stats(const struct adump_session *s);
  * adump_op_rec.has_payload). Fixed for the session's life. */
 ADUMP_HIDDEN bool adump_session_wants_tensor_stats(const struct adump_session *s);
 
-/* Window mode (pipeline/window.c): whether a copying producer holds its dumps at hand-over,
- * and the hold itself: the payload of @rec (tensor i at @data[i]) copied into the window as
- * the dump's entry (a stub where the window has no room), its statistics computed on the
- * way into rec->tstats (or copied from @known[i] where that is not NULL: the producer has
- * them, the same bytes handed over before; @known NULL for none), so the producer posts no
- * payload (adump_port_post_sp()) and the worker neither copies nor reads it. Producer's
- * thread.
- * Return: 0, or -ENOMEM (nothing done: the producer posts the payload). */
+/* Window mode (pipeline/window.c): a dump held by reference instead of copied (a host
+ * stream's zero-copy dump): the window reads the producer's memory only when it writes the
+ * dump, calling @check first (optional: a negative code there loses the dump, cause
+ * changed_before_written, and goes to @release as its status), and calls @release exactly
+ * once as the entry goes (its step dropped, the window written or emptied, the session
+ * destroyed; status 0 unless the check failed), under the window's lock: it must not call
+ * into the session. */
+struct adump_window_ref {
+	adump_host_check_fn check;
+	adump_host_release_fn release;
+	void *user;
+	uint32_t task_id;
+};
+
+/* Whether a producer holds its dumps at hand-over, and the hold itself: the payload of
+ * @rec (tensor i at @data[i]) copied into the window as the dump's entry (a stub where the
+ * window has no room), or with @ref (not NULL) kept there by reference, its statistics
+ * computed on the way into rec->tstats (or copied from @known[i] where that is not NULL:
+ * the producer has them, the same bytes handed over before; @known NULL for none), so the
+ * producer posts no payload (adump_port_post_sp()) and the worker neither copies nor reads
+ * it. With @ref, the window calls @ref->release once whatever becomes of the entry (at once
+ * for a stub or a dump not held). Producer's thread.
+ * Return: 0, or -ENOMEM (nothing done, @ref->release not called: the producer posts the
+ * payload, or with @ref refuses the dump). */
 ADUMP_HIDDEN bool adump_session_window_at_handover(const struct adump_session *s);
 ADUMP_HIDDEN int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 					   const void *const *data,
-					   const struct adump_tstats *const *known);
+					   const struct adump_tstats *const *known,
+					   const struct adump_window_ref *ref);
 
 #endif

@@ -81,6 +81,16 @@ static struct window_dir *dir_ref(struct adump_window *win, const char *path)
 	return d;
 }
 
+/* @e goes from the window: its directory reference, and a producer's memory it held. */
+static void entry_let_go(struct adump_window *win, struct window_entry *e)
+{
+	dir_unref(win, e->dir);
+	if (e->ref.release) {
+		e->ref.release(e->ref.user, e->ref.task_id, e->ref_status);
+		e->ref.release = NULL;
+	}
+}
+
 /* Drop the entries at the head while they belong to a step before @before. Return: whether
  * anything went. */
 static bool evict_before(struct adump_window *win, uint64_t before)
@@ -98,7 +108,7 @@ static bool evict_before(struct adump_window *win, uint64_t before)
 		if (e->step >= before || e->state == ENTRY_FILLING)
 			break;
 		win->head = off;
-		dir_unref(win, e->dir);
+		entry_let_go(win, e);
 		any = true;
 	}
 	if (win->head == win->tail)
@@ -168,7 +178,7 @@ static void release_all(struct adump_window *win)
 	struct window_entry *e;
 
 	while ((e = adump_window_next(win, &off)))
-		dir_unref(win, e->dir);
+		entry_let_go(win, e);
 	win->head = win->tail = 0;
 	win->lost_unlisted = 0;
 }
@@ -190,11 +200,14 @@ void adump_window_clear(struct adump_window *win)
 		release_all(win);
 }
 
-/* An entry for @rec's dump: FILLING with room for its payload, a stub (LOST) where the
- * current step leaves no room for that, or NULL (not even a stub: counted). */
-static struct window_entry *entry_make(struct adump_window *win, const struct adump_op_rec *rec)
+/* An entry for @rec's dump: FILLING with room for its payload (and with @ref, its tensors'
+ * addresses @data and the reference: held by reference), a stub (LOST) where the current
+ * step leaves no room for that, or NULL (not even a stub: counted). */
+static struct window_entry *entry_make(struct adump_window *win, const struct adump_op_rec *rec,
+				       const void *const *data, const struct adump_window_ref *ref)
 {
-	uint64_t meta = HDR + round_up(adump_op_copy_size(&rec->op), 8);
+	uint64_t ops = round_up(adump_op_copy_size(&rec->op), 8);
+	uint64_t meta = HDR + ops + (ref ? rec->op.tensor_count * sizeof(void *) : 0);
 	struct window_entry *e;
 	bool is_stub = false;
 
@@ -226,9 +239,17 @@ static struct window_entry *entry_make(struct adump_window *win, const struct ad
 	e->dir = dir_ref(win, rec->dir);
 	e->payload_bytes = rec->payload_bytes;
 	e->payload = is_stub ? NULL : (unsigned char *)e + meta;
+	e->refs = NULL;
+	memset(&e->ref, 0, sizeof(e->ref));
+	e->ref_status = 0;
 	adump_op_copy(&e->op, &rec->op, (unsigned char *)e + HDR);
 	if (rec->dir && !e->dir)
 		e->state = ENTRY_FAILED, e->error = -ENOMEM;
+	if (ref && e->state == ENTRY_FILLING) {
+		e->refs = (const void **)((unsigned char *)e + HDR + ops);
+		memcpy(e->refs, data, rec->op.tensor_count * sizeof(void *));
+		e->ref = *ref;
+	}
 	pthread_mutex_unlock(&win->lock);
 	return e;
 }
@@ -246,7 +267,7 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 	fs->window_entry = NULL;
 	if (fs->is_failed)
 		return;
-	e = entry_make(win, rec);
+	e = entry_make(win, rec, NULL, NULL);
 	fs->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
 }
 
@@ -291,7 +312,8 @@ static void arena_copy(unsigned char *dst, const unsigned char *src, size_t len)
 #define HOLD_BLOCK (64u << 10)
 
 int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
-			      const void *const *data, const struct adump_tstats *const *known)
+			      const void *const *data, const struct adump_tstats *const *known,
+			      const struct adump_window_ref *ref)
 {
 	const struct adump_op *op = &rec->op;
 	struct adump_tstats *ts = malloc(op->tensor_count * sizeof(*ts));
@@ -300,9 +322,9 @@ int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 
 	if (!ts)
 		return -ENOMEM;
-	e = entry_make(s->window, rec);
+	e = entry_make(s->window, rec, data, ref);
 	rec->is_window_held = true;
-	dst = e && e->state == ENTRY_FILLING ? e->payload : NULL;
+	dst = e && e->state == ENTRY_FILLING && !ref ? e->payload : NULL;
 	for (uint32_t i = 0; i < op->tensor_count; i++) {
 		const unsigned char *src = data[i];
 		uint64_t bytes = op->tensors[i].bytes;
@@ -324,7 +346,11 @@ int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 			dst += bytes;
 	}
 	rec->tstats = ts;
-	rec->window_entry = dst ? e : NULL;
+	rec->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
+	/* Not held (a stub, a failed entry, or not even that: the window counts the loss):
+	 * nothing of the producer's is kept. */
+	if (ref && !rec->window_entry)
+		ref->release(ref->user, ref->task_id, 0);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "adump/adump.h"
+#include "pipeline/producer.h"
 
 struct adump_session;
 struct adump_rec;
@@ -42,7 +43,10 @@ struct window_dir {
 };
 
 /* At the start of its arena space; the op's tensors, attributes and strings follow, then
- * the payload (64-byte aligned). */
+ * (held by reference) the tensors' addresses, then the payload (64-byte aligned): the
+ * arena's room for it is taken all the same by an entry held by reference, whose bytes
+ * stay in the producer's memory (never touched there, so not resident): what the window
+ * keeps alive is counted against window_bytes either way. */
 struct window_entry {
 	uint64_t size;                  /* arena bytes up to the next entry */
 	uint64_t step;
@@ -51,6 +55,11 @@ struct window_entry {
 	struct window_dir *dir;         /* NULL: the session directory */
 	uint64_t payload_bytes;
 	unsigned char *payload;         /* NULL for a stub */
+	/* Held by reference (ref.release set): tensor i is at refs[i], the producer's, until
+	 * ref.release is called as the entry goes (status ref_status); NULL: in payload. */
+	const void **refs;
+	struct adump_window_ref ref;
+	int ref_status;
 	struct adump_op op;
 };
 

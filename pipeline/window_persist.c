@@ -304,7 +304,7 @@ static int post(struct persist *p, const struct window_entry *e, const char *abs
 		p->data_cap = e->op.tensor_count;
 	}
 	for (uint32_t i = 0; i < e->op.tensor_count; i++) {
-		p->data[i] = e->op.tensors[i].bytes ? pos : NULL;
+		p->data[i] = !e->op.tensors[i].bytes ? NULL : e->refs ? e->refs[i] : pos;
 		pos += e->op.tensors[i].bytes;
 	}
 	ret = adump_op_rec_create(&e->op, adump_port_op_freelist(p->rp.port), &rec);
@@ -349,6 +349,17 @@ static void replay_all(struct persist *p)
 			snprintf(dev, sizeof(dev), "%s/%u", abs, e->op.device_id);
 			set_error(p, adump_mkdir_p(dev, 0750));
 			device = e->op.device_id;
+		}
+		/* Held by reference: the producer's check says whether its memory still holds the
+		 * bytes handed over (posting copies them into staging before it returns). */
+		if (e->state == ENTRY_HELD && e->refs && e->ref.check) {
+			int status = e->ref.check(e->ref.user, e->ref.task_id);
+
+			if (status < 0) {
+				e->ref_status = status;
+				e->state = ENTRY_FAILED;
+				e->error = ADUMP_LOSS_ERR_REJECTED;
+			}
 		}
 		if (e->state == ENTRY_HELD)
 			ret = post(p, e, abs);

@@ -173,7 +173,10 @@ struct adump_config {
 	 * persisted window holds. File sink or callback, files layout, no compression. */
 	unsigned window_steps;
 	/* The memory the window may hold, tensors and their descriptions together: 0: 1 GiB
-	 * (ADUMP_DEFAULT_WINDOW_BYTES); at least chunk_bytes. Mapped once, touched as used. */
+	 * (ADUMP_DEFAULT_WINDOW_BYTES); at least chunk_bytes. Mapped once, touched as used.
+	 * A host stream's zero-copy dump is held by reference (adump/host.h), its tensors left
+	 * in the caller's memory, never copied unless a window is written: it takes its room
+	 * here all the same (the memory it keeps from being freed), without touching it. */
 	uint64_t window_bytes;
 	unsigned window_persists;       /* windows written at most; 0: 3 */
 	uint32_t triggers;              /* ADUMP_TRIGGER_*; 0: ADUMP_TRIGGER_DEFAULT */
@@ -390,7 +393,8 @@ struct adump_window_info {
 	 * persist wrote while a dump was still coming in: they wait in memory to be evicted). */
 	unsigned held_steps;
 	uint64_t held_dumps;
-	uint64_t held_bytes;            /* of window_bytes in use: tensors and descriptions */
+	uint64_t held_bytes;            /* of window_bytes in use: tensors (held by reference
+					 * too) and descriptions */
 	/* Dumps of the current step the window could not hold (the step alone is larger than
 	 * the window): a persisted window lists them as lost, cause window_full. Since start. */
 	uint64_t lost_dumps;

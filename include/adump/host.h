@@ -50,7 +50,15 @@ struct adump_host_tensor {
  * ADUMP_ON_FULL_DROP; -ADUMP_ERR_WRITE or -errno: a write failed; the check_fn's code; ...).
  * Either way adump no longer reads the tensors' memory: the caller may free or reuse it.
  * Called exactly once per accepted dump, on a worker thread; it must not block for long nor
- * call into the same session except adump_stats_get(). */
+ * call into the same session except adump_stats_get().
+ * In a window session (window_steps) the window holds a zero-copy dump by reference instead:
+ * nothing is written unless a window is, and then read from the caller's memory (check_fn
+ * first). The release_fn comes when the window lets the dump go: its step dropped from the
+ * window, the window written, or the session destroyed; at once, within the dump call, for
+ * a dump the window has no room for. Status 0, or the check_fn's code when a window could
+ * not write the dump for it. On whichever thread that happens (a dump call, a step, a
+ * persist, adump_session_destroy()), under the window's lock: it must not call into the
+ * session at all. Until then the memory must stay allocated. */
 typedef void (*adump_host_release_fn)(void *user, uint32_t task_id, int status);
 
 /* Zero-copy check, optional: called on a worker thread once every byte has been read from
@@ -59,7 +67,9 @@ typedef void (*adump_host_release_fn)(void *user, uint32_t task_id, int status);
  * is counted in files_failed, left as <name>.failed, and that code goes to the release_fn.
  * Lets a caller detect a tensor modified while it was being written (e.g. a version
  * counter). With the callback sink the chunks have been delivered already; a failure is only
- * counted. */
+ * counted. A window session calls it (under its lock, on the thread that writes the window)
+ * before it reads a held dump to write it: a negative code loses that dump, cause
+ * changed_before_written in the window's loss log. */
 typedef int (*adump_host_check_fn)(void *user, uint32_t task_id);
 
 /* One op to dump: its inputs, then its outputs, in that order in the file. Initialise with
@@ -231,12 +241,12 @@ struct adump_host_stream_stats {
 	uint32_t stream_id;
 	uint32_t device_id;
 	uint64_t dumps;                 /* accepted (= task ids taken) */
-	uint64_t zero_copy_dumps;       /* of which zero copy */
+	uint64_t zero_copy_dumps;       /* of which zero copy, a window's held ones not counted */
 	uint64_t refused;               /* calls that returned an error */
 	uint64_t tensors;
 	uint64_t payload_bytes;         /* tensor bytes handed over */
 	uint64_t copy_ns;               /* time the owner spent in dump calls (copies, waits) */
-	uint64_t released;              /* release_fn calls made */
+	uint64_t released;              /* release_fn calls the workers made (a window's not) */
 	uint64_t release_failures;      /* of which with a negative status */
 	struct adump_stream_stats chan; /* records, drops, ring high water, waits */
 };

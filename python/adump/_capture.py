@@ -119,7 +119,9 @@ class Stream:
         (buffer, dtype, shape) tuples with dtype a value of adump.DTYPES. copy=True returns
         once the bytes are copied into staging; copy=False holds references until they are
         written, then calls on_release(task_id, status); check(), if given, runs before
-        the file is published and a false result fails the dump. attrs (a dict or (name,
+        the file is published and a false result fails the dump. In a window session
+        copy=False holds them in the window: read (after check()) only if a window is
+        written, released when the window lets them go. attrs (a dict or (name,
         value) str pairs) and dfx_message (str) go into the header (DumpData.attr,
         dfx_message). Returns the task id."""
         ins = [_arg(x) for x in _tensor_list("inputs", inputs)]

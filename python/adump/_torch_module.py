@@ -231,13 +231,13 @@ class ModuleHooks:
             inputs, skipped = [], []
             info = {"input_args": describe(args, inputs, "input", skipped)}
             inplace = id(module) in self._inplace_modules
-            if inplace and self.with_inputs and not self.zero_copy:
+            if inplace and self.with_inputs and self._copies_inplace:
                 # This module changes its input in place: the calls open around it whose
                 # inputs it is about to change keep their values at entry now (a
                 # Sequential whose first child is Dropout(inplace=True)).
                 self._keep_open_inputs(inputs)
             copies = [None] * len(inputs)
-            if inplace and self.with_inputs and not self.zero_copy:
+            if inplace and self.with_inputs and self._copies_inplace:
                 with own_ops():
                     copies = [t.detach().clone() for t in inputs]
             edges = None

@@ -20,7 +20,13 @@ Every value is the one at that moment: CPU tensors are copied into adump's stagi
 when handed over (zero_copy=False), or, with zero_copy=True, held by reference and their
 version counters compared before the file is published: a tensor modified in place before
 its bytes were written makes that dump fail (counted in cap.losses), never published with
-the later value. Gradients are taken with hooks on the nodes the autograd graph already has
+the later value. In window mode (window_steps) zero_copy=True holds the tensors by reference in
+the window: nothing is copied at hand-over, their versions are compared only when a window is
+written, and the tensors stay alive while the window holds their step. Parameters (the
+optimizer changes them in place) are copied all the same, and so is a tensor a step found
+changed in place after it was handed over (a residual block's `out += identity`), from the
+next step on: a window of the step that found it lacks it (cause changed_before_written).
+Gradients are taken with hooks on the nodes the autograd graph already has
 (not full backward hooks, which refuse models with in-place ops in PyTorch 1.13 and, like
 any node put between a module and its callers, change the order the engine sums gradients
 in): nothing is added to the graph, so training under capture is bit-identical."""
@@ -226,9 +232,16 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # __torch_dispatch__ an in-place op's output has the version it had before the op
         # (autograd's ADInplaceOrView bumps it after the dispatch returns).
         self._stats_keys = {} if (content == "stats" or self.window or
-                                  self.format == "msprobe") and not zero_copy and \
-            level == "module" else None
+                                  self.format == "msprobe") and \
+            (not zero_copy or self.window) and level == "module" else None
         self._stats_key_seq = 0
+        # Window by reference: this step's (name, kind, index, tensor, version) handed over,
+        # and the (name, kind, index) found changed in place, copied from then on.
+        self._held_refs = []
+        self._copy_slots = set()
+        # Inputs an in-place module is about to change are copied first (_torch_module), but
+        # with zero_copy outside a window, where nothing is copied.
+        self._copies_inplace = not zero_copy or bool(self.window)
         self._coll = Collectives(self)
         self._handles = []
         self._mode = None
@@ -387,6 +400,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         """End the current step: wait until its dumps are written, then count the next. In
         window mode, then write the window if a trigger fired in the step (_torch_window)."""
         self._finish_step()
+        self._learn_copies()
         try:
             if self.window:
                 self._window_step()
@@ -396,6 +410,17 @@ class capture(_Select, ModuleHooks, WindowMixin):
             self._ready_streams = {}
             self._counts = {}
             self.tree.new_step(self.step_no)
+
+    def _learn_copies(self):
+        """A window holding its tensors by reference (zero_copy=True): the tensors of the
+        step's dumps that changed in place since they were handed over (a residual block's
+        `out += identity` on a submodule's output) are copied at hand-over from the next
+        step on, the same dump's same tensor (a window written at this step's end loses
+        them, cause changed_before_written: they were already overwritten)."""
+        for name, kind, i, t, v in self._held_refs:
+            if t._version != v:
+                self._copy_slots.add((name, kind, i))
+        self._held_refs = []
 
     # ---- dumping -------------------------------------------------------------------------
 
@@ -446,13 +471,21 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 else ("output",)
             info = {k: v for k, v in info.items() if k not in drop}
         keys = [] if self._stats_keys is not None else None
+        by_ref = self.zero_copy and self.window
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
+                if by_ref and ((type(t) is not _TENSOR and isinstance(t, _PARAMETER)) or
+                               (name, kind, i) in self._copy_slots):
+                    # Changed in place before a window could be written: a parameter (the
+                    # optimizer's step), or what an earlier step found changed (_learn()).
+                    t = t.detach().clone()
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
                     if self.zero_copy:
                         keep.append((t, t._version))
+                    if by_ref:
+                        self._held_refs.append((name, kind, i, t, t._version))
                     if keys is not None:
                         keys.append(self._stats_key(t))
                 else:
@@ -481,8 +514,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 cause = _losses.cause_of_status(status)
                 self.losses.append(_adump_loss(name, cause, _losses.CAUSES[cause]))
 
-        st.dump(op_type, name, ins, outs, copy=False, check=unchanged, on_release=released,
-                attrs=attrs, dfx_message=dfx)
+        st._st.dump(op_type, name, ins, outs, False, unchanged, released, attrs=attrs,
+                    dfx_message=dfx, stats_keys=keys)
 
     # ---- module level ----------------------------------------------------------------------
 
@@ -597,6 +630,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
             if self._param_grads:
                 self._dump_param_grads()
             self._coll.finish_step()
+            self._held_refs = []
             window_error = None
             try:
                 if self.window:

@@ -290,7 +290,13 @@ static PyObject *session_persist(PyObject *obj, PyObject *args, PyObject *kw)
 		return NULL;
 	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
+	/* Without the GIL, as every call that takes the window's lock: a window being written
+	 * holds it while it asks a zero-copy dump's check, which takes the GIL. */
+	pyadump_busy_enter(self, NULL);
+	Py_BEGIN_ALLOW_THREADS
 	ret = adump_session_persist(self->s, reason);
+	Py_END_ALLOW_THREADS
+	pyadump_busy_leave(self, NULL);
 	if (ret < 0)
 		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? "persist: the session is not "
 				     "in window mode (window_steps)" : NULL, NULL);
@@ -330,9 +336,18 @@ static PyObject *session_persist_note(PyObject *obj, PyObject *note)
 			return NULL;
 		}
 	}
+	/* json.dumps ran Python code: another thread may have closed the session meanwhile. */
+	if (!self->s || self->is_closing) {
+		Py_XDECREF(text);
+		return pyadump_raise_closed("session");
+	}
+	pyadump_busy_enter(self, NULL);
 	pyadump_reason_begin(reason, sizeof(reason));
+	Py_BEGIN_ALLOW_THREADS
 	ret = adump_session_persist_note(self->s, json);
+	Py_END_ALLOW_THREADS
 	pyadump_reason_end();
+	pyadump_busy_leave(self, NULL);
 	Py_XDECREF(text);
 	if (ret < 0)
 		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? "persist_note: the session is "
@@ -349,7 +364,11 @@ static PyObject *session_window(PyObject *obj, PyObject *unused)
 
 	if (!self->s || self->is_closing)
 		return pyadump_raise_closed("session");
+	pyadump_busy_enter(self, NULL);
+	Py_BEGIN_ALLOW_THREADS
 	ret = adump_session_window(self->s, &w);
+	Py_END_ALLOW_THREADS
+	pyadump_busy_leave(self, NULL);
 	if (ret < 0)
 		return pyadump_raise(ret, ret == -ADUMP_ERR_STATE ? "window: the session is not "
 				     "in window mode (window_steps)" : NULL, NULL);

@@ -103,7 +103,10 @@ START_TEST(test_trigger_signal)
 END_TEST
 
 /* A dump whose file is still being written when SIGUSR1 arrives (its check_fn holds it): the
- * signal's window leaves it out, the next window has it, and nothing is written twice. */
+ * signal's window leaves it out, the next window has it, and nothing is written twice. The
+ * held dump is zero copy, which a window holds by reference and checks only when it writes
+ * it: the testpoint sends it through the workers instead (as a window whose workers need
+ * the bytes, msprobe's MD5 summary, does), whose check holds its file open. */
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
 static int hold_state;                  /* 1: the check is waiting; 2: let it go */
@@ -168,6 +171,7 @@ START_TEST(test_signal_while_a_file_is_written)
 	dump_one(hs, 1, 0, false, 1);
 	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 	hold_state = 0;
+	adump_testpoint_arm("host.window_handover", -EIO, 1, 0);
 	dump_one(hs, 1, 1, true, 1);
 	pthread_mutex_lock(&hold_lock);
 	while (hold_state != 1)

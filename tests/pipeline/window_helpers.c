@@ -69,11 +69,26 @@ void tw_wait_persists(struct adump_session *s, unsigned want, struct adump_windo
 	ck_abort_msg("the signal's persist did not happen");
 }
 
+atomic_uint tw_release_count;
+
 void tw_released(void *user, uint32_t task_id, int status)
 {
 	(void)user;
 	(void)task_id;
 	(void)status;
+	atomic_fetch_add(&tw_release_count, 1);
+}
+
+/* Zero-copy dumps' memory: a tensor of its own per stream, step, op and side, which a
+ * window may hold by reference for steps; mapped by the parent before the first run's fork,
+ * so that every run's child has them at the same addresses (the headers record them). */
+#define ZC_TENSOR_FLOATS (ELEMS + 517u * MAX_OPS)
+static float *zc_area;
+
+static float *zc_tensor(unsigned stream, unsigned step, unsigned op, unsigned side)
+{
+	return zc_area + (((stream * MAX_STEPS + step) * MAX_OPS + op) * 2 + side) *
+			 (size_t)ZC_TENSOR_FLOATS;
 }
 
 /* A zero-copy dump whose memory changed before it was written (the producer's check). */
@@ -118,12 +133,17 @@ static void dump_step(struct stream_run *r)
 		char name[64], dfx[512];
 		struct adump_attr attr = { .name = "step_op", .value = name };
 		bool is_rejected = is_first && (int)k == p->reject_step && (int)i == p->reject_op;
+		bool is_zc = p->zero_copy || is_rejected;
+		float *in = is_zc ? zc_tensor(r->index, k, i, 0) : r->in;
+		float *out = is_zc ? zc_tensor(r->index, k, i, 1) : r->out;
 		struct plan q = *p;
 
+		ck_assert(!is_zc || tw_elems_mult == 1);
 		if (!is_first)
 			q.bad_step = -1;
-		to.data = r->out;
-		fill(&q, k, i, r->in, r->out);
+		ti.data = in;
+		to.data = out;
+		fill(&q, k, i, in, out);
 		op_name(p, k, i, name, sizeof(name));
 		/* msprobe's entry comes from it; CANN's header records it */
 		snprintf(dfx, sizeof(dfx),
@@ -144,13 +164,11 @@ static void dump_step(struct stream_run *r)
 		op.attrs = &attr;
 		op.attr_count = 1;
 		op.dfx_message = dfx;
-		if (p->zero_copy || is_rejected)
+		if (is_zc)
 			op.release_fn = tw_released;
 		if (is_rejected)
 			op.check_fn = refuse;
 		ck_assert_int_eq(adump_host_dump_op(r->hs, &op, NULL), 0);
-		if (p->zero_copy || is_rejected)        /* the memory is the next op's */
-			adump_host_stream_sync(r->hs);
 		if (is_first && (int)k == p->signal_step && (int)i == p->signal_op) {
 			ck_assert_int_eq(adump_host_stream_sync(r->hs), 0);
 			ck_assert_int_eq(raise(SIGUSR1), 0);
@@ -247,6 +265,7 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 		if ((int)k == p->fault_step)
 			adump_testpoint_arm(p->fault, p->fault_err, p->fault_nth, 0);
 		o->step_ret[k] = adump_session_step(s);
+		o->released[k] = atomic_load(&tw_release_count);
 		if (cfg->window_steps)
 			ck_assert_int_eq(adump_session_window(s, &o->info[k]), 0);
 	}
@@ -256,6 +275,7 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 		ck_assert_int_eq(adump_host_stream_close(runs[j].hs), 0);
 	adump_stats_get(s, &o->stats);
 	o->destroy_ret = adump_session_destroy(s);
+	o->released_all = atomic_load(&tw_release_count);
 }
 
 /* Called in the child after its run (the callback sink's collector writes its files). */
@@ -271,6 +291,11 @@ void tw_run(const struct adump_config *cfg, const struct plan *p, struct outcome
 	int status;
 
 	ck_assert(shared != MAP_FAILED);
+	if (!zc_area) {
+		zc_area = mmap(NULL, 2u * MAX_STEPS * MAX_OPS * 2u * ZC_TENSOR_FLOATS * sizeof(float),
+			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ck_assert(zc_area != MAP_FAILED);
+	}
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {

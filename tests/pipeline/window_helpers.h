@@ -61,6 +61,8 @@ struct outcome {
 	struct adump_window_info last;                  /* after the steps (window mode) */
 	struct adump_stats stats;
 	int destroy_ret;
+	unsigned released[MAX_STEPS];   /* release_fn calls made by each step's end */
+	unsigned released_all;          /* ... by the session's destruction */
 };
 
 /* Tensor sizes times this (io auto: files past direct_min_bytes); 1 unless a test sets it. */
@@ -77,7 +79,8 @@ float tw_value(const struct plan *p, unsigned step, unsigned slot, uint64_t e);
 
 /* Until @s has made @want persists (bounded: a hang fails), its window in @info. */
 void tw_wait_persists(struct adump_session *s, unsigned want, struct adump_window_info *info);
-/* A release_fn that does nothing. */
+/* A release_fn that counts its calls (struct outcome's released). Zero-copy dumps of a plan
+ * each have memory of their own, which stays as it was until the run ends. */
 void tw_released(void *user, uint32_t task_id, int status);
 
 /* @p run with @cfg in a child process, so that every capture of a test sees the same stream

@@ -31,8 +31,8 @@ except ImportError:
 
 import adump  # noqa: E402
 import adump.torch  # noqa: E402
-from window_helpers import (MLP, TinyConv, cann_csv_key, cann_key,  # noqa: E402
-                            cann_normal, files_of, train)
+from window_helpers import (MLP, Residual, TinyConv, cann_csv_key,  # noqa: E402
+                            cann_key, cann_normal, files_of, train)
 
 
 class Window(unittest.TestCase):
@@ -123,11 +123,51 @@ class Window(unittest.TestCase):
         self.assertFalse([r for r in res if "/window-5/" in r["path"]])
 
     def test_zero_copy_window(self):
-        # tensors held by reference until written: the window copies them as they pass
+        # tensors held by reference in the window, read only as it is written
         cap = train(self.path("win"), bad_step=5, window_steps=3, zero_copy=True)
         full = train(self.path("full"), bad_step=5).dump_path
         self.assertEqual(cap.losses, [])
         self.assert_cann_window(cap, full, [3, 4, 5])
+
+    def test_zero_copy_window_learns_what_changes_in_place(self):
+        # fc1's output is changed in place after it was handed over (out += x): the window
+        # of step 0 cannot have it (a loss, never the later value); from step 1 on that
+        # tensor is copied at hand-over, and the window of step 3 equals a tensor capture
+        cap = train(self.path("win"), Residual, steps=5, persist_at=(0, 3), window_steps=2,
+                    zero_copy=True)
+        full = train(self.path("full"), Residual, steps=5).dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-3")])
+        self.assertEqual([(x.name, x.cause) for x in cap.losses],
+                         [("Module.fc1.Linear.forward.0", "changed_before_written")])
+        with open(os.path.join(cap.windows[0], "step0", "adump-losses.jsonl")) as f:
+            lines = [json.loads(x) for x in f]
+        self.assertEqual({(x["op_name"], x["cause"]) for x in lines},
+                         {("Module.fc1.Linear.forward.0", "changed_before_written")})
+        del cap.windows[0]
+        self.assert_cann_window(cap, full, [2, 3])
+
+    def test_zero_copy_msprobe_window_copies_parameters(self):
+        # msprobe's layout dumps each module's parameters, which the optimizer changes in
+        # place after the step's dumps: a window holding by reference copies them, from the
+        # first step on (a window of step 0 has them too)
+        cap, full = [train(self.path(tag), TinyConv, steps=6, bad_step=3, format="msprobe",
+                           **kw) for tag, kw in (("win", {"window_steps": 2, "zero_copy": True,
+                                                           "persist_at": (0,)}),
+                                                  ("full", {}))]
+        self.assertEqual(cap.losses, [])
+        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-3")])
+        for w, s in ((0, 0), (1, 2), (1, 3)):
+            wdir = os.path.join(cap.windows[w], "step%d" % s, cap.rank_dir)
+            fdir = os.path.join(full.dump_path, "step%d" % s, cap.rank_dir)
+            want = files_of(fdir)
+            self.assertIn("dump_tensor_data/Module.conv.Conv2d.forward.0.parameters.weight.pt",
+                          want)
+            self.assertEqual(files_of(wdir), sorted(want + ["trigger.json"]))
+            for name in want:
+                if name.endswith(".pt"):
+                    with open(os.path.join(wdir, name), "rb") as a, \
+                            open(os.path.join(fdir, name), "rb") as b:
+                        self.assertTrue(a.read() == b.read(), "%s of step %d" % (name, s))
 
     def test_nan_in_the_data_conv_op_level(self):
         cap = train(self.path("win"), TinyConv, steps=6, bad_step=2, how="data_nan",

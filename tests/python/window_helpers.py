@@ -38,6 +38,22 @@ class TinyConv(nn.Module):
         return self.head(self.pool(self.act(self.conv(x))).flatten(1))
 
 
+class Residual(nn.Module):
+    """fc1's output changed in place after fc1 returned it (a residual add, as torchvision's
+    ResNet blocks do): a tensor a window holding by reference sees change."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 8)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(8, 4)
+
+    def forward(self, x):
+        out = self.fc1(x)
+        out += x
+        return self.fc2(self.act(out))
+
+
 def data_for(model, g):
     if isinstance(model, TinyConv):
         return torch.randn(2, 1, 6, 6, generator=g)
@@ -57,7 +73,7 @@ def train(path, model_cls=MLP, steps=8, bad_step=None, how="hook_nan", raise_at=
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     g = torch.Generator().manual_seed(1)
     state = {"step": 0}
-    target = model.fc2 if isinstance(model, MLP) else model.conv
+    target = model.conv if isinstance(model, TinyConv) else model.fc2
 
     def hook(module, inputs, output):
         if state["step"] != bad_step or how == "data_nan":
