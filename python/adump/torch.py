@@ -235,7 +235,8 @@ class capture(_Select, ModuleHooks, WindowMixin):
                                   self.format == "msprobe") and \
             (not zero_copy or self.window) and level == "module" else None
         self._stats_key_seq = 0
-        # Window by reference: this step's (name, kind, index, tensor, version) handed over,
+        # Window by reference: this step's (name, kind, index, tensor, version, data pointer)
+        # handed over,
         # and the (name, kind, index) found changed in place, copied from then on.
         self._held_refs = []
         self._copy_slots = set()
@@ -414,11 +415,12 @@ class capture(_Select, ModuleHooks, WindowMixin):
     def _learn_copies(self):
         """A window holding its tensors by reference (zero_copy=True): the tensors of the
         step's dumps that changed in place since they were handed over (a residual block's
-        `out += identity` on a submodule's output) are copied at hand-over from the next
-        step on, the same dump's same tensor (a window written at this step's end loses
-        them, cause changed_before_written: they were already overwritten)."""
-        for name, kind, i, t, v in self._held_refs:
-            if t._version != v:
+        `out += identity` on a submodule's output), or were given other memory (t.data =),
+        are copied at hand-over from the next step on, the same dump's same tensor (a window
+        written at this step's end loses them, cause changed_before_written: they were
+        already overwritten)."""
+        for name, kind, i, t, v, p in self._held_refs:
+            if t._version != v or t.data_ptr() != p:
                 self._copy_slots.add((name, kind, i))
         self._held_refs = []
 
@@ -483,9 +485,11 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 if a is not None:
                     dst.append(a)
                     if self.zero_copy:
-                        keep.append((t, t._version))
+                        # The storage too: code that sets t.data (no version bump) leaves
+                        # the memory handed over alive, and the check sees the new pointer.
+                        keep.append((t, t._version, t.data_ptr(), t.storage()))
                     if by_ref:
-                        self._held_refs.append((name, kind, i, t, t._version))
+                        self._held_refs.append((name, kind, i, t, t._version, t.data_ptr()))
                     if keys is not None:
                         keys.append(self._stats_key(t))
                 else:
@@ -506,7 +510,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
             return
 
         def unchanged():
-            return all(t._version == v for t, v in keep)
+            return all(t._version == v and t.data_ptr() == p for t, v, p, _ in keep)
 
         def released(task_id, status, name=name):
             # The library logged the file's tensors in the loss log; here only cap.losses.

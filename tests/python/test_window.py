@@ -31,8 +31,8 @@ except ImportError:
 
 import adump  # noqa: E402
 import adump.torch  # noqa: E402
-from window_helpers import (MLP, Residual, TinyConv, cann_csv_key,  # noqa: E402
-                            cann_key, cann_normal, files_of, train)
+from window_helpers import (MLP, DataSwap, Residual, TinyConv,  # noqa: E402
+                            cann_csv_key, cann_key, cann_normal, files_of, train)
 
 
 class Window(unittest.TestCase):
@@ -145,6 +145,22 @@ class Window(unittest.TestCase):
                          {("Module.fc1.Linear.forward.0", "changed_before_written")})
         del cap.windows[0]
         self.assert_cann_window(cap, full, [2, 3])
+
+    def test_zero_copy_window_tensor_given_new_memory(self):
+        # fc1's output gets new memory through .data after it was handed over (its version
+        # stays): the window keeps the memory handed over alive, and its check, comparing
+        # the data pointer, refuses step 0's dump (a loss, never the other memory's bytes);
+        # from step 1 on that tensor is copied at hand-over
+        cap = train(self.path("win"), DataSwap, steps=3, persist_at=(1,), window_steps=2,
+                    zero_copy=True)
+        self.assertEqual(cap.windows, [self.path("win/window-1")])
+        self.assertEqual([(x.name, x.cause) for x in cap.losses],
+                         [("Module.fc1.Linear.forward.0", "changed_before_written")])
+        names = {s: {d.op_name for d in adump.walk(os.path.join(cap.windows[0], "step%d" % s))}
+                 for s in (0, 1)}
+        self.assertNotIn("Module.fc1.Linear.forward.0", names[0])
+        self.assertIn("Module.fc2.Linear.forward.0", names[0])
+        self.assertIn("Module.fc1.Linear.forward.0", names[1])
 
     def test_zero_copy_msprobe_window_copies_parameters(self):
         # msprobe's layout dumps each module's parameters, which the optimizer changes in

@@ -54,6 +54,21 @@ class Residual(nn.Module):
         return self.fc2(self.act(out))
 
 
+class DataSwap(nn.Module):
+    """fc1's output given new memory through .data after fc1 returned it (no version bump):
+    the memory handed over is no longer the tensor's."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 512)
+        self.fc2 = nn.Linear(512, 4)
+
+    def forward(self, x):
+        out = self.fc1(x)
+        out.data = out.data * 2
+        return self.fc2(out)
+
+
 def data_for(model, g):
     if isinstance(model, TinyConv):
         return torch.randn(2, 1, 6, 6, generator=g)
