@@ -20,8 +20,9 @@ Every value is the one at that moment: CPU tensors are copied into adump's stagi
 when handed over (zero_copy=False), or, with zero_copy=True, held by reference and their
 version counters compared before the file is published: a tensor modified in place before
 its bytes were written makes that dump fail (counted in cap.losses), never published with
-the later value. In window mode (window_steps) zero_copy=True holds the tensors by reference in
-the window: nothing is copied at hand-over, their versions are compared only when a window is
+the later value. In window mode (window_steps) at module level zero_copy=True holds the
+tensors by reference in the window (at op level a window copies them: holding the tensors
+autograd passes around would change the ops it runs): nothing is copied at hand-over, their versions are compared only when a window is
 written, and the tensors stay alive while the window holds their step. Parameters (the
 optimizer changes them in place) are copied all the same, and so is a tensor a step found
 changed in place after it was handed over (a residual block's `out += identity`), from the
@@ -243,6 +244,11 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # Inputs an in-place module is about to change are copied first (_torch_module), but
         # with zero_copy outside a window, where nothing is copied.
         self._copies_inplace = not zero_copy or bool(self.window)
+        # zero_copy's dumps: held until written, or by a window at module level. At op level
+        # a window copies all the same: holding the tensors autograd's engine passes around
+        # changes the ops it runs (AccumulateGrad takes a gradient nobody else holds, and
+        # copies one that is held), so the ops dumped would not be the program's.
+        self._zero_copy = zero_copy and not (self.window and level == "op")
         self._coll = Collectives(self)
         self._handles = []
         self._mode = None
@@ -473,7 +479,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 else ("output",)
             info = {k: v for k, v in info.items() if k not in drop}
         keys = [] if self._stats_keys is not None else None
-        by_ref = self.zero_copy and self.window
+        by_ref = self._zero_copy and self.window
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
                 if by_ref and ((type(t) is not _TENSOR and isinstance(t, _PARAMETER)) or
@@ -484,7 +490,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
-                    if self.zero_copy:
+                    if self._zero_copy:
                         # The storage too: code that sets t.data (no version bump) leaves
                         # the memory handed over alive, and the check sees the new pointer.
                         keep.append((t, t._version, t.data_ptr(), t.storage()))
@@ -503,7 +509,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         st = self._stream()
         self.dumps += 1
         dfx = to_json(info) if info is not None else None
-        if not self.zero_copy:
+        if not self._zero_copy:
             # The native call: every argument is in the form it takes (_host()).
             st._st.dump(op_type, name, ins, outs, True, attrs=attrs, dfx_message=dfx,
                         stats_keys=keys)

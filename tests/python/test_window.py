@@ -200,6 +200,20 @@ class Window(unittest.TestCase):
         self.assertEqual(res.origin["kind"], "entered")
         self.assertEqual(res.origin["op_name"], "Aten.convolution.0.forward")
 
+    def test_zero_copy_op_level_window_copies(self):
+        # at op level a window copies with zero_copy=True too: the ops dumped are the
+        # program's (holding the gradients autograd passes around changed them: an extra
+        # Aten.detach in backward), the window equal to a tensor capture's steps
+        cap = train(self.path("win"), TinyConv, steps=4, bad_step=2, how="data_nan",
+                    level="op", window_steps=2, zero_copy=True, persist_at=(0,))
+        full = train(self.path("full"), TinyConv, steps=4, bad_step=2, how="data_nan",
+                     level="op").dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-2")])
+        self.assertEqual(cap.losses, [])
+        self.assert_cann_window(cap, full, [1, 2])
+        del cap.windows[1]
+        self.assert_cann_window(cap, full, [0])
+
     def test_bound_trigger(self):
         cap = train(self.path("win"), bad_step=4, how="hook_big", window_steps=2,
                     bounds={"Module.fc2.Linear.forward.*.output.*": 1e3})
