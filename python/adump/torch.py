@@ -23,10 +23,11 @@ its bytes were written makes that dump fail (counted in cap.losses), never publi
 the later value. In window mode (window_steps) at module level zero_copy=True holds the
 tensors by reference in the window (at op level a window copies them: holding the tensors
 autograd passes around would change the ops it runs): nothing is copied at hand-over, their versions are compared only when a window is
-written, and the tensors stay alive while the window holds their step. Parameters (the
-optimizer changes them in place) are copied all the same, and so is a tensor a step found
-changed in place after it was handed over (a residual block's `out += identity`), from the
-next step on: a window of the step that found it lacks it (cause changed_before_written).
+written, and the tensors stay alive while the window holds their step. The first step is
+copied, and teaches the window what changes in place after it was handed over (a residual
+block's `out += identity`, a tensor given other memory through .data): those tensors, and
+parameters (the optimizer's step), are copied in every step. A later step that changes
+another one first loses it from its window (cause changed_before_written), and teaches.
 Gradients are taken with hooks on the nodes the autograd graph already has
 (not full backward hooks, which refuse models with in-place ops in PyTorch 1.13 and, like
 any node put between a module and its callers, change the order the engine sums gradients
@@ -422,9 +423,10 @@ class capture(_Select, ModuleHooks, WindowMixin):
         """A window holding its tensors by reference (zero_copy=True): the tensors of the
         step's dumps that changed in place since they were handed over (a residual block's
         `out += identity` on a submodule's output), or were given other memory (t.data =),
-        are copied at hand-over from the next step on, the same dump's same tensor (a window
-        written at this step's end loses them, cause changed_before_written: they were
-        already overwritten)."""
+        are copied at hand-over from the next step on, the same dump's same tensor. The
+        first step is copied whole, so a window loses such a tensor (cause
+        changed_before_written: it was already overwritten) only in a later step that
+        changes it first."""
         for name, kind, i, t, v, p in self._held_refs:
             if t._version != v or t.data_ptr() != p:
                 self._copy_slots.add((name, kind, i))
@@ -479,22 +481,26 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 else ("output",)
             info = {k: v for k, v in info.items() if k not in drop}
         keys = [] if self._stats_keys is not None else None
-        by_ref = self._zero_copy and self.window
+        # A window by reference (zero_copy=True) copies the first step all the same, and
+        # learns from it what it must copy later (_learn_copies()).
+        learns = self._zero_copy and self.window
+        by_ref = learns and self.step_no > 0
+        zero_copy = self._zero_copy and (by_ref or not self.window)
         for kind, src, dst in (("input", inputs, ins), ("output", outputs, outs)):
             for i, t in enumerate(src):
                 if by_ref and ((type(t) is not _TENSOR and isinstance(t, _PARAMETER)) or
                                (name, kind, i) in self._copy_slots):
                     # Changed in place before a window could be written: a parameter (the
-                    # optimizer's step), or what an earlier step found changed (_learn()).
+                    # optimizer's step), or what an earlier step found changed.
                     t = t.detach().clone()
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
-                    if self._zero_copy:
+                    if zero_copy:
                         # The storage too: code that sets t.data (no version bump) leaves
                         # the memory handed over alive, and the check sees the new pointer.
                         keep.append((t, t._version, t.data_ptr(), t.storage()))
-                    if by_ref:
+                    if learns:
                         self._held_refs.append((name, kind, i, t, t._version, t.data_ptr()))
                     if keys is not None:
                         keys.append(self._stats_key(t))
@@ -509,7 +515,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         st = self._stream()
         self.dumps += 1
         dfx = to_json(info) if info is not None else None
-        if not self._zero_copy:
+        if not zero_copy:
             # The native call: every argument is in the form it takes (_host()).
             st._st.dump(op_type, name, ins, outs, True, attrs=attrs, dfx_message=dfx,
                         stats_keys=keys)

@@ -16,6 +16,7 @@ dumps taken first), cap.persist, a note for one window only; bad configuration; 
 trigger. Two gloo ranks and RSS: test_window_dist.py. Exits 77 without torch."""
 import json
 import os
+import shutil
 import sys
 import unittest
 
@@ -31,8 +32,8 @@ except ImportError:
 
 import adump  # noqa: E402
 import adump.torch  # noqa: E402
-from window_helpers import (MLP, DataSwap, Residual, TinyConv,  # noqa: E402
-                            cann_csv_key, cann_key, cann_normal, files_of, train)
+from window_helpers import (MLP, DataSwap, Residual, ResidualAlways,  # noqa: E402
+                            TinyConv, cann_csv_key, cann_key, cann_normal, files_of, train)
 
 
 class Window(unittest.TestCase):
@@ -130,37 +131,61 @@ class Window(unittest.TestCase):
         self.assert_cann_window(cap, full, [3, 4, 5])
 
     def test_zero_copy_window_learns_what_changes_in_place(self):
-        # fc1's output is changed in place after it was handed over (out += x): the window
-        # of step 0 cannot have it (a loss, never the later value); from step 1 on that
-        # tensor is copied at hand-over, and the window of step 3 equals a tensor capture
-        cap = train(self.path("win"), Residual, steps=5, persist_at=(0, 3), window_steps=2,
+        # From step 1 on fc1's output is changed in place after it was handed over
+        # (out += x). Step 0 is copied whole (the window of step 1 has it); step 1's window
+        # cannot have that tensor (a loss, never the later value); from step 2 on it is
+        # copied at hand-over, and the window of step 3 equals a tensor capture
+        cap = train(self.path("win"), Residual, steps=5, persist_at=(1, 3), window_steps=2,
                     zero_copy=True)
         full = train(self.path("full"), Residual, steps=5).dump_path
-        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-3")])
+        self.assertEqual(cap.windows, [self.path("win/window-1"), self.path("win/window-3")])
         self.assertEqual([(x.name, x.cause) for x in cap.losses],
                          [("Module.fc1.Linear.forward.0", "changed_before_written")])
-        with open(os.path.join(cap.windows[0], "step0", "adump-losses.jsonl")) as f:
+        logs = [os.path.join(r, n) for r, _, ns in os.walk(cap.windows[0]) for n in ns
+                if n == "adump-losses.jsonl"]
+        self.assertEqual(len(logs), 1, logs)
+        with open(logs[0]) as f:
             lines = [json.loads(x) for x in f]
-        self.assertEqual({(x["op_name"], x["cause"]) for x in lines},
-                         {("Module.fc1.Linear.forward.0", "changed_before_written")})
-        del cap.windows[0]
+        self.assertEqual({(x["op_name"], x["cause"], "/step1/" in x["file"]) for x in lines},
+                         {("Module.fc1.Linear.forward.0", "changed_before_written", True)})
         self.assert_cann_window(cap, full, [2, 3])
+        names = {d.op_name for d in adump.walk(os.path.join(cap.windows[0], "step1"))}
+        self.assertNotIn("Module.fc1.Linear.forward.0", names)
+        # step 0, copied whole, as the tensor capture has it
+        del cap.windows[1]
+        os.unlink(logs[0])
+        shutil.rmtree(os.path.join(cap.windows[0], "step1"))
+        self.assert_cann_window(cap, full, [0])
+
+    def test_zero_copy_window_of_the_first_step_is_whole(self):
+        # the first step is copied and teaches: fc1's output, changed in place in every
+        # step, is in the window of step 0 and, copied at hand-over, in the next one
+        cap = train(self.path("win"), ResidualAlways, steps=3, persist_at=(0, 2),
+                    window_steps=2, zero_copy=True)
+        full = train(self.path("full"), ResidualAlways, steps=3).dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-2")])
+        self.assertEqual(cap.losses, [])
+        self.assert_cann_window(cap, full, [1, 2])
+        del cap.windows[1]
+        self.assert_cann_window(cap, full, [0])
 
     def test_zero_copy_window_tensor_given_new_memory(self):
-        # fc1's output gets new memory through .data after it was handed over (its version
-        # stays): the window keeps the memory handed over alive, and its check, comparing
-        # the data pointer, refuses step 0's dump (a loss, never the other memory's bytes);
-        # from step 1 on that tensor is copied at hand-over
-        cap = train(self.path("win"), DataSwap, steps=3, persist_at=(1,), window_steps=2,
+        # From step 1 on fc1's output gets new memory through .data after it was handed
+        # over (its version stays): the window keeps the memory handed over alive, and its
+        # check, comparing the data pointer, refuses step 1's dump (a loss, never the other
+        # memory's bytes); step 2's is copied at hand-over
+        cap = train(self.path("win"), DataSwap, steps=3, persist_at=(1, 2), window_steps=2,
                     zero_copy=True)
-        self.assertEqual(cap.windows, [self.path("win/window-1")])
+        self.assertEqual(cap.windows, [self.path("win/window-1"), self.path("win/window-2")])
         self.assertEqual([(x.name, x.cause) for x in cap.losses],
                          [("Module.fc1.Linear.forward.0", "changed_before_written")])
-        names = {s: {d.op_name for d in adump.walk(os.path.join(cap.windows[0], "step%d" % s))}
-                 for s in (0, 1)}
-        self.assertNotIn("Module.fc1.Linear.forward.0", names[0])
-        self.assertIn("Module.fc2.Linear.forward.0", names[0])
-        self.assertIn("Module.fc1.Linear.forward.0", names[1])
+        names = {s: {d.op_name for d in adump.walk(os.path.join(cap.windows[s > 1],
+                                                                "step%d" % s))}
+                 for s in (0, 1, 2)}
+        self.assertIn("Module.fc1.Linear.forward.0", names[0])
+        self.assertNotIn("Module.fc1.Linear.forward.0", names[1])
+        self.assertIn("Module.fc2.Linear.forward.0", names[1])
+        self.assertIn("Module.fc1.Linear.forward.0", names[2])
 
     def test_zero_copy_msprobe_window_copies_parameters(self):
         # msprobe's layout dumps each module's parameters, which the optimizer changes in

@@ -39,33 +39,47 @@ class TinyConv(nn.Module):
 
 
 class Residual(nn.Module):
-    """fc1's output changed in place after fc1 returned it (a residual add, as torchvision's
-    ResNet blocks do): a tensor a window holding by reference sees change."""
+    """From its second call on (a training run's step 1), fc1's output changed in place after
+    fc1 returned it (a residual add, as torchvision's ResNet blocks do): a tensor a window
+    holding by reference sees change."""
 
     def __init__(self):
         super().__init__()
         self.fc1 = nn.Linear(8, 8)
         self.act = nn.ReLU()
         self.fc2 = nn.Linear(8, 4)
+        self.calls = 0
+
+    FROM_CALL = 2
 
     def forward(self, x):
+        self.calls += 1
         out = self.fc1(x)
-        out += x
+        if self.calls >= self.FROM_CALL:
+            out += x
         return self.fc2(self.act(out))
 
 
+class ResidualAlways(Residual):
+    """Residual whose add is in place from the first call on."""
+    FROM_CALL = 1
+
+
 class DataSwap(nn.Module):
-    """fc1's output given new memory through .data after fc1 returned it (no version bump):
-    the memory handed over is no longer the tensor's."""
+    """From its second call on, fc1's output given new memory through .data after fc1
+    returned it (no version bump): the memory handed over is no longer the tensor's."""
 
     def __init__(self):
         super().__init__()
         self.fc1 = nn.Linear(8, 512)
         self.fc2 = nn.Linear(512, 4)
+        self.calls = 0
 
     def forward(self, x):
+        self.calls += 1
         out = self.fc1(x)
-        out.data = out.data * 2
+        if self.calls > 1:
+            out.data = out.data * 2
         return self.fc2(out)
 
 
