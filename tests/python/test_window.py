@@ -514,25 +514,30 @@ class Window(unittest.TestCase):
         t = self.trigger(self.path("sig/window-0"), 0, "")
         self.assertEqual((t["rule"], t["steps"]), ("signal", [0]))
         self.assertEqual(len(os.listdir(self.path("sig/window-0/step0/0"))), 1)
-        # under adump.torch: the window SIGUSR1 wrote is the capture's too
-        model = MLP()
-        with adump.torch.capture(model, self.path("sigcap"), window_steps=2,
-                                 triggers=["nonfinite", "signal"]) as cap:
-            for step in range(4):
-                model(torch.randn(2, 8)).sum().backward()
-                if step == 2:
-                    cap._session.flush()
-                    os.kill(os.getpid(), signal.SIGUSR1)
-                    for _ in range(200):
-                        if cap.window_info()["persists"]:
-                            break
-                        time.sleep(0.05)
-                cap.step()
-        root = self.path("sigcap/window-2")
-        self.assertEqual(cap.windows, [root])
-        self.assertEqual(sorted(os.listdir(root)), ["step1", "step2"])
-        t = self.trigger(root, 2, "rank0")      # proc<pid> became rank0 there too
-        self.assertEqual((t["rule"], t["steps"]), ("signal", [1, 2]))
+        # under adump.torch: the window SIGUSR1 wrote is the capture's too; held by
+        # reference, its checks take the GIL on the signal's thread while this one waits
+        for zero_copy in (False, True):
+            model = MLP()
+            top = self.path("sigcap%d" % zero_copy)
+            with adump.torch.capture(model, top, window_steps=2, zero_copy=zero_copy,
+                                     triggers=["nonfinite", "signal"]) as cap:
+                for step in range(4):
+                    model(torch.randn(2, 8)).sum().backward()
+                    if step == 2:
+                        cap._session.flush()
+                        os.kill(os.getpid(), signal.SIGUSR1)
+                        for _ in range(200):
+                            if cap.window_info()["persists"]:
+                                break
+                            time.sleep(0.05)
+                    cap.step()
+            root = os.path.join(top, "window-2")
+            self.assertEqual(cap.windows, [root])
+            self.assertEqual(cap.losses, [])
+            self.assertEqual(sorted(os.listdir(root)), ["step1", "step2"])
+            t = self.trigger(root, 2, "rank0")      # proc<pid> became rank0 there too
+            self.assertEqual((t["rule"], t["steps"]), ("signal", [1, 2]))
+            self.assertEqual(len(list(adump.walk(root))), 2 * 13)
         old = signal.signal(signal.SIGUSR1, lambda *a: None)
         try:
             with self.assertRaises(adump.StateError) as e:
