@@ -22,8 +22,9 @@ version counters compared before the file is published: a tensor modified in pla
 its bytes were written makes that dump fail (counted in cap.losses), never published with
 the later value. In window mode (window_steps) at module level zero_copy=True holds the
 tensors by reference in the window (at op level a window copies them: holding the tensors
-autograd passes around would change the ops it runs): nothing is copied at hand-over, their versions are compared only when a window is
-written, and the tensors stay alive while the window holds their step. The first step is
+autograd passes around would change the ops it runs): nothing is copied at hand-over, their
+versions are compared only when a window is written, and the tensors stay alive while the
+window holds their step. The first step is
 copied, and teaches the window what changes in place after it was handed over (a residual
 block's `out += identity`, a tensor given other memory through .data): those tensors, and
 parameters (the optimizer's step), are copied in every step. A later step that changes
@@ -238,8 +239,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
             (not zero_copy or self.window) and level == "module" else None
         self._stats_key_seq = 0
         # Window by reference: this step's (name, kind, index, tensor, version, data pointer)
-        # handed over,
-        # and the (name, kind, index) found changed in place, copied from then on.
+        # handed over, and the (name, kind, index) found changed, copied from then on.
         self._held_refs = []
         self._copy_slots = set()
         # Inputs an in-place module is about to change are copied first (_torch_module), but
