@@ -73,6 +73,18 @@ class Window(unittest.TestCase):
                 self.assertEqual(w[0], f[0], name)
                 self.assertTrue(w[1] == f[1], "%s: tensor bytes differ" % name)
 
+    def assert_zero_copy_windows_whole(self, model, persist_at, **kw):
+        """Windows of steps 0 and 2 (held by reference where they can be), without loss,
+        equal to a tensor capture of the same run."""
+        cap = train(self.path("win"), model, persist_at=persist_at, window_steps=2,
+                    zero_copy=True, **kw)
+        full = train(self.path("full"), model, **kw).dump_path
+        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-2")])
+        self.assertEqual(cap.losses, [])
+        self.assert_cann_window(cap, full, [1, 2])
+        del cap.windows[1]
+        self.assert_cann_window(cap, full, [0])
+
     def assert_stats_steps(self, cap, steps, rank_dir="rank0"):
         for s in range(steps):
             d = os.path.join(cap.dump_path, "step%d" % s, rank_dir, "0")
@@ -160,14 +172,7 @@ class Window(unittest.TestCase):
     def test_zero_copy_window_of_the_first_step_is_whole(self):
         # the first step is copied and teaches: fc1's output, changed in place in every
         # step, is in the window of step 0 and, copied at hand-over, in the next one
-        cap = train(self.path("win"), ResidualAlways, steps=3, persist_at=(0, 2),
-                    window_steps=2, zero_copy=True)
-        full = train(self.path("full"), ResidualAlways, steps=3).dump_path
-        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-2")])
-        self.assertEqual(cap.losses, [])
-        self.assert_cann_window(cap, full, [1, 2])
-        del cap.windows[1]
-        self.assert_cann_window(cap, full, [0])
+        self.assert_zero_copy_windows_whole(ResidualAlways, steps=3, persist_at=(0, 2))
 
     def test_zero_copy_window_tensor_given_new_memory(self):
         # From step 1 on fc1's output gets new memory through .data after it was handed
@@ -229,15 +234,8 @@ class Window(unittest.TestCase):
         # at op level a window copies with zero_copy=True too: the ops dumped are the
         # program's (holding the gradients autograd passes around changed them: an extra
         # Aten.detach in backward), the window equal to a tensor capture's steps
-        cap = train(self.path("win"), TinyConv, steps=4, bad_step=2, how="data_nan",
-                    level="op", window_steps=2, zero_copy=True, persist_at=(0,))
-        full = train(self.path("full"), TinyConv, steps=4, bad_step=2, how="data_nan",
-                     level="op").dump_path
-        self.assertEqual(cap.windows, [self.path("win/window-0"), self.path("win/window-2")])
-        self.assertEqual(cap.losses, [])
-        self.assert_cann_window(cap, full, [1, 2])
-        del cap.windows[1]
-        self.assert_cann_window(cap, full, [0])
+        self.assert_zero_copy_windows_whole(TinyConv, steps=4, bad_step=2, how="data_nan",
+                                            level="op", persist_at=(0,))
 
     def test_bound_trigger(self):
         cap = train(self.path("win"), bad_step=4, how="hook_big", window_steps=2,
