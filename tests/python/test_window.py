@@ -14,6 +14,7 @@ scan` on the window names the origin op; a clean run writes no window and the sa
 as a content="stats" capture without window; the exception trigger (the step's remaining
 dumps taken first), cap.persist, a note for one window only; bad configuration; the signal
 trigger. Two gloo ranks and RSS: test_window_dist.py. Exits 77 without torch."""
+import faulthandler
 import json
 import os
 import shutil
@@ -41,6 +42,12 @@ class Window(unittest.TestCase):
 
     def setUp(self):
         self.top = helpers.tmpdir("window")
+        # A test that hangs (a deadlock between a window's lock and the GIL) ends the run
+        # with every thread's traceback instead of waiting for ctest's timeout.
+        faulthandler.dump_traceback_later(120, exit=True)
+
+    def tearDown(self):
+        faulthandler.cancel_dump_traceback_later()
 
     def path(self, name):
         return os.path.join(self.top, name)
@@ -492,6 +499,29 @@ class Window(unittest.TestCase):
             plain.window()
         self.assertEqual(plain.step(), 0)
         plain.close()
+
+    def test_signal_window_of_zero_copy_dumps_while_window_is_called(self):
+        # SIGUSR1 writes a window of 400 zero-copy dumps: each check takes the GIL on the
+        # signal's thread, which holds the window's lock, while this thread calls window()
+        # in a loop; window() must wait for that lock without the GIL (it deadlocked: the
+        # run ends with a traceback, setUp())
+        import numpy as np
+        import signal
+        s = adump.Session(self.path("gil"), time_dir="t", window_steps=2,
+                          triggers=["nonfinite", "signal"])
+        st = s.stream()
+        arrays = [np.full(256, i, np.float32) for i in range(400)]
+        checks = []
+        for i, a in enumerate(arrays):
+            st.dump("Mul", "op%d" % i, [a], [], copy=False,
+                    check=lambda i=i: checks.append(i) is None)
+        s.flush()
+        os.kill(os.getpid(), signal.SIGUSR1)
+        while not s.window()["persists"]:
+            pass
+        s.close()
+        self.assertEqual(sorted(checks), list(range(400)))
+        self.assertEqual(len(os.listdir(self.path("gil/window-0/t/0"))), 400)
 
     def test_signal_trigger(self):
         import numpy as np
