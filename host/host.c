@@ -455,10 +455,11 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		.attrs = op->attrs,
 		.dfx_message = op->dfx_message,
 	};
-	/* A window session holds a zero-copy dump by reference: the window, not the worker,
-	 * reads the caller's memory (only if it writes the dump) and releases it. */
-	bool is_held_ref = op->release_fn && hs->is_window && count &&
-			   ADUMP_TESTPOINT("host.window_handover") == 0;
+	/* A window session holds the dump here (the testpoint sends the bytes through the
+	 * workers instead); a zero-copy one by reference: the window, not the worker, reads the
+	 * caller's memory (only if it writes the dump) and releases it. */
+	bool is_held = hs->is_window && count && ADUMP_TESTPOINT("host.window_handover") == 0;
+	bool is_held_ref = is_held && op->release_fn;
 
 	if (op->release_fn && !is_held_ref) {
 		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
@@ -488,19 +489,18 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	}
 	/* Window mode: the bytes go into the window here, not through staging (a keyed
 	 * tensor's are copied all the same: each dump's entry holds its own), or zero copy,
-	 * the window holds them where they are. */
-	if (is_held_ref) {
+	 * the window holds them where they are. A copy it could not hold goes as without a
+	 * window; a reference is refused (the caller's memory would be read after release). */
+	if (is_held) {
 		struct adump_window_ref ref = { .check = op->check_fn, .release = op->release_fn,
 						.user = op->user, .task_id = desc.task_id };
-		int ret = adump_session_window_hold(hs->session, rec, hs->data, kept, &ref);
+		int ret = adump_session_window_hold(hs->session, rec, hs->data, kept,
+						    is_held_ref ? &ref : NULL);
 
-		if (ret < 0) {
+		if (ret < 0 && is_held_ref) {
 			adump_op_rec_destroy(rec);
 			return ret;
 		}
-	} else if (hs->is_window && count && !op->release_fn &&
-		   ADUMP_TESTPOINT("host.window_handover") == 0) {
-		adump_session_window_hold(hs->session, rec, hs->data, kept, NULL);
 	}
 	if (kept && rec->tstats)
 		reuse_remember(hs, (uint32_t)count, op->stats_keys, known, rec->tstats);

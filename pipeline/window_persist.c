@@ -193,6 +193,16 @@ static int name_add(struct persist *p, const struct window_dir *d, char *name)
 	return 0;
 }
 
+/* The persist session's directory for producer directory @d (name_dirs()), or NULL
+ * while it has none. */
+static const char *relative(const struct persist *p, const struct window_dir *d)
+{
+	for (unsigned i = 0; i < p->name_count; i++)
+		if (p->names[i].dir == d)
+			return p->names[i].name;
+	return NULL;
+}
+
 /* Every producer directory the window holds gets its path under the root (win->lock held):
  * those under dump_path first, the same relative path; then the others, in the order the
  * window holds them, their last component, with the first free suffix if that is taken. */
@@ -207,15 +217,12 @@ static int name_dirs(struct persist *p)
 
 		while (ret == 0 && (e = adump_window_next(win, &off))) {
 			const char *rel;
-			bool is_named = false;
 			char *last, *name;
 
-			if (!e->dir)
-				continue;
-			for (unsigned i = 0; i < p->name_count && !is_named; i++)
-				is_named = p->names[i].dir == e->dir;
+			if (!e->dir || relative(p, e->dir))
+				continue;       /* the session directory's, or named already */
 			rel = inside(win, e->dir->path);
-			if (is_named || (pass == 0) != (rel != NULL))
+			if ((pass == 0) != (rel != NULL))
 				continue;
 			if (rel) {
 				ret = name_add(p, e->dir, strdup(rel));
@@ -233,15 +240,6 @@ static int name_dirs(struct persist *p)
 		}
 	}
 	return ret;
-}
-
-/* The persist session's directory for producer directory @d (name_dirs()). */
-static const char *relative(const struct persist *p, const struct window_dir *d)
-{
-	for (unsigned i = 0; i < p->name_count; i++)
-		if (p->names[i].dir == d)
-			return p->names[i].name;
-	return NULL;
 }
 
 /* The replay writes into @e's directory from now on. Return: its absolute path in *@abs

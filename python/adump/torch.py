@@ -496,12 +496,14 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 a = _host(t)
                 if a is not None:
                     dst.append(a)
+                    if learns or zero_copy:
+                        v, p = t._version, t.data_ptr()
                     if zero_copy:
                         # The storage too: code that sets t.data (no version bump) leaves
                         # the memory handed over alive, and the check sees the new pointer.
-                        keep.append((t, t._version, t.data_ptr(), t.storage()))
+                        keep.append((t, v, p, t.storage()))
                     if learns:
-                        self._held_refs.append((name, kind, i, t, t._version, t.data_ptr()))
+                        self._held_refs.append((name, kind, i, t, v, p))
                     if keys is not None:
                         keys.append(self._stats_key(t))
                 else:
