@@ -587,18 +587,22 @@ class ModuleHooks:
             return
         rec.done = True
         self._backwards.pop(id(rec), None)
+        grad_out, grad_in = rec.grad_out, rec.grad_in
+        held = [x for x in grad_out + grad_in if x is not None]
+        # The graph's nodes keep the record until the graph goes (their hooks' entries):
+        # the gradients go now, as the engine would free them.
+        rec.grad_out = rec.grad_in = ()
         if not self._active():
             return
         if self._param_grads:
             self._dump_param_grads(rec.name.rpartition(".backward.")[0])
         self.tree.add_backward(rec.name)
-        held = [x for x in rec.grad_out + rec.grad_in if x is not None]
         if any(g._version != v for g, v in held):
             self._lost(rec.op_type, rec.name, [], "changed_in_place",
                        "a gradient of this call was modified in place before it was dumped")
             return
-        ins = [g for g, _ in filter(None, rec.grad_out)] if self.with_inputs else []
-        outs = [g for g, _ in filter(None, rec.grad_in)] if self.with_outputs else []
+        ins = [g for g, _ in filter(None, grad_out)] if self.with_inputs else []
+        outs = [g for g, _ in filter(None, grad_in)] if self.with_outputs else []
         self._dump(rec.op_type, rec.name, ins, outs)
 
     def _end_backward(self):
