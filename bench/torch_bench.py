@@ -45,6 +45,15 @@ and the targets are also given on the added CPU against those: a process's step 
 sit 10 % above or below another's for the same work (where its memory landed), more than the
 tools add, and against its own steps that bias cancels.
 
+--paired: in each mode's process every timed step is followed by one with the tool paused
+(adump: `with cap.paused()`, no cap.step(), so the pair is one step of the capture; msprobe: a
+step between stop() and start()), its hooks still in place; the added CPU is the median of
+the pairs' differences, the model's swings (the machine's neighbours, where a process's
+memory landed) common to both steps of a pair. --blas DIR: torch in every mode's process takes
+libblas.so.3 from DIR (bench/openblas.sh unpacks Debian's single-threaded OpenBLAS): with
+Debian's reference BLAS the transformer's step is ~900 ms, and the tools' 10-40 ms are less
+than its swings; with OpenBLAS ~160 ms. Neither changes what a tool does in a step.
+
 msprobe on torch 1.13 cannot run a model that modifies a module's output in place (its L0
 backward hook makes the output a view of a custom Function: RuntimeError "Output 0 of
 BackwardHookFunctionBackward is a view and is being modified inplace"). That is every
@@ -58,6 +67,8 @@ swin_t run as they are.
   PYTHONPATH=build/python /usr/bin/python3 bench/torch_bench.py \\
       --msprobe /tmp/msprobe/python:/tmp/msstubs [--steps 8 --warmup 2 --rounds 3
       --modes none,module-stats,... --out /tmp/adump-torch-bench]
+  ... --format msprobe --paired --blas $(bench/openblas.sh) --steps 20 --rounds 6 \\
+      --modes none,module-stats,module-window,module-windowref,ms-stats-L0
   ... --model mobilenet_v2 --no-inplace --modes none,module-stats,module-tensor,ms-stats-L0,\\
       ms-tensor-L0 --rounds 8
 
@@ -198,9 +209,19 @@ def child(a):
     for _ in range(a.baseline if mode != "none" else 0):
         timed(step, base_times, base_cpus)
 
-    if mode == "none":
+    # --paired: each timed step of the tool is followed by one without it (the tool paused,
+    # its hooks still in place), timed into off_cpus; the pairs' differences are the added
+    # cost, the model's swings common to both steps of a pair.
+    off_times, off_cpus = [], []
+
+    def paired(on, off):
         for _ in range(a.steps):
-            timed(step)
+            timed(on)
+            if a.paired:
+                timed(off, off_times, off_cpus)
+
+    if mode == "none":
+        paired(step, step)
     elif mode.startswith("ms-"):
         from msprobe.pytorch import PrecisionDebugger
         task = "statistics" if mode.startswith("ms-stats") else "tensor"
@@ -217,8 +238,7 @@ def child(a):
             dbg.stop()
             dbg.step()
 
-        for _ in range(a.steps):
-            timed(ms_step)
+        paired(ms_step, step)
         os.unlink(cfg)
     else:
         import adump.torch
@@ -231,14 +251,20 @@ def child(a):
                 step()
                 cap.step()
 
-            for _ in range(a.steps):
-                timed(cap_step)
+            def off_step():
+                # No cap.step(): the pair is one step of the capture, nothing dumped in
+                # its second half (as msprobe's off step is a step between stop and start).
+                with cap.paused():
+                    step()
+
+            paired(cap_step, off_step)
         if cap.losses:
             raise SystemExit("%s: losses: %s" % (mode, cap.losses[:3]))
         if content.startswith("window") and cap.windows:
             raise SystemExit("%s: a trigger fired on a clean run: %s" % (mode, cap.windows))
     nbytes = tree_bytes(out)
-    print(json.dumps({"times": times, "cpus": cpus, "bytes": nbytes, "base_cpus": base_cpus}))
+    print(json.dumps({"times": times, "cpus": cpus, "bytes": nbytes, "base_cpus": base_cpus,
+                      "off_cpus": off_cpus}))
 
 
 def main():
@@ -260,6 +286,15 @@ def main():
                    help="timed steps without the tool in each tool's process, after the "
                    "warm-up, before the tool starts: the added CPU against the process's own "
                    "steps as well (0: only against the none runs)")
+    p.add_argument("--paired", action="store_true",
+                   help="each timed step of a mode is followed by one with the tool paused "
+                   "(adump: cap.paused(); msprobe: between stop() and start()) in the same "
+                   "process; the targets are also given on the median of the pairs' CPU "
+                   "differences")
+    p.add_argument("--blas", default=None,
+                   help="a directory put first on LD_LIBRARY_PATH in every mode's process: "
+                   "another libblas.so.3 for torch (bench/openblas.sh prints one for "
+                   "Debian's OpenBLAS, unpacked, not installed)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--modes", default=None, help="comma-separated (default: all that apply)")
     p.add_argument("--msprobe", default=None, help="path list that makes msprobe importable")
@@ -285,14 +320,25 @@ def main():
                 "SGD%s)" % (a.model, VISION_CLASSES, a.batch, a.size, a.size,
                          ", submodules' inplace flags off" if a.no_inplace else ""))
     what += ", adump format %s" % a.format
-    print("torch_bench: %s, torch %s, 1 thread; %d rounds x %d timed steps after %d warm-up, "
+    env = dict(os.environ)
+    if a.blas:
+        if not os.path.isfile(os.path.join(a.blas, "libblas.so.3")):
+            p.error("--blas %s: no libblas.so.3 there" % a.blas)
+        env["LD_LIBRARY_PATH"] = a.blas + (":" + env["LD_LIBRARY_PATH"]
+                                           if env.get("LD_LIBRARY_PATH") else "")
+        what += ", libblas.so.3 from %s" % a.blas
+    print("torch_bench: %s, torch %s, 1 thread; %d rounds x %d timed steps%s after %d warm-up, "
           "modes alternated, each in its own process; out %s" % (
-              what, torch.__version__, a.rounds, a.steps, a.warmup, a.out), flush=True)
+              what, torch.__version__, a.rounds, a.steps,
+              " (each followed by a step with the tool paused)" if a.paired else "",
+              a.warmup, a.out), flush=True)
     times = {m: [] for m in modes}
     cpus = {m: [] for m in modes}
     rcpu = {m: [] for m in modes}  # per round: the run's median CPU s/step
     rown = {m: [] for m in modes}  # per round: that less the run's own baseline (--baseline)
     nbytes = {m: [] for m in modes}
+    pairs = {m: [] for m in modes}  # --paired: every pair's CPU difference (on - off)
+    rpair = {m: [] for m in modes}  # per round: the median of those
     base_out = a.out
     a.out = os.path.join(base_out, "run%d" % os.getpid())
     os.makedirs(a.out)
@@ -306,9 +352,11 @@ def main():
                    "--baseline", str(a.baseline)]
             if a.no_inplace:
                 cmd.append("--no-inplace")
+            if a.paired:
+                cmd.append("--paired")
             if a.msprobe:
                 cmd += ["--msprobe", a.msprobe]
-            res = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True)
+            res = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True, env=env)
             got = json.loads(res.stdout.strip().splitlines()[-1])
             times[m] += got["times"]
             cpus[m] += got["cpus"]
@@ -316,8 +364,16 @@ def main():
             if got["base_cpus"]:
                 rown[m].append(rcpu[m][-1] - statistics.median(got["base_cpus"]))
             nbytes[m].append(got["bytes"] / a.steps)
+            if got["off_cpus"]:
+                d = [x - y for x, y in zip(got["cpus"], got["off_cpus"])]
+                pairs[m] += d
+                rpair[m].append(statistics.median(d))
         print("  round %d/%d: CPU ms/step %s" % (r + 1, a.rounds, ", ".join(
             "%s %.1f" % (m, rcpu[m][-1] * 1e3) for m in modes)), flush=True)
+        if a.paired:
+            print("    paired: added CPU ms/step %s" % ", ".join(
+                "%s %+.1f" % (m, rpair[m][-1] * 1e3) for m in modes if m != "none"),
+                flush=True)
     med = {m: statistics.median(times[m]) for m in modes}
     cmed = {m: statistics.median(cpus[m]) for m in modes}
     base, cbase = med.get("none"), cmed.get("none")
@@ -353,6 +409,16 @@ def main():
             print("    %-16s %s  median %+.1f" % (m, " ".join("%+.1f" % (x * 1e3)
                                                               for x in rown[m]), own[m] * 1e3))
         targets("added CPU time against the process's own baseline", own)
+    if a.paired:
+        pmed = {m: statistics.median(pairs[m]) for m in modes if m != "none"}
+        print("  paired: added CPU ms/step, the median of each round's pairs, and of every "
+              "pair (none: the swing between two steps of the same work):")
+        for m in modes:
+            print("    %-16s %s  median %+.1f" % (m, " ".join("%+.1f" % (x * 1e3)
+                                                              for x in rpair[m]),
+                                                  statistics.median(pairs[m]) * 1e3))
+        targets("paired added CPU time", pmed)
+        rounds_check({m: rpair[m] for m in modes}, "paired")
     shutil.rmtree(a.out, ignore_errors=True)
     try:
         os.rmdir(base_out)
@@ -385,15 +451,17 @@ def targets(what, added):
             label, ratio, op, limit, "PASS" if passes(ratio, op, limit) else "FAIL"))
 
 
-def rounds_check(radded):
+def rounds_check(radded, what=None):
     """Each round's added CPU ms/step, and whether the ranges over rounds stay apart: the
-    worst round of the numerator against the best round of the denominator."""
-    print("  added CPU ms/step per round (mode's median less the same round's none):")
-    for m in radded:
-        if m != "none":
-            print("    %-14s %s" % (m, " ".join("%+.1f" % (v * 1e3) for v in radded[m])))
-    print("  targets on rounds' ranges (highest round of the first / lowest round of the "
-          "second; per-round ratios' range):")
+    worst round of the numerator against the best round of the denominator. @what: the
+    rounds' values are named already (paired)."""
+    if what is None:
+        print("  added CPU ms/step per round (mode's median less the same round's none):")
+        for m in radded:
+            if m != "none":
+                print("    %-14s %s" % (m, " ".join("%+.1f" % (v * 1e3) for v in radded[m])))
+    print("  targets on %srounds' ranges (highest round of the first / lowest round of the "
+          "second; per-round ratios' range):" % (what + " " if what else ""))
     for num, den, limit, op, label in CHECKS:
         if num not in radded or den not in radded:
             continue
