@@ -33,10 +33,11 @@ struct adump_host_stream {
 	bool is_window;                         /* window session: held at handover (copies) */
 	/* Set by the session on attach and detach (bind()); read by the owner and by stats. */
 	_Atomic(struct adump_port *) chan;
-	/* The owner's scratch for one op: the tensors as the header describes them and their
-	 * data pointers; grown, never shrunk. */
+	/* The owner's scratch for one op: the tensors as the header describes them, their
+	 * data pointers and (window mode) where the window holds them; grown, never shrunk. */
 	struct adump_tensor *tensors;
 	const void **data;
+	struct adump_window_copy *copies;
 	uint32_t scratch_count;
 	/* Counters: the owner writes most; workers the release ones; any thread reads. */
 	_Atomic uint64_t dumps;
@@ -60,6 +61,9 @@ struct adump_host_stream {
 		uint64_t bytes;
 		int32_t dtype;
 		struct adump_tstats ts;
+		/* Window mode: where the window holds these bytes, for the next dump of the
+		 * key to share (adump_session_window_hold()); .at NULL: nowhere. */
+		struct adump_window_copy copy;
 	} reuse[ADUMP_HOST_STATS_REUSE];
 	unsigned reuse_next;
 };
@@ -191,6 +195,7 @@ int adump_host_stream_close(struct adump_host_stream *hs)
 	pthread_mutex_destroy(&hs->final_lock);
 	free(hs->tensors);
 	free(hs->data);
+	free(hs->copies);
 	free(hs->dir);
 	free(hs);
 	return ret;
@@ -207,6 +212,7 @@ int adump_host_stream_adopt(struct adump_host_stream *hs)
 static int scratch_reserve(struct adump_host_stream *hs, uint32_t count)
 {
 	struct adump_tensor *tensors;
+	struct adump_window_copy *copies;
 	const void **data;
 
 	if (count <= hs->scratch_count)
@@ -219,6 +225,10 @@ static int scratch_reserve(struct adump_host_stream *hs, uint32_t count)
 	if (!data)
 		return -ENOMEM;
 	hs->data = data;
+	copies = realloc(hs->copies, count * sizeof(*copies));
+	if (!copies)
+		return -ENOMEM;
+	hs->copies = copies;
 	hs->scratch_count = count;
 	return 0;
 }
@@ -367,20 +377,20 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 }
 
 /* The statistics kept for @key, if they are of a tensor of @t's dtype and size. */
-static const struct adump_tstats *reuse_find(const struct adump_host_stream *hs, uint64_t key,
-					     const struct adump_tensor *t)
+static struct stats_reuse *reuse_find(struct adump_host_stream *hs, uint64_t key,
+				      const struct adump_tensor *t)
 {
 	for (unsigned i = 0; i < ADUMP_HOST_STATS_REUSE; i++) {
-		const struct stats_reuse *r = &hs->reuse[i];
+		struct stats_reuse *r = &hs->reuse[i];
 
 		if (r->key == key && r->dtype == t->dtype && r->bytes == t->bytes)
-			return &r->ts;
+			return r;
 	}
 	return NULL;
 }
 
 static void reuse_keep(struct adump_host_stream *hs, uint64_t key, const struct adump_tensor *t,
-		       const struct adump_tstats *ts)
+		       const struct adump_tstats *ts, const struct adump_window_copy *copy)
 {
 	struct stats_reuse *r = &hs->reuse[hs->reuse_next++ % ADUMP_HOST_STATS_REUSE];
 
@@ -388,23 +398,39 @@ static void reuse_keep(struct adump_host_stream *hs, uint64_t key, const struct 
 	r->bytes = t->bytes;
 	r->dtype = t->dtype;
 	r->ts = *ts;
+	r->copy = *copy;
 }
 
-/* @known[i]: the statistics the stream keeps for tensor i's key in @keys, or NULL. */
-static void reuse_lookup(const struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
-			 const struct adump_tstats **known)
+/* @known[i]: the statistics the stream keeps for tensor i's key in @keys, or NULL; with
+ * @copies, copies[i]: where the window holds its bytes (.at NULL: nowhere known). */
+static void reuse_lookup(struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
+			 const struct adump_tstats **known, struct adump_window_copy *copies)
 {
-	for (uint32_t i = 0; i < count; i++)
-		known[i] = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
+	for (uint32_t i = 0; i < count; i++) {
+		struct stats_reuse *r = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
+
+		known[i] = r ? &r->ts : NULL;
+		if (copies)
+			copies[i] = r ? r->copy : (struct adump_window_copy){ 0 };
+	}
 }
 
-/* The statistics @ts of each keyed tensor the stream had none for, kept for its key. */
+/* The statistics @ts of each keyed tensor the stream had none for, kept for its key; with
+ * @copies, where the window holds each keyed tensor now, for its key. */
 static void reuse_remember(struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
-			   const struct adump_tstats *const *known, const struct adump_tstats *ts)
+			   const struct adump_tstats *const *known, const struct adump_tstats *ts,
+			   const struct adump_window_copy *copies)
 {
-	for (uint32_t i = 0; i < count; i++)
-		if (keys[i] && !known[i])
-			reuse_keep(hs, keys[i], &hs->tensors[i], &ts[i]);
+	static const struct adump_window_copy none;
+
+	for (uint32_t i = 0; i < count; i++) {
+		if (!keys[i])
+			continue;
+		if (!known[i])
+			reuse_keep(hs, keys[i], &hs->tensors[i], &ts[i], copies ? &copies[i] : &none);
+		else if (copies)
+			reuse_find(hs, keys[i], &hs->tensors[i])->copy = copies[i];
+	}
 }
 
 /* Statistics content: the tensors' statistics, computed here on the owner's thread from the
@@ -436,6 +462,7 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 {
 	struct adump_port *chan = atomic_load_explicit(&hs->chan, memory_order_acquire);
 	const struct adump_tstats *known[ADUMP_HOST_TENSOR_MAX], *const *kept = NULL;
+	struct adump_window_copy *copies = NULL;
 	struct adump_op_rec *rec;
 	uint64_t start = adump_now_ns();
 	int count = op_take(hs, op);
@@ -476,7 +503,8 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	}
 	rec->dir = hs->dir;
 	if (op->stats_keys && (hs->is_stats || hs->is_tensor_stats || hs->is_window)) {
-		reuse_lookup(hs, (uint32_t)count, op->stats_keys, known);
+		copies = is_held && !is_held_ref ? hs->copies : NULL;
+		reuse_lookup(hs, (uint32_t)count, op->stats_keys, known, copies);
 		kept = known;
 	}
 	/* The testpoint sends the bytes instead, as without memory: tests compare the two. With
@@ -488,22 +516,25 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 		rec->has_payload = hs->is_tensor_stats;
 	}
 	/* Window mode: the bytes go into the window here, not through staging (a keyed
-	 * tensor's are copied all the same: each dump's entry holds its own), or zero copy,
-	 * the window holds them where they are. A copy it could not hold goes as without a
-	 * window; a reference is refused (the caller's memory would be read after release). */
+	 * tensor the window holds already in this step, a module's output that is also its
+	 * parent's, shares that copy), or zero copy, the window holds them where they are. A
+	 * copy it could not hold goes as without a window; a reference is refused (the
+	 * caller's memory would be read after release). */
 	if (is_held) {
 		struct adump_window_ref ref = { .check = op->check_fn, .release = op->release_fn,
 						.user = op->user, .task_id = desc.task_id };
 		int ret = adump_session_window_hold(hs->session, rec, hs->data, kept,
-						    is_held_ref ? &ref : NULL);
+						    is_held_ref ? &ref : NULL, copies);
 
 		if (ret < 0 && is_held_ref) {
 			adump_op_rec_destroy(rec);
 			return ret;
 		}
+		if (ret < 0)
+			copies = NULL;          /* the window left them as they were */
 	}
 	if (kept && rec->tstats)
-		reuse_remember(hs, (uint32_t)count, op->stats_keys, known, rec->tstats);
+		reuse_remember(hs, (uint32_t)count, op->stats_keys, known, rec->tstats, copies);
 	/* From here the dump is accepted: the worker owns the record, whatever is dropped. */
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);

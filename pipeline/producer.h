@@ -106,6 +106,14 @@ struct adump_window_ref {
 	uint32_t task_id;
 };
 
+/* Where a window holds the copy of a tensor: good while the window is in the step and the
+ * epoch (it is emptied) it was made in, whatever else goes. */
+struct adump_window_copy {
+	const void *at;                 /* NULL: none */
+	uint64_t step;
+	uint64_t epoch;
+};
+
 /* Whether a producer holds its dumps at hand-over, and the hold itself: the payload of
  * @rec (tensor i at @data[i]) copied into the window as the dump's entry (a stub where the
  * window has no room), or with @ref (not NULL) kept there by reference, its statistics
@@ -113,13 +121,18 @@ struct adump_window_ref {
  * the producer has them, the same bytes handed over before; @known NULL for none), so the
  * producer posts no payload (adump_port_post_sp()) and the worker neither copies nor reads
  * it. With @ref, the window calls @ref->release once whatever becomes of the entry (at once
- * for a stub or a dump not held). Producer's thread.
+ * for a stub or a dump not held). @copies (NULL for none; only with @known, without @ref):
+ * in, copies[i].at where the window holds tensor i's bytes already (a known tensor handed
+ * over before), which the entry then shares instead of copying them again (and taking
+ * their room), if that copy is still good; out, where the window holds each tensor now
+ * (.at NULL: nowhere). Producer's thread.
  * Return: 0, or -ENOMEM (nothing done, @ref->release not called: the producer posts the
  * payload, or with @ref refuses the dump). */
 ADUMP_HIDDEN bool adump_session_window_at_handover(const struct adump_session *s);
 ADUMP_HIDDEN int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 					   const void *const *data,
 					   const struct adump_tstats *const *known,
-					   const struct adump_window_ref *ref);
+					   const struct adump_window_ref *ref,
+					   struct adump_window_copy *copies);
 
 #endif

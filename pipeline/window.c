@@ -181,6 +181,7 @@ static void release_all(struct adump_window *win)
 		entry_let_go(win, e);
 	win->head = win->tail = 0;
 	win->lost_unlisted = 0;
+	win->epoch++;                           /* no copy held before is good now */
 }
 
 void adump_window_clear(struct adump_window *win)
@@ -200,19 +201,61 @@ void adump_window_clear(struct adump_window *win)
 		release_all(win);
 }
 
+/* Of @copies (adump_session_window_hold()), those still good: the others' .at cleared.
+ * Return: the bytes the good ones hold. */
+static uint64_t copies_good(const struct adump_window *win, const struct adump_op *op,
+			    struct adump_window_copy *copies)
+{
+	uint64_t bytes = 0;
+
+	for (uint32_t i = 0; i < op->tensor_count; i++) {
+		struct adump_window_copy *c = &copies[i];
+
+		if (c->at && c->step == win->step && c->epoch == win->epoch &&
+		    op->tensors[i].bytes)
+			bytes += op->tensors[i].bytes;
+		else
+			c->at = NULL;
+	}
+	return bytes;
+}
+
+/* An entry's tensors' places (e->refs): each in its payload, in order, but those @copies
+ * holds already (copies_good()); @copies then says where each one is. */
+static void refs_place(const struct adump_window *win, struct window_entry *e,
+		       struct adump_window_copy *copies)
+{
+	unsigned char *pos = e->payload;
+
+	for (uint32_t i = 0; i < e->op.tensor_count; i++) {
+		if (!copies[i].at) {
+			copies[i].at = pos;
+			pos += e->op.tensors[i].bytes;
+		}
+		copies[i].step = win->step;
+		copies[i].epoch = win->epoch;
+		e->refs[i] = copies[i].at;
+	}
+}
+
 /* An entry for @rec's dump: FILLING with room for its payload (and with @ref, its tensors'
- * addresses @data and the reference: held by reference), a stub (LOST) where the current
- * step leaves no room for that, or NULL (not even a stub: counted). */
+ * addresses @data and the reference: held by reference; with @copies, its tensors' places,
+ * the room only for those not held already), a stub (LOST) where the current step leaves
+ * no room for that, or NULL (not even a stub: counted). */
 static struct window_entry *entry_make(struct adump_window *win, const struct adump_op_rec *rec,
-				       const void *const *data, const struct adump_window_ref *ref)
+				       const void *const *data, const struct adump_window_ref *ref,
+				       struct adump_window_copy *copies)
 {
 	uint64_t ops = round_up(adump_op_copy_size(&rec->op), 8);
-	uint64_t meta = HDR + ops + (ref ? rec->op.tensor_count * sizeof(void *) : 0);
+	uint64_t meta = HDR + ops + (ref || copies ? rec->op.tensor_count * sizeof(void *) : 0);
+	uint64_t payload = rec->payload_bytes;
 	struct window_entry *e;
 	bool is_stub = false;
 
 	pthread_mutex_lock(&win->lock);
-	e = entry_alloc(win, round_up(meta + rec->payload_bytes, ALIGN));
+	if (copies && !ref)
+		payload -= copies_good(win, &rec->op, copies);
+	e = entry_alloc(win, round_up(meta + payload, ALIGN));
 	if (!e) {
 		is_stub = true;
 		e = entry_alloc(win, round_up(meta, ALIGN));
@@ -237,7 +280,7 @@ static struct window_entry *entry_make(struct adump_window *win, const struct ad
 	e->state = is_stub ? ENTRY_LOST : ENTRY_FILLING;
 	e->error = 0;
 	e->dir = dir_ref(win, rec->dir);
-	e->payload_bytes = rec->payload_bytes;
+	e->payload_bytes = payload;
 	e->payload = is_stub ? NULL : (unsigned char *)e + meta;
 	e->refs = NULL;
 	memset(&e->ref, 0, sizeof(e->ref));
@@ -245,10 +288,13 @@ static struct window_entry *entry_make(struct adump_window *win, const struct ad
 	adump_op_copy(&e->op, &rec->op, (unsigned char *)e + HDR);
 	if (rec->dir && !e->dir)
 		e->state = ENTRY_FAILED, e->error = -ENOMEM;
-	if (ref && e->state == ENTRY_FILLING) {
+	if ((ref || copies) && e->state == ENTRY_FILLING)
 		e->refs = (const void **)((unsigned char *)e + HDR + ops);
+	if (ref && e->refs) {
 		memcpy(e->refs, data, rec->op.tensor_count * sizeof(void *));
 		e->ref = *ref;
+	} else if (copies && e->refs) {
+		refs_place(win, e, copies);
 	}
 	pthread_mutex_unlock(&win->lock);
 	return e;
@@ -267,7 +313,7 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 	fs->window_entry = NULL;
 	if (fs->is_failed)
 		return;
-	e = entry_make(win, rec, NULL, NULL);
+	e = entry_make(win, rec, NULL, NULL, NULL);
 	fs->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
 }
 
@@ -313,7 +359,7 @@ static void arena_copy(unsigned char *dst, const unsigned char *src, size_t len)
 
 int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 			      const void *const *data, const struct adump_tstats *const *known,
-			      const struct adump_window_ref *ref)
+			      const struct adump_window_ref *ref, struct adump_window_copy *copies)
 {
 	const struct adump_op *op = &rec->op;
 	struct adump_tstats *ts = malloc(op->tensor_count * sizeof(*ts));
@@ -322,29 +368,43 @@ int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 
 	if (!ts)
 		return -ENOMEM;
-	e = entry_make(s->window, rec, data, ref);
+	/* A tensor is shared only with its statistics known (the producer's word that it
+	 * holds the bytes handed over before, at copies[i].at). */
+	if (copies && (ref || !known))
+		copies = NULL;
+	for (uint32_t i = 0; copies && i < op->tensor_count; i++)
+		if (!known[i])
+			copies[i].at = NULL;
+	e = entry_make(s->window, rec, data, ref, copies);
 	rec->is_window_held = true;
 	dst = e && e->state == ENTRY_FILLING && !ref ? e->payload : NULL;
 	for (uint32_t i = 0; i < op->tensor_count; i++) {
 		const unsigned char *src = data[i];
 		uint64_t bytes = op->tensors[i].bytes;
 		bool is_known = known && known[i];
+		/* In this entry's payload (not shared with an earlier one's) */
+		unsigned char *to = dst && (!e->refs || e->refs[i] == dst) ? dst : NULL;
 
 		if (is_known)
 			ts[i] = *known[i];
 		else
 			adump_tstats_init(&ts[i], op->tensors[i].dtype);
+		if (is_known && !to)
+			continue;
 		for (uint64_t k = 0; k < bytes; k += HOLD_BLOCK) {
 			size_t n = bytes - k < HOLD_BLOCK ? (size_t)(bytes - k) : HOLD_BLOCK;
 
 			if (!is_known && ts[i].kind != ADUMP_TSTATS_NONE)
 				adump_tstats_add(&ts[i], src + k, n / ts[i].elem_bytes);
-			if (dst)
-				arena_copy(dst + k, src + k, n);
+			if (to)
+				arena_copy(to + k, src + k, n);
 		}
-		if (dst)
+		if (to)
 			dst += bytes;
 	}
+	/* Not held (a stub, a failed entry): no copy of this dump's is anywhere. */
+	for (uint32_t i = 0; copies && !dst && i < op->tensor_count; i++)
+		copies[i].at = NULL;
 	rec->tstats = ts;
 	rec->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
 	/* Not held (a stub, a failed entry, or not even that: the window counts the loss):

@@ -56,7 +56,10 @@ struct window_entry {
 	uint64_t payload_bytes;
 	unsigned char *payload;         /* NULL for a stub */
 	/* Held by reference (ref.release set): tensor i is at refs[i], the producer's, until
-	 * ref.release is called as the entry goes (status ref_status); NULL: in payload. */
+	 * ref.release is called as the entry goes (status ref_status). Copied with some
+	 * tensors shared (ref.release NULL): at refs[i], in this entry's payload or in an
+	 * earlier entry's of the same step, which goes no sooner. NULL: each in payload, in
+	 * order. */
 	const void **refs;
 	struct adump_window_ref ref;
 	int ref_status;
@@ -91,6 +94,9 @@ struct adump_window {
 	unsigned char *arena;
 	uint64_t cap;
 	uint64_t head, tail;            /* offsets counted from the start, never wrapped */
+	/* Counts the times the window was emptied (release_all()): an entry of the current
+	 * step shares another's copy of a tensor only from the same step and epoch. */
+	uint64_t epoch;
 	uint64_t touched;               /* the arena's bytes used so far, from its start */
 	uint64_t step;
 	unsigned steps;                 /* window_steps */

@@ -101,8 +101,10 @@ struct adump_host_op {
 	 * session (content ADUMP_CONTENT_STATS), a tensor session in msprobe's format (whose
 	 * dump.json holds statistics too), or a window session's copying dump, then copies
 	 * that tensor's statistics instead of reading the bytes again for them, while the
-	 * stream still holds them (the last ADUMP_HOST_STATS_REUSE keyed tensors); 0: no key.
-	 * Other dumps ignore the keys. */
+	 * stream still holds them (the last ADUMP_HOST_STATS_REUSE keyed tensors); a window
+	 * session's copying dump also shares the window's copy of the bytes, if it made one in
+	 * the same step (and has not been written and emptied since), instead of copying them
+	 * again and taking their room twice; 0: no key. Other dumps ignore the keys. */
 	const uint64_t *stats_keys;
 };
 

@@ -3,7 +3,8 @@
  * writes, byte for byte, and on a trigger a window that is byte for byte what a tensor
  * session writes for the held steps (host streams in CANN and msprobe formats, with and
  * without a directory per step, copied or zero copy, one or two streams, msprobe's md5
- * summary, io auto; the simulated device); what trigger.json says of the trigger. Every
+ * summary, io auto, tensors shared under a stats key; the simulated device); what
+ * trigger.json says of the trigger; the window's room a shared tensor takes. Every
  * capture runs in a child process, so that stream ids (in file names) are the same in each. */
 #include <errno.h>
 #include <math.h>
@@ -172,6 +173,67 @@ START_TEST(test_msprobe_md5_window_equals_tensor_capture)
 	tw_runs_summary = ADUMP_SUMMARY_MD5;
 	equality(ADUMP_OUTPUT_MSPROBE, true, false, 1);
 	tw_runs_summary = ADUMP_SUMMARY_STATISTICS;
+}
+END_TEST
+
+/* A tensor handed to several dumps of a step under one stats key (a module's output that is
+ * the next one's input): the window holds one copy, which the later dumps' entries share,
+ * and writes each dump as the tensor capture does. A key that stays over steps (the same
+ * bytes) shares nothing across steps: each step's first dump copies them again, the older
+ * step's copy going with its step. */
+START_TEST(test_keyed_window_equals_tensor_capture)
+{
+	static const enum tw_keyed modes[] = { TW_KEYED_STEP, TW_KEYED_CONSTANT };
+
+	for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		tw_keyed = modes[m];
+		equality(ADUMP_OUTPUT_CANN, false, false, 1);
+		equality(ADUMP_OUTPUT_CANN, true, false, 2);
+	}
+	tw_keyed = TW_NOT_SHARED;
+}
+END_TEST
+
+/* What the window holds: with the key, one copy of the shared tensor a step; without, one a
+ * dump; a key over steps, one a step as well. */
+START_TEST(test_keyed_tensors_take_the_window_room_once)
+{
+	static const enum tw_keyed modes[] = { TW_UNKEYED, TW_KEYED_STEP, TW_KEYED_CONSTANT };
+	char *root = t_tmpdir("window_keyed");
+	char win[4200];
+	struct plan p = PLAN_INIT;
+	struct adump_config cfg;
+	struct outcome o[3];
+	const uint64_t shared = SHARED_ELEMS * 4;
+	unsigned checked = 0;
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	for (unsigned m = 0; m < 3; m++) {
+		tw_keyed = modes[m];
+		cfg = tw_window_config(win, ADUMP_OUTPUT_CANN, 3);
+		tw_run(&cfg, &p, &o[m]);
+		ck_assert_int_eq(o[m].destroy_ret, 0);
+		t_rmtree(win);
+	}
+	tw_keyed = TW_NOT_SHARED;
+	for (unsigned k = 0; k < p.steps; k++) {
+		unsigned held = o[0].info[k].held_steps;
+		uint64_t saved = o[0].info[k].held_bytes - o[1].info[k].held_bytes;
+
+		ck_assert_uint_eq(o[1].info[k].held_steps, held);
+		ck_assert_uint_eq(o[1].info[k].held_dumps, o[0].info[k].held_dumps);
+		ck_assert_uint_eq(o[2].info[k].held_bytes, o[1].info[k].held_bytes);
+		/* After a wrap the arena's unused end counts until the oldest step goes. */
+		if (o[0].info[k].held_bytes > (1u << 20))
+			continue;
+		/* Each entry of a keyed dump also lists its tensors' places (3 pointers, rounded
+		 * up to the arena's 64 bytes). */
+		ck_assert_uint_le(saved, held * (p.ops - 1) * shared);
+		ck_assert_uint_ge(saved, held * ((p.ops - 1) * shared - p.ops * 64));
+		checked++;
+	}
+	ck_assert_uint_ge(checked, 4);
+	tw_cleanup(root);
 }
 END_TEST
 
@@ -382,6 +444,8 @@ static Suite *window_equal_suite(void)
 	tcase_add_test(eq, test_zero_copy_window_equals_tensor_capture);
 	tcase_add_test(eq, test_msprobe_md5_window_equals_tensor_capture);
 	tcase_add_test(eq, test_two_streams_window_equals_tensor_capture);
+	tcase_add_test(eq, test_keyed_window_equals_tensor_capture);
+	tcase_add_test(eq, test_keyed_tensors_take_the_window_room_once);
 	t_tcase_add_test_needing(eq, T_DIRECT, test_io_auto_window_equals_tensor_capture);
 	tcase_add_test(eq, test_device_window_equals_tensor_capture);
 	suite_add_tcase(s, eq);

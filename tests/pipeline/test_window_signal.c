@@ -464,6 +464,67 @@ START_TEST(test_three_windows_of_one_step)
 }
 END_TEST
 
+/* A window written mid-step (SIGUSR1) empties the window: the step's later dumps of a keyed
+ * tensor (stats_keys) copy it again rather than share the copy that went with the written
+ * window, and the next window (a NaN a step later) holds their bytes, as the tensor capture
+ * writes them. */
+START_TEST(test_keyed_tensor_after_a_signal_window)
+{
+	char *root = t_tmpdir("window_sig_keyed");
+	char win[4200], saved[4200], wroot[4200];
+	struct adump_config cfg;
+	struct plan p = PLAN_INIT;
+	struct outcome o, r;
+	struct sigaction sa;
+	struct filter window = { .lo = -1, .no_trigger = true };
+
+	snprintf(win, sizeof(win), "%s/win", root);
+	snprintf(saved, sizeof(saved), "%s/saved", root);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	tw_keyed = TW_KEYED_STEP;
+	cfg = tw_window_config(win, ADUMP_OUTPUT_CANN, 2);
+	cfg.triggers = ADUMP_TRIGGER_DEFAULT | ADUMP_TRIGGER_SIGNAL;
+	p.steps = 6;
+	p.signal_step = 3;
+	p.signal_op = 1;
+	p.bad_step = 4;
+	p.bad_op = 1;
+	p.bad_value = NAN;
+	tw_run(&cfg, &p, &o);
+	ck_assert_int_eq(o.destroy_ret, 0);
+	ck_assert_uint_eq(o.signal_info.persists, 1);
+	ck_assert_uint_eq(o.info[4].persists, 2);
+	/* window-4: step 3's dumps after the signal's window, and step 4's. */
+	snprintf(wroot, sizeof(wroot), "%s/window-4", win);
+	tw_set_aside(wroot, saved);
+	cfg = tw_base_config(wroot, ADUMP_OUTPUT_CANN);
+	p.signal_step = -1;
+	tw_run(&cfg, &p, &r);
+	ck_assert_int_eq(r.destroy_ret, 0);
+	{
+		size_t n, compared = 0;
+		char **files = tw_list_kept(saved, &window, &n);
+
+		for (size_t i = 0; i < n; i++) {
+			char a[4200], b[4200];
+
+			snprintf(a, sizeof(a), "%s/%s", saved, files[i]);
+			snprintf(b, sizeof(b), "%s/%s", wroot, files[i]);
+			ck_assert_msg(tw_same_bytes(a, b), "%s and %s differ", a, b);
+			compared++;
+		}
+		ck_assert_uint_eq(compared, 2 + p.ops);
+		t_free_list(files, n);
+	}
+	tw_keyed = TW_NOT_SHARED;
+	sa.sa_handler = SIG_DFL;
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	tw_cleanup(root);
+}
+END_TEST
+
 static Suite *window_signal_suite(void)
 {
 	Suite *s = suite_create("window_signal");
@@ -476,6 +537,7 @@ static Suite *window_signal_suite(void)
 	tcase_add_test(sig, test_signal_sessions_on_two_threads);
 	tcase_add_test(sig, test_signal_storm);
 	tcase_add_test(sig, test_three_windows_of_one_step);
+	tcase_add_test(sig, test_keyed_tensor_after_a_signal_window);
 	suite_add_tcase(s, sig);
 	return s;
 }

@@ -20,6 +20,7 @@
 #include "window_helpers.h"
 
 unsigned tw_elems_mult = 1;
+enum tw_keyed tw_keyed;
 
 uint64_t tw_elems_of(unsigned op)
 {
@@ -108,6 +109,7 @@ struct stream_run {
 	unsigned index;
 	unsigned step;
 	float *in, *out;
+	float *shared;                  /* tw_keyed's tensor */
 };
 
 static void dump_step(struct stream_run *r)
@@ -124,11 +126,17 @@ static void dump_step(struct stream_run *r)
 		snprintf(dir, sizeof(dir), "step%u/rank%u", k, r->index);
 		ck_assert_int_eq(adump_host_stream_set_dir(r->hs, dir), 0);
 	}
+	for (unsigned e = 0; tw_keyed && e < SHARED_ELEMS; e++)
+		r->shared[e] = tw_value(p, tw_keyed == TW_KEYED_CONSTANT ? 0 : k, MAX_OPS + 1, e);
 	for (unsigned i = 0; k >= p->first_step && i < p->ops; i++) {
-		struct adump_host_tensor ti = { .data = r->in, .bytes = tw_elems_of(i) * 4,
-						.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
-						.dims = { (int64_t)tw_elems_of(i) } };
-		struct adump_host_tensor to = ti;
+		struct adump_host_tensor ti[2] = {
+			{ .data = r->in, .bytes = tw_elems_of(i) * 4, .dtype = ADUMP_DT_FLOAT,
+			  .dim_count = 1, .dims = { (int64_t)tw_elems_of(i) } },
+			{ .data = r->shared, .bytes = SHARED_ELEMS * 4, .dtype = ADUMP_DT_FLOAT,
+			  .dim_count = 1, .dims = { SHARED_ELEMS } },
+		};
+		struct adump_host_tensor to = ti[0];
+		uint64_t keys[3] = { 0, tw_keyed == TW_KEYED_CONSTANT ? 7 : 1000 + k, 0 };
 		struct adump_host_op op = ADUMP_HOST_OP_INIT;
 		char name[64], dfx[512];
 		struct adump_attr attr = { .name = "step_op", .value = name };
@@ -138,10 +146,10 @@ static void dump_step(struct stream_run *r)
 		float *out = is_zc ? zc_tensor(r->index, k, i, 1) : r->out;
 		struct plan q = *p;
 
-		ck_assert(!is_zc || tw_elems_mult == 1);
+		ck_assert(!is_zc || (tw_elems_mult == 1 && !tw_keyed));
 		if (!is_first)
 			q.bad_step = -1;
-		ti.data = in;
+		ti[0].data = in;
 		to.data = out;
 		fill(&q, k, i, in, out);
 		op_name(p, k, i, name, sizeof(name));
@@ -156,8 +164,10 @@ static void dump_step(struct stream_run *r)
 			 (unsigned long long)tw_elems_of(i));
 		op.op_type = "Linear";
 		op.op_name = name;
-		op.inputs = &ti;
-		op.input_count = 1;
+		op.inputs = ti;
+		op.input_count = tw_keyed ? 2 : 1;
+		if (tw_keyed == TW_KEYED_STEP || tw_keyed == TW_KEYED_CONSTANT)
+			op.stats_keys = keys;
 		op.outputs = &to;
 		op.output_count = 1;
 		op.timestamp_us = T0 + k * 1000ull + i * 10ull + r->index * 5ull;
@@ -219,6 +229,7 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 	/* Static: the same addresses (in the headers) in every run's child. */
 	static float in[2][(ELEMS + 517u * MAX_OPS) * MAX_MULT];
 	static float out[2][(ELEMS + 517u * MAX_OPS) * MAX_MULT];
+	static float shared[2][SHARED_ELEMS];
 
 	ck_assert(p->steps <= MAX_STEPS && p->ops <= MAX_OPS && streams <= 2 &&
 		  tw_elems_mult <= MAX_MULT);
@@ -230,7 +241,7 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 		/* Opened here, in order: the same stream ids in every run. */
 		hcfg.device_id = p->device_id + j;
 		runs[j] = (struct stream_run){ .p = p, .s = s, .o = o, .index = j, .in = in[j],
-					       .out = out[j] };
+					       .out = out[j], .shared = shared[j] };
 		ck_assert_int_eq(adump_host_stream_open(s, &hcfg, &runs[j].hs), 0);
 	}
 	storm.s = s;

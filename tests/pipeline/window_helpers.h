@@ -65,6 +65,13 @@ struct outcome {
 	unsigned released_all;          /* ... by the session's destruction */
 };
 
+/* A second input to every op, the same tensor for all of a step's ops (SHARED_ELEMS floats;
+ * 0 unless a test sets it): TW_KEYED_STEP, its values and its stats key (adump_host_op's
+ * stats_keys) the step's own; TW_KEYED_CONSTANT, one key and the same values in every step;
+ * TW_UNKEYED, the step's values without a key. */
+enum tw_keyed { TW_NOT_SHARED, TW_KEYED_STEP, TW_KEYED_CONSTANT, TW_UNKEYED };
+extern enum tw_keyed tw_keyed;
+#define SHARED_ELEMS 4096u
 /* Tensor sizes times this (io auto: files past direct_min_bytes); 1 unless a test sets it. */
 extern unsigned tw_elems_mult;
 /* msprobe's summary of every capture a test makes (MD5: the CRC of each tensor's bytes). */
