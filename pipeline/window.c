@@ -677,6 +677,9 @@ int adump_session_window(struct adump_session *s, struct adump_window_info *out)
 	out->step = win->step;
 	off = win->head;
 	while ((e = adump_window_next(win, &off))) {
+		/* The entries' room, not tail - head: after an early wrap that spans the arena's
+		 * unused end as well, up to window_bytes, until the oldest held step goes. */
+		out->held_bytes += e->size;
 		/* Written by a persist while another entry was filling: no longer held for a
 		 * next window, though its bytes stay in the arena until evicted (held_bytes). */
 		if (e->state == ENTRY_DONE)
@@ -686,7 +689,6 @@ int adump_session_window(struct adump_session *s, struct adump_window_info *out)
 		last = e->step;
 		out->held_dumps++;
 	}
-	out->held_bytes = win->tail - win->head;
 	out->lost_dumps = win->lost_dumps;
 	out->persists = win->persists;
 	out->persists_skipped = win->persists_skipped;

@@ -205,7 +205,6 @@ START_TEST(test_keyed_tensors_take_the_window_room_once)
 	struct adump_config cfg;
 	struct outcome o[3];
 	const uint64_t shared = SHARED_ELEMS * 4;
-	unsigned checked = 0;
 
 	snprintf(win, sizeof(win), "%s/win", root);
 	for (unsigned m = 0; m < 3; m++) {
@@ -223,16 +222,11 @@ START_TEST(test_keyed_tensors_take_the_window_room_once)
 		ck_assert_uint_eq(o[1].info[k].held_steps, held);
 		ck_assert_uint_eq(o[1].info[k].held_dumps, o[0].info[k].held_dumps);
 		ck_assert_uint_eq(o[2].info[k].held_bytes, o[1].info[k].held_bytes);
-		/* After a wrap the arena's unused end counts until the oldest step goes. */
-		if (o[0].info[k].held_bytes > (1u << 20))
-			continue;
 		/* Each entry of a keyed dump also lists its tensors' places (3 pointers, rounded
 		 * up to the arena's 64 bytes). */
 		ck_assert_uint_le(saved, held * (p.ops - 1) * shared);
 		ck_assert_uint_ge(saved, held * ((p.ops - 1) * shared - p.ops * 64));
-		checked++;
 	}
-	ck_assert_uint_ge(checked, 4);
 	tw_cleanup(root);
 }
 END_TEST
