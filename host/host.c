@@ -424,12 +424,18 @@ static void reuse_remember(struct adump_host_stream *hs, uint32_t count, const u
 	static const struct adump_window_copy none;
 
 	for (uint32_t i = 0; i < count; i++) {
+		struct stats_reuse *r;
+
 		if (!keys[i])
 			continue;
-		if (!known[i])
+		if (!known[i]) {
 			reuse_keep(hs, keys[i], &hs->tensors[i], &ts[i], copies ? &copies[i] : &none);
-		else if (copies)
-			reuse_find(hs, keys[i], &hs->tensors[i])->copy = copies[i];
+			continue;
+		}
+		/* Known, but its record may have gone to a tensor kept before in this loop. */
+		r = copies ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
+		if (r)
+			r->copy = copies[i];
 	}
 }
 

@@ -16,6 +16,7 @@
 
 #include "adump/adump.h"
 #include "adump/device.h"
+#include "adump/host.h"
 #include "capture_helpers.h"
 #include "helpers.h"
 #include "window_helpers.h"
@@ -231,6 +232,63 @@ START_TEST(test_keyed_tensors_take_the_window_room_once)
 }
 END_TEST
 
+/* One op with more newly keyed tensors than the stream keeps keys for, after a known one:
+ * keeping theirs pushes the known key's record out while the op is taken, and the op's
+ * dump and its window are whole all the same (the known tensor's place is not kept). */
+START_TEST(test_keyed_op_wider_than_the_stream_keeps)
+{
+	enum { WIDE = ADUMP_HOST_STATS_REUSE + 2 };
+	char *root = t_tmpdir("window_wide");
+	struct adump_config cfg = tw_window_config(root, ADUMP_OUTPUT_CANN, 2);
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs = NULL;
+	static float a[64];
+	static struct adump_host_tensor t[WIDE + 1];
+	uint64_t keys[WIDE + 1];
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+	struct adump_window_info info;
+	char dir[4200];
+	size_t n;
+	char **files;
+
+	for (unsigned e = 0; e < 64; e++)
+		a[e] = (float)e;
+	for (unsigned i = 0; i <= WIDE; i++) {
+		t[i] = (struct adump_host_tensor){ .data = a, .bytes = sizeof(a),
+						   .dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+						   .dims = { 64 } };
+		keys[i] = i < WIDE ? 100 + i : 5;       /* new ones, then the known one */
+	}
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	op.op_type = "Concat";
+	op.op_name = "known";
+	op.inputs = &t[WIDE];
+	op.input_count = 1;
+	op.stats_keys = &keys[WIDE];
+	op.timestamp_us = T0;
+	ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+	op.op_name = "wide";
+	op.inputs = t;
+	op.input_count = WIDE + 1;
+	op.stats_keys = keys;
+	op.timestamp_us = T0 + 10;
+	ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	ck_assert_int_eq(adump_session_persist(s, "wide"), 0);
+	ck_assert_int_eq(adump_session_step(s), 0);
+	ck_assert_int_eq(adump_session_window(s, &info), 0);
+	ck_assert_uint_eq(info.persists, 1);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(dir, sizeof(dir), "%s/window-0/" TIME_DIR "/0", root);
+	files = t_list_files(dir, &n);
+	ck_assert_uint_eq(n, 2);
+	t_free_list(files, n);
+	tw_cleanup(root);
+}
+END_TEST
+
 /* io auto: the window's large files are written with O_DIRECT, as the capture's are. */
 START_TEST(test_io_auto_window_equals_tensor_capture)
 {
@@ -440,6 +498,7 @@ static Suite *window_equal_suite(void)
 	tcase_add_test(eq, test_two_streams_window_equals_tensor_capture);
 	tcase_add_test(eq, test_keyed_window_equals_tensor_capture);
 	tcase_add_test(eq, test_keyed_tensors_take_the_window_room_once);
+	tcase_add_test(eq, test_keyed_op_wider_than_the_stream_keeps);
 	t_tcase_add_test_needing(eq, T_DIRECT, test_io_auto_window_equals_tensor_capture);
 	tcase_add_test(eq, test_device_window_equals_tensor_capture);
 	suite_add_tcase(s, eq);
