@@ -53,9 +53,10 @@ struct adump_host_tensor {
  * call into the same session except adump_stats_get().
  * In a window session (window_steps; but for msprobe's MD5 summary, whose workers need the
  * bytes) the window holds a zero-copy dump by reference instead: nothing is written unless a
- * window is, and then read from the caller's memory (check_fn first). The release_fn comes when the window lets the dump go: its step dropped from the
- * window, the window written, or the session destroyed; at once, within the dump call, for
- * a dump the window has no room for. Status 0, or the check_fn's code when a window could
+ * window is, and then read from the caller's memory (check_fn first). The release_fn comes
+ * when the window lets the dump go: its step dropped from the window, the window written, or
+ * the session destroyed; at once, within the dump call, for a dump the window has no room
+ * for. Status 0, or the check_fn's code when a window could
  * not write the dump for it. On whichever thread that happens (a dump call, a step, a
  * persist, adump_session_destroy()), under the window's lock: it must not call into the
  * session at all. Until then the memory must stay allocated. */
