@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -377,11 +379,11 @@ static int op_take(struct adump_host_stream *hs, const struct adump_host_op *op)
 }
 
 /* The statistics kept for @key, if they are of a tensor of @t's dtype and size. */
-static struct stats_reuse *reuse_find(struct adump_host_stream *hs, uint64_t key,
-				      const struct adump_tensor *t)
+static const struct stats_reuse *reuse_find(const struct adump_host_stream *hs, uint64_t key,
+					    const struct adump_tensor *t)
 {
 	for (unsigned i = 0; i < ADUMP_HOST_STATS_REUSE; i++) {
-		struct stats_reuse *r = &hs->reuse[i];
+		const struct stats_reuse *r = &hs->reuse[i];
 
 		if (r->key == key && r->dtype == t->dtype && r->bytes == t->bytes)
 			return r;
@@ -403,11 +405,12 @@ static void reuse_keep(struct adump_host_stream *hs, uint64_t key, const struct 
 
 /* @known[i]: the statistics the stream keeps for tensor i's key in @keys, or NULL; with
  * @copies, copies[i]: where the window holds its bytes (.at NULL: nowhere known). */
-static void reuse_lookup(struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
+static void reuse_lookup(const struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
 			 const struct adump_tstats **known, struct adump_window_copy *copies)
 {
 	for (uint32_t i = 0; i < count; i++) {
-		struct stats_reuse *r = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
+		const struct stats_reuse *r = keys[i] ? reuse_find(hs, keys[i], &hs->tensors[i])
+						      : NULL;
 
 		known[i] = r ? &r->ts : NULL;
 		if (copies)
@@ -415,28 +418,28 @@ static void reuse_lookup(struct adump_host_stream *hs, uint32_t count, const uin
 	}
 }
 
-/* The statistics @ts of each keyed tensor the stream had none for, kept for its key; with
- * @copies, where the window holds each keyed tensor now, for its key. */
+/* The record whose statistics @ts are (reuse_lookup()'s known[i]). */
+static struct stats_reuse *reuse_of(const struct adump_tstats *ts)
+{
+	return (struct stats_reuse *)((uintptr_t)ts - offsetof(struct stats_reuse, ts));
+}
+
+/* With @copies, where the window holds each known keyed tensor now, kept with its record;
+ * then the statistics @ts of each keyed tensor the stream had none for, kept for its key
+ * (and its place, with @copies). The known ones first: keeping the new ones may take their
+ * records. */
 static void reuse_remember(struct adump_host_stream *hs, uint32_t count, const uint64_t *keys,
 			   const struct adump_tstats *const *known, const struct adump_tstats *ts,
 			   const struct adump_window_copy *copies)
 {
 	static const struct adump_window_copy none;
 
-	for (uint32_t i = 0; i < count; i++) {
-		struct stats_reuse *r;
-
-		if (!keys[i])
-			continue;
-		if (!known[i]) {
+	for (uint32_t i = 0; copies && i < count; i++)
+		if (known[i])
+			reuse_of(known[i])->copy = copies[i];
+	for (uint32_t i = 0; i < count; i++)
+		if (keys[i] && !known[i])
 			reuse_keep(hs, keys[i], &hs->tensors[i], &ts[i], copies ? &copies[i] : &none);
-			continue;
-		}
-		/* Known, but its record may have gone to a tensor kept before in this loop. */
-		r = copies ? reuse_find(hs, keys[i], &hs->tensors[i]) : NULL;
-		if (r)
-			r->copy = copies[i];
-	}
 }
 
 /* Statistics content: the tensors' statistics, computed here on the owner's thread from the
@@ -493,8 +496,10 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	 * caller's memory (only if it writes the dump) and releases it. */
 	bool is_held = hs->is_window && count && ADUMP_TESTPOINT("host.window_handover") == 0;
 	bool is_held_ref = is_held && op->release_fn;
+	/* Zero copy through the workers: they read the caller's memory and release it. */
+	bool is_zc_posted = op->release_fn && !is_held_ref;
 
-	if (op->release_fn && !is_held_ref) {
+	if (is_zc_posted) {
 		struct host_zc zc = { .hs = hs, .release_fn = op->release_fn,
 				      .check_fn = op->check_fn, .user = op->user };
 		int ret = adump_op_rec_create_hooked(&desc, adump_port_op_freelist(chan), &zc_hooks,
@@ -545,14 +550,14 @@ static int dump(struct adump_host_stream *hs, const struct adump_host_op *op, ui
 	hs->next_task_id++;
 	atomic_fetch_add_explicit(&hs->tensor_count, (uint64_t)count, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->payload_bytes, rec->payload_bytes, memory_order_relaxed);
-	if (op->release_fn && !is_held_ref)
+	if (is_zc_posted)
 		atomic_fetch_add_explicit(&hs->zero_copy_dumps, 1, memory_order_relaxed);
 	/* A large record rings the worker's doorbell as it is committed (a system call only
 	 * while it sleeps), not once at the end of the op: the worker starts on a large dump's
 	 * first chunk while the later ones are copied. Small ones wait (host_bind()). */
-	adump_port_post_sp(chan, rec, hs->data, op->release_fn && !is_held_ref);
+	adump_port_post_sp(chan, rec, hs->data, is_zc_posted);
 	/* Zero copy: the caller's memory is held until written, and nothing is owed long. */
-	if (op->release_fn && !is_held_ref)
+	if (is_zc_posted)
 		adump_port_ring_sp(chan);
 	atomic_fetch_add_explicit(&hs->dumps, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hs->copy_ns, adump_now_ns() - start, memory_order_relaxed);
