@@ -69,23 +69,7 @@ START_TEST(test_trigger_signal)
 	cfg = tw_base_config(wroot, ADUMP_OUTPUT_CANN);
 	p.signal_step = -1;
 	tw_run(&cfg, &p, &r);
-	{
-		size_t nw, i, compared = 0;
-		char **lw = t_list_files(ref, &nw);
-
-		for (i = 0; i < nw; i++) {
-			char pa[4200], pb[4200];
-
-			if (!tw_keep(&window, lw[i]))
-				continue;
-			snprintf(pa, sizeof(pa), "%s/%s", ref, lw[i]);
-			snprintf(pb, sizeof(pb), "%s/%s", wroot, lw[i]);
-			ck_assert_msg(tw_same_bytes(pa, pb), "%s and %s differ", pa, pb);
-			compared++;
-		}
-		ck_assert_uint_eq(compared, p.ops + 2);
-		t_free_list(lw, nw);
-	}
+	ck_assert_uint_eq(tw_same_in(ref, &window, wroot), p.ops + 2);
 
 	/* A handler of the program's own: refused, and left in place. */
 	memset(&sa, 0, sizeof(sa));
@@ -503,21 +487,7 @@ START_TEST(test_keyed_tensor_after_a_signal_window)
 	p.signal_step = -1;
 	tw_run(&cfg, &p, &r);
 	ck_assert_int_eq(r.destroy_ret, 0);
-	{
-		size_t n, compared = 0;
-		char **files = tw_list_kept(saved, &window, &n);
-
-		for (size_t i = 0; i < n; i++) {
-			char a[4200], b[4200];
-
-			snprintf(a, sizeof(a), "%s/%s", saved, files[i]);
-			snprintf(b, sizeof(b), "%s/%s", wroot, files[i]);
-			ck_assert_msg(tw_same_bytes(a, b), "%s and %s differ", a, b);
-			compared++;
-		}
-		ck_assert_uint_eq(compared, 2 + p.ops);
-		t_free_list(files, n);
-	}
+	ck_assert_uint_eq(tw_same_in(saved, &window, wroot), 2 + p.ops);
 	tw_keyed = TW_NOT_SHARED;
 	sa.sa_handler = SIG_DFL;
 	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);

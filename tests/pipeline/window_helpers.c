@@ -441,6 +441,22 @@ size_t tw_same_tree(const char *a, const struct filter *fa, const char *b,
 	return na;
 }
 
+size_t tw_same_in(const char *a, const struct filter *fa, const char *b)
+{
+	size_t n;
+	char **files = tw_list_kept(a, fa, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		char pa[4200], pb[4200];
+
+		snprintf(pa, sizeof(pa), "%s/%s", a, files[i]);
+		snprintf(pb, sizeof(pb), "%s/%s", b, files[i]);
+		ck_assert_msg(tw_same_bytes(pa, pb), "%s and %s differ", pa, pb);
+	}
+	t_free_list(files, n);
+	return n;
+}
+
 bool tw_exists(const char *path)
 {
 	struct stat st;

@@ -121,6 +121,9 @@ bool tw_same_bytes(const char *a, const char *b);
 /* The kept files of @a and @b: the same relative paths, the same bytes. Return: how many. */
 size_t tw_same_tree(const char *a, const struct filter *fa, const char *b,
 		    const struct filter *fb);
+/* Every file below @a that @fa keeps is byte for byte the file of the same path below @b
+ * (which may hold more). Return: how many. */
+size_t tw_same_in(const char *a, const struct filter *fa, const char *b);
 bool tw_exists(const char *path);
 /* Entries of @root named window-*. */
 unsigned tw_window_dirs(const char *root);
