@@ -3,6 +3,7 @@
  * its per-stream shares, stream attach/detach, flush and stats. The workers themselves live
  * in worker.c. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -574,14 +575,53 @@ int adump_session_producer_dir(struct adump_session *s, void *producer, const ch
 	return 0;
 }
 
+/* @path below the session's dump_path: @path itself if relative, its part after dump_path
+ * if absolute and under it, else NULL (a directory the caller chose elsewhere). */
+static const char *below_dump_path(const struct adump_session *s, const char *path)
+{
+	size_t n = strlen(s->dump_path);
+
+	if (path[0] != '/')
+		return path;
+	if (strncmp(path, s->dump_path, n) || (path[n] != '/' && path[n]))
+		return NULL;
+	while (path[n] == '/')
+		n++;
+	return path + n;
+}
+
+/* Makes <dump_path>/@rel one component at a time, none through a link (a link planted in
+ * a shared dump path at a step's name is refused, never written through): -ENOTDIR. */
+static int mkdir_below(const struct adump_session *s, const char *rel)
+{
+	int root = open(s->dump_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (root < 0)
+		return -errno;
+	fd = adump_dir_open_new(root, rel, 0750);
+	close(root);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,
 			     char **out)
 {
 	char *abs = NULL, *dev = NULL;
+	const char *below, *start = dir;
 	int ret;
 
 	if (!dir || !dir[0]) {
 		adump_log(ADUMP_LOG_ERROR, MODULE, "stream directory: empty");
+		return -EINVAL;
+	}
+	while (*start == '/')
+		start++;
+	if (*start && !adump_name_is_beneath(start)) {
+		adump_log(ADUMP_LOG_ERROR, MODULE, "stream directory %s: a '..' component; name "
+			  "the directory itself", dir);
 		return -EINVAL;
 	}
 	if (s->cfg.layout == ADUMP_LAYOUT_PACKED) {
@@ -594,16 +634,29 @@ int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t 
 	ret = 0;
 	if (s->cfg.sink == ADUMP_SINK_FILE) {
 		/* msprobe's layout has no device folders (dump_tensor_data is made by its
-		 * first tensor). */
-		int n = s->cfg.format == ADUMP_OUTPUT_MSPROBE ? asprintf(&dev, "%s", abs) :
-			asprintf(&dev, "%s/%u", abs, device_id);
+		 * first tensor). Below dump_path no component is a link; elsewhere the path
+		 * is the caller's, as dump_path itself. */
+		bool is_msprobe = s->cfg.format == ADUMP_OUTPUT_MSPROBE;
+		int n;
 
+		below = below_dump_path(s, abs);
+		if (below)
+			n = is_msprobe ? asprintf(&dev, "%s", below) :
+			    asprintf(&dev, "%s%s%u", below, *below ? "/" : "", device_id);
+		else
+			n = is_msprobe ? asprintf(&dev, "%s", abs) :
+			    asprintf(&dev, "%s/%u", abs, device_id);
 		if (n < 0) {
 			dev = NULL;
 			ret = -ENOMEM;
 		} else {
-			ret = adump_mkdir_p(dev, 0750);
-			if (ret < 0)
+			ret = below ? mkdir_below(s, dev) : adump_mkdir_p(dev, 0750);
+			if (ret < 0 && below)
+				adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s under %s: %s",
+					  dev, s->dump_path, ret == -ENOTDIR ? "a component is a "
+					  "file or a link, not a directory of its own" :
+					  adump_strerror(ret));
+			else if (ret < 0)
 				adump_log(ADUMP_LOG_ERROR, MODULE, "cannot create %s: %s", dev,
 					  adump_strerror(ret));
 		}

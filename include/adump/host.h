@@ -216,14 +216,17 @@ ADUMP_API int adump_host_dump_nocopy(struct adump_host_stream *hs, const char *o
  * while the session, its workers and its warm staging buffers live on.
  * @hs:  the stream.
  * @dir: absolute, or relative to the session's dump_path; copied. NULL: back to the session
- *       directory.
+ *       directory. No component may be "..". Below dump_path each directory is made, or
+ *       entered, without following a link: one planted in a shared dump path at a step's
+ *       name is refused, never written through. Elsewhere the path is the caller's own.
  *
  * Waits until the stream is idle (as adump_host_stream_sync()) before the change, since
  * every dump in flight is written where it was dumped; <dir>/<device_id>/ is created first
  * (file sink). The callback sink names chunks by the new path; the session's loss log stays
  * in the session directory (its lines name the file by its path).
  * Return: 0, or what the sync returned (-ADUMP_ERR_DROPPED: the directory changed all the
- * same); on these errors nothing changed: -EINVAL (NULL @hs, empty @dir),
+ * same); on these errors nothing changed: -EINVAL (NULL @hs, empty @dir, a ".."
+ * component), -ENOTDIR (a file, or below dump_path a link, in the way),
  * -ADUMP_ERR_UNSUPPORTED (packed layout: its segments are per worker, in the session
  * directory), -ADUMP_ERR_WRONG_THREAD, -ADUMP_ERR_SHUTDOWN, -ENOMEM, -errno of mkdir.
  * Owner thread only.

@@ -131,7 +131,8 @@ class Stream:
 
     def set_dir(self, dir):
         """Send the stream's next files to <dir>/<device_id>/ (dir absolute or relative to
-        the session's dump_path; None: the session directory). Waits until the stream's
+        the session's dump_path; None: the session directory; no ".." component; below
+        dump_path no directory is made or entered through a link). Waits until the stream's
         dumps in flight are written (they stay where they were dumped). Returns 0, or
         adump's drop code when chunks were dropped since the last sync (changed all the
         same); raises for a bad directory (OSError), the packed layout (UnsupportedError)."""

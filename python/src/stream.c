@@ -314,6 +314,7 @@ static PyObject *stream_set_dir(PyObject *obj, PyObject *args)
 	struct adump_host_stream *hs;
 	PyObject *arg, *path = NULL;
 	const char *dir = NULL;
+	char reason[512];
 	int ret;
 
 	if (!PyArg_ParseTuple(args, "O:set_dir", &arg))
@@ -329,12 +330,16 @@ static PyObject *stream_set_dir(PyObject *obj, PyObject *args)
 		dir = PyBytes_AsString(path);
 	pyadump_busy_enter(st->sess, st);
 	Py_BEGIN_ALLOW_THREADS
+	pyadump_reason_begin(reason, sizeof(reason));
 	ret = adump_host_stream_set_dir(hs, dir);
+	pyadump_reason_end();
 	Py_END_ALLOW_THREADS
 	pyadump_busy_leave(st->sess, st);
 	pyadump_drain(st->sess);
 	if (ret < 0 && ret != -ADUMP_ERR_DROPPED) {
-		PyObject *r = pyadump_raise(ret, "set_dir", dir);
+		/* The library logged why (a ".." component, a link in the way): that is the
+		 * message. */
+		PyObject *r = pyadump_raise(ret, reason[0] ? reason : "set_dir", dir);
 
 		Py_XDECREF(path);
 		return r;

@@ -3,7 +3,8 @@
  * the loss log adump-losses.jsonl (a link, a dangling link, a FIFO), a dump's "<name>.part"
  * (where files cannot be made unnamed), the device folder and a timestamped capture folder.
  * The file outside stays as it was, nothing is created outside, nothing hangs, and the capture
- * either writes a file of its own or reports an error. Description: bug fixed in "pipeline:
+ * either writes a file of its own or reports an error; and a stream directory set below the
+ * capture through a link, or with "..". Description: bug fixed in "pipeline:
  * files created by name never through a planted link"; see issue 30. */
 #include <errno.h>
 #include <fcntl.h>
@@ -226,6 +227,82 @@ START_TEST(test_time_dir_link)
 }
 END_TEST
 
+/* adump_host_stream_set_dir() below dump_path, through a link planted at a step's name
+ * (a shared dump path): refused, nothing made or written outside, the stream keeps writing
+ * where it did; the same directory made by the capture itself is used. Description: bug
+ * fixed in "session: stream directories below dump_path made without following a link". */
+START_TEST(test_stream_dir_link)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s;
+	struct adump_host_stream *hs;
+	struct adump_stats st;
+	unsigned char data[512] = { 0 };
+	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
+				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
+				       .dim_count = 1, .dims = { sizeof(data) } };
+	char target[4400], link[4400], path[4400];
+
+	snprintf(target, sizeof(target), "%s/elsewhere", root);
+	ck_assert_int_eq(mkdir(target, 0750), 0);
+	snprintf(link, sizeof(link), "%s/step1", root);
+	ck_assert_int_eq(symlink(target, link), 0);
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/rank0"), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "step0", &t, 1, NULL, 0), 0);
+	/* Relative and absolute alike */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), -ENOTDIR);
+	ck_assert_msg(strstr(logged, "not a directory of its own"), "%s", logged);
+	snprintf(path, sizeof(path), "%s/step1/rank0", root);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -ENOTDIR);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "still_step0", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	ck_assert_uint_eq(t_count_files(target, ""), 0);
+	snprintf(path, sizeof(path), "%s/step0/rank0/0", root);
+	ck_assert_uint_eq(t_count_files(path, ""), 2);
+}
+END_TEST
+
+/* A ".." component anywhere in a stream directory: refused before anything is made. */
+START_TEST(test_stream_dir_dotdot)
+{
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s;
+	struct adump_host_stream *hs;
+	char path[4400];
+	struct stat sb;
+
+	cfg.dump_path = dir;
+	cfg.time_dir = TIME_DIR;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(mkdir(dir, 0750), 0);
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "../up"), -EINVAL);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/../../up"), -EINVAL);
+	snprintf(path, sizeof(path), "%s/step0/../../up", dir);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -EINVAL);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, ".."), -EINVAL);
+	ck_assert_msg(strstr(logged, "a '..' component"), "%s", logged);
+	/* Names that only hold dots are names */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/..x/...") , 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	snprintf(path, sizeof(path), "%s/up", root);
+	ck_assert_int_eq(lstat(path, &sb), -1);
+	ck_assert_int_eq(lstat(dir, &sb), 0);
+	snprintf(path, sizeof(path), "%s/step0", dir);
+	ck_assert_int_eq(lstat(path, &sb), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("planted_links");
@@ -239,6 +316,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_part_name_link);
 	tcase_add_test(tc, test_device_dir_link);
 	tcase_add_test(tc, test_time_dir_link);
+	tcase_add_test(tc, test_stream_dir_link);
+	tcase_add_test(tc, test_stream_dir_dotdot);
 	suite_add_tcase(s, tc);
 	return s;
 }

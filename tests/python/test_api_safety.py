@@ -528,5 +528,37 @@ class LinksInsideCapture(unittest.TestCase):
         self.assertEqual(odd, ["Add.fifo.8.8.8", "Add.linked.9.9.9", "out_dir"])
 
 
+class StreamDirs(unittest.TestCase):
+    """Stream.set_dir: a ".." component is refused (EINVAL), and so is a directory below
+    dump_path reached through a planted link (ENOTDIR), each with the library's reason as
+    the message; nothing is written outside, the stream writes on where it did. Before,
+    both were made and written through."""
+
+    def test_dotdot_and_link_refused(self):
+        import errno
+        top = helpers.tmpdir("setdir")
+        cap, outside = os.path.join(top, "cap"), os.path.join(top, "outside")
+        os.makedirs(cap)
+        os.makedirs(outside)
+        os.symlink(outside, os.path.join(cap, "step1"))
+        s = adump.Session(cap, workers=1, time_dir="t")
+        st = s.stream()
+        st.set_dir("step0")
+        for bad in ("../up", "step0/../../up", os.path.join(cap, "x", "..", "..", "up")):
+            with self.assertRaises(OSError) as cm:
+                st.set_dir(bad)
+            self.assertEqual(cm.exception.errno, errno.EINVAL)
+            self.assertIn("'..' component", str(cm.exception))
+        with self.assertRaises(OSError) as cm:
+            st.set_dir("step1/rank0")
+        self.assertEqual(cm.exception.errno, errno.ENOTDIR)
+        self.assertIn("not a directory of its own", str(cm.exception))
+        st.dump("Add", "kept", inputs=[np.arange(6, dtype=np.float32)])
+        st.sync()
+        s.close()
+        self.assertEqual(os.listdir(outside), [])
+        self.assertFalse(os.path.exists(os.path.join(top, "up")))
+        self.assertEqual([d.op_name for d in adump.walk(os.path.join(cap, "step0"))], ["kept"])
+
 if __name__ == "__main__":
     unittest.main()
