@@ -36,7 +36,6 @@ in): nothing is added to the graph, so training under capture is bit-identical."
 import os
 import threading
 import time
-import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -91,7 +90,7 @@ _DIRECT = {
 _PARAMETER = torch.nn.Parameter
 _TENSOR = torch.Tensor
 # The native dump takes CPU tensors of these exact types as they are (_host()).
-_adump._torch_types(_TENSOR, _PARAMETER, _DIRECT)
+_adump._torch_types(_TENSOR, _PARAMETER, _DIRECT, torch.strided)
 
 
 def _host(t):
@@ -230,14 +229,13 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # when either changes, or the session)
         self._ready_streams = {}
         # Statistics, window and msprobe-format tensor sessions (dump.json holds statistics)
-        # at module level: (id, version, data pointer) -> (weak reference, key) of the last
-        # tensors dumped (_stats_key()); None: no keys. Not at op level: inside
-        # __torch_dispatch__ an in-place op's output has the version it had before the op
-        # (autograd's ADInplaceOrView bumps it after the dispatch returns).
-        self._stats_keys = {} if (content == "stats" or self.window or
-                                  self.format == "msprobe") and \
+        # at module level: the statistics keys of the last tensors dumped (_stats_key());
+        # None: no keys. Not at op level: inside __torch_dispatch__ an in-place op's output
+        # has the version it had before the op (autograd's ADInplaceOrView bumps it after
+        # the dispatch returns).
+        self._stats_keys = _adump._StatsKeys() if (content == "stats" or self.window or
+                                                   self.format == "msprobe") and \
             (not zero_copy or self.window) and level == "module" else None
-        self._stats_key_seq = 0
         # Window by reference: this step's (name, kind, index, tensor, version, data pointer)
         # handed over, and the (name, kind, index) found changed, copied from then on.
         self._held_refs = []
@@ -449,37 +447,44 @@ class capture(_Select, ModuleHooks, WindowMixin):
 
     def _stats_key(self, t):
         """The statistics key of @t (struct adump_host_op's stats_keys): the same for the same
-        tensor object at the same version, while it lives (a weak reference tells a new
-        object that took a dead one's id), so that a tensor dumped again (a module's output
-        that is its parent's, the next module's input) has its statistics copied, not read
-        again. Parameters get none: code that changes them through .data leaves their
-        version as it was (the data pointer is in the key all the same, for a tensor whose
-        .data is replaced)."""
-        if type(t) is not _TENSOR and isinstance(t, _PARAMETER):
-            return 0
-        k = (id(t), t._version, t.data_ptr())
-        e = self._stats_keys.get(k)
-        if e is not None and e[0]() is t:
-            return e[1]
-        self._stats_key_seq += 1
-        self._stats_keys[k] = (weakref.ref(t), self._stats_key_seq)
-        if len(self._stats_keys) > _adump.HOST_STATS_REUSE:
-            del self._stats_keys[next(iter(self._stats_keys))]
-        return self._stats_key_seq
+        tensor object at the same version and data pointer, while it lives (a weak reference
+        tells a new object that took a dead one's id) and is among the last
+        HOST_STATS_REUSE keyed, so that a tensor dumped again (a module's output that is its
+        parent's, the next module's input) has its statistics copied, not read again.
+        Parameters get none: code that changes them through .data leaves their version as
+        it was. The native dump keys the tensors itself where it takes them directly."""
+        return self._stats_keys.key(t)
 
     def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):
-        ins = []
-        outs = []
-        keep = []
         # Tensors describe() found unstorable (kind, index, bytes, dtype), of the parts dumped.
-        skipped = [x for x in skipped or () if (x[0] == "input" and self.with_inputs) or
-                   (x[0] == "output" and self.with_outputs)]
+        if skipped:
+            skipped = [x for x in skipped if (x[0] == "input" and self.with_inputs) or
+                       (x[0] == "output" and self.with_outputs)]
         if info is not None and not (self.with_inputs and self.with_outputs):
             # The side not dumped is not described either (msprobe's data_mode leaves its
             # keys out of the entry; described tensors would name inputs the dump lacks).
             drop = ("input_args", "input_kwargs", "parameters") if not self.with_inputs \
                 else ("output",)
             info = {k: v for k, v in info.items() if k not in drop}
+        if not skipped and not self._zero_copy:
+            # The common case, once per dump: every tensor a CPU tensor of torch's own types
+            # and dtypes, copied. The native dump checks that, keys them and takes them as
+            # they are, in one call; it does nothing and returns None when one is not.
+            if not inputs and not outputs:
+                return
+            dfx = to_json(info) if info is not None else None
+            if self._stream()._st.dump(op_type, name, inputs, outputs, True, attrs=attrs,
+                                       dfx_message=dfx, stats_keys=self._stats_keys,
+                                       direct=True) is not None:
+                self.dumps += 1
+                return
+        self._dump_any(op_type, name, inputs, outputs, attrs, info, skipped or [])
+
+    def _dump_any(self, op_type, name, inputs, outputs, attrs, info, skipped):
+        """_dump_now() of tensors of any kind, or zero copy."""
+        ins = []
+        outs = []
+        keep = []
         keys = [] if self._stats_keys is not None else None
         # A window by reference (zero_copy=True) copies the first step all the same, and
         # learns from it what it must copy later (_learn_copies()).

@@ -205,8 +205,8 @@ static PyMethodDef module_methods[] = {
 	{ "journal_list", py_journal_list, METH_O,
 	  "journal_list(path) -> None (not a hand-over journal) or [(kind, message)]" },
 	{ "_torch_types", pyadump_torch_types, METH_VARARGS,
-	  "_torch_types(Tensor, Parameter, {dtype: adump dtype}): dump() takes CPU tensors of "
-	  "these exact types, of these dtypes, as they are (adump.torch)" },
+	  "_torch_types(Tensor, Parameter, {dtype: adump dtype}, torch.strided): dump() takes "
+	  "CPU tensors of these exact types, of these dtypes, as they are (adump.torch)" },
 	{ "_testpoint_arm", py_testpoint_arm, METH_VARARGS,
 	  "_testpoint_arm(name, errno): arm a fault-injection testpoint (tests only)" },
 	{ NULL, NULL, 0, NULL },
@@ -285,7 +285,7 @@ PyMODINIT_FUNC PyInit__adump(void)
 	if (add_errors(m) < 0 || pyadump_reader_init(m) < 0 || pyadump_capture_init(m) < 0 ||
 	    pyadump_compare_init(m) < 0 || pyadump_scan_init(m) < 0 ||
 	    pyadump_export_init(m) < 0 || pyadump_report_init(m) < 0 ||
-	    pyadump_pt_init(m) < 0 ||
+	    pyadump_pt_init(m) < 0 || pyadump_tensors_init(m) < 0 ||
 	    pyadump_config_init(m) < 0 || pyadump_file_range_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
 	    PyModule_AddIntConstant(m, "HOST_STATS_REUSE", ADUMP_HOST_STATS_REUSE) < 0 ||

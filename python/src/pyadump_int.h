@@ -7,6 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Exception classes, created at module init; adump.Error is the base of the others. */
@@ -79,9 +80,22 @@ int pyadump_config_check(const struct adump_config *cfg, PyObject *callback);
 
 struct adump_host_tensor;
 
-/* _torch_types(Tensor, Parameter, {torch.dtype: adump dtype}): dump() takes CPU tensors of
- * exactly these types as they are (python/src/tensors.c). */
+/* _torch_types(Tensor, Parameter, {torch.dtype: adump dtype}, torch.strided): dump() takes
+ * CPU tensors of exactly these types as they are (python/src/tensors.c). */
 PyObject *pyadump_torch_types(PyObject *self, PyObject *args);
+
+/* 1 if every item of sequence @seq (None: none) is a tensor dump(direct=True) takes as it
+ * is: of exactly the types and dtypes _torch_types() named, strided, on the CPU, not
+ * quantized (no quantized dtype is among them); 0 if one is not; -1 with an exception. */
+int pyadump_torch_direct(PyObject *seq);
+
+/* @keys (a _StatsKeys) gives tensor @t its statistics key in *@out (0: a parameter, none).
+ * Return: 0, or -1 with an exception. */
+int pyadump_stats_key(PyObject *keys, PyObject *t, uint64_t *out);
+bool pyadump_is_stats_keys(PyObject *obj);
+
+/* The module's _StatsKeys type. */
+int pyadump_tensors_init(PyObject *m);
 
 /* Views of the tensors of sequence @seq (the dump() argument @field) into @views/@tensors
  * from index @at. Return: their count, or -1 with an exception naming the bad item (views

@@ -157,13 +157,50 @@ static uint64_t *keys_from(PyObject *obj, Py_ssize_t n)
 	return keys;
 }
 
+/* The keys of dump(stats_keys=_StatsKeys): each tensor's of @inputs then @outputs (@n in
+ * all), or NULL with an exception. */
+static uint64_t *keys_of(PyObject *keys_obj, PyObject *inputs, PyObject *outputs, Py_ssize_t n)
+{
+	uint64_t *keys = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*keys));
+	PyObject *seqs[2] = { inputs, outputs };
+	Py_ssize_t at = 0;
+
+	if (!keys) {
+		PyErr_NoMemory();
+		return NULL;
+	}
+	for (int j = 0; j < 2; j++) {
+		Py_ssize_t count;
+
+		if (!seqs[j] || seqs[j] == Py_None)
+			continue;
+		count = PySequence_Size(seqs[j]);
+		if (count < 0)
+			goto fail;
+		for (Py_ssize_t i = 0; i < count && at < n; i++) {
+			PyObject *t = PySequence_GetItem(seqs[j], i);
+			int ret = t ? pyadump_stats_key(keys_obj, t, &keys[at++]) : -1;
+
+			Py_XDECREF(t);
+			if (ret < 0)
+				goto fail;
+		}
+	}
+	return keys;
+fail:
+	PyMem_Free(keys);
+	return NULL;
+}
+
 /* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None,
- * timestamp_us=0, attrs=None, dfx_message=None, stats_keys=None) -> task id */
+ * timestamp_us=0, attrs=None, dfx_message=None, stats_keys=None, direct=False) -> task id,
+ * or None: with direct, a tensor is not one it takes as it is (pyadump_torch_direct()), and
+ * nothing was done. stats_keys: a sequence of keys, or a _StatsKeys that keys the tensors. */
 static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "op_type", "op_name", "inputs", "outputs", "copy", "check",
 				  "on_release", "timestamp_us", "attrs", "dfx_message", "stats_keys",
-				  NULL };
+				  "direct", NULL };
 	struct adump_host_op op = ADUMP_HOST_OP_INIT;
 	struct py_stream *st = (struct py_stream *)obj;
 	PyObject *inputs = NULL, *outputs = NULL, *check = Py_None, *on_release = Py_None;
@@ -178,15 +215,26 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	Py_buffer *views;
 	uint32_t task_id = 0;
 	char reason[512], msg[700];
-	int copy = 1, ret;
+	int copy = 1, direct = 0, ret;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOKOzO:dump", kwlist, &op.op_type,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|OOpOOKOzOp:dump", kwlist, &op.op_type,
 					 &op.op_name, &inputs, &outputs, &copy, &check,
-					 &on_release, &ts, &attrs, &op.dfx_message, &stats_keys))
+					 &on_release, &ts, &attrs, &op.dfx_message, &stats_keys,
+					 &direct))
 		return NULL;
 	hs = stream_get(st);
 	if (!hs)
 		return NULL;
+	if (direct) {
+		int is_direct = pyadump_torch_direct(inputs);
+
+		if (is_direct > 0)
+			is_direct = pyadump_torch_direct(outputs);
+		if (is_direct < 0)
+			return NULL;
+		if (!is_direct)
+			Py_RETURN_NONE;
+	}
 	if (attrs != Py_None && attrs_from(attrs, &attrs_keep, &attr_list, &op.attr_count) < 0)
 		goto fail_attrs;
 	op.attrs = attr_list;
@@ -202,7 +250,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		goto fail_attrs;
 	}
 	if (stats_keys != Py_None) {
-		keys = keys_from(stats_keys, n);
+		keys = pyadump_is_stats_keys(stats_keys) ? keys_of(stats_keys, inputs, outputs, n)
+							 : keys_from(stats_keys, n);
 		if (!keys)
 			goto fail_attrs;
 		op.stats_keys = keys;
@@ -392,7 +441,8 @@ static PyObject *stream_id(PyObject *obj, PyObject *unused)
 static PyMethodDef stream_methods[] = {
 	{ "dump", (PyCFunction)(void (*)(void))stream_dump, METH_VARARGS | METH_KEYWORDS,
 	  "dump(op_type, op_name, inputs, outputs, copy=True, check=None, on_release=None, "
-	  "timestamp_us=0) -> task id" },
+	  "timestamp_us=0, attrs=None, dfx_message=None, stats_keys=None, direct=False) -> task "
+	  "id, or None when direct and a tensor is not one it takes as it is (nothing done)" },
 	{ "sync", stream_sync, METH_NOARGS, "wait until every dump of the stream is written" },
 	{ "set_dir", stream_set_dir, METH_VARARGS,
 	  "set_dir(dir) -> 0 or the sync's drop code: the stream's next files go to <dir>/<device>" },

@@ -52,43 +52,50 @@ static int format_dtype(const Py_buffer *v, int32_t *out)
 static struct {
 	PyObject *tensor, *parameter;   /* types */
 	PyObject *dtypes;               /* {torch.dtype: adump dtype} */
+	PyObject *strided;              /* torch.strided */
 	PyObject *s_dtype, *s_shape, *s_data_ptr, *s_is_contiguous, *s_contiguous, *s_is_neg,
-		 *s_resolve_neg;
+		 *s_resolve_neg, *s_layout, *s_is_cpu, *s_version;
 } torch_types;
 
-/* _torch_types(Tensor, Parameter, {dtype: adump dtype}) */
+/* _torch_types(Tensor, Parameter, {dtype: adump dtype}, torch.strided) */
 PyObject *pyadump_torch_types(PyObject *self, PyObject *args)
 {
-	PyObject *tensor, *parameter, *dtypes;
+	PyObject *tensor, *parameter, *dtypes, *strided;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "O!O!O!:_torch_types", &PyType_Type, &tensor, &PyType_Type,
-			      &parameter, &PyDict_Type, &dtypes))
+	if (!PyArg_ParseTuple(args, "O!O!O!O:_torch_types", &PyType_Type, &tensor, &PyType_Type,
+			      &parameter, &PyDict_Type, &dtypes, &strided))
 		return NULL;
 	if (!torch_types.s_dtype) {
-		torch_types.s_dtype = PyUnicode_InternFromString("dtype");
-		torch_types.s_shape = PyUnicode_InternFromString("shape");
-		torch_types.s_data_ptr = PyUnicode_InternFromString("data_ptr");
-		torch_types.s_is_contiguous = PyUnicode_InternFromString("is_contiguous");
-		torch_types.s_contiguous = PyUnicode_InternFromString("contiguous");
-		torch_types.s_is_neg = PyUnicode_InternFromString("is_neg");
-		torch_types.s_resolve_neg = PyUnicode_InternFromString("resolve_neg");
-		if (!torch_types.s_dtype || !torch_types.s_shape || !torch_types.s_data_ptr ||
-		    !torch_types.s_is_contiguous || !torch_types.s_contiguous ||
-		    !torch_types.s_is_neg || !torch_types.s_resolve_neg) {
-			Py_CLEAR(torch_types.s_dtype);
-			return NULL;
+		PyObject **names[] = { &torch_types.s_dtype, &torch_types.s_shape,
+				       &torch_types.s_data_ptr, &torch_types.s_is_contiguous,
+				       &torch_types.s_contiguous, &torch_types.s_is_neg,
+				       &torch_types.s_resolve_neg, &torch_types.s_layout,
+				       &torch_types.s_is_cpu, &torch_types.s_version };
+		const char *text[] = { "dtype", "shape", "data_ptr", "is_contiguous", "contiguous",
+				       "is_neg", "resolve_neg", "layout", "is_cpu", "_version" };
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			*names[i] = PyUnicode_InternFromString(text[i]);
+			if (!*names[i]) {
+				for (size_t j = 0; j < i; j++)
+					Py_CLEAR(*names[j]);
+				return NULL;
+			}
 		}
 	}
 	Py_INCREF(tensor);
 	Py_INCREF(parameter);
 	Py_INCREF(dtypes);
+	Py_INCREF(strided);
 	Py_XDECREF(torch_types.tensor);
 	Py_XDECREF(torch_types.parameter);
 	Py_XDECREF(torch_types.dtypes);
+	Py_XDECREF(torch_types.strided);
 	torch_types.tensor = tensor;
 	torch_types.parameter = parameter;
 	torch_types.dtypes = dtypes;
+	torch_types.strided = strided;
 	Py_RETURN_NONE;
 }
 
@@ -100,6 +107,219 @@ static bool is_torch_tensor(PyObject *item)
 }
 
 /* @t with @name() called on it, a new reference, when @test() says so; else @t again. */
+/* @t's attribute @name is @want (compared by identity: a bool, torch.strided). */
+static int attr_is(PyObject *t, PyObject *name, PyObject *want)
+{
+	PyObject *v = PyObject_GetAttr(t, name);
+
+	if (!v)
+		return -1;
+	Py_DECREF(v);
+	return v == want;
+}
+
+/* One item of pyadump_torch_direct(). */
+static int torch_direct(PyObject *t)
+{
+	PyObject *dt;
+	int ret;
+
+	if (!is_torch_tensor(t))
+		return 0;
+	dt = PyObject_GetAttr(t, torch_types.s_dtype);
+	if (!dt)
+		return -1;
+	ret = PyDict_Contains(torch_types.dtypes, dt);
+	Py_DECREF(dt);
+	if (ret > 0)
+		ret = attr_is(t, torch_types.s_layout, torch_types.strided);
+	/* (A quantized tensor's dtype is none of them.) */
+	if (ret > 0)
+		ret = attr_is(t, torch_types.s_is_cpu, Py_True);
+	return ret;
+}
+
+int pyadump_torch_direct(PyObject *seq)
+{
+	Py_ssize_t count;
+	int ret = 1;
+
+	if (!seq || seq == Py_None)
+		return 1;
+	if (!torch_types.tensor)
+		return 0;
+	count = PySequence_Size(seq);
+	if (count < 0)
+		return -1;
+	for (Py_ssize_t i = 0; ret > 0 && i < count; i++) {
+		PyObject *t = PySequence_GetItem(seq, i);
+
+		ret = t ? torch_direct(t) : -1;
+		Py_XDECREF(t);
+	}
+	return ret;
+}
+
+/* ---- _StatsKeys -------------------------------------------------------------------------- */
+
+/* The last ADUMP_HOST_STATS_REUSE keyed tensors, as the host stream keeps their statistics:
+ * a ring, the oldest replaced. A tensor is known by its id, version and data pointer while
+ * it lives (the weak reference tells a new object at a dead one's id). */
+struct stats_key_slot {
+	PyObject *ref;                  /* weak reference; NULL: empty */
+	uintptr_t id;
+	long long version;
+	uintptr_t ptr;
+	uint64_t key;
+};
+
+struct py_stats_keys {
+	PyObject_HEAD
+	struct stats_key_slot slot[ADUMP_HOST_STATS_REUSE];
+	unsigned count, next;
+	uint64_t last;                  /* the last key given */
+};
+
+static PyObject *stats_keys_type;
+
+static void stats_keys_dealloc(PyObject *obj)
+{
+	struct py_stats_keys *k = (struct py_stats_keys *)obj;
+	PyTypeObject *tp = Py_TYPE(obj);
+	freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+
+	for (unsigned i = 0; i < k->count; i++)
+		Py_CLEAR(k->slot[i].ref);
+	tp_free(obj);
+	Py_DECREF(tp);
+}
+
+/* A long attribute or method result of @t (@call: a method). */
+static int long_of(PyObject *t, PyObject *name, bool call, long long *out)
+{
+	PyObject *v = call ? PyObject_CallMethodObjArgs(t, name, NULL) : PyObject_GetAttr(t, name);
+
+	if (!v)
+		return -1;
+	*out = PyLong_AsLongLong(v);
+	Py_DECREF(v);
+	return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+int pyadump_stats_key(PyObject *keys, PyObject *t, uint64_t *out)
+{
+	struct py_stats_keys *k = (struct py_stats_keys *)keys;
+	struct stats_key_slot *slot = NULL;
+	long long version, ptr;
+	PyObject *ref;
+
+	/* Parameters get none: code that changes them through .data leaves their version as
+	 * it was. */
+	if ((PyObject *)Py_TYPE(t) != torch_types.tensor) {
+		int is_param = torch_types.parameter ?
+			       PyObject_IsInstance(t, torch_types.parameter) : 0;
+
+		if (is_param < 0)
+			return -1;
+		if (is_param) {
+			*out = 0;
+			return 0;
+		}
+	}
+	if (long_of(t, torch_types.s_version, false, &version) < 0 ||
+	    long_of(t, torch_types.s_data_ptr, true, &ptr) < 0)
+		return -1;
+	for (unsigned i = 0; i < k->count; i++) {
+		struct stats_key_slot *c = &k->slot[i];
+
+		if (c->id == (uintptr_t)t && c->version == version && c->ptr == (uintptr_t)ptr) {
+			if (PyWeakref_GetObject(c->ref) == t) {
+				*out = c->key;
+				return 0;
+			}
+			slot = c;       /* a dead object's: replaced where it is */
+			break;
+		}
+	}
+	ref = PyWeakref_NewRef(t, NULL);
+	if (!ref)
+		return -1;
+	if (!slot && k->count < ADUMP_HOST_STATS_REUSE) {
+		slot = &k->slot[k->count++];
+	} else if (!slot) {
+		slot = &k->slot[k->next];
+		k->next = (k->next + 1) % ADUMP_HOST_STATS_REUSE;
+	}
+	Py_XDECREF(slot->ref);
+	slot->ref = ref;
+	slot->id = (uintptr_t)t;
+	slot->version = version;
+	slot->ptr = (uintptr_t)ptr;
+	slot->key = ++k->last;
+	*out = slot->key;
+	return 0;
+}
+
+bool pyadump_is_stats_keys(PyObject *obj)
+{
+	return stats_keys_type && Py_TYPE(obj) == (PyTypeObject *)stats_keys_type;
+}
+
+static PyObject *stats_keys_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	if ((args && PyTuple_Size(args)) || (kw && PyDict_Size(kw))) {
+		PyErr_SetString(PyExc_TypeError, "_StatsKeys() takes no arguments");
+		return NULL;
+	}
+	return PyType_GenericNew(type, NULL, NULL);
+}
+
+static PyObject *stats_keys_key(PyObject *obj, PyObject *t)
+{
+	uint64_t key;
+
+	if (pyadump_stats_key(obj, t, &key) < 0)
+		return NULL;
+	return PyLong_FromUnsignedLongLong(key);
+}
+
+static PyMethodDef stats_keys_methods[] = {
+	{ "key", stats_keys_key, METH_O,
+	  "key(tensor) -> its statistics key (0 for a parameter): the same for the same tensor "
+	  "object at the same version and data pointer, while it lives and is among the last "
+	  "HOST_STATS_REUSE keyed" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyType_Slot stats_keys_slots[] = {
+	{ Py_tp_new, stats_keys_new },
+	{ Py_tp_dealloc, stats_keys_dealloc },
+	{ Py_tp_methods, stats_keys_methods },
+	{ Py_tp_doc, "_StatsKeys(): dump(stats_keys=...)'s keys of torch tensors, worked out "
+		     "by the dump itself" },
+	{ 0, NULL },
+};
+
+static PyType_Spec stats_keys_spec = {
+	.name = "adump._adump._StatsKeys",
+	.basicsize = sizeof(struct py_stats_keys),
+	.flags = Py_TPFLAGS_DEFAULT,
+	.slots = stats_keys_slots,
+};
+
+int pyadump_tensors_init(PyObject *m)
+{
+	stats_keys_type = PyType_FromSpec(&stats_keys_spec);
+	if (!stats_keys_type)
+		return -1;
+	Py_INCREF(stats_keys_type);
+	if (PyModule_AddObject(m, "_StatsKeys", stats_keys_type) < 0) {
+		Py_DECREF(stats_keys_type);
+		return -1;
+	}
+	return 0;
+}
+
 static PyObject *unless(PyObject *t, PyObject *test, bool want, PyObject *name)
 {
 	PyObject *r = PyObject_CallMethodObjArgs(t, test, NULL);

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How adump.torch hands tensors to the native dump (python/src/tensors.c, stream.c): the
+statistics keys (_adump._StatsKeys: the same key for the same tensor object at the same
+version and data pointer while it lives and is among the last HOST_STATS_REUSE keyed; none
+for a parameter), and dump(direct=True), which takes CPU tensors of torch's own types and
+dtypes as they are and does nothing, returning None, when one is not. A module-level
+capture whose tensors go that way writes what the general path writes. Exits 77 without
+torch."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import helpers  # noqa: E402
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError:
+    print("test_torch_handover: torch is not installed (python3-torch): skipped")
+    sys.exit(77)
+
+import adump  # noqa: E402
+import adump.torch  # noqa: E402,F401  (registers the torch types with the native module)
+from adump import _adump  # noqa: E402
+
+
+class StatsKeys(unittest.TestCase):
+    def test_same_object_same_key(self):
+        k = _adump._StatsKeys()
+        a, b = torch.ones(4), torch.ones(4)
+        ka = k.key(a)
+        self.assertGreater(ka, 0)
+        self.assertEqual(k.key(a), ka)
+        self.assertNotIn(k.key(b), (0, ka))
+        a.add_(1)                               # a new version: new bytes
+        self.assertNotIn(k.key(a), (0, ka))
+
+    def test_data_replaced(self):
+        k = _adump._StatsKeys()
+        a = torch.ones(4)
+        ka = k.key(a)
+        a.data = torch.zeros(4)                 # same object, no version bump, new memory
+        self.assertNotEqual(k.key(a), ka)
+
+    def test_parameter_has_none(self):
+        k = _adump._StatsKeys()
+        self.assertEqual(k.key(nn.Parameter(torch.ones(2))), 0)
+
+    def test_oldest_forgotten(self):
+        k = _adump._StatsKeys()
+        ts = [torch.ones(1) for _ in range(_adump.HOST_STATS_REUSE + 1)]
+        first = [k.key(t) for t in ts[:-1]]
+        self.assertEqual(len(set(first)), len(first))
+        self.assertEqual(k.key(ts[1]), first[1])       # known: no change
+        k.key(ts[-1])                                   # replaces the oldest, ts[0]'s
+        self.assertNotEqual(k.key(ts[0]), first[0])
+        self.assertEqual(k.key(ts[2]), first[2])
+
+    def test_bad_argument(self):
+        with self.assertRaises(AttributeError):
+            _adump._StatsKeys().key(3)
+        with self.assertRaises(TypeError):
+            _adump._StatsKeys(1)
+
+
+class Direct(unittest.TestCase):
+    def setUp(self):
+        self.top = helpers.tmpdir("handover")
+
+    def test_taken_or_nothing_done(self):
+        with adump.Session(self.top, content="stats", workers=1, time_dir="t") as s:
+            st = s.stream()
+            keys = _adump._StatsKeys()
+            x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+            self.assertIsNotNone(st._st.dump("Op", "plain", [x], [x.t()], True,
+                                             stats_keys=keys, direct=True))
+            # Not taken as they are: nothing done, whichever tensor it is
+            for other in (torch.ones(2, dtype=torch.bfloat16), x.numpy(),
+                          torch.ones(2).to_sparse(), torch.ones(2, dtype=torch.complex64)):
+                self.assertIsNone(st._st.dump("Op", "other", [x], [other], True,
+                                              stats_keys=keys, direct=True), repr(other))
+            st.sync()
+            self.assertEqual(st.stats()["dumps"], 1)
+        (d,) = adump.walk(self.top)
+        self.assertEqual(d.op_name, "plain")
+        # x and its transpose (made contiguous): the same values
+        self.assertEqual([r["Max Value"] for r in d.stats], [5, 5])
+
+
+def _model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def _run(top, direct, **kw):
+    """One captured step of _model(); with @direct False every dump takes the general path
+    (_dump_any, as a dump with a tensor the native dump does not take directly does)."""
+    model = _model()
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    with adump.torch.capture(model, top, level="module", format="msprobe", **kw) as cap:
+        if not direct:
+            cap._dump_now = lambda *a: cap._dump_any(*a[:6], list(a[6] or ()))
+        model(x).sum().backward()
+        if cap.window:
+            cap.persist("the held step, written")
+        cap.step()
+    return cap
+
+
+def _tree(top):
+    out = {}
+    for path in helpers.files_below(top):
+        with open(path, "rb") as f:
+            out[os.path.relpath(path, top)] = f.read()
+    return out
+
+
+class SameFiles(unittest.TestCase):
+    """The direct path writes, file for file and byte for byte, what the general path
+    writes (msprobe's format: its names and dump.json hold no time)."""
+
+    def check(self, **kw):
+        a, b = helpers.tmpdir("direct"), helpers.tmpdir("general")
+        cap = _run(a, True, **kw)
+        _run(b, False, **kw)
+        self.assertGreater(cap.dumps, 0)
+        fa, fb = _tree(a), _tree(b)
+        self.assertTrue(any(n.endswith("dump.json") for n in fa), sorted(fa))
+        if kw.get("window_steps") or kw.get("content") != "stats":
+            self.assertTrue(any(n.endswith(".pt") for n in fa), sorted(fa))
+        self.assertEqual(sorted(fa), sorted(fb))
+        for name in fa:
+            if name.endswith("trigger.json"):
+                continue                # the time it fired
+            # (dump.json names its dump_tensor_data by its absolute path)
+            self.assertEqual(fa[name].replace(a.encode(), b"<top>"),
+                             fb[name].replace(b.encode(), b"<top>"), name)
+
+    def test_stats(self):
+        self.check(content="stats")
+
+    def test_tensors(self):
+        self.check()
+
+    def test_window(self):
+        self.check(window_steps=2)
+
+
+if __name__ == "__main__":
+    unittest.main()
