@@ -84,25 +84,33 @@ struct adump_host_tensor;
  * CPU tensors of exactly these types as they are (python/src/tensors.c). */
 PyObject *pyadump_torch_types(PyObject *self, PyObject *args);
 
-/* 1 if every item of sequence @seq (None: none) is a tensor dump(direct=True) takes as it
- * is: of exactly the types and dtypes _torch_types() named, strided, on the CPU, not
- * quantized (no quantized dtype is among them); 0 if one is not; -1 with an exception. */
-int pyadump_torch_direct(PyObject *seq);
+/* What dump(direct=True) learns of a tensor it takes, for its statistics key. */
+struct pyadump_torch_id {
+	bool is_parameter;              /* a torch.nn.Parameter: no key */
+	long long version;
+	uintptr_t ptr;                  /* its data_ptr() */
+};
 
-/* @keys (a _StatsKeys) gives tensor @t its statistics key in *@out (0: a parameter, none).
- * Return: 0, or -1 with an exception. */
+/* @keys (a _StatsKeys) gives tensor @t its statistics key in *@out (0: a parameter, none);
+ * _of: with its version and data pointer known. Return: 0, or -1 with an exception. */
 int pyadump_stats_key(PyObject *keys, PyObject *t, uint64_t *out);
+int pyadump_stats_key_of(PyObject *keys, PyObject *t, const struct pyadump_torch_id *id,
+			 uint64_t *out);
 bool pyadump_is_stats_keys(PyObject *obj);
 
 /* The module's _StatsKeys type. */
 int pyadump_tensors_init(PyObject *m);
 
 /* Views of the tensors of sequence @seq (the dump() argument @field) into @views/@tensors
- * from index @at. Return: their count, or -1 with an exception naming the bad item (views
- * taken so far, counted in *@taken, are left for the caller to release). */
+ * from index @at. With @ids (dump(direct=True)), each must be a tensor the native dump
+ * takes as it is: a CPU tensor of exactly the types and dtypes _torch_types() named,
+ * strided (no quantized dtype is among them), its key's needs in @ids from @at. Return:
+ * their count; -2 (@ids: one is not such a tensor; no exception); or -1 with an exception
+ * naming the bad item. Views taken so far, counted in *@taken, are left for the caller to
+ * release. */
 Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *views,
 				struct adump_host_tensor *tensors, Py_ssize_t at,
-				Py_ssize_t *taken);
+				Py_ssize_t *taken, struct pyadump_torch_id *ids);
 
 /* Hand the library's queued log lines to Python's logging; keeps a pending exception. */
 void pyadump_log_drain(void);

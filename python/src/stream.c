@@ -157,45 +157,11 @@ static uint64_t *keys_from(PyObject *obj, Py_ssize_t n)
 	return keys;
 }
 
-/* The keys of dump(stats_keys=_StatsKeys): each tensor's of @inputs then @outputs (@n in
- * all), or NULL with an exception. */
-static uint64_t *keys_of(PyObject *keys_obj, PyObject *inputs, PyObject *outputs, Py_ssize_t n)
-{
-	uint64_t *keys = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*keys));
-	PyObject *seqs[2] = { inputs, outputs };
-	Py_ssize_t at = 0;
-
-	if (!keys) {
-		PyErr_NoMemory();
-		return NULL;
-	}
-	for (int j = 0; j < 2; j++) {
-		Py_ssize_t count;
-
-		if (!seqs[j] || seqs[j] == Py_None)
-			continue;
-		count = PySequence_Size(seqs[j]);
-		if (count < 0)
-			goto fail;
-		for (Py_ssize_t i = 0; i < count && at < n; i++) {
-			PyObject *t = PySequence_GetItem(seqs[j], i);
-			int ret = t ? pyadump_stats_key(keys_obj, t, &keys[at++]) : -1;
-
-			Py_XDECREF(t);
-			if (ret < 0)
-				goto fail;
-		}
-	}
-	return keys;
-fail:
-	PyMem_Free(keys);
-	return NULL;
-}
-
 /* dump(op_type, op_name, inputs=(), outputs=(), copy=True, check=None, on_release=None,
  * timestamp_us=0, attrs=None, dfx_message=None, stats_keys=None, direct=False) -> task id,
- * or None: with direct, a tensor is not one it takes as it is (pyadump_torch_direct()), and
- * nothing was done. stats_keys: a sequence of keys, or a _StatsKeys that keys the tensors. */
+ * or None: with direct, a tensor is not one it takes as it is (pyadump_tensors_from()),
+ * and nothing was done. stats_keys: a sequence of keys, or (direct) a _StatsKeys that keys
+ * the tensors. */
 static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = { "op_type", "op_name", "inputs", "outputs", "copy", "check",
@@ -210,7 +176,9 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	struct adump_host_tensor *tensors = NULL;
 	struct zc_pending *p = NULL;
 	struct adump_host_stream *hs;
-	Py_ssize_t nin, nout, n, taken = 0;
+	struct pyadump_torch_id *ids = NULL;
+	Py_ssize_t nin, nout, n, taken = 0, got;
+	bool is_keyed;
 	unsigned long long ts = 0;
 	Py_buffer *views;
 	uint32_t task_id = 0;
@@ -225,16 +193,6 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	hs = stream_get(st);
 	if (!hs)
 		return NULL;
-	if (direct) {
-		int is_direct = pyadump_torch_direct(inputs);
-
-		if (is_direct > 0)
-			is_direct = pyadump_torch_direct(outputs);
-		if (is_direct < 0)
-			return NULL;
-		if (!is_direct)
-			Py_RETURN_NONE;
-	}
 	if (attrs != Py_None && attrs_from(attrs, &attrs_keep, &attr_list, &op.attr_count) < 0)
 		goto fail_attrs;
 	op.attrs = attr_list;
@@ -249,26 +207,68 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 			     ADUMP_HOST_TENSOR_MAX);
 		goto fail_attrs;
 	}
-	if (stats_keys != Py_None) {
-		keys = pyadump_is_stats_keys(stats_keys) ? keys_of(stats_keys, inputs, outputs, n)
-							 : keys_from(stats_keys, n);
+	is_keyed = stats_keys != Py_None && pyadump_is_stats_keys(stats_keys);
+	if (is_keyed && !direct) {
+		PyErr_SetString(PyExc_TypeError, "stats_keys: a _StatsKeys keys direct dumps only");
+		goto fail_attrs;
+	}
+	if (stats_keys != Py_None && !is_keyed) {
+		keys = keys_from(stats_keys, n);
 		if (!keys)
 			goto fail_attrs;
-		op.stats_keys = keys;
 	}
 	p = PyMem_Calloc(1, sizeof(*p) + (size_t)(n ? n : 1) * sizeof(Py_buffer));
 	tensors = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*tensors));
-	if (!p || !tensors) {
+	ids = direct ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(*ids)) : NULL;
+	if (!p || !tensors || (direct && !ids)) {
 		PyMem_Free(p);
 		PyMem_Free(tensors);
+		PyMem_Free(ids);
 		PyErr_NoMemory();
 		goto fail_attrs;
 	}
 	views = p->views;
-	if ((nin && pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken) < 0) ||
-	    (nout && pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken) < 0))
+	got = nin ? pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken, ids) : 0;
+	if (got >= 0 && nout)
+		got = pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken, ids);
+	if (got == -2) {
+		/* direct: a tensor it does not take as it is; nothing done */
+		p->view_count = (uint32_t)taken;
+		pyadump_zc_free(p);
+		PyMem_Free(tensors);
+		PyMem_Free(ids);
+		PyMem_Free(attr_list);
+		Py_XDECREF(attrs_keep);
+		PyMem_Free(keys);
+		Py_RETURN_NONE;
+	}
+	if (got < 0)
 		goto fail;
 	p->view_count = (uint32_t)taken;
+	if (is_keyed) {
+		PyObject *seqs[2] = { inputs, outputs };
+		Py_ssize_t counts[2] = { nin, nout };
+
+		keys = PyMem_Calloc((size_t)(n ? n : 1), sizeof(*keys));
+		if (!keys) {
+			PyErr_NoMemory();
+			goto fail;
+		}
+		for (int j = 0, at = 0; j < 2; j++) {
+			for (Py_ssize_t i = 0; i < counts[j]; i++, at++) {
+				PyObject *t = PySequence_GetItem(seqs[j], i);
+				int r = t ? pyadump_stats_key_of(stats_keys, t, &ids[at], &keys[at])
+					  : -1;
+
+				Py_XDECREF(t);
+				if (r < 0)
+					goto fail;
+			}
+		}
+	}
+	op.stats_keys = keys;
+	PyMem_Free(ids);
+	ids = NULL;
 	op.inputs = nin ? tensors : NULL;
 	op.input_count = (uint32_t)nin;
 	op.outputs = nout ? tensors + nin : NULL;
@@ -327,6 +327,7 @@ fail:
 	p->view_count = (uint32_t)taken;
 	pyadump_zc_free(p);
 	PyMem_Free(tensors);
+	PyMem_Free(ids);
 fail_attrs:
 	PyMem_Free(attr_list);
 	Py_XDECREF(attrs_keep);

@@ -118,48 +118,6 @@ static int attr_is(PyObject *t, PyObject *name, PyObject *want)
 	return v == want;
 }
 
-/* One item of pyadump_torch_direct(). */
-static int torch_direct(PyObject *t)
-{
-	PyObject *dt;
-	int ret;
-
-	if (!is_torch_tensor(t))
-		return 0;
-	dt = PyObject_GetAttr(t, torch_types.s_dtype);
-	if (!dt)
-		return -1;
-	ret = PyDict_Contains(torch_types.dtypes, dt);
-	Py_DECREF(dt);
-	if (ret > 0)
-		ret = attr_is(t, torch_types.s_layout, torch_types.strided);
-	/* (A quantized tensor's dtype is none of them.) */
-	if (ret > 0)
-		ret = attr_is(t, torch_types.s_is_cpu, Py_True);
-	return ret;
-}
-
-int pyadump_torch_direct(PyObject *seq)
-{
-	Py_ssize_t count;
-	int ret = 1;
-
-	if (!seq || seq == Py_None)
-		return 1;
-	if (!torch_types.tensor)
-		return 0;
-	count = PySequence_Size(seq);
-	if (count < 0)
-		return -1;
-	for (Py_ssize_t i = 0; ret > 0 && i < count; i++) {
-		PyObject *t = PySequence_GetItem(seq, i);
-
-		ret = t ? torch_direct(t) : -1;
-		Py_XDECREF(t);
-	}
-	return ret;
-}
-
 /* ---- _StatsKeys -------------------------------------------------------------------------- */
 
 /* The last ADUMP_HOST_STATS_REUSE keyed tensors, as the host stream keeps their statistics:
@@ -206,33 +164,21 @@ static int long_of(PyObject *t, PyObject *name, bool call, long long *out)
 	return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
-int pyadump_stats_key(PyObject *keys, PyObject *t, uint64_t *out)
+int pyadump_stats_key_of(PyObject *keys, PyObject *t, const struct pyadump_torch_id *id,
+			 uint64_t *out)
 {
 	struct py_stats_keys *k = (struct py_stats_keys *)keys;
 	struct stats_key_slot *slot = NULL;
-	long long version, ptr;
 	PyObject *ref;
 
-	/* Parameters get none: code that changes them through .data leaves their version as
-	 * it was. */
-	if ((PyObject *)Py_TYPE(t) != torch_types.tensor) {
-		int is_param = torch_types.parameter ?
-			       PyObject_IsInstance(t, torch_types.parameter) : 0;
-
-		if (is_param < 0)
-			return -1;
-		if (is_param) {
-			*out = 0;
-			return 0;
-		}
+	if (id->is_parameter) {
+		*out = 0;
+		return 0;
 	}
-	if (long_of(t, torch_types.s_version, false, &version) < 0 ||
-	    long_of(t, torch_types.s_data_ptr, true, &ptr) < 0)
-		return -1;
 	for (unsigned i = 0; i < k->count; i++) {
 		struct stats_key_slot *c = &k->slot[i];
 
-		if (c->id == (uintptr_t)t && c->version == version && c->ptr == (uintptr_t)ptr) {
+		if (c->id == (uintptr_t)t && c->version == id->version && c->ptr == id->ptr) {
 			if (PyWeakref_GetObject(c->ref) == t) {
 				*out = c->key;
 				return 0;
@@ -253,11 +199,34 @@ int pyadump_stats_key(PyObject *keys, PyObject *t, uint64_t *out)
 	Py_XDECREF(slot->ref);
 	slot->ref = ref;
 	slot->id = (uintptr_t)t;
-	slot->version = version;
-	slot->ptr = (uintptr_t)ptr;
+	slot->version = id->version;
+	slot->ptr = id->ptr;
 	slot->key = ++k->last;
 	*out = slot->key;
 	return 0;
+}
+
+int pyadump_stats_key(PyObject *keys, PyObject *t, uint64_t *out)
+{
+	struct pyadump_torch_id id = { 0 };
+	long long ptr = 0;
+
+	/* Parameters get none: code that changes them through .data leaves their version as
+	 * it was. */
+	if ((PyObject *)Py_TYPE(t) != torch_types.tensor) {
+		int is_param = torch_types.parameter ?
+			       PyObject_IsInstance(t, torch_types.parameter) : 0;
+
+		if (is_param < 0)
+			return -1;
+		id.is_parameter = is_param;
+	}
+	if (!id.is_parameter &&
+	    (long_of(t, torch_types.s_version, false, &id.version) < 0 ||
+	     long_of(t, torch_types.s_data_ptr, true, &ptr) < 0))
+		return -1;
+	id.ptr = (uintptr_t)ptr;
+	return pyadump_stats_key_of(keys, t, &id, out);
 }
 
 bool pyadump_is_stats_keys(PyObject *obj)
@@ -362,11 +331,11 @@ static int dims_from(PyObject *shape, struct adump_host_tensor *t)
 /* A CPU torch tensor of a dtype adump.torch maps (its caller checked device, layout and
  * dtype: adump.torch's _host()), read where it lies: no numpy array, no detached alias.
  * Not contiguous, or negated lazily, it is made so first. The view holds the tensor. */
-static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t)
+static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t,
+		      long dtype)
 {
-	PyObject *x, *dt = NULL, *code, *shape = NULL, *ptr = NULL;
+	PyObject *x, *dt = NULL, *shape = NULL, *ptr = NULL;
 	uint64_t numel = 1;
-	long dtype;
 
 	x = unless(item, torch_types.s_is_neg, false, torch_types.s_resolve_neg);
 	if (x) {
@@ -377,17 +346,23 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 	}
 	if (!x)
 		return -1;
-	dt = PyObject_GetAttr(x, torch_types.s_dtype);
-	code = dt ? PyDict_GetItemWithError(torch_types.dtypes, dt) : NULL;
-	if (!code) {
-		if (dt && !PyErr_Occurred())
-			PyErr_Format(PyExc_TypeError, "unsupported dtype: %R", dt);
-		goto fail;
+	if (dtype < 0) {
+		PyObject *code;
+
+		dt = PyObject_GetAttr(x, torch_types.s_dtype);
+		code = dt ? PyDict_GetItemWithError(torch_types.dtypes, dt) : NULL;
+		if (!code) {
+			if (dt && !PyErr_Occurred())
+				PyErr_Format(PyExc_TypeError, "unsupported dtype: %R", dt);
+			goto fail;
+		}
+		dtype = PyLong_AsLong(code);
+		if (dtype == -1 && PyErr_Occurred())
+			goto fail;
 	}
-	dtype = PyLong_AsLong(code);
 	shape = PyObject_GetAttr(x, torch_types.s_shape);
 	ptr = shape ? PyObject_CallMethodObjArgs(x, torch_types.s_data_ptr, NULL) : NULL;
-	if ((dtype == -1 && PyErr_Occurred()) || !ptr || dims_from(shape, t) < 0)
+	if (!ptr || dims_from(shape, t) < 0)
 		goto fail;
 	t->dtype = (int32_t)dtype;
 	for (uint32_t i = 0; i < t->dim_count; i++)
@@ -401,7 +376,7 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 					 * procedures to call */
 	view->buf = (void *)t->data;
 	view->len = (Py_ssize_t)t->bytes;
-	Py_DECREF(dt);
+	Py_XDECREF(dt);
 	Py_DECREF(shape);
 	Py_DECREF(ptr);
 	return 0;
@@ -411,6 +386,54 @@ fail:
 	Py_XDECREF(ptr);
 	Py_DECREF(x);
 	return -1;
+}
+
+/* dump(direct=True)'s tensor: taken as torch_from() takes it if it is one the native dump
+ * takes as it is (pyadump_torch_direct()), with what its statistics key needs in @id.
+ * Return: 1 taken, 0 not (nothing held), -1 with an exception. */
+static int torch_direct_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t,
+			     struct pyadump_torch_id *id)
+{
+	PyObject *dt, *code;
+	long dtype;
+	int ret;
+
+	if (!is_torch_tensor(item))
+		return 0;
+	dt = PyObject_GetAttr(item, torch_types.s_dtype);
+	if (!dt)
+		return -1;
+	code = PyDict_GetItemWithError(torch_types.dtypes, dt);
+	Py_DECREF(dt);
+	if (!code)
+		return PyErr_Occurred() ? -1 : 0;
+	dtype = PyLong_AsLong(code);
+	if (dtype == -1 && PyErr_Occurred())
+		return -1;
+	ret = attr_is(item, torch_types.s_layout, torch_types.strided);
+	if (ret > 0)
+		ret = attr_is(item, torch_types.s_is_cpu, Py_True);
+	if (ret <= 0)
+		return ret;
+	id->is_parameter = (PyObject *)Py_TYPE(item) != torch_types.tensor;
+	if (!id->is_parameter && long_of(item, torch_types.s_version, false, &id->version) < 0)
+		return -1;
+	if (torch_from(item, view, t, dtype) < 0)
+		return -1;
+	/* The key is the tensor's own: the contiguous copy taken of a strided one has
+	 * another address. */
+	if (view->obj == item) {
+		id->ptr = (uintptr_t)t->data;
+	} else if (!id->is_parameter) {
+		long long ptr;
+
+		if (long_of(item, torch_types.s_data_ptr, true, &ptr) < 0) {
+			PyBuffer_Release(view);
+			return -1;
+		}
+		id->ptr = (uintptr_t)ptr;
+	}
+	return 1;
 }
 
 /* One tensor argument: a C-contiguous buffer of a supported format, or a tuple
@@ -424,7 +447,7 @@ static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor
 	memset(t, 0, sizeof(*t));
 	t->format = ADUMP_FORMAT_ND;
 	if (is_torch_tensor(item))
-		return torch_from(item, view, t);
+		return torch_from(item, view, t, -1);
 	if (PyTuple_Check(item)) {
 		if (PyTuple_Size(item) != 3 ||
 		    !PyArg_ParseTuple(item, "OiO:tensor", &obj, &dtype, &shape)) {
@@ -485,7 +508,7 @@ static void name_the_item(const char *field, Py_ssize_t i)
 
 Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *views,
 				struct adump_host_tensor *tensors, Py_ssize_t at,
-				Py_ssize_t *taken)
+				Py_ssize_t *taken, struct pyadump_torch_id *ids)
 {
 	Py_ssize_t n = PySequence_Size(seq);
 
@@ -495,14 +518,21 @@ Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *vie
 
 		if (!item)
 			return -1;
-		ret = tensor_from(item, &views[at + i], &tensors[at + i]);
+		if (ids) {
+			memset(&tensors[at + i], 0, sizeof(tensors[at + i]));
+			tensors[at + i].format = ADUMP_FORMAT_ND;
+			ret = torch_direct_from(item, &views[at + i], &tensors[at + i], &ids[at + i]);
+		} else {
+			ret = tensor_from(item, &views[at + i], &tensors[at + i]);
+		}
 		Py_DECREF(item);
 		if (ret < 0) {
 			name_the_item(field, i);
 			return -1;
 		}
+		if (ids && ret == 0)
+			return -2;
 		(*taken)++;
 	}
 	return n;
 }
-

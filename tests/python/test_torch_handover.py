@@ -80,6 +80,9 @@ class Direct(unittest.TestCase):
                           torch.ones(2).to_sparse(), torch.ones(2, dtype=torch.complex64)):
                 self.assertIsNone(st._st.dump("Op", "other", [x], [other], True,
                                               stats_keys=keys, direct=True), repr(other))
+            # A _StatsKeys keys direct dumps only (the general path hands over its keys)
+            with self.assertRaises(TypeError):
+                st._st.dump("Op", "keyed", [x], [], True, stats_keys=keys)
             st.sync()
             self.assertEqual(st.stats()["dumps"], 1)
         (d,) = adump.walk(self.top)
