@@ -89,8 +89,11 @@ _DIRECT = {
 
 _PARAMETER = torch.nn.Parameter
 _TENSOR = torch.Tensor
-# The native dump takes CPU tensors of these exact types as they are (_host()).
-_adump._torch_types(_TENSOR, _PARAMETER, _DIRECT, torch.strided)
+# The native dump takes CPU tensors of these exact types as they are: those of _DIRECT
+# (_host()), and in a direct dump (_dump_now()) bfloat16 too, by its bytes (numpy has no
+# bfloat16: _host() sends it through _torch_arg()).
+_adump._torch_types(_TENSOR, _PARAMETER, {**_DIRECT, torch.bfloat16: _adump.DT_BF16},
+                    torch.strided)
 
 
 def _host(t):

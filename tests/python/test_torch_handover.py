@@ -3,7 +3,8 @@
 statistics keys (_adump._StatsKeys: the same key for the same tensor object at the same
 version and data pointer while it lives and is among the last HOST_STATS_REUSE keyed; none
 for a parameter), and dump(direct=True), which takes CPU tensors of torch's own types and
-dtypes as they are and does nothing, returning None, when one is not. A module-level
+dtypes (bfloat16 by its bytes) as they are and does nothing, returning None, when one is
+not. A module-level
 capture whose tensors go that way writes what the general path writes. Exits 77 without
 torch."""
 import os
@@ -75,33 +76,47 @@ class Direct(unittest.TestCase):
             x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
             self.assertIsNotNone(st._st.dump("Op", "plain", [x], [x.t()], True,
                                              stats_keys=keys, direct=True))
+            self.assertIsNotNone(st._st.dump("Op", "half", [], [x.to(torch.bfloat16)], True,
+                                             stats_keys=keys, direct=True))
+
+            class Sub(torch.Tensor):
+                pass
             # Not taken as they are: nothing done, whichever tensor it is
-            for other in (torch.ones(2, dtype=torch.bfloat16), x.numpy(),
-                          torch.ones(2).to_sparse(), torch.ones(2, dtype=torch.complex64)):
+            for other in (x.numpy(), torch.ones(2).to_sparse(), torch.ones(2).as_subclass(Sub),
+                          torch.ones(2, dtype=torch.complex64),
+                          torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8)):
                 self.assertIsNone(st._st.dump("Op", "other", [x], [other], True,
                                               stats_keys=keys, direct=True), repr(other))
             # A _StatsKeys keys direct dumps only (the general path hands over its keys)
             with self.assertRaises(TypeError):
                 st._st.dump("Op", "keyed", [x], [], True, stats_keys=keys)
             st.sync()
-            self.assertEqual(st.stats()["dumps"], 1)
-        (d,) = adump.walk(self.top)
-        self.assertEqual(d.op_name, "plain")
+            self.assertEqual(st.stats()["dumps"], 2)
+        got = {d.op_name: d for d in adump.walk(self.top)}
+        self.assertEqual(sorted(got), ["half", "plain"])
         # x and its transpose (made contiguous): the same values
-        self.assertEqual([r["Max Value"] for r in d.stats], [5, 5])
+        self.assertEqual([r["Max Value"] for r in got["plain"].stats], [5, 5])
+        self.assertEqual([r["Max Value"] for r in got["half"].stats], [5])
 
 
-def _model():
+def _model(dtype):
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).to(dtype)
 
 
-def _run(top, direct, **kw):
+def _run(top, direct, dtype=torch.float32, **kw):
     """One captured step of _model(); with @direct False every dump takes the general path
     (_dump_any, as a dump with a tensor the native dump does not take directly does)."""
-    model = _model()
-    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1))
+    model = _model(dtype)
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(1)).to(dtype)
     with adump.torch.capture(model, top, level="module", format="msprobe", **kw) as cap:
+        general = cap._dump_any
+        cap.general_dumps = 0
+
+        def counted(*a):
+            cap.general_dumps += 1
+            return general(*a)
+        cap._dump_any = counted
         if not direct:
             cap._dump_now = lambda *a: cap._dump_any(*a[:6], list(a[6] or ()))
         model(x).sum().backward()
@@ -126,12 +141,16 @@ class SameFiles(unittest.TestCase):
     def check(self, **kw):
         a, b = helpers.tmpdir("direct"), helpers.tmpdir("general")
         cap = _run(a, True, **kw)
-        _run(b, False, **kw)
+        gen = _run(b, False, **kw)
         self.assertGreater(cap.dumps, 0)
+        self.assertEqual(cap.general_dumps, 0)          # every dump went direct
+        self.assertEqual(gen.general_dumps, cap.dumps)
         fa, fb = _tree(a), _tree(b)
         self.assertTrue(any(n.endswith("dump.json") for n in fa), sorted(fa))
         if kw.get("window_steps") or kw.get("content") != "stats":
             self.assertTrue(any(n.endswith(".pt") for n in fa), sorted(fa))
+        if kw.get("dtype") is torch.bfloat16:
+            self.assertIn(b"torch.bfloat16", b"".join(fa.values()))
         self.assertEqual(sorted(fa), sorted(fb))
         for name in fa:
             if name.endswith("trigger.json"):
@@ -148,6 +167,11 @@ class SameFiles(unittest.TestCase):
 
     def test_window(self):
         self.check(window_steps=2)
+
+    def test_bfloat16(self):
+        # bfloat16 goes direct by its bytes; the general path through numpy's int16
+        self.check(dtype=torch.bfloat16)
+        self.check(dtype=torch.bfloat16, content="stats")
 
 
 if __name__ == "__main__":
