@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor arguments of _Stream.dump(): buffer-protocol objects (numpy arrays ...),
  * (buffer, dtype, shape) tuples or CPU torch tensors, as adump_host_tensor descriptions over
- * Py_buffer views. A bad item's exception names it ("inputs[2]: ..."). */
+ * Py_buffer views. A bad item's exception names it ("inputs[2]: ..."). And _StatsKeys, the
+ * statistics keys a direct dump (adump.torch's) gives the torch tensors it takes. */
 #include "pyadump_int.h"
 
 #include <string.h>
@@ -106,16 +107,17 @@ static bool is_torch_tensor(PyObject *item)
 	return torch_types.tensor && (type == torch_types.tensor || type == torch_types.parameter);
 }
 
-/* @t with @name() called on it, a new reference, when @test() says so; else @t again. */
 /* @t's attribute @name is @want (compared by identity: a bool, torch.strided). */
 static int attr_is(PyObject *t, PyObject *name, PyObject *want)
 {
 	PyObject *v = PyObject_GetAttr(t, name);
+	int is;
 
 	if (!v)
 		return -1;
+	is = v == want;
 	Py_DECREF(v);
-	return v == want;
+	return is;
 }
 
 /* ---- _StatsKeys -------------------------------------------------------------------------- */
@@ -289,6 +291,7 @@ int pyadump_tensors_init(PyObject *m)
 	return 0;
 }
 
+/* @t with @name() called on it, a new reference, when @test() says so; else @t again. */
 static PyObject *unless(PyObject *t, PyObject *test, bool want, PyObject *name)
 {
 	PyObject *r = PyObject_CallMethodObjArgs(t, test, NULL);
