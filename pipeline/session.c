@@ -581,6 +581,8 @@ static const char *below_dump_path(const struct adump_session *s, const char *pa
 {
 	size_t n = strlen(s->dump_path);
 
+	while (n && s->dump_path[n - 1] == '/')
+		n--;                    /* "/data/dumps/" as "/data/dumps", "/" as "" */
 	if (path[0] != '/')
 		return path;
 	if (strncmp(path, s->dump_path, n) || (path[n] != '/' && path[n]))

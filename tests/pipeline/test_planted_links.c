@@ -227,13 +227,25 @@ START_TEST(test_time_dir_link)
 }
 END_TEST
 
-/* adump_host_stream_set_dir() below dump_path, through a link planted at a step's name
- * (a shared dump path): refused, nothing made or written outside, the stream keeps writing
- * where it did; the same directory made by the capture itself is used. Description: bug
- * fixed in "session: stream directories below dump_path made without following a link". */
-START_TEST(test_stream_dir_link)
+/* A session writing below @path (its own folder TIME_DIR) and a host stream of it. */
+static void open_stream(const char *path, struct adump_session **s,
+			struct adump_host_stream **hs)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
+
+	cfg.dump_path = path;
+	cfg.time_dir = TIME_DIR;
+	cfg.worker_count = 1;
+	ck_assert_int_eq(adump_session_create(&cfg, s), 0);
+	ck_assert_int_eq(adump_host_stream_open(*s, NULL, hs), 0);
+}
+
+/* adump_host_stream_set_dir() below dump_path, through a link planted at a step's name
+ * (a shared dump path): refused, nothing made or written outside, the stream keeps writing
+ * where it did. Description: bug fixed in "session: stream directories below dump_path
+ * made without following a link". */
+START_TEST(test_stream_dir_link)
+{
 	struct adump_session *s;
 	struct adump_host_stream *hs;
 	struct adump_stats st;
@@ -247,17 +259,15 @@ START_TEST(test_stream_dir_link)
 	ck_assert_int_eq(mkdir(target, 0750), 0);
 	snprintf(link, sizeof(link), "%s/step1", root);
 	ck_assert_int_eq(symlink(target, link), 0);
-	cfg.dump_path = root;
-	cfg.time_dir = TIME_DIR;
-	cfg.worker_count = 1;
-	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
-	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	open_stream(root, &s, &hs);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/rank0"), 0);
 	ck_assert_int_eq(adump_host_dump(hs, "Add", "step0", &t, 1, NULL, 0), 0);
 	/* Relative and absolute alike */
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), -ENOTDIR);
 	ck_assert_msg(strstr(logged, "not a directory of its own"), "%s", logged);
 	snprintf(path, sizeof(path), "%s/step1/rank0", root);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -ENOTDIR);
+	snprintf(path, sizeof(path), "%s//step1/rank0", root);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -ENOTDIR);
 	ck_assert_int_eq(adump_host_dump(hs, "Add", "still_step0", &t, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
@@ -273,32 +283,32 @@ END_TEST
 /* A ".." component anywhere in a stream directory: refused before anything is made. */
 START_TEST(test_stream_dir_dotdot)
 {
-	struct adump_config cfg = ADUMP_CONFIG_INIT;
 	struct adump_session *s;
 	struct adump_host_stream *hs;
 	char path[4400];
 	struct stat sb;
 
-	cfg.dump_path = dir;
-	cfg.time_dir = TIME_DIR;
-	cfg.worker_count = 1;
 	ck_assert_int_eq(mkdir(dir, 0750), 0);
-	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
-	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	snprintf(path, sizeof(path), "%s/", dir);
+	open_stream(path, &s, &hs);             /* a trailing slash: the same directory */
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "../up"), -EINVAL);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/../../up"), -EINVAL);
 	snprintf(path, sizeof(path), "%s/step0/../../up", dir);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -EINVAL);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, ".."), -EINVAL);
 	ck_assert_msg(strstr(logged, "a '..' component"), "%s", logged);
-	/* Names that only hold dots are names */
-	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/..x/...") , 0);
+	/* Names that only hold dots are names; an absolute path below dump_path is below it */
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/..x/..."), 0);
+	snprintf(path, sizeof(path), "%s/step1", dir);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	ck_assert_int_eq(adump_session_destroy(s), 0);
 	snprintf(path, sizeof(path), "%s/up", root);
 	ck_assert_int_eq(lstat(path, &sb), -1);
 	ck_assert_int_eq(lstat(dir, &sb), 0);
-	snprintf(path, sizeof(path), "%s/step0", dir);
+	snprintf(path, sizeof(path), "%s/step0/..x/.../0", dir);
+	ck_assert_int_eq(lstat(path, &sb), 0);
+	snprintf(path, sizeof(path), "%s/step1/0", dir);
 	ck_assert_int_eq(lstat(path, &sb), 0);
 }
 END_TEST
