@@ -417,6 +417,18 @@ bool tw_same_bytes(const char *a, const char *b)
 	return same;
 }
 
+/* Each of the @n relative paths @files below @a has the bytes of the same path below @b. */
+static void same_files(const char *a, const char *b, char **files, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char pa[4200], pb[4200];
+
+		snprintf(pa, sizeof(pa), "%s/%s", a, files[i]);
+		snprintf(pb, sizeof(pb), "%s/%s", b, files[i]);
+		ck_assert_msg(tw_same_bytes(pa, pb), "%s and %s differ", pa, pb);
+	}
+}
+
 /* The kept files of @a and @b: the same relative paths, the same bytes. Return: how many. */
 size_t tw_same_tree(const char *a, const struct filter *fa, const char *b,
 		    const struct filter *fb)
@@ -429,13 +441,7 @@ size_t tw_same_tree(const char *a, const struct filter *fa, const char *b,
 			      "file lists differ at %zu: %s/%s vs %s/%s", i, a,
 			      i < na ? la[i] : "(none)", b, i < nb ? lb[i] : "(none)");
 	}
-	for (size_t i = 0; i < na; i++) {
-		char pa[4200], pb[4200];
-
-		snprintf(pa, sizeof(pa), "%s/%s", a, la[i]);
-		snprintf(pb, sizeof(pb), "%s/%s", b, lb[i]);
-		ck_assert_msg(tw_same_bytes(pa, pb), "%s and %s differ", pa, pb);
-	}
+	same_files(a, b, la, na);
 	t_free_list(la, na);
 	t_free_list(lb, nb);
 	return na;
@@ -446,13 +452,7 @@ size_t tw_same_in(const char *a, const struct filter *fa, const char *b)
 	size_t n;
 	char **files = tw_list_kept(a, fa, &n);
 
-	for (size_t i = 0; i < n; i++) {
-		char pa[4200], pb[4200];
-
-		snprintf(pa, sizeof(pa), "%s/%s", a, files[i]);
-		snprintf(pb, sizeof(pb), "%s/%s", b, files[i]);
-		ck_assert_msg(tw_same_bytes(pa, pb), "%s and %s differ", pa, pb);
-	}
+	same_files(a, b, files, n);
 	t_free_list(files, n);
 	return n;
 }
