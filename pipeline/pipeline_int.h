@@ -120,6 +120,9 @@ int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned
 void adump_worker_stop(struct adump_worker *w);
 /* Record the session's first error (the first one wins). */
 void adump_session_set_error(struct adump_session *s, int err);
+/* @path below the session's dump_path: @path itself if relative, its part after dump_path
+ * if absolute and under it ("" for dump_path itself), else NULL (elsewhere). */
+const char *adump_session_below(const struct adump_session *s, const char *path);
 
 /* A config's sizes with their defaults (session.c, config.c). */
 static inline size_t cfg_chunk(const struct adump_config *cfg)

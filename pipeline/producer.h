@@ -41,11 +41,13 @@ ADUMP_HIDDEN int adump_session_detach_producer(struct adump_session *s, void *pr
 
 /*
  * adump_session_stream_dir() - prepare an output directory of a producer's own: @dir
- * (absolute, or relative to the session's dump_path) with its <device_id> folder created for
- * the file sink. *@out receives the malloc'd absolute path (the producer's, for its records'
- * op_rec.dir).
- * Return: 0; -EINVAL for an empty @dir; -ADUMP_ERR_UNSUPPORTED for the packed layout (its
- * segments are per worker, under the session directory); -ENOMEM; -errno from mkdir.
+ * (absolute, or relative to the session's dump_path; no ".." component) with its
+ * <device_id> folder created for the file sink, below dump_path one component at a time
+ * without following a link. *@out receives the malloc'd absolute path (the producer's, for
+ * its records' op_rec.dir).
+ * Return: 0; -EINVAL for an empty @dir or a ".." component; -ENOTDIR for a file, or below
+ * dump_path a link, in the way; -ADUMP_ERR_UNSUPPORTED for the packed layout (its segments
+ * are per worker, under the session directory); -ENOMEM; -errno from mkdir.
  */
 ADUMP_HIDDEN int adump_session_stream_dir(struct adump_session *s, const char *dir,
 					  uint32_t device_id, char **out);

@@ -575,9 +575,7 @@ int adump_session_producer_dir(struct adump_session *s, void *producer, const ch
 	return 0;
 }
 
-/* @path below the session's dump_path: @path itself if relative, its part after dump_path
- * if absolute and under it, else NULL (a directory the caller chose elsewhere). */
-static const char *below_dump_path(const struct adump_session *s, const char *path)
+const char *adump_session_below(const struct adump_session *s, const char *path)
 {
 	size_t n = strlen(s->dump_path);
 
@@ -641,7 +639,7 @@ int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t 
 		bool is_msprobe = s->cfg.format == ADUMP_OUTPUT_MSPROBE;
 		int n;
 
-		below = below_dump_path(s, abs);
+		below = adump_session_below(s, abs);
 		if (below)
 			n = is_msprobe ? asprintf(&dev, "%s", below) :
 			    asprintf(&dev, "%s%s%u", below, *below ? "/" : "", device_id);

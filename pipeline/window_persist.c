@@ -138,20 +138,13 @@ static int make_root(struct persist *p, uint64_t step)
 	return -EEXIST;
 }
 
-/* @dir's path under dump_path, or NULL if it is outside or climbs out of it (a ".."
- * component: under the root it would climb out of the window). */
+/* @dir's path under dump_path, or NULL if it is dump_path itself, outside, or climbs out of
+ * it (a ".." component: under the root it would climb out of the window). */
 static const char *inside(const struct adump_window *win, const char *dir)
 {
-	const char *base = win->s->dump_path, *rel, *c;
-	size_t len = strlen(base);
+	const char *rel = adump_session_below(win->s, dir);
 
-	if (strncmp(dir, base, len) || dir[len] != '/' || !dir[len + 1])
-		return NULL;
-	rel = dir + len + 1;
-	for (c = rel; (c = strstr(c, "..")); c += 2)
-		if ((c == rel || c[-1] == '/') && (!c[2] || c[2] == '/'))
-			return NULL;
-	return rel;
+	return rel && *rel && adump_name_is_beneath(rel) ? rel : NULL;
 }
 
 /* @path's last component, trailing slashes left out (malloc'd); "dir" where it has none
