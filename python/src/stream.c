@@ -177,7 +177,7 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	struct zc_pending *p = NULL;
 	struct adump_host_stream *hs;
 	struct pyadump_torch_id *ids = NULL;
-	Py_ssize_t nin, nout, n, taken = 0, got;
+	Py_ssize_t nin, nout, n, taken = 0, got = 0;
 	bool is_keyed;
 	unsigned long long ts = 0;
 	Py_buffer *views;
@@ -231,19 +231,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	got = nin ? pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken, ids) : 0;
 	if (got >= 0 && nout)
 		got = pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken, ids);
-	if (got == -2) {
-		/* direct: a tensor it does not take as it is; nothing done */
-		p->view_count = (uint32_t)taken;
-		pyadump_zc_free(p);
-		PyMem_Free(tensors);
-		PyMem_Free(ids);
-		PyMem_Free(attr_list);
-		Py_XDECREF(attrs_keep);
-		PyMem_Free(keys);
-		Py_RETURN_NONE;
-	}
 	if (got < 0)
-		goto fail;
+		goto fail;      /* -2: direct, a tensor it does not take as it is; nothing done */
 	p->view_count = (uint32_t)taken;
 	if (is_keyed) {
 		PyObject *seqs[2] = { inputs, outputs };
@@ -332,6 +321,8 @@ fail_attrs:
 	PyMem_Free(attr_list);
 	Py_XDECREF(attrs_keep);
 	PyMem_Free(keys);
+	if (got == -2)
+		Py_RETURN_NONE;
 	return NULL;
 }
 

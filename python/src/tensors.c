@@ -401,6 +401,8 @@ static int torch_direct_from(PyObject *item, Py_buffer *view, struct adump_host_
 	long dtype;
 	int ret;
 
+	memset(t, 0, sizeof(*t));
+	t->format = ADUMP_FORMAT_ND;
 	if (!is_torch_tensor(item))
 		return 0;
 	dt = PyObject_GetAttr(item, torch_types.s_dtype);
@@ -521,13 +523,10 @@ Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *vie
 
 		if (!item)
 			return -1;
-		if (ids) {
-			memset(&tensors[at + i], 0, sizeof(tensors[at + i]));
-			tensors[at + i].format = ADUMP_FORMAT_ND;
+		if (ids)
 			ret = torch_direct_from(item, &views[at + i], &tensors[at + i], &ids[at + i]);
-		} else {
+		else
 			ret = tensor_from(item, &views[at + i], &tensors[at + i]);
-		}
 		Py_DECREF(item);
 		if (ret < 0) {
 			name_the_item(field, i);
