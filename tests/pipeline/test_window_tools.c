@@ -342,6 +342,9 @@ static unsigned dir_files(const char *dir, unsigned char **first, size_t *first_
 
 #define DIR_STREAMS 3
 
+/* persist_dirs() gives the session its dump_path with a trailing slash */
+static bool dump_path_slash;
+
 /* Streams writing one dump each to @dirs[j] (under <tmp>; "@" there stands for dump_path
  * <tmp>/dump), in that order, and a window persisted: it holds stream j's dump, alone and
  * with its bytes, in window-0/@want[j]. */
@@ -359,7 +362,8 @@ static void persist_dirs(const char *const *dirs, const char *const *want, unsig
 	ck_assert_uint_le(count, DIR_STREAMS);
 	snprintf(dump, sizeof(dump), "%s/dump", tmp);
 	ck_assert_int_eq(mkdir(dump, 0750), 0);
-	cfg = tw_window_config(dump, ADUMP_OUTPUT_CANN, 2);
+	snprintf(dir, sizeof(dir), "%s/", dump);
+	cfg = tw_window_config(dump_path_slash ? dir : dump, ADUMP_OUTPUT_CANN, 2);
 	cfg.stream_max = DIR_STREAMS;
 	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
 	for (unsigned j = 0; j < count; j++) {
@@ -426,6 +430,17 @@ START_TEST(test_odd_dirs_stay_under_the_root)
 }
 END_TEST
 
+/* dump_path given as "<tmp>/dump/": a directory under it, named absolute, keeps its path
+ * under the root. Before, it was taken for one outside: "y/z" persisted as "z". */
+START_TEST(test_dump_path_with_a_slash)
+{
+	dump_path_slash = true;
+	persist_dirs((const char *const[]){ "@/y/z", "a/x" }, (const char *const[]){ "y/z", "x" },
+		     2);
+	dump_path_slash = false;
+}
+END_TEST
+
 static Suite *window_tools_suite(void)
 {
 	Suite *s = suite_create("window_tools");
@@ -444,6 +459,7 @@ static Suite *window_tools_suite(void)
 	tcase_set_timeout(dirs, 60);
 	tcase_add_test(dirs, test_outside_dirs_kept_apart);
 	tcase_add_test(dirs, test_odd_dirs_stay_under_the_root);
+	tcase_add_test(dirs, test_dump_path_with_a_slash);
 	suite_add_tcase(s, dirs);
 	return s;
 }
