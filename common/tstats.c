@@ -276,63 +276,165 @@ static inline void minmax_done(struct adump_tstats *s, double max, double min, u
 	s->count = index;
 }
 
-/* Whole groups of LANES elements of f16, bf16 or f32 from s->count (a multiple of LANES),
- * until a group holds a non-finite value or fewer than LANES are left. Return: the elements
- * taken. */
-static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n,
-			      enum adump_tstats_kind kind, size_t elem_bytes)
+/* One group of 16 elements of @kind at @q (@x0, @x1: them as floats) into the extremes and
+ * the lanes (@s: the sums of lanes 0-3, 4-7, 8-11 and 12-15, @q2: their squares), unchecked. */
+static inline __attribute__((always_inline)) AVX2 void group256(
+	const uint8_t *q, __m256 x0, __m256 x1, enum adump_tstats_kind kind, __m256 *vmax,
+	__m256 *vmin, __m256d *s0, __m256d *s1, __m256d *s2, __m256d *s3, __m256d *q0,
+	__m256d *q1, __m256d *q2, __m256d *q3)
+{
+	__m256d d0, d1, d2, d3;
+
+	*vmax = _mm256_max_ps(_mm256_max_ps(*vmax, x0), x1);
+	*vmin = _mm256_min_ps(_mm256_min_ps(*vmin, x0), x1);
+	if (kind == ADUMP_TSTATS_F32) {
+		/* Each quarter converted from memory: no extraction from the register. */
+		const float *f = (const float *)(const void *)q;
+
+		d0 = _mm256_cvtps_pd(_mm_loadu_ps(f));
+		d1 = _mm256_cvtps_pd(_mm_loadu_ps(f + 4));
+		d2 = _mm256_cvtps_pd(_mm_loadu_ps(f + 8));
+		d3 = _mm256_cvtps_pd(_mm_loadu_ps(f + 12));
+	} else {
+		d0 = _mm256_cvtps_pd(_mm256_castps256_ps128(x0));
+		d1 = _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1));
+		d2 = _mm256_cvtps_pd(_mm256_castps256_ps128(x1));
+		d3 = _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1));
+	}
+	*s0 = _mm256_add_pd(*s0, d0);
+	*q0 = _mm256_add_pd(*q0, _mm256_mul_pd(d0, d0));
+	*s1 = _mm256_add_pd(*s1, d1);
+	*q1 = _mm256_add_pd(*q1, _mm256_mul_pd(d1, d1));
+	*s2 = _mm256_add_pd(*s2, d2);
+	*q2 = _mm256_add_pd(*q2, _mm256_mul_pd(d2, d2));
+	*s3 = _mm256_add_pd(*s3, d3);
+	*q3 = _mm256_add_pd(*q3, _mm256_mul_pd(d3, d3));
+}
+
+/* Whether the 16 floats of a group are all finite. */
+static inline AVX2 bool group_finite(__m256 x0, __m256 x1)
 {
 	const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-	const __m256 inf = _mm256_set1_ps(INFINITY), zero = _mm256_setzero_ps();
+	const __m256 inf = _mm256_set1_ps(INFINITY);
+
+	return _mm256_movemask_ps(
+		       _mm256_and_ps(_mm256_cmp_ps(_mm256_and_ps(x0, abs_mask), inf, _CMP_LT_OQ),
+				     _mm256_cmp_ps(_mm256_and_ps(x1, abs_mask), inf, _CMP_LT_OQ))) ==
+	       0xff;
+}
+
+/* Whether four vectors of lane sums are all finite. */
+static inline AVX2 bool lanes_finite(__m256d s0, __m256d s1, __m256d s2, __m256d s3)
+{
+	const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+	const __m256d inf = _mm256_set1_pd(INFINITY);
+	__m256d a = _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(s0, abs_mask), inf, _CMP_LT_OQ),
+				  _mm256_cmp_pd(_mm256_and_pd(s1, abs_mask), inf, _CMP_LT_OQ));
+	__m256d b = _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(s2, abs_mask), inf, _CMP_LT_OQ),
+				  _mm256_cmp_pd(_mm256_and_pd(s3, abs_mask), inf, _CMP_LT_OQ));
+
+	return _mm256_movemask_pd(_mm256_and_pd(a, b)) == 0xf;
+}
+
+/* The first zero of the @groups groups of @kind at @p, if there is one, into @s. */
+static inline __attribute__((always_inline)) AVX2 bool find_zero(
+	struct adump_tstats *s, const uint8_t *p, size_t groups, enum adump_tstats_kind kind,
+	size_t elem_bytes)
+{
+	const __m256 zero = _mm256_setzero_ps();
+
+	for (size_t g = 0; g < groups; g++, p += LANES * elem_bytes) {
+		__m256 x0 = load8(p, kind), x1 = load8(p + 8 * elem_bytes, kind);
+		unsigned z = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x0, zero, _CMP_EQ_OQ)) |
+			     (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x1, zero, _CMP_EQ_OQ)) << 8;
+
+		if (z) {
+			float f[16];
+
+			_mm256_storeu_ps(f, x0);
+			_mm256_storeu_ps(f + 8, x1);
+			s->has_zero = true;
+			s->first_zero = f[__builtin_ctz(z)];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whole groups of LANES elements of @kind (f16, bf16 or f32, a constant where this is
+ * inlined) from s->count (a multiple of LANES), until a group holds a non-finite value or
+ * fewer than LANES are left. Return: the elements taken.
+ *
+ * The groups up to a block's end (a run) are summed unchecked, and their lanes looked at once
+ * at the run's end: a float's magnitude is below 2^128 and a lane takes BLOCK / LANES = 128
+ * of a block's elements, so a lane's sum (in double) is finite exactly when every element
+ * added to it was. A run that holds a non-finite value is summed again from its start, group
+ * by group, up to the first such group (the portable path counts it). Zeros are looked for
+ * the same way, until the tensor's first. */
+static inline __attribute__((always_inline)) AVX2 size_t simd_float_kind(
+	struct adump_tstats *s, const uint8_t *p, size_t n, enum adump_tstats_kind kind,
+	size_t elem_bytes)
+{
+	const __m256 zero = _mm256_setzero_ps();
 	__m256d s0 = _mm256_loadu_pd(s->lane_sum), s1 = _mm256_loadu_pd(s->lane_sum + 4);
 	__m256d s2 = _mm256_loadu_pd(s->lane_sum + 8), s3 = _mm256_loadu_pd(s->lane_sum + 12);
 	__m256d q0 = _mm256_loadu_pd(s->lane_squares), q1 = _mm256_loadu_pd(s->lane_squares + 4);
 	__m256d q2 = _mm256_loadu_pd(s->lane_squares + 8);
 	__m256d q3 = _mm256_loadu_pd(s->lane_squares + 12);
 	__m256 vmax = _mm256_set1_ps((float)s->max), vmin = _mm256_set1_ps((float)s->min);
+	bool has_zero = s->has_zero;
 	uint64_t index = s->count;
 	size_t i = 0;
 
 	while (n - i >= LANES) {
-		const uint8_t *q = p + i * elem_bytes;
-		__m256 x0 = load8(q, kind), x1 = load8(q + 8 * elem_bytes, kind);
-		__m256 fin = _mm256_and_ps(_mm256_cmp_ps(_mm256_and_ps(x0, abs_mask), inf, _CMP_LT_OQ),
-					   _mm256_cmp_ps(_mm256_and_ps(x1, abs_mask), inf, _CMP_LT_OQ));
-		__m256d d;
+		size_t len = BLOCK - index % BLOCK, k;
+		__m256 max_at = vmax, min_at = vmin, z = zero;
 
-		_mm_prefetch((const char *)q + PREFETCH_AHEAD, _MM_HINT_T0);
+		if (len > n - i)
+			len = (n - i) / LANES * LANES;
+		/* The run's start, should it be summed again */
+		lanes_store(s, s0, s1, s2, s3, q0, q1, q2, q3);
+		for (k = i; k < i + len; k += LANES) {
+			const uint8_t *q = p + k * elem_bytes;
+			__m256 x0 = load8(q, kind), x1 = load8(q + 8 * elem_bytes, kind);
 
-		if (_mm256_movemask_ps(fin) != 0xff)
-			break;                  /* the portable path counts it */
-		if (__builtin_expect(!s->has_zero, 0)) {
-			unsigned z = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x0, zero, _CMP_EQ_OQ)) |
-				     (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(x1, zero, _CMP_EQ_OQ)) << 8;
-
-			if (z) {
-				float f[16];
-
-				_mm256_storeu_ps(f, x0);
-				_mm256_storeu_ps(f + 8, x1);
-				s->has_zero = true;
-				s->first_zero = f[__builtin_ctz(z)];
-			}
+			_mm_prefetch((const char *)q + PREFETCH_AHEAD, _MM_HINT_T0);
+			if (__builtin_expect(!has_zero, 0))
+				z = _mm256_or_ps(z, _mm256_or_ps(_mm256_cmp_ps(x0, zero, _CMP_EQ_OQ),
+								 _mm256_cmp_ps(x1, zero, _CMP_EQ_OQ)));
+			group256(q, x0, x1, kind, &vmax, &vmin, &s0, &s1, &s2, &s3, &q0, &q1, &q2,
+				 &q3);
 		}
-		vmax = _mm256_max_ps(_mm256_max_ps(vmax, x0), x1);
-		vmin = _mm256_min_ps(_mm256_min_ps(vmin, x0), x1);
-		d = _mm256_cvtps_pd(_mm256_castps256_ps128(x0));
-		s0 = _mm256_add_pd(s0, d);
-		q0 = _mm256_add_pd(q0, _mm256_mul_pd(d, d));
-		d = _mm256_cvtps_pd(_mm256_extractf128_ps(x0, 1));
-		s1 = _mm256_add_pd(s1, d);
-		q1 = _mm256_add_pd(q1, _mm256_mul_pd(d, d));
-		d = _mm256_cvtps_pd(_mm256_castps256_ps128(x1));
-		s2 = _mm256_add_pd(s2, d);
-		q2 = _mm256_add_pd(q2, _mm256_mul_pd(d, d));
-		d = _mm256_cvtps_pd(_mm256_extractf128_ps(x1, 1));
-		s3 = _mm256_add_pd(s3, d);
-		q3 = _mm256_add_pd(q3, _mm256_mul_pd(d, d));
-		i += LANES;
-		index += LANES;
+		if (__builtin_expect(!lanes_finite(s0, s1, s2, s3), 0)) {
+			s0 = _mm256_loadu_pd(s->lane_sum);
+			s1 = _mm256_loadu_pd(s->lane_sum + 4);
+			s2 = _mm256_loadu_pd(s->lane_sum + 8);
+			s3 = _mm256_loadu_pd(s->lane_sum + 12);
+			q0 = _mm256_loadu_pd(s->lane_squares);
+			q1 = _mm256_loadu_pd(s->lane_squares + 4);
+			q2 = _mm256_loadu_pd(s->lane_squares + 8);
+			q3 = _mm256_loadu_pd(s->lane_squares + 12);
+			vmax = max_at;
+			vmin = min_at;
+			for (k = i; k < i + len; k += LANES) {
+				const uint8_t *q = p + k * elem_bytes;
+				__m256 x0 = load8(q, kind), x1 = load8(q + 8 * elem_bytes, kind);
+
+				if (!group_finite(x0, x1))
+					break;
+				if (!has_zero)
+					has_zero = find_zero(s, q, 1, kind, elem_bytes);
+				group256(q, x0, x1, kind, &vmax, &vmin, &s0, &s1, &s2, &s3, &q0,
+					 &q1, &q2, &q3);
+			}
+			index += k - i;
+			i = k;
+			break;
+		}
+		if (__builtin_expect(_mm256_movemask_ps(z) != 0, 0))
+			has_zero = find_zero(s, p + i * elem_bytes, len / LANES, kind, elem_bytes);
+		i += len;
+		index += len;
 		if (index % BLOCK == 0) {
 			add_sum(lanes_total256(s0, s1, s2, s3), &s->block_sum,
 				&s->block_compensation);
@@ -343,6 +445,16 @@ static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n
 	lanes_store(s, s0, s1, s2, s3, q0, q1, q2, q3);
 	minmax_done(s, hmax_ps(vmax, true), hmax_ps(vmin, false), index);
 	return i;
+}
+
+static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n,
+			      enum adump_tstats_kind kind, size_t elem_bytes)
+{
+	switch (kind) {
+	case ADUMP_TSTATS_F32: return simd_float_kind(s, p, n, ADUMP_TSTATS_F32, 4);
+	case ADUMP_TSTATS_F16: return simd_float_kind(s, p, n, ADUMP_TSTATS_F16, 2);
+	default: return simd_float_kind(s, p, n, kind, elem_bytes);
+	}
 }
 
 static inline AVX2 double hmax_pd(__m256d v, bool is_max)

@@ -141,13 +141,21 @@ START_TEST(test_paths_agree)
 			/* One special value at each position, and a second one as far from the
 			 * end (both infinities, or NaN then inf). */
 			for (size_t sp = 0; sp < sizeof(specials) / sizeof(specials[0]); sp++) {
-				/* Every lane of the first group (two for short tensors). */
+				/* Every lane of the first group (two for short tensors), then some
+				 * inside a block and in a second one (the vector path looks at a
+				 * block's groups only at its end). */
+				static const size_t inner[] = { 100, 1000, 2047, 2050, 3001 };
 				size_t pos_end = n <= 64 ? 2 * LANES + 3 : LANES + 1;
+				size_t n_pos = pos_end + sizeof(inner) / sizeof(inner[0]);
 
-				for (size_t pos = 0; pos < n && pos < pos_end; pos++) {
+				for (size_t pi = 0; pi < n_pos; pi++) {
+					size_t pos = pi < pos_end ? pi : inner[pi - pos_end];
 					size_t at[2] = { pos, n - 1 - pos % n };
 					uint8_t saved[2][8];
 					uint32_t eb = adump_dtype_bits(dtype) / 8;
+
+					if (pos >= n)
+						continue;
 
 					memcpy(saved[0], p + at[0] * eb, eb);
 					memcpy(saved[1], p + at[1] * eb, eb);
