@@ -132,6 +132,11 @@ ADUMP_HIDDEN int adump_write_all(int fd, const void *buf, size_t len);
 ADUMP_HIDDEN int adump_open_regular(const char *path);
 ADUMP_HIDDEN int adump_open_beneath(const char *dir, const char *name);
 ADUMP_HIDDEN int adump_openat_beneath(int dirfd, const char *name);
+/* The directory @rel (a relative path; "" for @dirfd's own) beneath @dirfd, opened O_PATH
+ * with no component a symlink (a writer's: it never writes through a link).
+ * Return: the descriptor, -ELOOP for a link on the way, -EXDEV for a name that leaves
+ * @dirfd ("..", absolute), or -errno. */
+ADUMP_HIDDEN int adump_dir_open_nolink(int dirfd, const char *rel);
 /* Whether @name is relative and has no ".." component (no file system access). */
 ADUMP_HIDDEN bool adump_name_is_beneath(const char *name);
 /* A message for what the calls above return: the refusals in words, else adump_strerror(). */
@@ -151,6 +156,7 @@ ADUMP_HIDDEN int adump_mkdir_own(const char *path, unsigned mode);
  * "<path>.part", renamed at the end. */
 struct adump_pubfile {
 	int fd;
+	int dir_fd;             /* its directory (adump_pubfile_open_nolink()), or -1: by path */
 	bool is_unnamed;
 };
 
@@ -161,6 +167,17 @@ struct adump_pubfile {
  */
 ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags,
 				    unsigned mode);
+
+/**
+ * adump_pubfile_open_nolink() - adump_pubfile_open() of @rel beneath the directory @root_fd,
+ * no component of it a link: its directory is opened once (adump_dir_open_nolink()) and held
+ * until the close, which publishes the file there, so a link planted on the way meanwhile
+ * is never written through. Pass adump_pubfile_close() the same @rel (or any path with the
+ * same last component).
+ * Return: as adump_pubfile_open(); -ELOOP for a link, -EXDEV for a name out of @root_fd.
+ */
+ADUMP_HIDDEN int adump_pubfile_open_nolink(struct adump_pubfile *pf, int root_fd,
+					   const char *rel, int flags, unsigned mode);
 
 /**
  * adump_pubfile_close() - close the file and, if @status is 0, publish it as @path (replacing

@@ -77,8 +77,9 @@ bool adump_name_is_beneath(const char *name)
 }
 
 /* Without openat2 (kernels before 5.6, or a seccomp filter): one component at a time from
- * @dirfd, each directory opened O_NOFOLLOW, so no symlink is ever followed. */
-static int open_walk(int dirfd, const char *name)
+ * @dirfd, each directory opened O_NOFOLLOW, so no symlink is ever followed (@link_err for
+ * one on the way); the last one opened with @last_flags. */
+static int open_walk(int dirfd, const char *name, int last_flags, int link_err)
 {
 	char buf[PATH_MAX], *save = NULL, *comp, *next;
 	int cur, fd;
@@ -103,13 +104,13 @@ static int open_walk(int dirfd, const char *name)
 		}
 		if (S_ISLNK(st.st_mode)) {
 			close(cur);
-			return -EXDEV;
+			return link_err;
 		}
 		fd = next ? openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-			  : openat(cur, comp, READ_FLAGS | O_NOFOLLOW);
+			  : openat(cur, comp, last_flags | O_NOFOLLOW);
 		close(cur);
 		if (fd < 0)
-			return errno == ELOOP ? -EXDEV : -errno;
+			return errno == ELOOP ? link_err : -errno;
 		cur = fd;
 	}
 	return cur;
@@ -140,8 +141,38 @@ int adump_openat_beneath(int dirfd, const char *name)
 			return -errno;
 	}
 #endif
-	fd = open_walk(dirfd, name);
+	fd = open_walk(dirfd, name, READ_FLAGS, -EXDEV);
 	return fd < 0 ? fd : keep_regular(fd);
+}
+
+#define DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
+
+int adump_dir_open_nolink(int dirfd, const char *rel)
+{
+	int fd;
+
+	if (!rel[0])
+		rel = ".";
+	if (!adump_name_is_beneath(rel))
+		return -EXDEV;
+#ifdef HAVE_OPENAT2
+	{
+		struct open_how how = {
+			.flags = (uint64_t)DIR_FLAGS,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+		};
+		int fault = ADUMP_TESTPOINT("openfile.openat2");
+		long got = fault ? (errno = -fault, -1)
+				 : syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+
+		if (got >= 0)
+			return (int)got;
+		if (errno != ENOSYS && errno != EPERM)
+			return -errno;
+	}
+#endif
+	fd = open_walk(dirfd, rel, DIR_FLAGS, -ELOOP);
+	return fd;
 }
 
 int adump_open_beneath(const char *dir, const char *name)

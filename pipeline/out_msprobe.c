@@ -336,7 +336,7 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 	if (ret == 0)
 		ret = ADUMP_TESTPOINT("worker.open");
 	if (ret == 0)
-		ret = adump_pubfile_open(&t->pf, path, 0, ADUMP_FILE_MODE);
+		ret = adump_session_pubfile_open(s, &t->pf, path, 0, ADUMP_FILE_MODE);
 	if (ret == -ENOENT) {
 		/* The directory's first tensor: dump_tensor_data is made when needed, so that a
 		 * directory nothing was dumped into stays empty. */
@@ -344,10 +344,10 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 
 		if (asprintf(&data_dir, "%s/dump_tensor_data", mf->dir) < 0)
 			data_dir = NULL;
-		ret = data_dir ? adump_mkdir_p(data_dir, 0750) : -ENOMEM;
+		ret = data_dir ? adump_session_mkdir(s, data_dir) : -ENOMEM;
 		free(data_dir);
 		if (ret == 0)
-			ret = adump_pubfile_open(&t->pf, path, 0, ADUMP_FILE_MODE);
+			ret = adump_session_pubfile_open(s, &t->pf, path, 0, ADUMP_FILE_MODE);
 	}
 	if (ret < 0) {
 		t->pf.fd = -1;

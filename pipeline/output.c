@@ -104,7 +104,7 @@ int adump_file_header(struct adump_session *s, struct file_state *fs)
 int adump_file_create(struct adump_session *s, struct file_state *fs, const char *suffix)
 {
 	char final[4200];
-	struct adump_pubfile pf = { .fd = -1 };
+	struct adump_pubfile pf = { .fd = -1, .dir_fd = -1 };
 	int ret = ADUMP_TESTPOINT("worker.open");
 
 	/* A producer's own directory was made when it was set. */
@@ -113,12 +113,13 @@ int adump_file_create(struct adump_session *s, struct file_state *fs, const char
 	if (ret == 0)
 		ret = adump_path_with(final, sizeof(final), fs->path, suffix);
 	if (ret == 0) {
-		ret = adump_pubfile_open(&pf, final, fs->is_direct ? O_DIRECT : 0, ADUMP_FILE_MODE);
+		ret = adump_session_pubfile_open(s, &pf, final, fs->is_direct ? O_DIRECT : 0,
+						 ADUMP_FILE_MODE);
 		if (ret == -EINVAL && fs->is_direct) {
 			/* This filesystem has no O_DIRECT (tmpfs): the aligned writes work buffered. */
 			adump_log_once(ADUMP_LOG_WARN, MODULE,
 				       "O_DIRECT not supported under %s; writing buffered", s->dir);
-			ret = adump_pubfile_open(&pf, final, 0, ADUMP_FILE_MODE);
+			ret = adump_session_pubfile_open(s, &pf, final, 0, ADUMP_FILE_MODE);
 		}
 	}
 	if (ret < 0) {
@@ -127,19 +128,21 @@ int adump_file_create(struct adump_session *s, struct file_state *fs, const char
 		return ret;
 	}
 	fs->fd = pf.fd;
+	fs->dir_fd = pf.dir_fd;
 	fs->is_unnamed = pf.is_unnamed;
 	return 0;
 }
 
 void adump_file_publish(struct adump_session *s, struct file_state *fs, const char *suffix)
 {
-	struct adump_pubfile pf = { .fd = fs->fd, .is_unnamed = fs->is_unnamed };
+	struct adump_pubfile pf = { .fd = fs->fd, .dir_fd = fs->dir_fd,
+				    .is_unnamed = fs->is_unnamed };
 	char final[4200];
 	int ret;
 
 	/* Fits: adump_file_create() built the same name. */
 	adump_path_with(final, sizeof(final), fs->path, suffix);
-	fs->fd = -1;
+	fs->fd = fs->dir_fd = -1;
 	/* What was captured of a failed file stays, under a name that can never be mistaken
 	 * for a complete dump. */
 	ret = adump_pubfile_close(&pf, final, fs->is_failed ? -ADUMP_ERR_WRITE : 0, ".failed");
@@ -160,7 +163,7 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 		return NULL;
 	memset(fs, 0, sizeof(*fs));
 	fs->op = op;
-	fs->fd = -1;
+	fs->fd = fs->dir_fd = -1;
 	adump_strjoin(fs->path, cap, (const char *const[]){ dir, "/",
 		      adump_decimal(op->op.device_id, dev), "/",
 		      name_len > 0 ? name : "unnamed" }, 5);

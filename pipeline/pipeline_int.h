@@ -72,6 +72,7 @@ struct adump_session {
 	void *out_session;                      /* the output's session-wide state, or NULL */
 	char *dump_path;                        /* absolute */
 	char *dir;                              /* <dump_path>/<time_dir> */
+	int root_fd;                            /* dump_path (O_PATH), -1 without files */
 	size_t chunk_bytes;
 	size_t pool_bytes;
 	uint32_t buffer_count;
@@ -123,6 +124,13 @@ void adump_session_set_error(struct adump_session *s, int err);
 /* @path below the session's dump_path: @path itself if relative, its part after dump_path
  * if absolute and under it ("" for dump_path itself), else NULL (elsewhere). */
 const char *adump_session_below(const struct adump_session *s, const char *path);
+/* adump_pubfile_open() of the absolute @path of one of the session's files: below dump_path,
+ * through no link (adump_pubfile_open_nolink() from dump_path); elsewhere (a directory the
+ * caller chose) by its path. */
+int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
+			       const char *path, int flags, unsigned mode);
+/* mkdir -p of the absolute @path of one of the session's directories, the same way. */
+int adump_session_mkdir(struct adump_session *s, const char *path);
 
 /* A config's sizes with their defaults (session.c, config.c). */
 static inline size_t cfg_chunk(const struct adump_config *cfg)

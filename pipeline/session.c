@@ -145,6 +145,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->root_fd = -1;
 	s->cfg = *cfg;
 	/* Window mode writes statistics; its windows are written as tensors (window.c). */
 	if (cfg->window_steps)
@@ -189,6 +190,12 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 		ret = make_dir(s, cfg->time_dir != NULL);
 		if (ret == 0)
 			ret = make_journal(s, cfg->time_dir != NULL);
+		/* The files below dump_path are made from here, through no link
+		 * (adump_session_pubfile_open()). */
+		if (ret == 0) {
+			s->root_fd = open(s->dump_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			ret = s->root_fd < 0 ? -errno : 0;
+		}
 		if (ret < 0)
 			goto err;
 	}
@@ -233,6 +240,8 @@ err:
 	free(s->writes);
 	if (s->pool)
 		munmap(s->pool, s->pool_bytes);
+	if (s->root_fd >= 0)
+		close(s->root_fd);
 	free(s->dir);
 	free(s->dump_path);
 	pthread_mutex_destroy(&s->lock);
@@ -480,6 +489,8 @@ int adump_session_destroy(struct adump_session *s)
 	munmap(s->pool, s->pool_bytes);
 	free(s->pool_iov);
 	free(s->writes);
+	if (s->root_fd >= 0)
+		close(s->root_fd);
 	free(s->dir);
 	free(s->dump_path);
 	pthread_mutex_destroy(&s->lock);
@@ -590,20 +601,41 @@ const char *adump_session_below(const struct adump_session *s, const char *path)
 	return path + n;
 }
 
+int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
+				const char *path, int flags, unsigned mode)
+{
+	const char *rel = path[0] == '/' && s->root_fd >= 0 ? adump_session_below(s, path) : NULL;
+
+	if (rel && rel[0])
+		return adump_pubfile_open_nolink(pf, s->root_fd, rel, flags, mode);
+	return adump_pubfile_open(pf, path, flags, mode);
+}
+
 /* Makes <dump_path>/@rel one component at a time, none through a link (a link planted in
  * a shared dump path at a step's name is refused, never written through): -ENOTDIR. */
 static int mkdir_below(const struct adump_session *s, const char *rel)
 {
-	int root = open(s->dump_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	int root = s->root_fd >= 0 ? s->root_fd :
+		   open(s->dump_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
 
 	if (root < 0)
 		return -errno;
 	fd = adump_dir_open_new(root, rel, 0750);
-	close(root);
+	if (root != s->root_fd)
+		close(root);
 	if (fd < 0)
 		return fd;
 	close(fd);
 	return 0;
+}
+
+int adump_session_mkdir(struct adump_session *s, const char *path)
+{
+	const char *rel = path[0] == '/' ? adump_session_below(s, path) : NULL;
+
+	if (rel && rel[0])
+		return mkdir_below(s, rel);
+	return adump_mkdir_p(path, 0750);
 }
 
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,

@@ -338,7 +338,7 @@ static void replay_all(struct persist *p)
 			char dev[4200];
 
 			snprintf(dev, sizeof(dev), "%s/%u", abs, e->op.device_id);
-			set_error(p, adump_mkdir_p(dev, 0750));
+			set_error(p, adump_session_mkdir(win->s, dev));
 			device = e->op.device_id;
 		}
 		/* Held by reference: the producer's check says whether its memory still holds the
@@ -442,7 +442,7 @@ static int write_trigger(struct persist *p, const char *dir, const char *text)
 
 		return cfg->chunk_fn(&c, cfg->chunk_user) ? -ADUMP_ERR_CALLBACK : 0;
 	}
-	ret = adump_pubfile_open(&pf, path, 0, ADUMP_FILE_MODE);
+	ret = adump_session_pubfile_open(p->win->s, &pf, path, 0, ADUMP_FILE_MODE);
 	if (ret < 0)
 		return ret;
 	return adump_pubfile_close(&pf, path, adump_write_all(pf.fd, text, len), NULL);

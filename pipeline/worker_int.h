@@ -15,6 +15,7 @@
 struct file_state {
 	struct adump_op_rec *op;
 	int fd;                                 /* the file being written, or the segment (packed) */
+	int dir_fd;                             /* its directory, held until it is published */
 	bool is_unnamed;                        /* fd is an O_TMPFILE file, linked in at the end */
 	bool is_failed;
 	bool is_last_seen;

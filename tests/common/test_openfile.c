@@ -130,6 +130,49 @@ START_TEST(test_beneath_walk)
 }
 END_TEST
 
+/* A writer's directory: beneath, and no link on the way, even one that stays inside. */
+static void check_dir_nolink(bool is_walk)
+{
+	struct tree t;
+	struct stat st;
+	int root, fd;
+
+	tree_make(&t);
+	if (is_walk)
+		adump_testpoint_arm("openfile.openat2", -ENOSYS, 1, 1);
+	root = open(t.cap, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(root, 0);
+	fd = adump_dir_open_nolink(root, "");
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = adump_dir_open_nolink(root, "./sub/");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstatat(fd, "b.pt", &st, 0), 0);
+	close(fd);
+	ck_assert_int_eq(symlinkat("sub", root, "insub"), 0);
+	ck_assert_int_eq(adump_dir_open_nolink(root, "insub"), -ELOOP);
+	ck_assert_int_eq(adump_dir_open_nolink(root, "outdir"), -ELOOP);
+	ck_assert_int_eq(adump_dir_open_nolink(root, "outdir/cap"), -ELOOP);
+	ck_assert_int_eq(adump_dir_open_nolink(root, "../cap"), -EXDEV);
+	ck_assert_int_eq(adump_dir_open_nolink(root, t.cap), -EXDEV);
+	ck_assert_int_eq(adump_dir_open_nolink(root, "a.pt"), -ENOTDIR);
+	ck_assert_int_eq(adump_dir_open_nolink(root, "missing"), -ENOENT);
+	close(root);
+	tree_free(&t);
+}
+
+START_TEST(test_dir_nolink_openat2)
+{
+	check_dir_nolink(false);
+}
+END_TEST
+
+START_TEST(test_dir_nolink_walk)
+{
+	check_dir_nolink(true);
+}
+END_TEST
+
 START_TEST(test_regular)
 {
 	struct tree t;
@@ -175,6 +218,8 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	t_tcase_add_test_needing(tc, T_OPENAT2, test_beneath_openat2);
 	tcase_add_test(tc, test_beneath_walk);
+	t_tcase_add_test_needing(tc, T_OPENAT2, test_dir_nolink_openat2);
+	tcase_add_test(tc, test_dir_nolink_walk);
 	tcase_add_test(tc, test_regular);
 	tcase_add_test(tc, test_name_is_beneath);
 	suite_add_tcase(s, tc);

@@ -280,6 +280,49 @@ START_TEST(test_stream_dir_link)
 }
 END_TEST
 
+/* A link swapped in for a stream's directory after it was set (a shared dump path, a step
+ * directory renamed away and a link put in its place): the file is refused (-ELOOP, a
+ * failed file, the session's error), nothing is written through the link, and the files
+ * written before are whole. Description: bug fixed in "pipeline: a session's files below
+ * dump_path are made through no link". */
+START_TEST(test_stream_dir_swapped)
+{
+	struct adump_session *s;
+	struct adump_host_stream *hs;
+	struct adump_stats st;
+	unsigned char data[512] = { 0 };
+	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
+				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
+				       .dim_count = 1, .dims = { sizeof(data) } };
+	char target[4400], link[4400], moved[4400], path[4400];
+
+	snprintf(target, sizeof(target), "%s/elsewhere", root);
+	ck_assert_int_eq(mkdir(target, 0750), 0);
+	snprintf(path, sizeof(path), "%s/elsewhere/rank0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/elsewhere/rank0/0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	open_stream(root, &s, &hs);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	snprintf(link, sizeof(link), "%s/step1", root);
+	snprintf(moved, sizeof(moved), "%s/step1.moved", root);
+	ck_assert_int_eq(rename(link, moved), 0);
+	ck_assert_int_eq(symlink(target, link), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "after", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 1);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_int_eq(adump_session_destroy(s), -ELOOP);
+	ck_assert_msg(strstr(logged, "creating"), "%s", logged);
+	ck_assert_uint_eq(t_count_files(path, ""), 0);
+	snprintf(path, sizeof(path), "%s/rank0/0", moved);
+	ck_assert_uint_eq(t_count_files(path, ""), 1);
+}
+END_TEST
+
 /* A ".." component anywhere in a stream directory: refused before anything is made. */
 START_TEST(test_stream_dir_dotdot)
 {
@@ -327,6 +370,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_device_dir_link);
 	tcase_add_test(tc, test_time_dir_link);
 	tcase_add_test(tc, test_stream_dir_link);
+	tcase_add_test(tc, test_stream_dir_swapped);
 	tcase_add_test(tc, test_stream_dir_dotdot);
 	suite_add_tcase(s, tc);
 	return s;
