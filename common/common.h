@@ -178,6 +178,10 @@ ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, 
  */
 ADUMP_HIDDEN int adump_pubfile_open_nolink(struct adump_pubfile *pf, int root_fd,
 					   const char *rel, int flags, unsigned mode);
+/* adump_pubfile_open() of @name (one component) in the directory @dir_fd, which @pf takes
+ * (closed at the close, or now if the open fails). */
+ADUMP_HIDDEN int adump_pubfile_openat(struct adump_pubfile *pf, int dir_fd, const char *name,
+				      int flags, unsigned mode);
 
 /**
  * adump_pubfile_close() - close the file and, if @status is 0, publish it as @path (replacing

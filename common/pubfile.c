@@ -93,35 +93,40 @@ int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags, un
 	return start(pf, path, flags, mode);
 }
 
-int adump_pubfile_open_nolink(struct adump_pubfile *pf, int root_fd, const char *rel, int flags,
-			      unsigned mode)
+int adump_pubfile_openat(struct adump_pubfile *pf, int dir_fd, const char *name, int flags,
+			 unsigned mode)
 {
-	const char *slash = strrchr(rel, '/');
-	char dir[PATH_MAX];
 	int ret;
 
-	pf->fd = -1;
-	if (!slash) {
-		dir[0] = '\0';
-	} else if ((size_t)(slash - rel) >= sizeof(dir)) {
-		pf->dir_fd = -1;
-		return -ENAMETOOLONG;
-	} else {
-		memcpy(dir, rel, (size_t)(slash - rel));
-		dir[slash - rel] = '\0';
-	}
-	pf->dir_fd = adump_dir_open_nolink(root_fd, dir);
-	if (pf->dir_fd < 0) {
-		ret = pf->dir_fd;
-		pf->dir_fd = -1;
-		return ret;
-	}
-	ret = start(pf, slash ? slash + 1 : rel, flags, mode);
+	pf->dir_fd = dir_fd;
+	ret = start(pf, name, flags, mode);
 	if (ret < 0) {
 		close(pf->dir_fd);
 		pf->dir_fd = -1;
 	}
 	return ret;
+}
+
+int adump_pubfile_open_nolink(struct adump_pubfile *pf, int root_fd, const char *rel, int flags,
+			      unsigned mode)
+{
+	const char *slash = strrchr(rel, '/');
+	char dir[PATH_MAX];
+	int fd;
+
+	pf->fd = pf->dir_fd = -1;
+	if (!slash) {
+		dir[0] = '\0';
+	} else if ((size_t)(slash - rel) >= sizeof(dir)) {
+		return -ENAMETOOLONG;
+	} else {
+		memcpy(dir, rel, (size_t)(slash - rel));
+		dir[slash - rel] = '\0';
+	}
+	fd = adump_dir_open_nolink(root_fd, dir);
+	if (fd < 0)
+		return fd;
+	return adump_pubfile_openat(pf, fd, slash ? slash + 1 : rel, flags, mode);
 }
 
 /* Set once linkat(AT_EMPTY_PATH) was refused (no CAP_DAC_READ_SEARCH on a kernel that asks

@@ -69,7 +69,7 @@ static void direct_begin(struct adump_worker *w, struct file_state *fs)
 	fs->header = aligned;
 	fs->tail = aligned + aligned_bytes;
 	fs->is_direct = true;
-	if (adump_file_create(s, fs, "") < 0)
+	if (adump_file_create(w, fs, "") < 0)
 		return;
 	flags = fcntl(fs->fd, F_GETFL);
 	/* The testpoint plays a filesystem that refuses O_DIRECT at open, as tmpfs did
@@ -107,7 +107,7 @@ static void file_begin(struct adump_worker *w, struct file_state *fs, bool is_wh
 		direct_begin(w, fs);
 		return;
 	}
-	if (adump_file_create(s, fs, "") < 0)
+	if (adump_file_create(w, fs, "") < 0)
 		return;
 	if (is_whole) {
 		/* One write for the whole file, from the staging buffer (file_record()). */

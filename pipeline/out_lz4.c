@@ -238,7 +238,7 @@ static int lz4_prepare(struct adump_worker *w, struct adump_chan *chan, struct a
 static void lz4_file_begin(struct adump_worker *w, struct file_state *fs, bool is_whole)
 {
 	(void)is_whole;
-	if (adump_file_header(w->session, fs) == 0 && adump_file_create(w->session, fs, ".lz4") == 0)
+	if (adump_file_header(w->session, fs) == 0 && adump_file_create(w, fs, ".lz4") == 0)
 		lz4_begin(w, fs);
 }
 

@@ -325,9 +325,10 @@ static int data_path(char *dst, size_t cap, const char *dir, const char *name)
 
 /* Tensor @i's .pt file, at <dir>/dump_tensor_data/<data_name>. Return 0 or -errno (the file
  * has failed). */
-static int tensor_open(struct adump_session *s, struct file_state *fs, struct msp_file *mf,
+static int tensor_open(struct adump_worker *w, struct file_state *fs, struct msp_file *mf,
 		       uint32_t i)
 {
+	struct adump_session *s = w->session;
 	struct msp_tensor *t = &mf->t[i];
 	char path[4200];
 	int ret = 0;
@@ -336,7 +337,7 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 	if (ret == 0)
 		ret = ADUMP_TESTPOINT("worker.open");
 	if (ret == 0)
-		ret = adump_session_pubfile_open(s, &t->pf, path, 0, ADUMP_FILE_MODE);
+		ret = adump_session_pubfile_open(s, &t->pf, path, 0, ADUMP_FILE_MODE, &w->dir);
 	if (ret == -ENOENT) {
 		/* The directory's first tensor: dump_tensor_data is made when needed, so that a
 		 * directory nothing was dumped into stays empty. */
@@ -347,7 +348,8 @@ static int tensor_open(struct adump_session *s, struct file_state *fs, struct ms
 		ret = data_dir ? adump_session_mkdir(s, data_dir) : -ENOMEM;
 		free(data_dir);
 		if (ret == 0)
-			ret = adump_session_pubfile_open(s, &t->pf, path, 0, ADUMP_FILE_MODE);
+			ret = adump_session_pubfile_open(s, &t->pf, path, 0, ADUMP_FILE_MODE,
+							 &w->dir);
 	}
 	if (ret < 0) {
 		t->pf.fd = -1;
@@ -429,7 +431,7 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 		return;
 	for (uint32_t i = 0; i < mf->count && !fs->is_failed; i++)
 		if (mf->t[i].pt.mem)
-			tensor_open(s, fs, mf, i);
+			tensor_open(w, fs, mf, i);
 	if (fs->is_failed)
 		return;
 	for (uint32_t i = 0; i < mf->count; i++)

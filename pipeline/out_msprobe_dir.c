@@ -200,7 +200,7 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 
 		memcpy(b.p + level_at, level, 4);
 	}
-	ret = adump_session_pubfile_open(ms->session, &pf, path, 0, ADUMP_FILE_MODE);
+	ret = adump_session_pubfile_open(ms->session, &pf, path, 0, ADUMP_FILE_MODE, NULL);
 	if (ret == 0)
 		ret = adump_pubfile_close(&pf, path, adump_write_all(pf.fd, b.p, b.len), NULL);
 	free(b.p);

@@ -101,8 +101,9 @@ int adump_file_header(struct adump_session *s, struct file_state *fs)
 	return adump_guard_file_admit(s, fs);
 }
 
-int adump_file_create(struct adump_session *s, struct file_state *fs, const char *suffix)
+int adump_file_create(struct adump_worker *w, struct file_state *fs, const char *suffix)
 {
+	struct adump_session *s = w->session;
 	char final[4200];
 	struct adump_pubfile pf = { .fd = -1, .dir_fd = -1 };
 	int ret = ADUMP_TESTPOINT("worker.open");
@@ -114,12 +115,13 @@ int adump_file_create(struct adump_session *s, struct file_state *fs, const char
 		ret = adump_path_with(final, sizeof(final), fs->path, suffix);
 	if (ret == 0) {
 		ret = adump_session_pubfile_open(s, &pf, final, fs->is_direct ? O_DIRECT : 0,
-						 ADUMP_FILE_MODE);
+						 ADUMP_FILE_MODE, &w->dir);
 		if (ret == -EINVAL && fs->is_direct) {
 			/* This filesystem has no O_DIRECT (tmpfs): the aligned writes work buffered. */
 			adump_log_once(ADUMP_LOG_WARN, MODULE,
 				       "O_DIRECT not supported under %s; writing buffered", s->dir);
-			ret = adump_session_pubfile_open(s, &pf, final, 0, ADUMP_FILE_MODE);
+			ret = adump_session_pubfile_open(s, &pf, final, 0, ADUMP_FILE_MODE,
+							 &w->dir);
 		}
 	}
 	if (ret < 0) {

@@ -33,6 +33,12 @@ struct adump_chunk_write {
 	void *priv;                             /* the output module's (its buffer, its batch) */
 };
 
+/* A directory below a session's dump_path, opened through no link, by its path there. */
+struct adump_dir_cache {
+	char *rel;
+	int fd;                                 /* -1: none */
+};
+
 struct adump_worker {
 	struct adump_session *session;
 	unsigned index;
@@ -51,6 +57,9 @@ struct adump_worker {
 	_Atomic bool should_stop;
 	void *out_state;                        /* the output module's (its worker_init op) */
 	unsigned spin_misses;                   /* idle spins in a row that found no work */
+	/* The directory of the last file it made below dump_path, opened through no link
+	 * (adump_session_pubfile_open()): a file in the same directory starts there. */
+	struct adump_dir_cache dir;
 };
 
 struct stream_slot {
@@ -126,10 +135,15 @@ void adump_session_set_error(struct adump_session *s, int err);
 const char *adump_session_below(const struct adump_session *s, const char *path);
 /* adump_pubfile_open() of the absolute @path of one of the session's files: below dump_path,
  * through no link (adump_pubfile_open_nolink() from dump_path); elsewhere (a directory the
- * caller chose) by its path. */
+ * caller chose) by its path. @cache (a worker's, or NULL): a file in the directory it holds
+ * starts there, another one's directory replaces it. So a link swapped in for a directory
+ * after its first file leads nowhere either: the files go on into the directory itself. */
 int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
-			       const char *path, int flags, unsigned mode);
-/* mkdir -p of the absolute @path of one of the session's directories, the same way. */
+			       const char *path, int flags, unsigned mode,
+			       struct adump_dir_cache *cache);
+void adump_dir_cache_drop(struct adump_dir_cache *c);
+/* mkdir -p of the absolute @path of one of the session's directories, below dump_path
+ * through no link. */
 int adump_session_mkdir(struct adump_session *s, const char *path);
 
 /* A config's sizes with their defaults (session.c, config.c). */

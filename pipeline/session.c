@@ -601,14 +601,66 @@ const char *adump_session_below(const struct adump_session *s, const char *path)
 	return path + n;
 }
 
+void adump_dir_cache_drop(struct adump_dir_cache *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	free(c->rel);
+	c->rel = NULL;
+}
+
+/* A descriptor of <dump_path>/@rel's first @len bytes (a directory) for a file there: the
+ * cache's, or opened through no link and cached. */
+static int cached_dir(struct adump_session *s, struct adump_dir_cache *c, const char *rel,
+		      size_t len)
+{
+	char *dir;
+	int fd;
+
+	if (c->fd < 0 || strlen(c->rel) != len || strncmp(c->rel, rel, len)) {
+		dir = strndup(rel, len);
+		if (!dir)
+			return -ENOMEM;
+		fd = adump_dir_open_nolink(s->root_fd, dir);
+		if (fd < 0) {
+			free(dir);
+			return fd;
+		}
+		adump_dir_cache_drop(c);
+		c->rel = dir;
+		c->fd = fd;
+	}
+	fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
+
 int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
-				const char *path, int flags, unsigned mode)
+			       const char *path, int flags, unsigned mode,
+			       struct adump_dir_cache *cache)
 {
 	const char *rel = path[0] == '/' && s->root_fd >= 0 ? adump_session_below(s, path) : NULL;
+	const char *slash;
+	int fd, ret;
 
-	if (rel && rel[0])
+	if (!rel || !rel[0])
+		return adump_pubfile_open(pf, path, flags, mode);
+	if (!cache)
 		return adump_pubfile_open_nolink(pf, s->root_fd, rel, flags, mode);
-	return adump_pubfile_open(pf, path, flags, mode);
+	slash = strrchr(rel, '/');
+	fd = cached_dir(s, cache, rel, slash ? (size_t)(slash - rel) : 0);
+	if (fd < 0) {
+		pf->fd = pf->dir_fd = -1;
+		return fd;
+	}
+	ret = adump_pubfile_openat(pf, fd, slash ? slash + 1 : rel, flags, mode);
+	if (ret == -ENOENT) {
+		/* The cached directory was removed (and perhaps made again since): once more
+		 * from dump_path. */
+		adump_dir_cache_drop(cache);
+		ret = adump_pubfile_open_nolink(pf, s->root_fd, rel, flags, mode);
+	}
+	return ret;
 }
 
 /* Makes <dump_path>/@rel one component at a time, none through a link (a link planted in

@@ -442,7 +442,7 @@ static int write_trigger(struct persist *p, const char *dir, const char *text)
 
 		return cfg->chunk_fn(&c, cfg->chunk_user) ? -ADUMP_ERR_CALLBACK : 0;
 	}
-	ret = adump_session_pubfile_open(p->win->s, &pf, path, 0, ADUMP_FILE_MODE);
+	ret = adump_session_pubfile_open(p->win->s, &pf, path, 0, ADUMP_FILE_MODE, NULL);
 	if (ret < 0)
 		return ret;
 	return adump_pubfile_close(&pf, path, adump_write_all(pf.fd, text, len), NULL);

@@ -281,6 +281,7 @@ int adump_worker_start(struct adump_session *s, struct adump_worker *w, unsigned
 	memset(w, 0, sizeof(*w));
 	w->session = s;
 	w->index = index;
+	w->dir.fd = -1;
 	ret = s->out->worker_init ? s->out->worker_init(w) : 0;
 	if (ret < 0)
 		goto err_output;
@@ -320,5 +321,6 @@ void adump_worker_stop(struct adump_worker *w)
 	adump_writer_destroy(w->writer);
 	adump_doorbell_fini(&w->doorbell);
 	output_fini(w);
+	adump_dir_cache_drop(&w->dir);
 	w->is_started = false;
 }

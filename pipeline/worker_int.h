@@ -139,7 +139,7 @@ void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, co
 int adump_file_header(struct adump_session *s, struct file_state *fs);
 /* The one place a dump file is created, at fs->path + @suffix, O_DIRECT if fs->is_direct
  * (buffered where the filesystem refuses it). Return 0 or -errno (the file has failed). */
-int adump_file_create(struct adump_session *s, struct file_state *fs, const char *suffix);
+int adump_file_create(struct adump_worker *w, struct file_state *fs, const char *suffix);
 /* Close fs->fd and publish it as fs->path + @suffix, or as .failed if the file failed. */
 void adump_file_publish(struct adump_session *s, struct file_state *fs, const char *suffix);
 /* <dir>/<device_id> exists. Return 0 or -errno. */

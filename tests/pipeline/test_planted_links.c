@@ -280,11 +280,23 @@ START_TEST(test_stream_dir_link)
 }
 END_TEST
 
-/* A link swapped in for a stream's directory after it was set (a shared dump path, a step
- * directory renamed away and a link put in its place): the file is refused (-ELOOP, a
- * failed file, the session's error), nothing is written through the link, and the files
- * written before are whole. Description: bug fixed in "pipeline: a session's files below
- * dump_path are made through no link". */
+/* Renames @dir (below root) to "<dir>.moved" and puts a link to @target at its name: a
+ * directory swapped for a link in a shared dump path. */
+static void swap_for_link(const char *dir, const char *target)
+{
+	char from[4400], to[4400];
+
+	snprintf(from, sizeof(from), "%s/%s", root, dir);
+	snprintf(to, sizeof(to), "%s/%s.moved", root, dir);
+	ck_assert_int_eq(rename(from, to), 0);
+	ck_assert_int_eq(symlink(target, from), 0);
+}
+
+/* A link swapped in for a stream's directory after it was set: a file whose directory is
+ * opened after the swap is refused (-ELOOP, a failed file, the session's error); the files of
+ * a directory a worker already holds go on into the directory itself; nothing is written
+ * through the link. Description: bug fixed in "pipeline: a session's files below dump_path
+ * are made through no link". */
 START_TEST(test_stream_dir_swapped)
 {
 	struct adump_session *s;
@@ -294,7 +306,7 @@ START_TEST(test_stream_dir_swapped)
 	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
 				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
 				       .dim_count = 1, .dims = { sizeof(data) } };
-	char target[4400], link[4400], moved[4400], path[4400];
+	char target[4400], path[4400];
 
 	snprintf(target, sizeof(target), "%s/elsewhere", root);
 	ck_assert_int_eq(mkdir(target, 0750), 0);
@@ -302,23 +314,56 @@ START_TEST(test_stream_dir_swapped)
 	ck_assert_int_eq(mkdir(path, 0750), 0);
 	snprintf(path, sizeof(path), "%s/elsewhere/rank0/0", root);
 	ck_assert_int_eq(mkdir(path, 0750), 0);
+	/* One worker: the directory held is that of the stream's last file. */
 	open_stream(root, &s, &hs);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), 0);
 	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &t, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
-	snprintf(link, sizeof(link), "%s/step1", root);
-	snprintf(moved, sizeof(moved), "%s/step1.moved", root);
-	ck_assert_int_eq(rename(link, moved), 0);
-	ck_assert_int_eq(symlink(target, link), 0);
+	swap_for_link("step1", target);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "held", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step2/rank0"), 0);
+	swap_for_link("step2", target);
 	ck_assert_int_eq(adump_host_dump(hs, "Add", "after", &t, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	adump_stats_get(s, &st);
-	ck_assert_uint_eq(st.files_completed, 1);
+	ck_assert_uint_eq(st.files_completed, 2);
 	ck_assert_uint_eq(st.files_failed, 1);
 	ck_assert_int_eq(adump_session_destroy(s), -ELOOP);
 	ck_assert_msg(strstr(logged, "creating"), "%s", logged);
 	ck_assert_uint_eq(t_count_files(path, ""), 0);
-	snprintf(path, sizeof(path), "%s/rank0/0", moved);
+	snprintf(path, sizeof(path), "%s/step1.moved/rank0/0", root);
+	ck_assert_uint_eq(t_count_files(path, ""), 2);
+}
+END_TEST
+
+/* A stream's directory removed and made again after a worker opened it: the next file goes
+ * into the new one, not lost in the one removed. */
+START_TEST(test_stream_dir_remade)
+{
+	struct adump_session *s;
+	struct adump_host_stream *hs;
+	struct adump_stats st;
+	unsigned char data[512] = { 0 };
+	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
+				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
+				       .dim_count = 1, .dims = { sizeof(data) } };
+	char path[4400];
+
+	open_stream(root, &s, &hs);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1"), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+	snprintf(path, sizeof(path), "%s/step1", root);
+	ck_assert_int_eq(t_rmtree(path), 0);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/step1/0", root);
+	ck_assert_int_eq(mkdir(path, 0750), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "again", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 2);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
 	ck_assert_uint_eq(t_count_files(path, ""), 1);
 }
 END_TEST
@@ -371,6 +416,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_time_dir_link);
 	tcase_add_test(tc, test_stream_dir_link);
 	tcase_add_test(tc, test_stream_dir_swapped);
+	tcase_add_test(tc, test_stream_dir_remade);
 	tcase_add_test(tc, test_stream_dir_dotdot);
 	suite_add_tcase(s, tc);
 	return s;
