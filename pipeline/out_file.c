@@ -270,7 +270,7 @@ static void file_end(struct adump_worker *w, struct file_state *fs)
 		else
 			atomic_fetch_add_explicit(&s->bytes, fs->tail_len, memory_order_relaxed);
 	}
-	adump_file_publish(w->session, fs, "");
+	adump_file_publish(w, fs, "");
 }
 
 const struct adump_output_ops adump_out_file = {

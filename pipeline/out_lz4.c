@@ -264,7 +264,7 @@ static void lz4_file_end(struct adump_worker *w, struct file_state *fs)
 	struct lz4_worker *x = w->out_state;
 
 	if (fs->fd >= 0)
-		adump_file_publish(w->session, fs, ".lz4");
+		adump_file_publish(w, fs, ".lz4");
 	if (!fs->cctx)
 		return;
 	if (x->free_cctx_count < x->cctx_cap)

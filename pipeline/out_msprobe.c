@@ -389,7 +389,7 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 	mf->has_data = ms->has_data;
 	mf->has_crc = ms->has_data || ms->has_md5;
 	for (uint32_t i = 0; i < mf->count; i++) {
-		mf->t[i].pf.fd = -1;
+		mf->t[i].pf.fd = mf->t[i].pf.dir_fd = -1;
 		mf->t[i].start = start;
 		start += op->tensors[i].bytes;
 	}
@@ -556,8 +556,9 @@ static void msp_file_end(struct adump_worker *w, struct file_state *fs)
 			adump_file_fail(s, fs, -ADUMP_ERR_DROPPED, "missing data of");
 		/* Fits: tensor_open() built the same name. */
 		data_path(path, sizeof(path), mf->dir, t->data_name);
-		ret = adump_pubfile_close(&t->pf, path, fs->is_failed ? -ADUMP_ERR_WRITE : 0,
-					  ".failed");
+		ret = adump_session_pubfile_close(s, &t->pf, path,
+						  fs->is_failed ? -ADUMP_ERR_WRITE : 0, ".failed",
+						  &w->dir);
 		t->pf.fd = -1;
 		if (ret < 0 && !fs->is_failed)
 			adump_file_fail(s, fs, ret, "publishing a .pt file of");

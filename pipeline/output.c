@@ -130,24 +130,24 @@ int adump_file_create(struct adump_worker *w, struct file_state *fs, const char 
 		return ret;
 	}
 	fs->fd = pf.fd;
-	fs->dir_fd = pf.dir_fd;
 	fs->is_unnamed = pf.is_unnamed;
 	return 0;
 }
 
-void adump_file_publish(struct adump_session *s, struct file_state *fs, const char *suffix)
+void adump_file_publish(struct adump_worker *w, struct file_state *fs, const char *suffix)
 {
-	struct adump_pubfile pf = { .fd = fs->fd, .dir_fd = fs->dir_fd,
-				    .is_unnamed = fs->is_unnamed };
+	struct adump_session *s = w->session;
+	struct adump_pubfile pf = { .fd = fs->fd, .dir_fd = -1, .is_unnamed = fs->is_unnamed };
 	char final[4200];
 	int ret;
 
 	/* Fits: adump_file_create() built the same name. */
 	adump_path_with(final, sizeof(final), fs->path, suffix);
-	fs->fd = fs->dir_fd = -1;
+	fs->fd = -1;
 	/* What was captured of a failed file stays, under a name that can never be mistaken
 	 * for a complete dump. */
-	ret = adump_pubfile_close(&pf, final, fs->is_failed ? -ADUMP_ERR_WRITE : 0, ".failed");
+	ret = adump_session_pubfile_close(s, &pf, final, fs->is_failed ? -ADUMP_ERR_WRITE : 0,
+					  ".failed", &w->dir);
 	if (ret < 0 && !fs->is_failed)
 		adump_file_fail(s, fs, ret, "publishing");
 }
@@ -165,7 +165,7 @@ struct file_state *adump_file_open(struct adump_worker *w, struct adump_op_rec *
 		return NULL;
 	memset(fs, 0, sizeof(*fs));
 	fs->op = op;
-	fs->fd = fs->dir_fd = -1;
+	fs->fd = -1;
 	adump_strjoin(fs->path, cap, (const char *const[]){ dir, "/",
 		      adump_decimal(op->op.device_id, dev), "/",
 		      name_len > 0 ? name : "unnamed" }, 5);

@@ -136,11 +136,18 @@ const char *adump_session_below(const struct adump_session *s, const char *path)
 /* adump_pubfile_open() of the absolute @path of one of the session's files: below dump_path,
  * through no link (adump_pubfile_open_nolink() from dump_path); elsewhere (a directory the
  * caller chose) by its path. @cache (a worker's, or NULL): a file in the directory it holds
- * starts there, another one's directory replaces it. So a link swapped in for a directory
- * after its first file leads nowhere either: the files go on into the directory itself. */
+ * starts there, another one's directory replaces it, so a link swapped in for a directory
+ * after a worker opened it leads nowhere either: the files go on into the directory itself.
+ * With a cache the directory is not held while the file is written: publish the file with
+ * adump_session_pubfile_close() and the same cache. */
 int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
 			       const char *path, int flags, unsigned mode,
 			       struct adump_dir_cache *cache);
+/* adump_pubfile_close() of a file adump_session_pubfile_open() started: its directory found
+ * again (from @cache, or through no link) where it is not held. */
+int adump_session_pubfile_close(struct adump_session *s, struct adump_pubfile *pf,
+				const char *path, int status, const char *keep_suffix,
+				struct adump_dir_cache *cache);
 void adump_dir_cache_drop(struct adump_dir_cache *c);
 /* mkdir -p of the absolute @path of one of the session's directories, below dump_path
  * through no link. */

@@ -610,20 +610,22 @@ void adump_dir_cache_drop(struct adump_dir_cache *c)
 	c->rel = NULL;
 }
 
-/* A descriptor of <dump_path>/@rel's first @len bytes (a directory) for a file there: the
- * cache's, or opened through no link and cached. */
-static int cached_dir(struct adump_session *s, struct adump_dir_cache *c, const char *rel,
-		      size_t len)
+/* The directory of <dump_path>/@rel (a file's path there) opened through no link: a
+ * duplicate of @cache's when it holds that directory, else opened from dump_path (and
+ * cached, with a cache). Return: the descriptor or -errno. */
+static int dir_of_file(struct adump_session *s, struct adump_dir_cache *c, const char *rel)
 {
+	const char *slash = strrchr(rel, '/');
+	size_t len = slash ? (size_t)(slash - rel) : 0;
 	char *dir;
 	int fd;
 
-	if (c->fd < 0 || strlen(c->rel) != len || strncmp(c->rel, rel, len)) {
+	if (!c || c->fd < 0 || strlen(c->rel) != len || strncmp(c->rel, rel, len)) {
 		dir = strndup(rel, len);
 		if (!dir)
 			return -ENOMEM;
 		fd = adump_dir_open_nolink(s->root_fd, dir);
-		if (fd < 0) {
+		if (fd < 0 || !c) {
 			free(dir);
 			return fd;
 		}
@@ -635,32 +637,70 @@ static int cached_dir(struct adump_session *s, struct adump_dir_cache *c, const 
 	return fd < 0 ? -errno : fd;
 }
 
+/* @path's part below dump_path if its file is made through no link, else NULL. */
+static const char *nolink_rel(const struct adump_session *s, const char *path)
+{
+	const char *rel = path[0] == '/' && s->root_fd >= 0 ? adump_session_below(s, path) : NULL;
+
+	return rel && rel[0] ? rel : NULL;
+}
+
+static const char *last_component(const char *rel)
+{
+	const char *slash = strrchr(rel, '/');
+
+	return slash ? slash + 1 : rel;
+}
+
 int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
 			       const char *path, int flags, unsigned mode,
 			       struct adump_dir_cache *cache)
 {
-	const char *rel = path[0] == '/' && s->root_fd >= 0 ? adump_session_below(s, path) : NULL;
-	const char *slash;
+	const char *rel = nolink_rel(s, path);
 	int fd, ret;
 
-	if (!rel || !rel[0])
+	if (!rel)
 		return adump_pubfile_open(pf, path, flags, mode);
-	if (!cache)
-		return adump_pubfile_open_nolink(pf, s->root_fd, rel, flags, mode);
-	slash = strrchr(rel, '/');
-	fd = cached_dir(s, cache, rel, slash ? (size_t)(slash - rel) : 0);
+	fd = dir_of_file(s, cache, rel);
 	if (fd < 0) {
 		pf->fd = pf->dir_fd = -1;
 		return fd;
 	}
-	ret = adump_pubfile_openat(pf, fd, slash ? slash + 1 : rel, flags, mode);
-	if (ret == -ENOENT) {
+	ret = adump_pubfile_openat(pf, fd, last_component(rel), flags, mode);
+	if (ret == -ENOENT && cache) {
 		/* The cached directory was removed (and perhaps made again since): once more
 		 * from dump_path. */
 		adump_dir_cache_drop(cache);
 		ret = adump_pubfile_open_nolink(pf, s->root_fd, rel, flags, mode);
 	}
+	if (ret == 0 && cache) {
+		/* Not held while the file is written (a descriptor a file in flight, not two):
+		 * adump_session_pubfile_close() finds the directory again. */
+		close(pf->dir_fd);
+		pf->dir_fd = -1;
+	}
 	return ret;
+}
+
+int adump_session_pubfile_close(struct adump_session *s, struct adump_pubfile *pf,
+				const char *path, int status, const char *keep_suffix,
+				struct adump_dir_cache *cache)
+{
+	const char *rel = nolink_rel(s, path);
+	int fd;
+
+	if (rel && pf->fd >= 0 && pf->dir_fd < 0) {
+		fd = dir_of_file(s, cache, rel);
+		if (fd < 0) {
+			/* Its directory is not there any more, or a link stands in its way: the
+			 * file is published nowhere. */
+			close(pf->fd);
+			pf->fd = -1;
+			return status < 0 ? status : fd;
+		}
+		pf->dir_fd = fd;
+	}
+	return adump_pubfile_close(pf, path, status, keep_suffix);
 }
 
 /* Makes <dump_path>/@rel one component at a time, none through a link (a link planted in

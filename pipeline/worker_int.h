@@ -15,7 +15,6 @@
 struct file_state {
 	struct adump_op_rec *op;
 	int fd;                                 /* the file being written, or the segment (packed) */
-	int dir_fd;                             /* its directory, held until it is published */
 	bool is_unnamed;                        /* fd is an O_TMPFILE file, linked in at the end */
 	bool is_failed;
 	bool is_last_seen;
@@ -141,7 +140,7 @@ int adump_file_header(struct adump_session *s, struct file_state *fs);
  * (buffered where the filesystem refuses it). Return 0 or -errno (the file has failed). */
 int adump_file_create(struct adump_worker *w, struct file_state *fs, const char *suffix);
 /* Close fs->fd and publish it as fs->path + @suffix, or as .failed if the file failed. */
-void adump_file_publish(struct adump_session *s, struct file_state *fs, const char *suffix);
+void adump_file_publish(struct adump_worker *w, struct file_state *fs, const char *suffix);
 /* <dir>/<device_id> exists. Return 0 or -errno. */
 int adump_device_dir_ensure(struct adump_session *s, uint32_t device_id);
 /* Hand one chunk to the session's callback (counted in bytes; errors counted, logged once). */
