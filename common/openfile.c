@@ -116,63 +116,63 @@ static int open_walk(int dirfd, const char *name, int last_flags, int link_err)
 	return cur;
 }
 
+/* openat2(2) of @name beneath @dirfd with @flags, every symlink refused (@is_nolink) or only
+ * magic links. Return: the descriptor, -errno, or -ENOSYS where the walk must do it (no
+ * openat2 here, or a seccomp filter refuses it). */
+static int open2(int dirfd, const char *name, int flags, bool is_nolink)
+{
+#ifdef HAVE_OPENAT2
+	struct open_how how = {
+		.flags = (uint64_t)flags,
+		.resolve = RESOLVE_BENEATH | (is_nolink ? RESOLVE_NO_SYMLINKS : RESOLVE_NO_MAGICLINKS),
+	};
+	int fault = ADUMP_TESTPOINT("openfile.openat2");
+	long got = fault ? (errno = -fault, -1)
+			 : syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+
+	if (got >= 0)
+		return (int)got;
+	return errno == EPERM ? -ENOSYS : -errno;
+#else
+	(void)dirfd;
+	(void)name;
+	(void)flags;
+	(void)is_nolink;
+	return -ENOSYS;
+#endif
+}
+
 int adump_openat_beneath(int dirfd, const char *name)
 {
 	int fd;
 
 	if (!adump_name_is_beneath(name))
 		return -EXDEV;
-#ifdef HAVE_OPENAT2
-	{
-		struct open_how how = {
-			.flags = (uint64_t)READ_FLAGS,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-		};
-		int fault = ADUMP_TESTPOINT("openfile.openat2");
-		long got = fault ? (errno = -fault, -1)
-				 : syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
-
-		if (got >= 0)
-			return keep_regular((int)got);
-		/* ELOOP: a magic link (/proc/self/fd/...), refused as an escape. */
-		if (errno == EXDEV || errno == ELOOP)
-			return -EXDEV;
-		if (errno != ENOSYS && errno != EPERM)
-			return -errno;
-	}
-#endif
+	fd = open2(dirfd, name, READ_FLAGS, false);
+	if (fd >= 0)
+		return keep_regular(fd);
+	/* ELOOP: a magic link (/proc/self/fd/...), refused as an escape. */
+	if (fd == -EXDEV || fd == -ELOOP)
+		return -EXDEV;
+	if (fd != -ENOSYS)
+		return fd;
 	fd = open_walk(dirfd, name, READ_FLAGS, -EXDEV);
 	return fd < 0 ? fd : keep_regular(fd);
 }
 
-#define DIR_FLAGS (O_PATH | O_DIRECTORY | O_CLOEXEC)
-
 int adump_dir_open_nolink(int dirfd, const char *rel)
 {
+	const int flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
 	int fd;
 
 	if (!rel[0])
 		rel = ".";
 	if (!adump_name_is_beneath(rel))
 		return -EXDEV;
-#ifdef HAVE_OPENAT2
-	{
-		struct open_how how = {
-			.flags = (uint64_t)DIR_FLAGS,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
-		};
-		int fault = ADUMP_TESTPOINT("openfile.openat2");
-		long got = fault ? (errno = -fault, -1)
-				 : syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-
-		if (got >= 0)
-			return (int)got;
-		if (errno != ENOSYS && errno != EPERM)
-			return -errno;
-	}
-#endif
-	fd = open_walk(dirfd, rel, DIR_FLAGS, -ELOOP);
-	return fd;
+	fd = open2(dirfd, rel, flags, true);
+	if (fd != -ENOSYS)
+		return fd;
+	return open_walk(dirfd, rel, flags, -ELOOP);
 }
 
 int adump_open_beneath(const char *dir, const char *name)

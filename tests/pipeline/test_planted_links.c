@@ -240,6 +240,13 @@ static void open_stream(const char *path, struct adump_session **s,
 	ck_assert_int_eq(adump_host_stream_open(*s, NULL, hs), 0);
 }
 
+/* 512 zero bytes: a dump whose content does not matter. */
+static unsigned char zeros[512];
+static const struct adump_host_tensor small = {
+	.data = zeros, .bytes = sizeof(zeros), .dtype = ADUMP_DT_UINT8,
+	.format = ADUMP_FORMAT_ND, .dim_count = 1, .dims = { sizeof(zeros) },
+};
+
 /* adump_host_stream_set_dir() below dump_path, through a link planted at a step's name
  * (a shared dump path): refused, nothing made or written outside, the stream keeps writing
  * where it did. Description: bug fixed in "session: stream directories below dump_path
@@ -249,10 +256,6 @@ START_TEST(test_stream_dir_link)
 	struct adump_session *s;
 	struct adump_host_stream *hs;
 	struct adump_stats st;
-	unsigned char data[512] = { 0 };
-	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
-				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
-				       .dim_count = 1, .dims = { sizeof(data) } };
 	char target[4400], link[4400], path[4400];
 
 	snprintf(target, sizeof(target), "%s/elsewhere", root);
@@ -261,7 +264,7 @@ START_TEST(test_stream_dir_link)
 	ck_assert_int_eq(symlink(target, link), 0);
 	open_stream(root, &s, &hs);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/rank0"), 0);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "step0", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "step0", &small, 1, NULL, 0), 0);
 	/* Relative and absolute alike */
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), -ENOTDIR);
 	ck_assert_msg(strstr(logged, "not a directory of its own"), "%s", logged);
@@ -269,7 +272,7 @@ START_TEST(test_stream_dir_link)
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -ENOTDIR);
 	snprintf(path, sizeof(path), "%s//step1/rank0", root);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -ENOTDIR);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "still_step0", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "still_step0", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	adump_stats_get(s, &st);
 	ck_assert_uint_eq(st.files_completed, 2);
@@ -302,10 +305,6 @@ START_TEST(test_stream_dir_swapped)
 	struct adump_session *s;
 	struct adump_host_stream *hs;
 	struct adump_stats st;
-	unsigned char data[512] = { 0 };
-	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
-				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
-				       .dim_count = 1, .dims = { sizeof(data) } };
 	char target[4400], path[4400];
 
 	snprintf(target, sizeof(target), "%s/elsewhere", root);
@@ -317,14 +316,14 @@ START_TEST(test_stream_dir_swapped)
 	/* One worker: the directory held is that of the stream's last file. */
 	open_stream(root, &s, &hs);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), 0);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 	swap_for_link("step1", target);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "held", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "held", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step2/rank0"), 0);
 	swap_for_link("step2", target);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "after", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "after", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	adump_stats_get(s, &st);
 	ck_assert_uint_eq(st.files_completed, 2);
@@ -344,22 +343,18 @@ START_TEST(test_stream_dir_remade)
 	struct adump_session *s;
 	struct adump_host_stream *hs;
 	struct adump_stats st;
-	unsigned char data[512] = { 0 };
-	struct adump_host_tensor t = { .data = data, .bytes = sizeof(data),
-				       .dtype = ADUMP_DT_UINT8, .format = ADUMP_FORMAT_ND,
-				       .dim_count = 1, .dims = { sizeof(data) } };
 	char path[4400];
 
 	open_stream(root, &s, &hs);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1"), 0);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "before", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 	snprintf(path, sizeof(path), "%s/step1", root);
 	ck_assert_int_eq(t_rmtree(path), 0);
 	ck_assert_int_eq(mkdir(path, 0750), 0);
 	snprintf(path, sizeof(path), "%s/step1/0", root);
 	ck_assert_int_eq(mkdir(path, 0750), 0);
-	ck_assert_int_eq(adump_host_dump(hs, "Add", "again", &t, 1, NULL, 0), 0);
+	ck_assert_int_eq(adump_host_dump(hs, "Add", "again", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	adump_stats_get(s, &st);
 	ck_assert_uint_eq(st.files_completed, 2);
