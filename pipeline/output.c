@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/common.h"
 #include "pipeline/loss_int.h"
@@ -62,6 +63,15 @@ void adump_file_fail(struct adump_session *s, struct file_state *fs, int err, co
 	adump_session_set_error(s, err);
 	adump_log_once(ADUMP_LOG_ERROR, MODULE, "%s %s: %s (further failures are counted)", what,
 		       fs->path, adump_strerror(err));
+	if (err == -EMFILE) {
+		struct rlimit rl = { 0 };
+
+		getrlimit(RLIMIT_NOFILE, &rl);
+		adump_log_once(ADUMP_LOG_ERROR, MODULE, "the process has no file descriptor left "
+			       "(RLIMIT_NOFILE %llu; a dump file in flight takes one): raise it "
+			       "(ulimit -n) or dump from fewer streams",
+			       (unsigned long long)rl.rlim_cur);
+	}
 }
 
 void adump_deliver(struct adump_session *s, const char *name, uint64_t offset, const void *data,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,6 +123,63 @@ static void removed_directory(enum adump_writer_kind writer)
 	t_rmtree(root);
 	free(root);
 }
+
+static char logged[4096];
+
+static void catch_log(enum adump_log_level level, const char *module, const char *msg, void *user)
+{
+	size_t n = strlen(logged);
+
+	(void)user;
+	if (level >= ADUMP_LOG_WARN)
+		snprintf(logged + n, sizeof(logged) - n, "%s: %s\n", module, msg);
+}
+
+/* The process out of file descriptors (RLIMIT_NOFILE reached): the file fails with EMFILE,
+ * counted, with a line that says what to do; the file before is intact, and none hangs. */
+START_TEST(test_out_of_descriptors)
+{
+	char *root = t_tmpdir("fail");
+	struct adump_session *s = make_session(root, ADUMP_WRITER_PWRITE, ADUMP_ON_FULL_BLOCK, 0, 0);
+	struct adump_dev *dev;
+	struct adump_dev_stream *stream;
+	struct adump_stats st;
+	struct rlimit old, low;
+	void *mem = NULL;
+	char dir[4200];
+	int lowest;
+
+	adump_set_log_fn(catch_log, NULL);
+	attach_stream(s, &dev, &stream);
+	ck_assert_int_eq(launch(dev, stream, 1000, "before", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	/* No descriptor free: the lowest one not open becomes the limit. */
+	lowest = dup(0);
+	ck_assert_int_ge(lowest, 0);
+	close(lowest);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)lowest;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	ck_assert_int_eq(launch(dev, stream, 1000, "after", &mem), 0);
+	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
+	ck_assert_int_eq(adump_session_flush(s), -EMFILE);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	adump_stats_get(s, &st);
+	ck_assert_uint_eq(st.files_completed, 1);
+	ck_assert_uint_eq(st.files_failed, 1);
+	ck_assert_msg(strstr(logged, "no file descriptor left") && strstr(logged, "ulimit -n"),
+		      "%s", logged);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ""), 1);
+	ck_assert_int_eq(adump_session_detach(s, stream), 0);
+	ck_assert_int_eq(adump_session_destroy(s), -EMFILE);
+	release_stream(dev, stream, mem);
+	adump_set_log_fn(NULL, NULL);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
 
 START_TEST(test_removed_directory_uring)
 {
@@ -340,6 +398,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	t_tcase_add_test_needing(tc, T_URING, test_removed_directory_uring);
 	tcase_add_test(tc, test_removed_directory_pwrite);
+	tcase_add_test(tc, test_out_of_descriptors);
 	t_tcase_add_test_needing(tc, T_URING, test_failing_write_uring);
 	tcase_add_test(tc, test_failing_write_pwrite);
 	t_tcase_add_test_needing(tc, T_DIRECT, test_direct_no_space_fails_one_file);
