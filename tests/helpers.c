@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "adump_config.h"
+#include "adump/adump.h"
 #include "adump/reader.h"
 #include "helpers.h"
 #include "iouring/writer.h"
@@ -273,4 +274,26 @@ uint64_t t_packed_entries_whole(const char *dir)
 	adump_reader_packed_close(p);
 	adump_reader_destroy(r);
 	return whole;
+}
+
+char t_logged[8192];
+
+static void log_into(enum adump_log_level level, const char *module, const char *msg, void *user)
+{
+	size_t n = strlen(t_logged);
+
+	(void)user;
+	if (level >= ADUMP_LOG_WARN)
+		snprintf(t_logged + n, sizeof(t_logged) - n, "%s: %s\n", module, msg);
+}
+
+void t_log_catch(void)
+{
+	t_logged[0] = '\0';
+	adump_set_log_fn(log_into, NULL);
+}
+
+void t_log_release(void)
+{
+	adump_set_log_fn(NULL, NULL);
 }

@@ -48,6 +48,11 @@ bool t_feature_need(enum t_feature f, const char *test);
  * what a crash leaves, fails the test), every entry opening with its CRC32C checked. Return:
  * the number of entries. */
 uint64_t t_packed_entries_whole(const char *dir);
+/* The library's WARN and ERROR lines ("<module>: <message>\n") from now on, the ones before
+ * forgotten (t_log_catch()), into t_logged; t_log_release() gives the log back. */
+extern char t_logged[8192];
+void t_log_catch(void);
+void t_log_release(void);
 /* Run Suite @s with its own runner; returns the process exit code: 1 if a test failed,
  * else 77 if a test was left out for a refused feature (the rest passed), else 0. */
 int t_run_suite(Suite *s);

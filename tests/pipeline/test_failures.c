@@ -124,17 +124,6 @@ static void removed_directory(enum adump_writer_kind writer)
 	free(root);
 }
 
-static char logged[4096];
-
-static void catch_log(enum adump_log_level level, const char *module, const char *msg, void *user)
-{
-	size_t n = strlen(logged);
-
-	(void)user;
-	if (level >= ADUMP_LOG_WARN)
-		snprintf(logged + n, sizeof(logged) - n, "%s: %s\n", module, msg);
-}
-
 /* The process out of file descriptors (RLIMIT_NOFILE reached): the file fails with EMFILE,
  * counted, with a line that says what to do; the file before is intact, and none hangs. */
 START_TEST(test_out_of_descriptors)
@@ -149,7 +138,7 @@ START_TEST(test_out_of_descriptors)
 	char dir[4200];
 	int lowest;
 
-	adump_set_log_fn(catch_log, NULL);
+	t_log_catch();
 	attach_stream(s, &dev, &stream);
 	ck_assert_int_eq(launch(dev, stream, 1000, "before", &mem), 0);
 	ck_assert_int_eq(adump_dev_stream_sync(stream), 0);
@@ -168,14 +157,14 @@ START_TEST(test_out_of_descriptors)
 	adump_stats_get(s, &st);
 	ck_assert_uint_eq(st.files_completed, 1);
 	ck_assert_uint_eq(st.files_failed, 1);
-	ck_assert_msg(strstr(logged, "no file descriptor left") && strstr(logged, "ulimit -n"),
-		      "%s", logged);
+	ck_assert_msg(strstr(t_logged, "no file descriptor left") && strstr(t_logged, "ulimit -n"),
+		      "%s", t_logged);
 	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
 	ck_assert_uint_eq(t_count_files(dir, ""), 1);
 	ck_assert_int_eq(adump_session_detach(s, stream), 0);
 	ck_assert_int_eq(adump_session_destroy(s), -EMFILE);
 	release_stream(dev, stream, mem);
-	adump_set_log_fn(NULL, NULL);
+	t_log_release();
 	t_rmtree(root);
 	free(root);
 }

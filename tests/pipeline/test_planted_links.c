@@ -27,16 +27,6 @@
 
 static char *root;
 static char dir[4200], outside[4200];
-static char logged[8192];
-
-static void catch_log(enum adump_log_level level, const char *module, const char *msg, void *user)
-{
-	size_t n = strlen(logged);
-
-	(void)user;
-	if (level >= ADUMP_LOG_WARN)
-		snprintf(logged + n, sizeof(logged) - n, "%s: %s\n", module, msg);
-}
 
 static void setup(void)
 {
@@ -50,8 +40,7 @@ static void setup(void)
 	ck_assert_ptr_nonnull(f);
 	fputs(OUTSIDE_TEXT, f);
 	fclose(f);
-	logged[0] = '\0';
-	adump_set_log_fn(catch_log, NULL);
+	t_log_catch();
 }
 
 static void teardown(void)
@@ -125,7 +114,7 @@ START_TEST(test_loss_log_link)
 	ck_assert_int_eq(capture(TIME_DIR, 4, true, &completed), 1);
 	ck_assert_uint_eq(completed, 3);
 	outside_untouched();
-	ck_assert_msg(strstr(logged, ADUMP_LOSS_LOG_NAME " is a symbolic link"), "%s", logged);
+	ck_assert_msg(strstr(t_logged, ADUMP_LOSS_LOG_NAME " is a symbolic link"), "%s", t_logged);
 }
 END_TEST
 
@@ -155,7 +144,7 @@ START_TEST(test_loss_log_fifo)
 	snprintf(path, sizeof(path), "%s/%s", dir, ADUMP_LOSS_LOG_NAME);
 	ck_assert_int_eq(mkfifo(path, 0644), 0);
 	ck_assert_int_eq(capture(TIME_DIR, 3, true, &completed), 1);
-	ck_assert_msg(strstr(logged, "not a regular file"), "%s", logged);
+	ck_assert_msg(strstr(t_logged, "not a regular file"), "%s", t_logged);
 }
 END_TEST
 
@@ -200,7 +189,7 @@ START_TEST(test_device_dir_link)
 	ck_assert_int_eq(capture(TIME_DIR, 3, false, &completed), 3);
 	ck_assert_uint_eq(completed, 0);
 	ck_assert_uint_eq(t_count_files(target, ""), 0);
-	ck_assert_msg(strstr(logged, "not a directory of its own"), "%s", logged);
+	ck_assert_msg(strstr(t_logged, "not a directory of its own"), "%s", t_logged);
 }
 END_TEST
 
@@ -267,7 +256,7 @@ START_TEST(test_stream_dir_link)
 	ck_assert_int_eq(adump_host_dump(hs, "Add", "step0", &small, 1, NULL, 0), 0);
 	/* Relative and absolute alike */
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), -ENOTDIR);
-	ck_assert_msg(strstr(logged, "not a directory of its own"), "%s", logged);
+	ck_assert_msg(strstr(t_logged, "not a directory of its own"), "%s", t_logged);
 	snprintf(path, sizeof(path), "%s/step1/rank0", root);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -ENOTDIR);
 	snprintf(path, sizeof(path), "%s//step1/rank0", root);
@@ -329,7 +318,7 @@ START_TEST(test_stream_dir_swapped)
 	ck_assert_uint_eq(st.files_completed, 2);
 	ck_assert_uint_eq(st.files_failed, 1);
 	ck_assert_int_eq(adump_session_destroy(s), -ELOOP);
-	ck_assert_msg(strstr(logged, "creating"), "%s", logged);
+	ck_assert_msg(strstr(t_logged, "creating"), "%s", t_logged);
 	ck_assert_uint_eq(t_count_files(path, ""), 0);
 	snprintf(path, sizeof(path), "%s/step1.moved/rank0/0", root);
 	ck_assert_uint_eq(t_count_files(path, ""), 2);
@@ -379,7 +368,7 @@ START_TEST(test_stream_dir_dotdot)
 	snprintf(path, sizeof(path), "%s/step0/../../up", dir);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, path), -EINVAL);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, ".."), -EINVAL);
-	ck_assert_msg(strstr(logged, "a '..' component"), "%s", logged);
+	ck_assert_msg(strstr(t_logged, "a '..' component"), "%s", t_logged);
 	/* Names that only hold dots are names; an absolute path below dump_path is below it */
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step0/..x/..."), 0);
 	snprintf(path, sizeof(path), "%s/step1", dir);
