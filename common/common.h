@@ -156,7 +156,7 @@ ADUMP_HIDDEN int adump_mkdir_own(const char *path, unsigned mode);
  * "<path>.part", renamed at the end. */
 struct adump_pubfile {
 	int fd;
-	int dir_fd;             /* its directory (adump_pubfile_open_nolink()), or -1: by path */
+	int dir_fd;             /* its directory (adump_pubfile_openat()), or -1: by path */
 	bool is_unnamed;
 };
 
@@ -168,16 +168,6 @@ struct adump_pubfile {
 ADUMP_HIDDEN int adump_pubfile_open(struct adump_pubfile *pf, const char *path, int flags,
 				    unsigned mode);
 
-/**
- * adump_pubfile_open_nolink() - adump_pubfile_open() of @rel beneath the directory @root_fd,
- * no component of it a link: its directory is opened once (adump_dir_open_nolink()) and held
- * until the close, which publishes the file there, so a link planted on the way meanwhile
- * is never written through. Pass adump_pubfile_close() the same @rel (or any path with the
- * same last component).
- * Return: as adump_pubfile_open(); -ELOOP for a link, -EXDEV for a name out of @root_fd.
- */
-ADUMP_HIDDEN int adump_pubfile_open_nolink(struct adump_pubfile *pf, int root_fd,
-					   const char *rel, int flags, unsigned mode);
 /* adump_pubfile_open() of @name (one component) in the directory @dir_fd, which @pf takes
  * (closed at the close, or now if the open fails). */
 ADUMP_HIDDEN int adump_pubfile_openat(struct adump_pubfile *pf, int dir_fd, const char *name,

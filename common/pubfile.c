@@ -107,28 +107,6 @@ int adump_pubfile_openat(struct adump_pubfile *pf, int dir_fd, const char *name,
 	return ret;
 }
 
-int adump_pubfile_open_nolink(struct adump_pubfile *pf, int root_fd, const char *rel, int flags,
-			      unsigned mode)
-{
-	const char *slash = strrchr(rel, '/');
-	char dir[PATH_MAX];
-	int fd;
-
-	pf->fd = pf->dir_fd = -1;
-	if (!slash) {
-		dir[0] = '\0';
-	} else if ((size_t)(slash - rel) >= sizeof(dir)) {
-		return -ENAMETOOLONG;
-	} else {
-		memcpy(dir, rel, (size_t)(slash - rel));
-		dir[slash - rel] = '\0';
-	}
-	fd = adump_dir_open_nolink(root_fd, dir);
-	if (fd < 0)
-		return fd;
-	return adump_pubfile_openat(pf, fd, slash ? slash + 1 : rel, flags, mode);
-}
-
 /* Set once linkat(AT_EMPTY_PATH) was refused (no CAP_DAC_READ_SEARCH on a kernel that asks
  * for it): later files go through /proc at once. */
 static atomic_bool is_empty_path_unusable;

@@ -123,7 +123,6 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 {
 	struct json_object *old = NULL, *old_data;
 	struct adump_buf b = { 0 };
-	struct adump_pubfile pf;
 	char path[4200], *data_dir = NULL;
 	bool any_module = false, any_api = false, first = true;
 	int ret;
@@ -200,9 +199,7 @@ static int dump_json_write(struct msp_session *ms, const char *dir, struct msp_s
 
 		memcpy(b.p + level_at, level, 4);
 	}
-	ret = adump_session_pubfile_open(ms->session, &pf, path, 0, ADUMP_FILE_MODE, NULL);
-	if (ret == 0)
-		ret = adump_pubfile_close(&pf, path, adump_write_all(pf.fd, b.p, b.len), NULL);
+	ret = adump_session_write_file(ms->session, path, b.p, b.len, NULL);
 	free(b.p);
 	return ret;
 }

@@ -52,18 +52,6 @@ static int stats_csv(struct adump_session *s, struct file_state *fs, char *csv_n
 	return ret;
 }
 
-/* A small file written whole and published at once. */
-static int write_small_file(struct adump_worker *w, const char *path, const void *data,
-			    size_t len)
-{
-	struct adump_pubfile pf;
-	int ret = adump_session_pubfile_open(w->session, &pf, path, 0, ADUMP_FILE_MODE, &w->dir);
-
-	if (ret < 0)
-		return ret;
-	return adump_pubfile_close(&pf, path, adump_write_all(pf.fd, data, len), NULL);
-}
-
 static void stats_end_file(struct adump_worker *w, struct file_state *fs)
 {
 	struct adump_session *s = w->session;
@@ -75,7 +63,7 @@ static void stats_end_file(struct adump_worker *w, struct file_state *fs)
 	if (!fs->has_stats)
 		return;
 	if (!fs->is_failed && stats_csv(s, fs, csv_name, sizeof(csv_name), &csv, &len) == 0) {
-		ret = write_small_file(w, csv_name, csv, len);
+		ret = adump_session_write_file(s, csv_name, csv, len, &w->dir);
 		if (ret < 0) {
 			atomic_fetch_add_explicit(&s->write_errors, 1, memory_order_relaxed);
 			adump_file_fail(s, fs, ret, "writing statistics of");

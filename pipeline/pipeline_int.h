@@ -134,12 +134,12 @@ void adump_session_set_error(struct adump_session *s, int err);
  * if absolute and under it ("" for dump_path itself), else NULL (elsewhere). */
 const char *adump_session_below(const struct adump_session *s, const char *path);
 /* adump_pubfile_open() of the absolute @path of one of the session's files: below dump_path,
- * through no link (adump_pubfile_open_nolink() from dump_path); elsewhere (a directory the
- * caller chose) by its path. @cache (a worker's, or NULL): a file in the directory it holds
- * starts there, another one's directory replaces it, so a link swapped in for a directory
- * after a worker opened it leads nowhere either: the files go on into the directory itself.
- * With a cache the directory is not held while the file is written: publish the file with
- * adump_session_pubfile_close() and the same cache. */
+ * in its directory opened from dump_path through no link (adump_dir_open_nolink());
+ * elsewhere (a directory the caller chose) by its path. @cache (a worker's, or NULL): a file
+ * in the directory it holds starts there, another one's directory replaces it, so a link
+ * swapped in for a directory after a worker opened it leads nowhere either: the files go on
+ * into the directory itself. With a cache the directory is not held while the file is
+ * written: publish the file with adump_session_pubfile_close() and the same cache. */
 int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf,
 			       const char *path, int flags, unsigned mode,
 			       struct adump_dir_cache *cache);
@@ -152,6 +152,10 @@ void adump_dir_cache_drop(struct adump_dir_cache *c);
 /* mkdir -p of the absolute @path of one of the session's directories, below dump_path
  * through no link. */
 int adump_session_mkdir(struct adump_session *s, const char *path);
+/* A small file of the session, @data written whole and published at once, as
+ * adump_session_pubfile_open() makes it. Return 0 or -errno. */
+int adump_session_write_file(struct adump_session *s, const char *path, const void *data,
+			     size_t len, struct adump_dir_cache *cache);
 
 /* A config's sizes with their defaults (session.c, config.c). */
 static inline size_t cfg_chunk(const struct adump_config *cfg)

@@ -661,17 +661,18 @@ int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf
 
 	if (!rel)
 		return adump_pubfile_open(pf, path, flags, mode);
-	fd = dir_of_file(s, cache, rel);
-	if (fd < 0) {
-		pf->fd = pf->dir_fd = -1;
-		return fd;
-	}
-	ret = adump_pubfile_openat(pf, fd, last_component(rel), flags, mode);
-	if (ret == -ENOENT && cache) {
+	for (bool is_again = false;; is_again = true) {
+		fd = dir_of_file(s, cache, rel);
+		if (fd < 0) {
+			pf->fd = pf->dir_fd = -1;
+			return fd;
+		}
+		ret = adump_pubfile_openat(pf, fd, last_component(rel), flags, mode);
+		if (ret != -ENOENT || !cache || is_again)
+			break;
 		/* The cached directory was removed (and perhaps made again since): once more
 		 * from dump_path. */
 		adump_dir_cache_drop(cache);
-		ret = adump_pubfile_open_nolink(pf, s->root_fd, rel, flags, mode);
 	}
 	if (ret == 0 && cache) {
 		/* Not held while the file is written (a descriptor a file in flight, not two):
@@ -703,18 +704,13 @@ int adump_session_pubfile_close(struct adump_session *s, struct adump_pubfile *p
 	return adump_pubfile_close(pf, path, status, keep_suffix);
 }
 
-/* Makes <dump_path>/@rel one component at a time, none through a link (a link planted in
- * a shared dump path at a step's name is refused, never written through): -ENOTDIR. */
+/* Makes <dump_path>/@rel one component at a time from the session's dump_path (a file
+ * sink's), none through a link (a link planted in a shared dump path at a step's name is
+ * refused, never written through): -ENOTDIR. */
 static int mkdir_below(const struct adump_session *s, const char *rel)
 {
-	int root = s->root_fd >= 0 ? s->root_fd :
-		   open(s->dump_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	int fd = adump_dir_open_new(s->root_fd, rel, 0750);
 
-	if (root < 0)
-		return -errno;
-	fd = adump_dir_open_new(root, rel, 0750);
-	if (root != s->root_fd)
-		close(root);
 	if (fd < 0)
 		return fd;
 	close(fd);
@@ -723,11 +719,21 @@ static int mkdir_below(const struct adump_session *s, const char *rel)
 
 int adump_session_mkdir(struct adump_session *s, const char *path)
 {
-	const char *rel = path[0] == '/' ? adump_session_below(s, path) : NULL;
+	const char *rel = nolink_rel(s, path);
 
-	if (rel && rel[0])
-		return mkdir_below(s, rel);
-	return adump_mkdir_p(path, 0750);
+	return rel ? mkdir_below(s, rel) : adump_mkdir_p(path, 0750);
+}
+
+int adump_session_write_file(struct adump_session *s, const char *path, const void *data,
+			     size_t len, struct adump_dir_cache *cache)
+{
+	struct adump_pubfile pf;
+	int ret = adump_session_pubfile_open(s, &pf, path, 0, ADUMP_FILE_MODE, cache);
+
+	if (ret < 0)
+		return ret;
+	return adump_session_pubfile_close(s, &pf, path, adump_write_all(pf.fd, data, len), NULL,
+					   cache);
 }
 
 int adump_session_stream_dir(struct adump_session *s, const char *dir, uint32_t device_id,

@@ -430,10 +430,8 @@ static char *trigger_text(struct persist *p, const struct window_trigger *t)
 static int write_trigger(struct persist *p, const char *dir, const char *text)
 {
 	const struct adump_config *cfg = &p->win->tensor_cfg;
-	struct adump_pubfile pf;
 	char path[4200];
 	size_t len = strlen(text);
-	int ret;
 
 	snprintf(path, sizeof(path), "%s/trigger.json", dir);
 	if (cfg->sink == ADUMP_SINK_CALLBACK) {
@@ -442,10 +440,7 @@ static int write_trigger(struct persist *p, const char *dir, const char *text)
 
 		return cfg->chunk_fn(&c, cfg->chunk_user) ? -ADUMP_ERR_CALLBACK : 0;
 	}
-	ret = adump_session_pubfile_open(p->win->s, &pf, path, 0, ADUMP_FILE_MODE, NULL);
-	if (ret < 0)
-		return ret;
-	return adump_pubfile_close(&pf, path, adump_write_all(pf.fd, text, len), NULL);
+	return adump_session_write_file(p->win->s, path, text, len, NULL);
 }
 
 int adump_window_write(struct adump_window *win, const struct window_trigger *t)
