@@ -4,9 +4,8 @@ statistics keys (_adump._StatsKeys: the same key for the same tensor object at t
 version and data pointer while it lives and is among the last HOST_STATS_REUSE keyed; none
 for a parameter), and dump(direct=True), which takes CPU tensors of torch's own types and
 dtypes (bfloat16 by its bytes) as they are and does nothing, returning None, when one is
-not. A module-level
-capture whose tensors go that way writes what the general path writes. Exits 77 without
-torch."""
+not. A module-level capture whose tensors go that way writes what the general path
+writes. Exits 77 without torch."""
 import os
 import sys
 import unittest
