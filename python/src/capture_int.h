@@ -48,6 +48,7 @@ struct py_stream {
 	struct adump_host_stream *hs;   /* NULL once closed */
 	unsigned busy_count;            /* its native calls running without the GIL */
 	bool is_closing;                /* close began (unlinked from sess->streams) */
+	struct pyadump_scratch scratch; /* for its copying direct dumps */
 	struct py_stream *next, **pprev;
 };
 

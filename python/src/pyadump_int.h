@@ -101,16 +101,40 @@ bool pyadump_is_stats_keys(PyObject *obj);
 /* The module's _StatsKeys type. */
 int pyadump_tensors_init(PyObject *m);
 
+/* Reused buffers a copying direct dump gathers its strided tensors into: pages already
+ * there, where torch's contiguous() copy would be fresh memory every call, each page a
+ * fault (a transformer's strided activations and gradients: about 1,100 faults a step).
+ * Slot k serves the dump's k-th strided tensor; all of them together hold at most
+ * PYADUMP_SCRATCH_BYTES (a tensor that would pass that is copied by torch as before).
+ * A stream's own, used by one dump at a time (@is_busy: the dump of another thread, which
+ * the library refuses, leaves them alone). */
+#define PYADUMP_SCRATCH_SLOTS 8
+#define PYADUMP_SCRATCH_BYTES (64u << 20)
+
+struct pyadump_scratch {
+	bool is_busy;
+	unsigned used;                  /* slots the dump in progress took */
+	size_t held;                    /* bytes of all slots */
+	struct {
+		void *p;
+		size_t cap;
+	} slot[PYADUMP_SCRATCH_SLOTS];
+};
+
+void pyadump_scratch_free(struct pyadump_scratch *sc);
+
 /* Views of the tensors of sequence @seq (the dump() argument @field) into @views/@tensors
  * from index @at. With @ids (dump(direct=True)), each must be a tensor the native dump
  * takes as it is: a CPU tensor of exactly the types and dtypes _torch_types() named,
  * strided (no quantized dtype is among them), its key's needs in @ids from @at. Return:
  * their count; -2 (@ids: one is not such a tensor; no exception); or -1 with an exception
  * naming the bad item. Views taken so far, counted in *@taken, are left for the caller to
- * release. */
+ * release. @scratch (direct and copying dumps only; NULL: none): strided tensors are
+ * gathered there, valid until its next use. */
 Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *views,
 				struct adump_host_tensor *tensors, Py_ssize_t at,
-				Py_ssize_t *taken, struct pyadump_torch_id *ids);
+				Py_ssize_t *taken, struct pyadump_torch_id *ids,
+				struct pyadump_scratch *scratch);
 
 /* Hand the library's queued log lines to Python's logging; keeps a pending exception. */
 void pyadump_log_drain(void);

@@ -32,6 +32,7 @@ void pyadump_stream_close(struct py_stream *st, int *ret)
 	r = adump_host_stream_close(hs);
 	Py_END_ALLOW_THREADS
 	pyadump_busy_leave(sess, NULL);
+	pyadump_scratch_free(&st->scratch);
 	if (r < 0 && *ret == 0)
 		*ret = r;
 	pyadump_drain(sess);
@@ -177,6 +178,7 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	struct zc_pending *p = NULL;
 	struct adump_host_stream *hs;
 	struct pyadump_torch_id *ids = NULL;
+	struct pyadump_scratch *scratch = NULL;
 	Py_ssize_t nin, nout, n, taken = 0, got = 0;
 	bool is_keyed;
 	unsigned long long ts = 0;
@@ -228,9 +230,17 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 		goto fail_attrs;
 	}
 	views = p->views;
-	got = nin ? pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken, ids) : 0;
+	/* Copying, the dump is done with the scratch once adump_host_dump_op() returns. */
+	if (direct && copy && !st->scratch.is_busy) {
+		scratch = &st->scratch;
+		scratch->is_busy = true;
+		scratch->used = 0;
+	}
+	got = nin ? pyadump_tensors_from("inputs", inputs, views, tensors, 0, &taken, ids,
+					 scratch) : 0;
 	if (got >= 0 && nout)
-		got = pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken, ids);
+		got = pyadump_tensors_from("outputs", outputs, views, tensors, nin, &taken, ids,
+					   scratch);
 	if (got < 0)
 		goto fail;      /* -2: direct, a tensor it does not take as it is; nothing done */
 	p->view_count = (uint32_t)taken;
@@ -289,6 +299,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	pyadump_reason_end();
 	Py_END_ALLOW_THREADS
 	pyadump_busy_leave(st->sess, st);
+	if (scratch)
+		scratch->is_busy = false;
 	PyMem_Free(tensors);
 	tensors = NULL;
 	PyMem_Free(attr_list);              /* the op record holds its own copy */
@@ -313,6 +325,8 @@ static PyObject *stream_dump(PyObject *obj, PyObject *args, PyObject *kw)
 	/* else: p belongs to adump until pyadump_zc_release queues it for pyadump_drain() */
 	return PyLong_FromUnsignedLong(task_id);
 fail:
+	if (scratch)
+		scratch->is_busy = false;
 	p->view_count = (uint32_t)taken;
 	pyadump_zc_free(p);
 	PyMem_Free(tensors);

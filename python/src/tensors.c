@@ -5,6 +5,7 @@
  * statistics keys a direct dump (adump.torch's) gives the torch tensors it takes. */
 #include "pyadump_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "adump/adump.h"
@@ -55,7 +56,7 @@ static struct {
 	PyObject *dtypes;               /* {torch.dtype: adump dtype} */
 	PyObject *strided;              /* torch.strided */
 	PyObject *s_dtype, *s_shape, *s_data_ptr, *s_is_contiguous, *s_contiguous, *s_is_neg,
-		 *s_resolve_neg, *s_layout, *s_is_cpu, *s_version;
+		 *s_resolve_neg, *s_layout, *s_is_cpu, *s_version, *s_stride;
 } torch_types;
 
 /* _torch_types(Tensor, Parameter, {dtype: adump dtype}, torch.strided) */
@@ -72,9 +73,11 @@ PyObject *pyadump_torch_types(PyObject *self, PyObject *args)
 				       &torch_types.s_data_ptr, &torch_types.s_is_contiguous,
 				       &torch_types.s_contiguous, &torch_types.s_is_neg,
 				       &torch_types.s_resolve_neg, &torch_types.s_layout,
-				       &torch_types.s_is_cpu, &torch_types.s_version };
+				       &torch_types.s_is_cpu, &torch_types.s_version,
+				       &torch_types.s_stride };
 		const char *text[] = { "dtype", "shape", "data_ptr", "is_contiguous", "contiguous",
-				       "is_neg", "resolve_neg", "layout", "is_cpu", "_version" };
+				       "is_neg", "resolve_neg", "layout", "is_cpu", "_version",
+				       "stride" };
 
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 			*names[i] = PyUnicode_InternFromString(text[i]);
@@ -310,38 +313,206 @@ static PyObject *unless(PyObject *t, PyObject *test, bool want, PyObject *name)
 	return PyObject_CallMethodObjArgs(t, name, NULL);
 }
 
-/* The dimensions of @shape (a tuple of ints: a (buffer, dtype, shape) argument's, a torch
- * tensor's torch.Size) into @t. Return 0, or -1 with an exception. */
-static int dims_from(PyObject *shape, struct adump_host_tensor *t)
+/* The ints of tuple @tuple (a torch.Size, a stride()) into @out (room for ADUMP_MAX_DIMS),
+ * their count in *@n. Return 0, or -1 with an exception. */
+static int ints_from(PyObject *tuple, int64_t *out, uint32_t *n)
 {
-	Py_ssize_t n = PyTuple_Size(shape);
+	Py_ssize_t count = PyTuple_Size(tuple);
 
-	if (n < 0)
+	if (count < 0)
 		return -1;
-	if (n > ADUMP_MAX_DIMS) {
-		PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", n, ADUMP_MAX_DIMS);
+	if (count > ADUMP_MAX_DIMS) {
+		PyErr_Format(PyExc_ValueError, "%zd dimensions; at most %d", count, ADUMP_MAX_DIMS);
 		return -1;
 	}
-	t->dim_count = (uint32_t)n;
-	for (Py_ssize_t i = 0; i < n; i++) {
-		t->dims[i] = PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-		if (t->dims[i] == -1 && PyErr_Occurred())
+	*n = (uint32_t)count;
+	for (Py_ssize_t i = 0; i < count; i++) {
+		out[i] = PyLong_AsLongLong(PyTuple_GetItem(tuple, i));
+		if (out[i] == -1 && PyErr_Occurred())
 			return -1;
 	}
 	return 0;
 }
 
+/* The dimensions of @shape (a tuple of ints: a (buffer, dtype, shape) argument's, a torch
+ * tensor's torch.Size) into @t. Return 0, or -1 with an exception. */
+static int dims_from(PyObject *shape, struct adump_host_tensor *t)
+{
+	return ints_from(shape, t->dims, &t->dim_count);
+}
+
+/* ---- strided tensors, gathered ----------------------------------------------------------- */
+
+void pyadump_scratch_free(struct pyadump_scratch *sc)
+{
+	for (unsigned i = 0; i < PYADUMP_SCRATCH_SLOTS; i++)
+		free(sc->slot[i].p);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* The dump's next slot of @sc, of at least @bytes; NULL when none is left or the slots
+ * would hold more than PYADUMP_SCRATCH_BYTES (the caller copies another way). */
+static void *scratch_take(struct pyadump_scratch *sc, size_t bytes)
+{
+	unsigned k = sc->used;
+	size_t cap;
+
+	if (k >= PYADUMP_SCRATCH_SLOTS || bytes > PYADUMP_SCRATCH_BYTES)
+		return NULL;
+	cap = sc->slot[k].cap;
+	if (cap < bytes) {
+		if (sc->held - cap + bytes > PYADUMP_SCRATCH_BYTES)
+			return NULL;
+		free(sc->slot[k].p);
+		sc->held -= cap;
+		sc->slot[k].cap = 0;
+		sc->slot[k].p = malloc(bytes);
+		if (!sc->slot[k].p)
+			return NULL;
+		sc->slot[k].cap = bytes;
+		sc->held += bytes;
+	}
+	sc->used++;
+	return sc->slot[k].p;
+}
+
+/* @len elements of @es bytes, @step bytes apart from @src, to @dst. */
+static unsigned char *copy_run(unsigned char *dst, const unsigned char *src, int64_t len,
+			       int64_t step, size_t es)
+{
+	if (step == (int64_t)es) {
+		memcpy(dst, src, (size_t)len * es);
+		return dst + (size_t)len * es;
+	}
+	switch (es) {
+#define RUN(type)								\
+	for (int64_t k = 0; k < len; k++, dst += sizeof(type), src += step) {	\
+		type v;								\
+										\
+		memcpy(&v, src, sizeof(v));					\
+		memcpy(dst, &v, sizeof(v));					\
+	}									\
+	return dst;
+	case 1: RUN(uint8_t)
+	case 2: RUN(uint16_t)
+	case 4: RUN(uint32_t)
+	case 8: RUN(uint64_t)
+#undef RUN
+	default:
+		for (int64_t k = 0; k < len; k++, dst += es, src += step)
+			memcpy(dst, src, es);
+		return dst;
+	}
+}
+
+/* The @es-byte elements of a strided array (@n dims of sizes @shape and strides @stride,
+ * in elements, from @src; none empty) to @dst, in row-major order: dims of one element
+ * dropped, and a dim merged into the one outside it where together they are one run; then
+ * runs of the innermost dim, copied whole where it is dense. */
+static void gather(unsigned char *dst, const unsigned char *src, size_t es, uint32_t n,
+		   const int64_t *shape, const int64_t *stride)
+{
+	int64_t size[ADUMP_MAX_DIMS], step[ADUMP_MAX_DIMS], idx[ADUMP_MAX_DIMS] = { 0 };
+	uint32_t d = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (shape[i] == 1)
+			continue;
+		if (d && step[d - 1] == stride[i] * shape[i]) {
+			size[d - 1] *= shape[i];
+			step[d - 1] = stride[i];
+			continue;
+		}
+		size[d] = shape[i];
+		step[d++] = stride[i];
+	}
+	if (!d) {
+		memcpy(dst, src, es);
+		return;
+	}
+	for (;;) {
+		const unsigned char *p = src;
+		int64_t i;
+
+		for (uint32_t j = 0; j + 1 < d; j++)
+			p += idx[j] * step[j] * (int64_t)es;
+		dst = copy_run(dst, p, size[d - 1], step[d - 1] * (int64_t)es, es);
+		for (i = (int64_t)d - 2; i >= 0; i--) {
+			if (++idx[i] < size[i])
+				break;
+			idx[i] = 0;
+		}
+		if (i < 0)
+			return;
+	}
+}
+
+/* @x (a strided CPU tensor, not contiguous, of @t's dims and dtype) gathered into a slot
+ * of @sc: t->data set. Return 1, 0 when no slot takes it, -1 with an exception. */
+static int gather_into(PyObject *x, struct adump_host_tensor *t, struct pyadump_scratch *sc)
+{
+	PyObject *st = PyObject_CallMethodObjArgs(x, torch_types.s_stride, NULL);
+	PyObject *ptr = NULL;
+	int64_t stride[ADUMP_MAX_DIMS];
+	uint32_t n;
+	void *src, *dst;
+
+	if (!st || ints_from(st, stride, &n) < 0 || n != t->dim_count)
+		goto fail;
+	for (uint32_t i = 0; i < n; i++)
+		if (stride[i] < 0)
+			goto not_taken;         /* torch makes none; gathered another way */
+	if (adump_dtype_bits(t->dtype) % 8 || !adump_dtype_bits(t->dtype))
+		goto not_taken;
+	dst = scratch_take(sc, (size_t)t->bytes);
+	if (!dst)
+		goto not_taken;
+	ptr = PyObject_CallMethodObjArgs(x, torch_types.s_data_ptr, NULL);
+	src = ptr ? PyLong_AsVoidPtr(ptr) : NULL;
+	if (!src) {
+		sc->used--;
+		if (!PyErr_Occurred())
+			goto not_taken;
+		goto fail;
+	}
+	gather(dst, src, adump_dtype_bits(t->dtype) / 8, n, t->dims, stride);
+	t->data = dst;
+	Py_DECREF(ptr);
+	Py_DECREF(st);
+	return 1;
+not_taken:
+	Py_XDECREF(st);
+	return 0;
+fail:
+	if (st && !PyErr_Occurred())
+		PyErr_SetString(PyExc_ValueError, "stride() does not match the shape");
+	Py_XDECREF(ptr);
+	Py_XDECREF(st);
+	return -1;
+}
+
 /* A CPU torch tensor of a dtype adump.torch maps (its caller checked device, layout and
  * dtype: adump.torch's _host()), read where it lies: no numpy array, no detached alias.
- * Not contiguous, or negated lazily, it is made so first. The view holds the tensor. */
+ * Negated lazily, it is resolved first; not contiguous, it is gathered into a slot of
+ * @sc if there is one (NULL: none), else made contiguous by torch. The view holds the
+ * tensor (torch's copy, if it made one). *@gathered (NULL ok) says whether it was. */
 static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t,
-		      long dtype)
+		      long dtype, struct pyadump_scratch *sc, bool *gathered)
 {
 	PyObject *x, *dt = NULL, *shape = NULL, *ptr = NULL;
 	uint64_t numel = 1;
+	int is_dense = 1, got = 0;
 
 	x = unless(item, torch_types.s_is_neg, false, torch_types.s_resolve_neg);
-	if (x) {
+	if (x && sc) {
+		PyObject *r = PyObject_CallMethodObjArgs(x, torch_types.s_is_contiguous, NULL);
+
+		is_dense = r ? PyObject_IsTrue(r) : -1;
+		Py_XDECREF(r);
+		if (is_dense < 0)
+			Py_CLEAR(x);
+	}
+	if (x && !sc) {
 		PyObject *y = unless(x, torch_types.s_is_contiguous, true, torch_types.s_contiguous);
 
 		Py_DECREF(x);
@@ -364,16 +535,35 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 			goto fail;
 	}
 	shape = PyObject_GetAttr(x, torch_types.s_shape);
-	ptr = shape ? PyObject_CallMethodObjArgs(x, torch_types.s_data_ptr, NULL) : NULL;
-	if (!ptr || dims_from(shape, t) < 0)
+	if (!shape || dims_from(shape, t) < 0)
 		goto fail;
 	t->dtype = (int32_t)dtype;
 	for (uint32_t i = 0; i < t->dim_count; i++)
 		numel *= t->dims[i];
-	t->data = PyLong_AsVoidPtr(ptr);
-	if (!t->data && PyErr_Occurred())
-		goto fail;
 	t->bytes = numel * (adump_dtype_bits(t->dtype) / 8);
+	if (!is_dense && numel) {
+		got = gather_into(x, t, sc);
+		if (got < 0)
+			goto fail;
+		if (!got) {
+			PyObject *y = PyObject_CallMethodObjArgs(x, torch_types.s_contiguous, NULL);
+
+			if (!y)
+				goto fail;
+			Py_DECREF(x);
+			x = y;
+		}
+	}
+	if (!got) {
+		ptr = PyObject_CallMethodObjArgs(x, torch_types.s_data_ptr, NULL);
+		if (!ptr)
+			goto fail;
+		t->data = PyLong_AsVoidPtr(ptr);
+		if (!t->data && PyErr_Occurred())
+			goto fail;
+	}
+	if (gathered)
+		*gathered = got;
 	memset(view, 0, sizeof(*view));
 	view->obj = x;                  /* PyBuffer_Release() puts it: a tensor has no buffer
 					 * procedures to call */
@@ -381,7 +571,7 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 	view->len = (Py_ssize_t)t->bytes;
 	Py_XDECREF(dt);
 	Py_DECREF(shape);
-	Py_DECREF(ptr);
+	Py_XDECREF(ptr);
 	return 0;
 fail:
 	Py_XDECREF(dt);
@@ -395,9 +585,10 @@ fail:
  * takes as it is (pyadump_torch_direct()), with what its statistics key needs in @id.
  * Return: 1 taken, 0 not (nothing held), -1 with an exception. */
 static int torch_direct_from(PyObject *item, Py_buffer *view, struct adump_host_tensor *t,
-			     struct pyadump_torch_id *id)
+			     struct pyadump_torch_id *id, struct pyadump_scratch *sc)
 {
 	PyObject *dt, *code;
+	bool gathered = false;
 	long dtype;
 	int ret;
 
@@ -423,11 +614,10 @@ static int torch_direct_from(PyObject *item, Py_buffer *view, struct adump_host_
 	id->is_parameter = (PyObject *)Py_TYPE(item) != torch_types.tensor;
 	if (!id->is_parameter && long_of(item, torch_types.s_version, false, &id->version) < 0)
 		return -1;
-	if (torch_from(item, view, t, dtype) < 0)
+	if (torch_from(item, view, t, dtype, sc, &gathered) < 0)
 		return -1;
-	/* The key is the tensor's own: the contiguous copy taken of a strided one has
-	 * another address. */
-	if (view->obj == item) {
+	/* The key is the tensor's own: a copy taken of a strided one has another address. */
+	if (view->obj == item && !gathered) {
 		id->ptr = (uintptr_t)t->data;
 	} else if (!id->is_parameter) {
 		long long ptr;
@@ -452,7 +642,7 @@ static int tensor_from(PyObject *item, Py_buffer *view, struct adump_host_tensor
 	memset(t, 0, sizeof(*t));
 	t->format = ADUMP_FORMAT_ND;
 	if (is_torch_tensor(item))
-		return torch_from(item, view, t, -1);
+		return torch_from(item, view, t, -1, NULL, NULL);
 	if (PyTuple_Check(item)) {
 		if (PyTuple_Size(item) != 3 ||
 		    !PyArg_ParseTuple(item, "OiO:tensor", &obj, &dtype, &shape)) {
@@ -513,7 +703,8 @@ static void name_the_item(const char *field, Py_ssize_t i)
 
 Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *views,
 				struct adump_host_tensor *tensors, Py_ssize_t at,
-				Py_ssize_t *taken, struct pyadump_torch_id *ids)
+				Py_ssize_t *taken, struct pyadump_torch_id *ids,
+				struct pyadump_scratch *scratch)
 {
 	Py_ssize_t n = PySequence_Size(seq);
 
@@ -524,7 +715,8 @@ Py_ssize_t pyadump_tensors_from(const char *field, PyObject *seq, Py_buffer *vie
 		if (!item)
 			return -1;
 		if (ids)
-			ret = torch_direct_from(item, &views[at + i], &tensors[at + i], &ids[at + i]);
+			ret = torch_direct_from(item, &views[at + i], &tensors[at + i], &ids[at + i],
+						scratch);
 		else
 			ret = tensor_from(item, &views[at + i], &tensors[at + i]);
 		Py_DECREF(item);

@@ -10,6 +10,8 @@ import os
 import sys
 import unittest
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(__file__))
 import helpers  # noqa: E402
 
@@ -97,6 +99,54 @@ class Direct(unittest.TestCase):
         self.assertEqual([r["Max Value"] for r in got["plain"].stats], [5, 5])
         self.assertEqual([r["Max Value"] for r in got["half"].stats], [5])
 
+
+    def test_strided_gathered(self):
+        """A strided tensor of a copying direct dump is gathered into the stream's reused
+        buffers (python/src/tensors.c), not copied by torch: transposed, permuted, stepped,
+        offset, expanded (stride 0), 0-d, each element width; every value as
+        contiguous() has it. Past the buffers' count (PYADUMP_SCRATCH_SLOTS, 8) torch
+        copies the rest; a zero-copy dump never uses them."""
+        base = torch.arange(120, dtype=torch.float64).reshape(2, 3, 4, 5)
+        many = [base.permute(3, 1, 0, 2), base[:, 1:, ::2, 3:], base.to(torch.int16).mT,
+                base.to(torch.uint8)[1, :, ::3], (base > 40).transpose(0, 2),
+                torch.tensor(3.5).expand(4, 5), base.to(torch.float32)[:, :, :1, :].mT,
+                torch.arange(3.0).expand(2, 3).t()]
+        more = [base.to(torch.int32).transpose(1, 3), base[..., ::4]]
+        self.assertFalse(any(t.is_contiguous() for t in many + more))
+        copies = []
+        contiguous = torch.Tensor.contiguous
+
+        def counted(t, *a, **k):
+            copies.append(tuple(t.shape))
+            return contiguous(t, *a, **k)
+        torch.Tensor.contiguous = counted
+        try:
+            with adump.Session(self.top, workers=1, time_dir="t") as s:
+                st = s.stream()
+                st._st.dump("Op", "eight", many, [], True, direct=True)
+                self.assertEqual(copies, [])
+                st._st.dump("Op", "ten", many, more, True, direct=True)
+                self.assertEqual(copies, [tuple(t.shape) for t in more])
+                del copies[:]
+                st._st.dump("Op", "again", [], more, True, direct=True)
+                self.assertEqual(copies, [])        # the buffers taken before, reused
+                st._st.dump("Op", "zero-copy", [], more[:1], False, direct=True)
+                self.assertEqual(copies, [tuple(more[0].shape)])
+                st.sync()
+        finally:
+            torch.Tensor.contiguous = contiguous
+        got = {d.op_name: d for d in adump.walk(self.top)}
+        self.assertEqual(sorted(got), ["again", "eight", "ten", "zero-copy"])
+        for name, want in (("eight", many), ("ten", many + more), ("again", more),
+                           ("zero-copy", more[:1])):
+            d = got[name]
+            arrays = list(d.inputs) + list(d.outputs)
+            self.assertEqual(len(arrays), len(want), name)
+            for i, (g, w) in enumerate(zip(arrays, want)):
+                w = w.contiguous().numpy()
+                self.assertEqual(np.asarray(g).dtype, w.dtype, (name, i))
+                self.assertEqual(np.asarray(g).shape, w.shape, (name, i))
+                np.testing.assert_array_equal(np.asarray(g), w, err_msg="%s %d" % (name, i))
 
 def _model(dtype):
     torch.manual_seed(0)
