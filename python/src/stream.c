@@ -32,7 +32,10 @@ void pyadump_stream_close(struct py_stream *st, int *ret)
 	r = adump_host_stream_close(hs);
 	Py_END_ALLOW_THREADS
 	pyadump_busy_leave(sess, NULL);
-	pyadump_scratch_free(&st->scratch);
+	/* A dump taking its tensors on another thread (the GIL let go in a call of theirs)
+	 * may hold a slot: then the slots go with the stream object. */
+	if (!st->scratch.is_busy)
+		pyadump_scratch_free(&st->scratch);
 	if (r < 0 && *ret == 0)
 		*ret = r;
 	pyadump_drain(sess);
@@ -49,6 +52,7 @@ static void stream_dealloc(PyObject *obj)
 		pyadump_stream_close(st, &ret);
 		Py_DECREF(st->sess);
 	}
+	pyadump_scratch_free(&st->scratch);
 	tp_free(obj);
 	Py_DECREF(tp);
 }
