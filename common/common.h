@@ -290,6 +290,13 @@ ADUMP_HIDDEN void adump_tstats_init(struct adump_tstats *s, int32_t dtype);
 ADUMP_HIDDEN void adump_tstats_add(struct adump_tstats *s, const void *p, size_t count);
 /* The same with the portable path only (tests compare the two): identical results. */
 ADUMP_HIDDEN void adump_tstats_add_portable(struct adump_tstats *s, const void *p, size_t count);
+/* adump_tstats_add(), the @count elements' bytes also copied to @dst, with non-temporal
+ * stores (adump_copy_nt()); float32 on the AVX2 path in one pass (read once). The same
+ * statistics, bit for bit. */
+ADUMP_HIDDEN void adump_tstats_add_copy(struct adump_tstats *s, const void *p, size_t count,
+					void *dst);
+/* memcpy() with non-temporal stores, then a store fence. */
+ADUMP_HIDDEN void adump_copy_nt(void *dst, const void *src, size_t len);
 /* Whether adump_tstats_add() has a vector path on this CPU. */
 ADUMP_HIDDEN bool adump_tstats_has_simd(void);
 static inline uint64_t adump_tstats_finite_count(const struct adump_tstats *s)

@@ -373,7 +373,7 @@ static inline __attribute__((always_inline)) AVX2 bool find_zero(
  * the same way, until the tensor's first. */
 static inline __attribute__((always_inline)) AVX2 size_t simd_float_kind(
 	struct adump_tstats *s, const uint8_t *p, size_t n, enum adump_tstats_kind kind,
-	size_t elem_bytes)
+	size_t elem_bytes, uint8_t *dst, size_t *copied)
 {
 	const __m256 zero = _mm256_setzero_ps();
 	__m256d s0 = _mm256_loadu_pd(s->lane_sum), s1 = _mm256_loadu_pd(s->lane_sum + 4);
@@ -399,12 +399,18 @@ static inline __attribute__((always_inline)) AVX2 size_t simd_float_kind(
 			__m256 x0 = load8(q, kind), x1 = load8(q + 8 * elem_bytes, kind);
 
 			_mm_prefetch((const char *)q + PREFETCH_AHEAD, _MM_HINT_T0);
+			if (dst) {
+				_mm256_stream_ps((float *)(void *)(dst + k * 4), x0);
+				_mm256_stream_ps((float *)(void *)(dst + k * 4 + 32), x1);
+			}
 			if (__builtin_expect(!has_zero, 0))
 				z = _mm256_or_ps(z, _mm256_or_ps(_mm256_cmp_ps(x0, zero, _CMP_EQ_OQ),
 								 _mm256_cmp_ps(x1, zero, _CMP_EQ_OQ)));
 			group256(q, x0, x1, kind, &vmax, &vmin, &s0, &s1, &s2, &s3, &q0, &q1, &q2,
 				 &q3);
 		}
+		if (dst)
+			*copied = i + len;
 		if (__builtin_expect(!lanes_finite(s0, s1, s2, s3), 0)) {
 			s0 = _mm256_loadu_pd(s->lane_sum);
 			s1 = _mm256_loadu_pd(s->lane_sum + 4);
@@ -451,10 +457,21 @@ static AVX2 size_t simd_float(struct adump_tstats *s, const uint8_t *p, size_t n
 			      enum adump_tstats_kind kind, size_t elem_bytes)
 {
 	switch (kind) {
-	case ADUMP_TSTATS_F32: return simd_float_kind(s, p, n, ADUMP_TSTATS_F32, 4);
-	case ADUMP_TSTATS_F16: return simd_float_kind(s, p, n, ADUMP_TSTATS_F16, 2);
-	default: return simd_float_kind(s, p, n, kind, elem_bytes);
+	case ADUMP_TSTATS_F32: return simd_float_kind(s, p, n, ADUMP_TSTATS_F32, 4, NULL, NULL);
+	case ADUMP_TSTATS_F16: return simd_float_kind(s, p, n, ADUMP_TSTATS_F16, 2, NULL, NULL);
+	default: return simd_float_kind(s, p, n, kind, elem_bytes, NULL, NULL);
 	}
+}
+
+/* simd_float() of float32 elements, each group also stored at @dst (32-byte aligned where
+ * @p's groups start) with non-temporal stores, in the same pass: the tensor is read once
+ * and its copy not read into the cache. *@copied: the elements copied, at least those
+ * taken (a run is copied whole before it is looked at). */
+static AVX2 size_t simd_f32_copy(struct adump_tstats *s, const uint8_t *p, size_t n,
+				 uint8_t *dst, size_t *copied)
+{
+	*copied = 0;
+	return simd_float_kind(s, p, n, ADUMP_TSTATS_F32, 4, dst, copied);
 }
 
 static inline AVX2 double hmax_pd(__m256d v, bool is_max)
@@ -839,6 +856,113 @@ static void add(struct adump_tstats *s, const uint8_t *p, size_t count, bool is_
 		break;
 	default:
 		break;
+	}
+}
+
+/* Copy @len bytes with non-temporal stores: a copy read again only later (a window's,
+ * if a trigger fires) does not read the destination's lines into the cache first nor evict
+ * the source from it. Ends with a store fence: the bytes are ordered before whatever the
+ * caller publishes after them. */
+void adump_copy_nt(void *to, const void *from, size_t len)
+{
+#if defined(TSTATS_HAVE_AVX2) && defined(__SSE2__)
+	unsigned char *dst = to;
+	const unsigned char *src = from;
+	size_t head = (size_t)(-(uintptr_t)dst & 15u);
+
+	if (head > len)
+		head = len;
+	memcpy(dst, src, head);
+	dst += head;
+	src += head;
+	len -= head;
+	for (; len >= 64; dst += 64, src += 64, len -= 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)src);
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(src + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(src + 32));
+		__m128i d = _mm_loadu_si128((const __m128i *)(const void *)(src + 48));
+
+		_mm_stream_si128((__m128i *)(void *)dst, a);
+		_mm_stream_si128((__m128i *)(void *)(dst + 16), b);
+		_mm_stream_si128((__m128i *)(void *)(dst + 32), c);
+		_mm_stream_si128((__m128i *)(void *)(dst + 48), d);
+	}
+	memcpy(dst, src, len);
+	_mm_sfence();
+#else
+	memcpy(to, from, len);
+#endif
+}
+
+#ifdef TSTATS_HAVE_AVX2
+/* add_float() of float32 with the AVX2 path, the bytes copied to @dst in the same pass
+ * (simd_f32_copy()); what the vector path does not take is copied around it. */
+static void add_f32_copy(struct adump_tstats *s, const uint8_t *p, size_t n, uint8_t *dst)
+{
+	size_t i = 0, copied = 0;
+
+	if (!s->count)
+		s->first = first_of(s->kind, p);
+	while (i < n && !s->has_nonfinite) {
+		size_t head = (size_t)((LANES - s->count % LANES) % LANES), done, c;
+
+		if (head > n - i)
+			head = n - i;
+		portable_float(s, p + i * 4, head);
+		i += head;
+		if (copied < i) {
+			memcpy(dst + copied * 4, p + copied * 4, (i - copied) * 4);
+			copied = i;
+		}
+		done = simd_f32_copy(s, p + i * 4, n - i, dst + i * 4, &c);
+		if (i + c > copied)
+			copied = i + c;
+		i += done;
+		/* A group with a non-finite value, or the last few: element by element. */
+		head = n - i < LANES ? n - i : LANES;
+		portable_float(s, p + i * 4, head);
+		i += head;
+	}
+	if (i < n)
+		portable_float(s, p + i * 4, n - i);
+	_mm_sfence();
+	if (copied < n)
+		adump_copy_nt(dst + copied * 4, p + copied * 4, (n - copied) * 4);
+	publish(s);
+}
+#endif
+
+/* The blocks adump_tstats_add_copy() takes at a time where it reads twice: one is read
+ * again from the cache. */
+#define COPY_BLOCK (64u << 10)
+
+void adump_tstats_add_copy(struct adump_tstats *s, const void *data, size_t count, void *dst)
+{
+	const uint8_t *p = data;
+	uint8_t *d = dst;
+	size_t eb = s->elem_bytes, step = eb ? COPY_BLOCK / eb : 0;
+
+#ifdef TSTATS_HAVE_AVX2
+	if (s->kind == ADUMP_TSTATS_F32 && count && !s->has_nonfinite &&
+	    adump_tstats_has_simd() && __atomic_load_n(&simd_state, __ATOMIC_RELAXED) == 2) {
+		size_t head = (size_t)((LANES - s->count % LANES) % LANES);
+
+		/* The groups' stores need 32-byte alignment */
+		if (!((uintptr_t)(d + (head < count ? head : count) * 4) & 31u)) {
+			add_f32_copy(s, p, count, d);
+			return;
+		}
+	}
+#endif
+	if (!step) {
+		adump_copy_nt(d, p, count * eb);
+		return;
+	}
+	for (size_t k = 0; k < count; k += step) {
+		size_t m = count - k < step ? count - k : step;
+
+		adump_tstats_add(s, p + k * eb, m);
+		adump_copy_nt(d + k * eb, p + k * eb, m * eb);
 	}
 }
 

@@ -7,10 +7,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "common/common.h"
 #include "pipeline/loss_int.h"
 #include "pipeline/window_int.h"
@@ -317,46 +313,6 @@ void adump_window_file_begin(struct adump_window *win, struct file_state *fs)
 	fs->window_entry = e && e->state == ENTRY_FILLING ? e : NULL;
 }
 
-/* Copy @len bytes into the arena with non-temporal stores: the window is read again only
- * if a trigger fires, so the copy does not read the destination's lines into the cache
- * first nor evict the source, which the statistics read next, from it (bench/RESULTS.md,
- * "Window mode"). Ends with a store fence: the bytes are ordered before whatever the
- * caller publishes after them. */
-static void arena_copy(unsigned char *dst, const unsigned char *src, size_t len)
-{
-#if defined(__SSE2__)
-	size_t head = (size_t)(-(uintptr_t)dst & 15u);
-
-	if (head > len)
-		head = len;
-	memcpy(dst, src, head);
-	dst += head;
-	src += head;
-	len -= head;
-	for (; len >= 64; dst += 64, src += 64, len -= 64) {
-		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)src);
-		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(src + 16));
-		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(src + 32));
-		__m128i d = _mm_loadu_si128((const __m128i *)(const void *)(src + 48));
-
-		_mm_stream_si128((__m128i *)(void *)dst, a);
-		_mm_stream_si128((__m128i *)(void *)(dst + 16), b);
-		_mm_stream_si128((__m128i *)(void *)(dst + 32), c);
-		_mm_stream_si128((__m128i *)(void *)(dst + 48), d);
-	}
-	memcpy(dst, src, len);
-	_mm_sfence();
-#else
-	memcpy(dst, src, len);
-#endif
-}
-
-/* The hand-over's block: its statistics read, which brings it into the cache, then copied
- * from there with non-temporal stores: the tensor is read from memory once
- * (bench/RESULTS.md, "Window mode": 0.52-0.60x memcpy for the copy and the statistics
- * together, against 0.42-0.47x with the worker computing them). */
-#define HOLD_BLOCK (64u << 10)
-
 int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 			      const void *const *data, const struct adump_tstats *const *known,
 			      const struct adump_window_ref *ref, struct adump_window_copy *copies)
@@ -389,16 +345,14 @@ int adump_session_window_hold(struct adump_session *s, struct adump_op_rec *rec,
 			ts[i] = *known[i];
 		else
 			adump_tstats_init(&ts[i], op->tensors[i].dtype);
-		if (is_known && !to)
-			continue;
-		for (uint64_t k = 0; k < bytes; k += HOLD_BLOCK) {
-			size_t n = bytes - k < HOLD_BLOCK ? (size_t)(bytes - k) : HOLD_BLOCK;
-
-			if (!is_known && ts[i].kind != ADUMP_TSTATS_NONE)
-				adump_tstats_add(&ts[i], src + k, n / ts[i].elem_bytes);
-			if (to)
-				arena_copy(to + k, src + k, n);
-		}
+		/* The statistics read the tensor, and the copy is taken as they do
+		 * (bench/RESULTS.md, "Window mode": the tensor read from memory once). */
+		if (!is_known && ts[i].kind != ADUMP_TSTATS_NONE && to)
+			adump_tstats_add_copy(&ts[i], src, (size_t)(bytes / ts[i].elem_bytes), to);
+		else if (!is_known && ts[i].kind != ADUMP_TSTATS_NONE)
+			adump_tstats_add(&ts[i], src, (size_t)(bytes / ts[i].elem_bytes));
+		else if (to)
+			adump_copy_nt(to, src, (size_t)bytes);
 		if (to)
 			dst += bytes;
 	}
@@ -432,6 +386,10 @@ void adump_window_drop(struct adump_window *win, struct adump_op_rec *rec, int e
 	rec->window_entry = NULL;
 }
 
+/* The blocks a record is fed to the statistics and copied in: each one copied while the
+ * statistics brought it into the cache. */
+#define RECORD_BLOCK (64u << 10)
+
 void adump_window_record(struct file_state *fs, const struct adump_rec *rec)
 {
 	struct window_entry *e = fs->window_entry;
@@ -446,12 +404,12 @@ void adump_window_record(struct file_state *fs, const struct adump_rec *rec)
 	 * while the copy has it in cache, not over the whole record again: that pass then
 	 * finds them counted. */
 	is_fed = fs->has_stats && !rec->op->tstats;
-	for (uint64_t k = 0; k < rec->len; k += HOLD_BLOCK) {
-		size_t n = rec->len - k < HOLD_BLOCK ? (size_t)(rec->len - k) : HOLD_BLOCK;
+	for (uint64_t k = 0; k < rec->len; k += RECORD_BLOCK) {
+		size_t n = rec->len - k < RECORD_BLOCK ? (size_t)(rec->len - k) : RECORD_BLOCK;
 
 		if (is_fed)
 			adump_statacc_feed(&fs->stats, rec->offset + k, src + k, n);
-		arena_copy(e->payload + rec->offset + k, src + k, n);
+		adump_copy_nt(e->payload + rec->offset + k, src + k, n);
 	}
 }
 

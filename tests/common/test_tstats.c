@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common/tstats.c: the vector path and the portable path give the same bits for every
  * floating type, with NaN and infinities at every lane, odd lengths, misaligned starts and
- * feeds split anywhere; sums stay accurate over many blocks; the results of CANN's rules
+ * feeds split anywhere, and so does the pass that copies the bytes as it reads them (which
+ * copies them all, and nothing else); sums stay accurate over many blocks; the results of CANN's rules
  * (first NaN, a zero extreme's sign, the NaN mean's sign) are those of a running pass. The
  * vector path is AVX-512's where the CPU has it, AVX2's with ADUMP_NO_AVX512 set (ctest runs
  * both: test_tstats, test_tstats_avx2). */
@@ -95,7 +96,40 @@ static void same(const struct adump_tstats *a, const struct adump_tstats *b, con
 	bits_eq(adump_tstats_cann_min(a), adump_tstats_cann_min(b), "cann min", ctx);
 }
 
-/* Vector against portable, whole and split at random, for one buffer. */
+/* adump_tstats_add_copy() against @want (the vector path's statistics): the same bits,
+ * and the bytes copied, into @dst at 64-byte alignment plus @skew (float32 on the AVX2
+ * path: 0 in one pass, 4 in two), whole and split at random. */
+static void compare_copy(int32_t dtype, const uint8_t *p, size_t n,
+			 const struct adump_tstats *want, size_t skew, const char *ctx)
+{
+	static uint8_t *dst;
+	struct adump_tstats c;
+	size_t done = 0;
+	uint32_t eb;
+
+	if (!dst)
+		dst = aligned_alloc(64, 9000 * 8 + 128);
+	ck_assert_ptr_nonnull(dst);
+	for (int split = 0; split < 2; split++) {
+		adump_tstats_init(&c, dtype);
+		eb = c.elem_bytes;
+		memset(dst, 0xa5, n * eb + 128);
+		for (done = 0; done < n;) {
+			size_t k = split ? 1 + (size_t)(rnd() % (n - done < 70 ? n - done : 70))
+					 : n;
+
+			adump_tstats_add_copy(&c, p + done * eb, k, dst + skew + done * eb);
+			done += k;
+		}
+		same(want, &c, ctx);
+		ck_assert_msg(memcmp(dst + skew, p, n * eb) == 0, "%s: the copy differs", ctx);
+		ck_assert_msg(dst[skew + n * eb] == 0xa5 && (!skew || dst[skew - 1] == 0xa5),
+			      "%s: the copy wrote past its bytes", ctx);
+	}
+}
+
+/* Vector against portable, whole and split at random, for one buffer; the copying pass
+ * against both. */
 static void compare_paths(int32_t dtype, const uint8_t *p, size_t n, const char *ctx)
 {
 	struct adump_tstats v, q, split;
@@ -116,6 +150,8 @@ static void compare_paths(int32_t dtype, const uint8_t *p, size_t n, const char 
 		done += k;
 	}
 	same(&v, &split, ctx);
+	compare_copy(dtype, p, n, &v, 0, ctx);
+	compare_copy(dtype, p, n, &v, 4, ctx);
 }
 
 START_TEST(test_paths_agree)
