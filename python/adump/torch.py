@@ -103,7 +103,8 @@ def _host(t):
     if dt is not None and t.layout is torch.strided and t.is_cpu and not t.is_quantized:
         # The common case, once per dumped tensor: a tensor of torch's own types goes as it
         # is, and the native dump reads it where it lies (python/src/tensors.c makes it
-        # contiguous first if it is not).
+        # contiguous first if it is not: a direct dump, _dump_now()'s, in its stream's
+        # reused buffers).
         if type(t) is _TENSOR or type(t) is _PARAMETER:
             return t
         # A subclass, whose data_ptr() need not hold its values, goes through numpy(): a
