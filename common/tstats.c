@@ -711,9 +711,14 @@ bool adump_tstats_has_simd(void)
 	return st >= 2;
 }
 
-/* As much as the vector path takes from s->count on (0 without one). */
-static size_t simd_add(struct adump_tstats *s, const uint8_t *p, size_t n)
+/* As much as the vector path takes from s->count on (0 without one). With @dst (float32 on
+ * the AVX2 path only: adump_tstats_add_copy()) the elements are stored there as they are
+ * read (simd_f32_copy()), *@copied of them. */
+static size_t simd_add(struct adump_tstats *s, const uint8_t *p, size_t n, uint8_t *dst,
+		       size_t *copied)
 {
+	if (dst)
+		return simd_f32_copy(s, p, n, dst, copied);
 	if (s->kind == ADUMP_TSTATS_F64)
 		return simd_f64(s, p, n);
 	if (__atomic_load_n(&simd_state, __ATOMIC_RELAXED) == 3)
@@ -726,11 +731,14 @@ bool adump_tstats_has_simd(void)
 	return false;
 }
 
-static size_t simd_add(struct adump_tstats *s, const uint8_t *p, size_t n)
+static size_t simd_add(struct adump_tstats *s, const uint8_t *p, size_t n, uint8_t *dst,
+		       size_t *copied)
 {
 	(void)s;
 	(void)p;
 	(void)n;
+	(void)dst;
+	*copied = 0;
 	return 0;
 }
 #endif
@@ -758,33 +766,43 @@ static double first_of(enum adump_tstats_kind kind, const uint8_t *p)
 	}
 }
 
-static void add_float(struct adump_tstats *s, const uint8_t *p, size_t n, bool is_simd)
+/* @n elements at @p; with @dst (adump_tstats_add_copy(): float32 on the AVX2 path, its
+ * groups 32-byte aligned there) their bytes copied to it too: what the vector path stored
+ * as it read them, the rest around it. */
+static void add_float(struct adump_tstats *s, const uint8_t *p, size_t n, bool is_simd,
+		      uint8_t *dst)
 {
-	size_t eb = s->elem_bytes;
+	size_t eb = s->elem_bytes, i = 0, copied = 0;
 
 	if (s->kind == ADUMP_TSTATS_F16)
 		pthread_once(&half_once, half_table_fill);
 	if (!s->count)
 		s->first = first_of(s->kind, p);
-	while (n && is_simd && !s->has_nonfinite) {
-		size_t head = (size_t)((LANES - s->count % LANES) % LANES), done;
+	while (i < n && is_simd && !s->has_nonfinite) {
+		size_t head = (size_t)((LANES - s->count % LANES) % LANES), done, c = 0;
 
-		if (head > n)
-			head = n;
-		portable_float(s, p, head);
-		p += head * eb;
-		n -= head;
-		done = simd_add(s, p, n);
-		p += done * eb;
-		n -= done;
+		if (head > n - i)
+			head = n - i;
+		portable_float(s, p + i * eb, head);
+		i += head;
+		if (dst && copied < i) {
+			memcpy(dst + copied * eb, p + copied * eb, (i - copied) * eb);
+			copied = i;
+		}
+		done = simd_add(s, p + i * eb, n - i, dst ? dst + i * eb : NULL, &c);
+		if (i + c > copied)
+			copied = i + c;
+		i += done;
 		/* A group with a non-finite value, or the last few: element by element. */
-		head = n < LANES ? n : LANES;
-		portable_float(s, p, head);
-		p += head * eb;
-		n -= head;
+		head = n - i < LANES ? n - i : LANES;
+		portable_float(s, p + i * eb, head);
+		i += head;
 	}
-	if (n)
-		portable_float(s, p, n);
+	if (i < n)
+		portable_float(s, p + i * eb, n - i);
+	/* The rest, and the store fence the vector path's stores need */
+	if (dst)
+		adump_copy_nt(dst + copied * eb, p + copied * eb, (n - copied) * eb);
 	publish(s);
 }
 /* Integer types: exact extremes in MX/MN (smax/smin or umax/umin). */
@@ -835,7 +853,7 @@ static void add(struct adump_tstats *s, const uint8_t *p, size_t count, bool is_
 	case ADUMP_TSTATS_BF16:
 	case ADUMP_TSTATS_F32:
 	case ADUMP_TSTATS_F64:
-		add_float(s, p, count, is_simd);
+		add_float(s, p, count, is_simd, NULL);
 		break;
 	case ADUMP_TSTATS_BOOL: add_bool(s, p, count); break;
 	case ADUMP_TSTATS_SINT:
@@ -894,44 +912,6 @@ void adump_copy_nt(void *to, const void *from, size_t len)
 #endif
 }
 
-#ifdef TSTATS_HAVE_AVX2
-/* add_float() of float32 with the AVX2 path, the bytes copied to @dst in the same pass
- * (simd_f32_copy()); what the vector path does not take is copied around it. */
-static void add_f32_copy(struct adump_tstats *s, const uint8_t *p, size_t n, uint8_t *dst)
-{
-	size_t i = 0, copied = 0;
-
-	if (!s->count)
-		s->first = first_of(s->kind, p);
-	while (i < n && !s->has_nonfinite) {
-		size_t head = (size_t)((LANES - s->count % LANES) % LANES), done, c;
-
-		if (head > n - i)
-			head = n - i;
-		portable_float(s, p + i * 4, head);
-		i += head;
-		if (copied < i) {
-			memcpy(dst + copied * 4, p + copied * 4, (i - copied) * 4);
-			copied = i;
-		}
-		done = simd_f32_copy(s, p + i * 4, n - i, dst + i * 4, &c);
-		if (i + c > copied)
-			copied = i + c;
-		i += done;
-		/* A group with a non-finite value, or the last few: element by element. */
-		head = n - i < LANES ? n - i : LANES;
-		portable_float(s, p + i * 4, head);
-		i += head;
-	}
-	if (i < n)
-		portable_float(s, p + i * 4, n - i);
-	_mm_sfence();
-	if (copied < n)
-		adump_copy_nt(dst + copied * 4, p + copied * 4, (n - copied) * 4);
-	publish(s);
-}
-#endif
-
 /* The blocks adump_tstats_add_copy() takes at a time where it reads twice: one is read
  * again from the cache. */
 #define COPY_BLOCK (64u << 10)
@@ -949,7 +929,7 @@ void adump_tstats_add_copy(struct adump_tstats *s, const void *data, size_t coun
 
 		/* The groups' stores need 32-byte alignment */
 		if (!((uintptr_t)(d + (head < count ? head : count) * 4) & 31u)) {
-			add_f32_copy(s, p, count, d);
+			add_float(s, p, count, true, d);
 			return;
 		}
 	}
