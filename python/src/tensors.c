@@ -454,7 +454,7 @@ static int gather_into(PyObject *x, struct adump_host_tensor *t, struct pyadump_
 	PyObject *st = PyObject_CallMethodObjArgs(x, torch_types.s_stride, NULL);
 	PyObject *ptr = NULL;
 	int64_t stride[ADUMP_MAX_DIMS];
-	uint32_t n;
+	uint32_t n, bits = adump_dtype_bits(t->dtype);
 	void *src, *dst;
 
 	if (!st || ints_from(st, stride, &n) < 0 || n != t->dim_count)
@@ -462,7 +462,7 @@ static int gather_into(PyObject *x, struct adump_host_tensor *t, struct pyadump_
 	for (uint32_t i = 0; i < n; i++)
 		if (stride[i] < 0)
 			goto not_taken;         /* torch makes none; gathered another way */
-	if (adump_dtype_bits(t->dtype) % 8 || !adump_dtype_bits(t->dtype))
+	if (!bits || bits % 8)
 		goto not_taken;
 	dst = scratch_take(sc, (size_t)t->bytes);
 	if (!dst)
@@ -475,7 +475,7 @@ static int gather_into(PyObject *x, struct adump_host_tensor *t, struct pyadump_
 			goto not_taken;
 		goto fail;
 	}
-	gather(dst, src, adump_dtype_bits(t->dtype) / 8, n, t->dims, stride);
+	gather(dst, src, bits / 8, n, t->dims, stride);
 	t->data = dst;
 	Py_DECREF(ptr);
 	Py_DECREF(st);
@@ -501,22 +501,16 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 {
 	PyObject *x, *dt = NULL, *shape = NULL, *ptr = NULL;
 	uint64_t numel = 1;
-	int is_dense = 1, got = 0;
+	int is_dense, got = 0;
 
 	x = unless(item, torch_types.s_is_neg, false, torch_types.s_resolve_neg);
-	if (x && sc) {
+	if (x) {
 		PyObject *r = PyObject_CallMethodObjArgs(x, torch_types.s_is_contiguous, NULL);
 
 		is_dense = r ? PyObject_IsTrue(r) : -1;
 		Py_XDECREF(r);
 		if (is_dense < 0)
 			Py_CLEAR(x);
-	}
-	if (x && !sc) {
-		PyObject *y = unless(x, torch_types.s_is_contiguous, true, torch_types.s_contiguous);
-
-		Py_DECREF(x);
-		x = y;
 	}
 	if (!x)
 		return -1;
@@ -542,7 +536,7 @@ static int torch_from(PyObject *item, Py_buffer *view, struct adump_host_tensor 
 		numel *= t->dims[i];
 	t->bytes = numel * (adump_dtype_bits(t->dtype) / 8);
 	if (!is_dense && numel) {
-		got = gather_into(x, t, sc);
+		got = sc ? gather_into(x, t, sc) : 0;
 		if (got < 0)
 			goto fail;
 		if (!got) {
