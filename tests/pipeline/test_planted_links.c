@@ -297,11 +297,8 @@ START_TEST(test_stream_dir_swapped)
 	char target[4400], path[4400];
 
 	snprintf(target, sizeof(target), "%s/elsewhere", root);
-	ck_assert_int_eq(mkdir(target, 0750), 0);
-	snprintf(path, sizeof(path), "%s/elsewhere/rank0", root);
-	ck_assert_int_eq(mkdir(path, 0750), 0);
-	snprintf(path, sizeof(path), "%s/elsewhere/rank0/0", root);
-	ck_assert_int_eq(mkdir(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/rank0/0", target);
+	ck_assert_int_eq(adump_mkdir_p(path, 0750), 0);
 	/* One worker: the directory held is that of the stream's last file. */
 	open_stream(root, &s, &hs);
 	ck_assert_int_eq(adump_host_stream_set_dir(hs, "step1/rank0"), 0);
@@ -340,9 +337,8 @@ START_TEST(test_stream_dir_remade)
 	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
 	snprintf(path, sizeof(path), "%s/step1", root);
 	ck_assert_int_eq(t_rmtree(path), 0);
-	ck_assert_int_eq(mkdir(path, 0750), 0);
 	snprintf(path, sizeof(path), "%s/step1/0", root);
-	ck_assert_int_eq(mkdir(path, 0750), 0);
+	ck_assert_int_eq(adump_mkdir_p(path, 0750), 0);
 	ck_assert_int_eq(adump_host_dump(hs, "Add", "again", &small, 1, NULL, 0), 0);
 	ck_assert_int_eq(adump_host_stream_close(hs), 0);
 	adump_stats_get(s, &st);
