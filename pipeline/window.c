@@ -243,7 +243,10 @@ static struct window_entry *entry_make(struct adump_window *win, const struct ad
 				       struct adump_window_copy *copies)
 {
 	uint64_t ops = round_up(adump_op_copy_size(&rec->op), 8);
-	uint64_t meta = HDR + ops + (ref || copies ? rec->op.tensor_count * sizeof(void *) : 0);
+	/* The payload starts on an ALIGN boundary: the one-pass copy (adump_tstats_add_copy())
+	 * stores whole vectors, and takes a tensor only at an address aligned for them. */
+	uint64_t meta = round_up(HDR + ops + (ref || copies ? rec->op.tensor_count * sizeof(void *)
+								   : 0), ALIGN);
 	uint64_t payload = rec->payload_bytes;
 	struct window_entry *e;
 	bool is_stub = false;
