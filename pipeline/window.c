@@ -101,8 +101,12 @@ static bool evict_before(struct adump_window *win, uint64_t before)
 			win->head = off;
 			break;
 		}
-		if (e->step >= before || e->state == ENTRY_FILLING)
+		if (e->step >= before || e->state == ENTRY_FILLING) {
+			/* The head is this entry's start: the pads before it are free (a pad
+			 * left at the head counted its bytes, up to the arena's end, as held). */
+			win->head = off - e->size;
 			break;
+		}
 		win->head = off;
 		entry_let_go(win, e);
 		any = true;
@@ -139,9 +143,11 @@ static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes
 		 * or three, not window_bytes: fewer page faults, a smaller RSS). Only where the
 		 * free start holds everything held and this entry: after the wrap the arena
 		 * ends at the head until the oldest held step goes, and a step that ran into it
-		 * would drop the held steps before it with window_bytes far from reached. */
+		 * would drop the held steps before it with window_bytes far from reached. So
+		 * the free start must also hold the largest step seen besides: a step may grow
+		 * past the held ones (short first steps, then full ones). */
 		bool is_early = pos > head_pos && pos + bytes > win->touched &&
-				win->tail - win->head + bytes <= head_pos;
+				win->tail - win->head + bytes + win->largest_step <= head_pos;
 		uint64_t need = bytes <= room && !is_early ? bytes : room + bytes;
 
 		if (win->tail + need - win->head <= win->cap) {
@@ -159,6 +165,7 @@ static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes
 			e = (struct window_entry *)(win->arena + pos);
 			e->size = bytes;
 			win->tail += bytes;
+			win->step_bytes += bytes;
 			if (pos + bytes > win->touched)
 				win->touched = pos + bytes;
 			return e;
@@ -491,6 +498,9 @@ int adump_window_step(struct adump_window *win)
 			}
 	}
 	win->step++;
+	if (win->step_bytes > win->largest_step)
+		win->largest_step = win->step_bytes;
+	win->step_bytes = 0;
 	if (win->step >= win->steps)
 		evict_before(win, win->step - win->steps + 1);
 	win->is_full_logged = false;

@@ -98,6 +98,8 @@ struct adump_window {
 	 * step shares another's copy of a tensor only from the same step and epoch. */
 	uint64_t epoch;
 	uint64_t touched;               /* the arena's bytes used so far, from its start */
+	uint64_t step_bytes;            /* the arena's bytes the current step took so far */
+	uint64_t largest_step;          /* the most any step before took */
 	uint64_t step;
 	unsigned steps;                 /* window_steps */
 	uint64_t lost_dumps;            /* since start */

@@ -386,6 +386,53 @@ START_TEST(test_larger_step_keeps_the_held_ones)
 }
 END_TEST
 
+/* Short first steps, then one ten times larger: the window, far from window_bytes, keeps the
+ * step before it and loses nothing (it once wrapped to its first pages after the short
+ * steps, left the head on the pad it put at the arena's end, and so counted the whole
+ * arena as held: the large step's dumps past the short steps' pages were lost as
+ * window_full, and the step before it dropped). */
+START_TEST(test_growing_step_after_short_ones)
+{
+	char *root = t_tmpdir("window_growing");
+	struct adump_config cfg = tw_window_config(root, ADUMP_OUTPUT_CANN, 2);
+	static float data[1024];
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs;
+	struct adump_window_info info;
+
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned k = 0; k < 6; k++) {
+		unsigned n = k < 3 ? 1 : 10;
+
+		for (unsigned i = 0; i < n; i++) {
+			struct adump_host_tensor ti = { .data = data, .bytes = sizeof(data),
+							.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+							.dims = { 1024 } };
+			struct adump_host_op op = ADUMP_HOST_OP_INIT;
+			char name[32];
+
+			snprintf(name, sizeof(name), "op%u_%u", k, i);
+			op.op_type = "Add";
+			op.op_name = name;
+			op.outputs = &ti;
+			op.output_count = 1;
+			op.timestamp_us = T0 + k * 1000ull + i;
+			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+		}
+		ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		ck_assert_int_eq(adump_session_window(s, &info), 0);
+		ck_assert_uint_eq(info.lost_dumps, 0);
+		ck_assert_uint_eq(info.held_steps, k ? 2 : 1);
+		ck_assert_uint_eq(info.held_dumps, n + (k == 0 ? 0 : k <= 3 ? 1 : 10));
+		ck_assert_int_eq(adump_session_step(s), 0);
+	}
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	tw_cleanup(root);
+}
+END_TEST
+
 /* Zero copy: the window holds the caller's memory by reference, and lets it go (release_fn)
  * only as its step leaves the window (window_steps 3: step k's end drops step k - 2), or
  * once the window is written (every step it held), or with the session. */
@@ -612,6 +659,7 @@ static Suite *window_limits_suite(void)
 	tcase_add_test(mem, test_window_of_one_chunk);
 	tcase_add_test(mem, test_zero_copy_held_until_its_step_goes);
 	tcase_add_test(mem, test_larger_step_keeps_the_held_ones);
+	tcase_add_test(mem, test_growing_step_after_short_ones);
 	tcase_add_test(mem, test_failed_file_held_at_handover);
 	suite_add_tcase(s, mem);
 	return s;
