@@ -25,7 +25,10 @@ run in its own process, alternated over rounds (the order rotates every round):
 (--format msprobe: the adump modes write msprobe's layout, one dump.json a step with the
 modules' parameters, as msprobe does; default cann: one CANN dump file per dump.)
 A step is forward, backward, optimizer step, and the tool's end of step (cap.step(), which
-waits until the step's dumps are written; msprobe's stop/step). Prints each round's median CPU
+waits until the step's dumps are written; msprobe's stop/step). The tool's first
+--tool-warmup steps (default 3) run before the timed ones and are reported apart: a run's
+per-step cost is its steady one (a window's first steps touch its arena's pages for the first
+time, about 35 CPU ms each on the transformer). Prints each round's median CPU
 ms/step per mode as it goes; then per mode the median ms/step [min..max] over every timed
 step of every round, the added ms/step against none, the MB dumped per step (the files'
 sizes), the added ms per dumped MB, the added CPU ms/step (the process's, all threads) and the
@@ -214,7 +217,14 @@ def child(a):
     # cost, the model's swings common to both steps of a pair.
     off_times, off_cpus = [], []
 
+    # --tool-warmup: the tool's first steps, timed apart (first_cpus) and left out of the
+    # rest: what a tool does once (a window's arena touched for the first time, its first
+    # steps' pages; msprobe's first dump.json) is not the step cost of a long run.
+    first_cpus = []
+
     def paired(on, off):
+        for _ in range(a.tool_warmup):
+            timed(on, [], first_cpus)
         for _ in range(a.steps):
             timed(on)
             if a.paired:
@@ -264,7 +274,7 @@ def child(a):
             raise SystemExit("%s: a trigger fired on a clean run: %s" % (mode, cap.windows))
     nbytes = tree_bytes(out)
     print(json.dumps({"times": times, "cpus": cpus, "bytes": nbytes, "base_cpus": base_cpus,
-                      "off_cpus": off_cpus}))
+                      "off_cpus": off_cpus, "first_cpus": first_cpus}))
 
 
 def main():
@@ -282,6 +292,9 @@ def main():
                         "the modules' parameters, as msprobe writes)")
     p.add_argument("--steps", type=int, default=8, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps before the tool starts")
+    p.add_argument("--tool-warmup", type=int, default=3,
+                   help="steps with the tool on before the timed ones, in every mode: timed "
+                   "apart and reported as the tool's first steps, not in the targets")
     p.add_argument("--baseline", type=int, default=0,
                    help="timed steps without the tool in each tool's process, after the "
                    "warm-up, before the tool starts: the added CPU against the process's own "
@@ -327,16 +340,17 @@ def main():
         env["LD_LIBRARY_PATH"] = a.blas + (":" + env["LD_LIBRARY_PATH"]
                                            if env.get("LD_LIBRARY_PATH") else "")
         what += ", libblas.so.3 from %s" % a.blas
-    print("torch_bench: %s, torch %s, 1 thread; %d rounds x %d timed steps%s after %d warm-up, "
-          "modes alternated, each in its own process; out %s" % (
+    print("torch_bench: %s, torch %s, 1 thread; %d rounds x %d timed steps%s after %d warm-up "
+          "and %d with the tool, modes alternated, each in its own process; out %s" % (
               what, torch.__version__, a.rounds, a.steps,
               " (each followed by a step with the tool paused)" if a.paired else "",
-              a.warmup, a.out), flush=True)
+              a.warmup, a.tool_warmup, a.out), flush=True)
     times = {m: [] for m in modes}
     cpus = {m: [] for m in modes}
     rcpu = {m: [] for m in modes}  # per round: the run's median CPU s/step
     rown = {m: [] for m in modes}  # per round: that less the run's own baseline (--baseline)
     nbytes = {m: [] for m in modes}
+    first = {m: [] for m in modes}  # the tool's first steps' CPU s (--tool-warmup)
     pairs = {m: [] for m in modes}  # --paired: every pair's CPU difference (on - off)
     rpair = {m: [] for m in modes}  # per round: the median of those
     base_out = a.out
@@ -347,7 +361,8 @@ def main():
         for m in order:
             cmd = [sys.executable, os.path.abspath(__file__), "--child", m, "--round", str(r),
                    "--steps",
-                   str(a.steps), "--warmup", str(a.warmup), "--out", a.out, "--model", a.model,
+                   str(a.steps), "--warmup", str(a.warmup), "--tool-warmup",
+                   str(a.tool_warmup), "--out", a.out, "--model", a.model,
                    "--size", str(a.size), "--batch", str(a.batch), "--format", a.format,
                    "--baseline", str(a.baseline)]
             if a.no_inplace:
@@ -359,11 +374,12 @@ def main():
             res = subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True, env=env)
             got = json.loads(res.stdout.strip().splitlines()[-1])
             times[m] += got["times"]
+            first[m] += got["first_cpus"]
             cpus[m] += got["cpus"]
             rcpu[m].append(statistics.median(got["cpus"]))
             if got["base_cpus"]:
                 rown[m].append(rcpu[m][-1] - statistics.median(got["base_cpus"]))
-            nbytes[m].append(got["bytes"] / a.steps)
+            nbytes[m].append(got["bytes"] / (a.steps + a.tool_warmup))
             if got["off_cpus"]:
                 d = [x - y for x, y in zip(got["cpus"], got["off_cpus"])]
                 pairs[m] += d
@@ -397,6 +413,11 @@ def main():
     print("  (CPU: the process's, every thread, median per step: steadier than the step's wall "
           "time on a shared machine; rounds' range: the lowest and highest of each round's "
           "median)")
+    if a.tool_warmup and "none" in modes:
+        fb = statistics.median(first["none"])
+        print("  the tool's first %d steps (not timed above), CPU ms/step median less none's: %s"
+              % (a.tool_warmup, ", ".join("%s %+.1f" % (m, (statistics.median(first[m]) - fb)
+                                                         * 1e3) for m in modes if m != "none")))
     for what, add in (("added step time", added), ("added CPU time", cadded)):
         targets(what, add)
     if radded:
