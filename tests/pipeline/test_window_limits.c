@@ -335,6 +335,31 @@ START_TEST(test_window_of_one_chunk)
 }
 END_TEST
 
+/* Step @k's @n dumps, op<k>_<i>, each of one 4 KiB float output (a NaN in dump @nan_at's,
+ * none for -1), synced. */
+static void step_ops(struct adump_host_stream *hs, unsigned k, unsigned n, int nan_at)
+{
+	static float data[1024];
+
+	for (unsigned i = 0; i < n; i++) {
+		struct adump_host_tensor ti = { .data = data, .bytes = sizeof(data),
+						.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
+						.dims = { 1024 } };
+		struct adump_host_op op = ADUMP_HOST_OP_INIT;
+		char name[32];
+
+		data[7] = (int)i == nan_at ? NAN : 1.0f;
+		snprintf(name, sizeof(name), "op%u_%u", k, i);
+		op.op_type = "Add";
+		op.op_name = name;
+		op.outputs = &ti;
+		op.output_count = 1;
+		op.timestamp_us = T0 + k * 1000ull + i;
+		ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+	}
+	ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+}
+
 /* A step larger than the one two before it, with window_bytes far from reached: the window
  * wraps to its first pages early only where the step has room there, so the steps it holds
  * stay (it once wrapped whenever the next dump fitted, and the rest of a larger step ran into
@@ -343,7 +368,6 @@ START_TEST(test_larger_step_keeps_the_held_ones)
 {
 	char *root = t_tmpdir("window_grow");
 	struct adump_config cfg = tw_window_config(root, ADUMP_OUTPUT_CANN, 2);
-	static float data[1024];
 	struct adump_session *s = NULL;
 	struct adump_host_stream *hs;
 	struct adump_window_info info;
@@ -353,23 +377,7 @@ START_TEST(test_larger_step_keeps_the_held_ones)
 	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
 	for (unsigned k = 0; k < 4; k++) {
 		/* steps of 4 dumps, then one of 6 with a NaN in its last */
-		for (unsigned i = 0; i < (k < 3 ? 4u : 6u); i++) {
-			struct adump_host_tensor ti = { .data = data, .bytes = sizeof(data),
-							.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
-							.dims = { 1024 } };
-			struct adump_host_op op = ADUMP_HOST_OP_INIT;
-			char name[32];
-
-			data[7] = k == 3 && i == 5 ? NAN : 1.0f;
-			snprintf(name, sizeof(name), "op%u_%u", k, i);
-			op.op_type = "Add";
-			op.op_name = name;
-			op.outputs = &ti;
-			op.output_count = 1;
-			op.timestamp_us = T0 + k * 1000ull + i;
-			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
-		}
-		ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		step_ops(hs, k, k < 3 ? 4 : 6, k == 3 ? 5 : -1);
 		if (k == 3) {
 			ck_assert_int_eq(adump_session_window(s, &info), 0);
 			ck_assert_uint_eq(info.held_steps, 2);
@@ -395,7 +403,6 @@ START_TEST(test_growing_step_after_short_ones)
 {
 	char *root = t_tmpdir("window_growing");
 	struct adump_config cfg = tw_window_config(root, ADUMP_OUTPUT_CANN, 2);
-	static float data[1024];
 	struct adump_session *s = NULL;
 	struct adump_host_stream *hs;
 	struct adump_window_info info;
@@ -405,22 +412,7 @@ START_TEST(test_growing_step_after_short_ones)
 	for (unsigned k = 0; k < 6; k++) {
 		unsigned n = k < 3 ? 1 : 10;
 
-		for (unsigned i = 0; i < n; i++) {
-			struct adump_host_tensor ti = { .data = data, .bytes = sizeof(data),
-							.dtype = ADUMP_DT_FLOAT, .dim_count = 1,
-							.dims = { 1024 } };
-			struct adump_host_op op = ADUMP_HOST_OP_INIT;
-			char name[32];
-
-			snprintf(name, sizeof(name), "op%u_%u", k, i);
-			op.op_type = "Add";
-			op.op_name = name;
-			op.outputs = &ti;
-			op.output_count = 1;
-			op.timestamp_us = T0 + k * 1000ull + i;
-			ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
-		}
-		ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		step_ops(hs, k, n, -1);
 		ck_assert_int_eq(adump_session_window(s, &info), 0);
 		ck_assert_uint_eq(info.lost_dumps, 0);
 		ck_assert_uint_eq(info.held_steps, k ? 2 : 1);
