@@ -28,7 +28,7 @@ A step is forward, backward, optimizer step, and the tool's end of step (cap.ste
 waits until the step's dumps are written; msprobe's stop/step). The tool's first
 --tool-warmup steps (default 3) run before the timed ones and are reported apart: a run's
 per-step cost is its steady one (a window's first steps touch its arena's pages for the first
-time, about 35 CPU ms each on the transformer). Prints each round's median CPU
+time, about 45 CPU ms each on the transformer). Prints each round's median CPU
 ms/step per mode as it goes; then per mode the median ms/step [min..max] over every timed
 step of every round, the added ms/step against none, the MB dumped per step (the files'
 sizes), the added ms per dumped MB, the added CPU ms/step (the process's, all threads) and the

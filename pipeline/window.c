@@ -139,13 +139,14 @@ static struct window_entry *entry_alloc(struct adump_window *win, uint64_t bytes
 		uint64_t pos = win->tail % win->cap, room = win->cap - pos;
 		uint64_t head_pos = win->head % win->cap;
 		/* The next bytes would be pages never touched while the arena's first ones are
-		 * free: wrap now. The window then keeps to the pages it has used (a step's worth
-		 * or three, not window_bytes: fewer page faults, a smaller RSS). Only where the
-		 * free start holds everything held and this entry: after the wrap the arena
-		 * ends at the head until the oldest held step goes, and a step that ran into it
-		 * would drop the held steps before it with window_bytes far from reached. So
-		 * the free start must also hold the largest step seen besides: a step may grow
-		 * past the held ones (short first steps, then full ones). */
+		 * free: wrap now. The window then keeps to the pages it has used (2 x
+		 * window_steps steps of one size, not window_bytes: fewer page faults, a smaller
+		 * RSS). Only where the free start holds everything held and this entry: after
+		 * the wrap the arena ends at the head until the oldest held step goes, and a
+		 * step that ran into it would drop the held steps before it with window_bytes
+		 * far from reached. So the free start must also hold the largest step seen
+		 * besides: a step may grow past the held ones (short first steps, then full
+		 * ones). */
 		bool is_early = pos > head_pos && pos + bytes > win->touched &&
 				win->tail - win->head + bytes + win->largest_step <= head_pos;
 		uint64_t need = bytes <= room && !is_early ? bytes : room + bytes;
