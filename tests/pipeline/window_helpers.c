@@ -199,7 +199,7 @@ static void *dump_step_main(void *arg)
 struct storm {
 	struct adump_session *s;
 	atomic_bool is_done;
-	unsigned signals;
+	atomic_uint signals;
 };
 
 static void *storm_main(void *arg)
@@ -209,11 +209,11 @@ static void *storm_main(void *arg)
 	while (!atomic_load(&st->is_done)) {
 		struct adump_window_info info;
 
-		if (st->signals % 3 == 0)
+		if (atomic_load(&st->signals) % 3 == 0)
 			ck_assert_int_eq(adump_session_persist(st->s, "storm"), 0);
 		ck_assert_int_eq(adump_session_window(st->s, &info), 0);
 		ck_assert_int_eq(kill(getpid(), SIGUSR1), 0);
-		st->signals++;
+		atomic_fetch_add(&st->signals, 1);
 		usleep(300);
 	}
 	return NULL;
@@ -248,6 +248,8 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 	if (p->signal_storm)
 		ck_assert_int_eq(pthread_create(&storm_thread, NULL, storm_main, &storm), 0);
 	for (unsigned k = 0; k < p->steps; k++) {
+		unsigned storm_at = atomic_load(&storm.signals);
+
 		if (p->signal_storm && k + 1 == p->steps) {
 			/* The last step quiet: what the storm asked for is written by its end. */
 			atomic_store(&storm.is_done, true);
@@ -268,6 +270,14 @@ static void run_here(const struct adump_config *cfg, const struct plan *p, struc
 				ck_assert_int_eq(pthread_join(th[j], NULL), 0);
 			for (unsigned j = 0; j < streams; j++)
 				ck_assert_int_eq(adump_host_stream_adopt(runs[j].hs), 0);
+		}
+		/* Each step but the quiet last one sees a signal of the storm, whatever the
+		 * machine's load: the windows it asks for span the run (on a loaded machine the
+		 * steps once ran past a storm that had hardly started). */
+		for (unsigned w = 0; p->signal_storm && k + 1 < p->steps &&
+				     atomic_load(&storm.signals) == storm_at; w++) {
+			ck_assert_msg(w < 100000, "step %u: no signal of the storm in 10 s", k);
+			usleep(100);
 		}
 		if ((int)k == p->call_step)
 			ck_assert_int_eq(adump_session_persist(s, p->call_reason), 0);
