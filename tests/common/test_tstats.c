@@ -2,10 +2,10 @@
 /* common/tstats.c: the vector path and the portable path give the same bits for every
  * floating type, with NaN and infinities at every lane, odd lengths, misaligned starts and
  * feeds split anywhere, and so does the pass that copies the bytes as it reads them (which
- * copies them all, and nothing else); sums stay accurate over many blocks; the results of CANN's rules
- * (first NaN, a zero extreme's sign, the NaN mean's sign) are those of a running pass. The
- * vector path is AVX-512's where the CPU has it, AVX2's with ADUMP_NO_AVX512 set (ctest runs
- * both: test_tstats, test_tstats_avx2). */
+ * copies them all, and nothing else); sums stay accurate over many blocks; the results of
+ * CANN's rules (first NaN, a zero extreme's sign, the NaN mean's sign) are those of a running
+ * pass. The vector path is AVX-512's where the CPU has it, AVX2's with ADUMP_NO_AVX512 set
+ * (ctest runs both: test_tstats, test_tstats_avx2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
