@@ -60,12 +60,15 @@ def storable(t):
     return t.dtype in STORED and not t.is_sparse and not t.is_quantized
 
 
-def describe(obj, tensors, kind, skipped=None, key=None):
+def _describe_py(obj, tensors, kind, skipped=None, key=None):
     """The description of @obj; its storable tensors are appended to @tensors (in the
     order adump.torch dumps them) and referred to as "<kind>.<index>"; the others, if
     @skipped is a list, go there as (kind, index among all tensors of @kind, bytes, dtype)
     for the loss log. @key: the name @obj was passed under (a keyword argument or a dict
-    key), which msprobe reads for dtype and device."""
+    key), which msprobe reads for dtype and device. describe() is _adump._describe(): the
+    same in C for tensors of torch's own types and stored dtypes, lists, tuples and dicts
+    of exact type and None, this function for the rest (and the reference: tests compare
+    the two)."""
     if isinstance(obj, torch.Tensor):
         dtype = obj.dtype
         d = {"type": "torch.Tensor", "dtype": _DTYPE_NAMES.get(dtype) or str(dtype),
@@ -94,6 +97,8 @@ def describe(obj, tensors, kind, skipped=None, key=None):
     return None if special is _NOT_SPECIAL else special
 
 
+_adump._describe_setup(torch.Tensor, torch.nn.Parameter, _DTYPE_NAMES, _describe_py)
+describe = _adump._describe
 _NOT_SPECIAL = object()
 _MEMORY_FORMATS = {torch.contiguous_format: "contiguous_format",
                    torch.channels_last: "channels_last",

@@ -8,6 +8,7 @@ module's own parameters (parameters_grad). The state they use is capture's (torc
 import torch
 
 from . import _torch_patch
+from ._adump import _graph_walk
 from ._torch_dist import tensors_of
 from ._torch_info import describe, own_ops
 
@@ -365,37 +366,16 @@ class ModuleHooks:
         key_out = {}
         for k, (t, node) in enumerate(zip(outs, out_nodes)):
             key_out.setdefault((id(node), t.output_nr), []).append(k)
-        # The walk: nodes this call made, and which of them feed its inputs and outputs.
-        # A parameter's AccumulateGrad node is not walked: it sends nothing on, and its
-        # edge is looked at all the same (a parameter passed as an argument is an input).
-        mine, seen, mk = [], {}, self._meta_key
+        # The walk: nodes this call made, and which of them feed its inputs and outputs
+        # (_adump._graph_walk(), in C: a node visited is tagged c1 unless it has a tag; one
+        # tagged before c0 was made before this call and is not walked). A parameter's
+        # AccumulateGrad node is not walked: it sends nothing on, and its edge is looked at
+        # all the same (a parameter passed as an argument is an input). mine: (node, j,
+        # input slots) for each edge into an input; inside_out: the output keys some node
+        # of this call also feeds.
         todo = [node for node in out_nodes if id(node) not in in_nodes]
-        inside_out = set()              # output keys some node of this call also feeds
-        while todo:
-            node = todo.pop()
-            if id(node) in seen:
-                continue
-            seen[id(node)] = node
-            md = node.metadata
-            m = md.get(mk)
-            if m is None:
-                md[mk] = {"tag": c1}
-            elif "tag" not in m:
-                m["tag"] = c1
-            elif m["tag"] < c0:
-                continue                # made before this call
-            for j, (nxt, nr) in enumerate(node.next_functions):
-                if nxt is None:
-                    continue
-                key = (id(nxt), nr)
-                if key in key_in:
-                    mine.append((node, j, key_in[key]))
-                    continue
-                if key in key_out:
-                    inside_out.add(key)
-                if type(nxt) is not _ACCUMULATE_GRAD and id(nxt) not in in_nodes and \
-                        id(nxt) not in seen:
-                    todo.append(nxt)
+        mine, inside_out = _graph_walk(todo, in_nodes, key_in, key_out, self._meta_key, c0, c1,
+                                       _ACCUMULATE_GRAD)
         self._backwards[id(rec)] = rec
         for node, j, slots in mine:
             rec.waiting += 1

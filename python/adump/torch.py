@@ -51,6 +51,8 @@ from ._torch_module import ModuleHooks
 from ._torch_tree import ModuleTree
 from ._torch_window import WindowMixin
 
+_same_json = _adump._same_json
+
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
 # Ops that change some of their inputs in place although their schema does not say so
@@ -88,6 +90,8 @@ _DIRECT = {
 
 
 _PARAMETER = torch.nn.Parameter
+# Dump names whose dfx_message text capture keeps for the next step (_dfx()).
+_DFX_TEXTS_MAX = 100000
 _TENSOR = torch.Tensor
 # The native dump takes CPU tensors of these exact types as they are: those of _DIRECT
 # (_host()), and in a direct dump (_dump_now()) bfloat16 too, by its bytes (numpy has no
@@ -219,6 +223,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self.losses = []
         self.dumps = 0
         self.handover_seconds = 0.0     # time the model's threads spent handing tensors over
+        self._dfx_texts = {}            # dump name -> (description, its text): _dfx()
         self.stats = {}
         self._session = None
         self._streams = {}
@@ -443,10 +448,11 @@ class capture(_Select, ModuleHooks, WindowMixin):
 
     def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
         t0 = time.perf_counter()
+        guard = torch._C._DisableTorchDispatch()        # own_ops(), without its object
         try:
-            with own_ops():
-                self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
+            del guard
             self.handover_seconds += time.perf_counter() - t0
 
     def _stats_key(self, t):
@@ -476,13 +482,26 @@ class capture(_Select, ModuleHooks, WindowMixin):
             # they are, in one call; it does nothing and returns None when one is not.
             if not inputs and not outputs:
                 return
-            dfx = to_json(info) if info is not None else None
+            dfx = self._dfx(name, info) if info is not None else None
             if self._stream()._st.dump(op_type, name, inputs, outputs, True, attrs=attrs,
                                        dfx_message=dfx, stats_keys=self._stats_keys,
                                        direct=True) is not None:
                 self.dumps += 1
                 return
         self._dump_any(op_type, name, inputs, outputs, attrs, info, skipped or [])
+
+    def _dfx(self, name, info):
+        """to_json(@info), a dump's dfx_message. A module's call describes its arguments as
+        its same call did in the last step, usually: the text made then is reused when the
+        description is the same (_same_json(): it would encode to the same text)."""
+        got = self._dfx_texts.get(name)
+        if got is not None and _same_json(got[0], info):
+            return got[1]
+        text = to_json(info)
+        if len(self._dfx_texts) >= _DFX_TEXTS_MAX:
+            self._dfx_texts.clear()     # a run whose names never come back
+        self._dfx_texts[name] = (info, text)
+        return text
 
     def _dump_any(self, op_type, name, inputs, outputs, attrs, info, skipped):
         """_dump_now() of tensors of any kind, or zero copy."""
@@ -525,7 +544,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
             return
         st = self._stream()
         self.dumps += 1
-        dfx = to_json(info) if info is not None else None
+        dfx = self._dfx(name, info) if info is not None else None
         if not zero_copy:
             # The native call: every argument is in the form it takes (_host()).
             st._st.dump(op_type, name, ins, outs, True, attrs=attrs, dfx_message=dfx,

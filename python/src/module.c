@@ -286,6 +286,8 @@ PyMODINIT_FUNC PyInit__adump(void)
 	    pyadump_compare_init(m) < 0 || pyadump_scan_init(m) < 0 ||
 	    pyadump_export_init(m) < 0 || pyadump_report_init(m) < 0 ||
 	    pyadump_pt_init(m) < 0 || pyadump_tensors_init(m) < 0 ||
+	    pyadump_autograd_init(m) < 0 || pyadump_same_init(m) < 0 ||
+	    pyadump_describe_init(m) < 0 ||
 	    pyadump_config_init(m) < 0 || pyadump_file_range_init(m) < 0 ||
 	    PyModule_AddIntConstant(m, "ERR_BASE", ADUMP_ERR_CONFIG) < 0 ||
 	    PyModule_AddIntConstant(m, "HOST_STATS_REUSE", ADUMP_HOST_STATS_REUSE) < 0 ||

@@ -30,7 +30,7 @@ except ImportError:
 import adump  # noqa: E402
 import adump.torch  # noqa: E402
 from adump._torch_dist import describe_call, describe_result  # noqa: E402
-from adump._torch_info import describe, to_json  # noqa: E402
+from adump._torch_info import _describe_py, describe, to_json  # noqa: E402
 
 
 def desc(obj, key=None):
@@ -105,6 +105,94 @@ class NonTensors(unittest.TestCase):
         self.assertIn("MAX", a["value"])        # the operation, not an object's address
         self.assertNotIn(" at 0x", a["value"])
         self.assertEqual(a, b)
+
+
+class FastPaths(unittest.TestCase):
+    """describe() is C for the common values (_adump._describe), _describe_py() for the rest;
+    _same_json() decides whether a dump's last dfx_message text is reused."""
+
+    def test_describe_c_is_the_reference(self):
+        Pair = collections.namedtuple("Pair", "a b")
+
+        class Sub(torch.Tensor):
+            pass
+
+        class Keys(dict):
+            pass
+
+        t = torch.ones(2, 3, requires_grad=True)
+        p = nn.Parameter(torch.zeros(4))
+        values = [
+            t, p, t.detach().to(torch.bfloat16), torch.arange(3), torch.zeros(2, 2).t(),
+            torch.zeros(1, dtype=torch.complex64), torch.zeros(2, dtype=torch.uint8) > 0,
+            torch.zeros(3).to_sparse(), torch.quantize_per_tensor(torch.ones(2), 0.1, 0,
+                                                                  torch.quint8),
+            torch.zeros(2, dtype=torch.int8).view(torch.uint8), t.as_subclass(Sub),
+            None, 1, 2.5, -0.0, "s", [t, [p, None]], (t, 1), Pair(t, (p,)),
+            {"a": t, 3: [p], None: {"dtype": torch.float16}}, Keys(x=t),
+            torch.Size([2]), slice(1, 2), {"device": "cpu", "dtype": torch.int8}, [], {}, (),
+        ]
+        for kind in ("input", "output"):
+            for v in values:
+                for key in (None, "dtype"):
+                    got_t, got_s, ref_t, ref_s = [], [], [], []
+                    got = describe(v, got_t, kind, got_s, key)
+                    ref = _describe_py(v, ref_t, kind, ref_s, key)
+                    self.assertEqual(to_json(got), to_json(ref), repr(v))
+                    self.assertEqual([id(x) for x in got_t], [id(x) for x in ref_t])
+                    self.assertEqual(got_s, ref_s)
+        # Skipped tensors are counted among all of their kind, as the reference counts them.
+        skipped = []
+        describe([torch.ones(1), torch.zeros(2).to_sparse(), torch.ones(1)], [], "input",
+                 skipped)
+        self.assertEqual([s[:2] for s in skipped], [("input", 1)])
+        with self.assertRaises(TypeError):
+            describe(t, (), "input")        # tensors must be a list
+        loop = [t]
+        loop.append(loop)
+        with self.assertRaises(RecursionError):
+            describe(loop, [], "input")
+
+    def test_same_json(self):
+        same = adump._adump._same_json
+        nan = float("nan")
+        for a, b in ((1, 1), (nan, nan), ({"a": [1, (2.5, None)]}, {"a": [1, (2.5, None)]}),
+                     ("x", "x"), (True, True), (None, None)):
+            self.assertTrue(same(a, b), (a, b))
+            self.assertEqual(to_json(a), to_json(b))
+        for a, b in ((1, 1.0), (1, True), (0.0, -0.0), ([1], (1,)), ({"a": 1, "b": 2},
+                     {"b": 2, "a": 1}), ({"a": 1}, {"a": 1, "b": 2}), ([1, 2], [1]),
+                     (collections.OrderedDict(a=1), {"a": 1}), (2 ** 70, 2 ** 70 + 1)):
+            self.assertFalse(same(a, b), (a, b))
+            self.assertTrue(to_json(a) != to_json(b) or type(a) is not type(b), (a, b))
+
+    def test_dfx_text_follows_the_values(self):
+        """A call described as in the last step reuses that step's text; a value that compares
+        equal but encodes otherwise (-0.0 after 0.0, True after 1) gets its own."""
+        class Scale(nn.Module):
+            def forward(self, x, s):
+                return x * s
+
+        class Top(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = Scale()
+
+            def forward(self, x, s):
+                return self.scale(x, s)
+
+        top = helpers.tmpdir("torch-info-dfx")
+        model = Top()
+        args = [0.0, -0.0, -0.0, 1, True, 2.5]
+        with adump.torch.capture(model, top, backward=False) as cap:
+            for s in args:
+                model(torch.ones(2), s)
+                cap.step()
+        self.assertEqual(cap.losses, [])
+        for step, s in enumerate(args):
+            d = {x.op_name: x for x in adump.walk(os.path.join(top, "step%d" % step))}
+            text = d["Module.scale.Scale.forward.0"].dfx_message
+            self.assertIn(to_json(describe(s, [], "input")), text, (step, s))
 
 
 class Collectives(unittest.TestCase):
