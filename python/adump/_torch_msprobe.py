@@ -35,10 +35,20 @@ def _indent1(obj):
 
 
 def _write_json(cap, path, obj):
+    """@obj into @path whole: written to path.tmp, never through a link planted there (the
+    bytes through os.write: no text layer to set up for a file a step)."""
+    tmp = path + ".tmp"
+    data = _indent1(obj).encode("utf-8")
     try:
-        with open(path + ".tmp", "w") as f:
-            f.write(_indent1(obj))
-        os.replace(path + ".tmp", path)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
     except OSError as e:
         cap.losses.append(Loss(path, "write_error", "%s: %s" % (path, e.strerror)))
 

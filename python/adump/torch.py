@@ -90,6 +90,8 @@ _DIRECT = {
 
 
 _PARAMETER = torch.nn.Parameter
+_DisableTorchDispatch = torch._C._DisableTorchDispatch
+_perf_counter = time.perf_counter
 # Dump names whose dfx_message text capture keeps for the next step (_dfx()).
 _DFX_TEXTS_MAX = 100000
 _TENSOR = torch.Tensor
@@ -299,8 +301,9 @@ class capture(_Select, ModuleHooks, WindowMixin):
 
     def _check_rank(self):
         """Once the process group exists, this process's proc<pid> directories become
-        rank<R>. Called only where nothing of ours is being written (before a dump takes
-        its stream, at the step's end)."""
+        rank<R>. Called only where nothing of ours is being written: when a thread takes
+        its stream for a step (its first dump of the step), and at the step's end, which
+        renames the directory a group made in the middle of a step found its dumps in."""
         if self.rank is not None:
             return
         rank = group_rank()
@@ -336,12 +339,14 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self.rank_dir = name
 
     def _stream(self):
+        st = self._ready_streams.get(threading.get_ident())
+        return st if st is not None else self._take_stream()
+
+    def _take_stream(self):
+        """This thread's stream for the step, the first time it dumps in it."""
         if not self._per_step_sessions and self.rank is None:
-            self._check_rank()
+            self._check_rank()          # may empty _ready_streams
         tid = threading.get_ident()
-        st = self._ready_streams.get(tid)
-        if st is not None:
-            return st
         st = self._ready_streams[tid] = self._stream_for(tid)
         return st
 
@@ -447,13 +452,29 @@ class capture(_Select, ModuleHooks, WindowMixin):
         return n
 
     def _dump(self, op_type, name, inputs, outputs, attrs=None, info=None, skipped=None):
-        t0 = time.perf_counter()
-        guard = torch._C._DisableTorchDispatch()        # own_ops(), without its object
+        t0 = _perf_counter()
+        guard = _DisableTorchDispatch()         # own_ops(), without its object
         try:
-            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            if skipped or self._zero_copy or not (inputs or outputs) or \
+                    not (self.with_inputs and self.with_outputs):
+                self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            elif not self._dump_direct(op_type, name, inputs, outputs, attrs, info):
+                self._dump_any(op_type, name, inputs, outputs, attrs, info, [])
         finally:
             del guard
-            self.handover_seconds += time.perf_counter() - t0
+            self.handover_seconds += _perf_counter() - t0
+
+    def _dump_direct(self, op_type, name, inputs, outputs, attrs, info):
+        """The common case, once per dump: every tensor a CPU tensor of torch's own types
+        and dtypes, copied. The native dump checks that, keys them and takes them as they
+        are, in one call; it does nothing and returns None (and this False) when one is
+        not. Its arguments by position (its keywords cost a dict each call)."""
+        if self._stream()._st.dump(op_type, name, inputs, outputs, True, None, None, 0, attrs,
+                                   self._dfx(name, info) if info is not None else None,
+                                   self._stats_keys, True) is None:
+            return False
+        self.dumps += 1
+        return True
 
     def _stats_key(self, t):
         """The statistics key of @t (struct adump_host_op's stats_keys): the same for the same
@@ -477,16 +498,9 @@ class capture(_Select, ModuleHooks, WindowMixin):
                 else ("output",)
             info = {k: v for k, v in info.items() if k not in drop}
         if not skipped and not self._zero_copy:
-            # The common case, once per dump: every tensor a CPU tensor of torch's own types
-            # and dtypes, copied. The native dump checks that, keys them and takes them as
-            # they are, in one call; it does nothing and returns None when one is not.
             if not inputs and not outputs:
                 return
-            dfx = self._dfx(name, info) if info is not None else None
-            if self._stream()._st.dump(op_type, name, inputs, outputs, True, attrs=attrs,
-                                       dfx_message=dfx, stats_keys=self._stats_keys,
-                                       direct=True) is not None:
-                self.dumps += 1
+            if self._dump_direct(op_type, name, inputs, outputs, attrs, info):
                 return
         self._dump_any(op_type, name, inputs, outputs, attrs, info, skipped or [])
 

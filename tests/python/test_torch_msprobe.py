@@ -260,6 +260,26 @@ class MsprobeLayout(unittest.TestCase):
                 adump.torch.capture(Net(), cap, format="msprobe", **bad)
             self.assertIn("format msprobe", str(e.exception))
 
+    def test_tree_files_never_follow_a_link(self):
+        """construct.json goes through construct.json.tmp: a link planted there is refused
+        (a write_error loss), the file it points to left as it was."""
+        top = helpers.tmpdir("msp-link")
+        victim = os.path.join(helpers.tmpdir("msp-link-victim"), "victim")
+        with open(victim, "w") as f:
+            f.write("mine")
+        model = Net()
+        with adump.torch.capture(model, top, format="msprobe", content="stats") as cap:
+            model(torch.tensor([1, 2]))
+            d = os.path.join(top, "step0", PROC)
+            os.symlink(victim, os.path.join(d, "construct.json.tmp"))
+            cap.step()
+        with open(victim) as f:
+            self.assertEqual(f.read(), "mine")
+        self.assertEqual([x.cause for x in cap.losses], ["write_error"])
+        self.assertIn("construct.json", cap.losses[0].name)
+        self.assertFalse(os.path.exists(os.path.join(d, "construct.json")))
+        self.assertTrue(os.path.isfile(os.path.join(d, "stack.json")))
+
     def test_format_msprobe_op_level(self):
         # op level, written by the pipeline: every .pt loads with weights_only and matches
         # its description; fc's addmm output equals what a hook saw of fc's output
