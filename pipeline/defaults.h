@@ -32,6 +32,9 @@
  * sync_bytes). Tiny profile, 128 MiB: the final flush went from 0.09 to 0.02-0.03 s. */
 #define ADUMP_DEFAULT_SYNC_BYTES (32u << 20)
 #define ADUMP_FILE_MODE 0640
+/* Directory journals kept for reuse (journal.c): one a stream's directory and one its
+ * dump.json's, for two streams, before a new directory takes one. */
+#define ADUMP_JOURNAL_SPARES 4u
 #define ADUMP_DIRECT_ALIGN 4096u                /* O_DIRECT offset, length and memory */
 /* io AUTO: smallest file (header included) written with O_DIRECT; bench/RESULTS.md,
  * "io=auto threshold". */

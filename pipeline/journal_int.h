@@ -32,7 +32,12 @@ struct adump_journal_slot *adump_journal_slots(struct adump_journal *j, unsigned
 					       uint32_t *count, _Atomic uint32_t **used);
 /* The session ends, every worker stopped (or the journal's stream is idle, or its dump.json
  * written): the journal is removed when no slot is pending and no entry held (every dump
- * handed over was finished), and kept otherwise, for verify to report. NULL ok. */
+ * handed over was finished), and kept otherwise, for verify to report. A directory's
+ * journal (adump_journal_create_dir()) is emptied and kept in the session's directory
+ * instead, while it has room for it (ADUMP_JOURNAL_SPARES): the next directory's journal
+ * of the same size is that file, moved there, not one made. NULL ok. */
 void adump_journal_destroy(struct adump_journal *j);
+/* The session ends: the journals kept for reuse are removed. */
+void adump_journal_spares_free(struct adump_session *s);
 
 #endif

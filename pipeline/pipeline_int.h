@@ -123,6 +123,11 @@ struct adump_session {
 	struct adump_loss *loss;                /* loss.c: counters by cause, the loss log */
 	struct adump_guard *guard;              /* guard.c; NULL: no disk guard */
 	struct adump_journal *journal;          /* journal.c; NULL: none for this output */
+	/* Directory journals whose every dump was written, emptied and kept in s->dir for the
+	 * next directory's (journal.c): moved, not made and removed, a directory a step. */
+	pthread_mutex_t journal_spare_lock;
+	struct adump_journal *journal_spares[ADUMP_JOURNAL_SPARES];
+	unsigned journal_spare_count;
 	struct adump_window *window;            /* window mode (window.c), or NULL */
 };
 

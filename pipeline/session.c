@@ -155,6 +155,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	s->cfg.dump_path = NULL;
 	s->cfg.time_dir = NULL;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->journal_spare_lock, NULL);
 	s->chunk_bytes = cfg_chunk(cfg);
 	s->buffer_count = (uint32_t)(cfg_pool(cfg) / s->chunk_bytes);
 	s->pool_bytes = (size_t)s->buffer_count * s->chunk_bytes;
@@ -233,6 +234,7 @@ err:
 	adump_window_destroy(s->window);
 	if (s->out_session && s->out->session_fini)
 		s->out->session_fini(s);
+	adump_journal_spares_free(s);
 	adump_journal_destroy(s->journal);
 	adump_guard_destroy(s->guard);
 	adump_loss_destroy(s->loss);
@@ -483,6 +485,7 @@ int adump_session_destroy(struct adump_session *s)
 	if (ret == 0)
 		ret = window_ret;
 	/* Every file is finished: the journal goes (unless something is still pending). */
+	adump_journal_spares_free(s);
 	adump_journal_destroy(s->journal);
 	adump_guard_destroy(s->guard);
 	adump_loss_destroy(s->loss);

@@ -458,6 +458,97 @@ START_TEST(test_journal_while_open)
 }
 END_TEST
 
+/* The only journal file in @path (not below), its inode in *@ino; 0 if none, 2 if more. */
+static unsigned journal_in(const char *path, ino_t *ino)
+{
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d = opendir(path);
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, ADUMP_JOURNAL_PREFIX, strlen(ADUMP_JOURNAL_PREFIX))) {
+			*ino = e->d_ino;
+			n++;
+		}
+	closedir(d);
+	return n;
+}
+
+/* A stream that moves from directory to directory (a training step each) takes its
+ * journal along: the one of the directory it left, emptied and kept in the session's
+ * directory, becomes a later directory's (the same file), and verify passes a kept one by.
+ * A file put where a kept journal was is neither used nor removed. (The first move makes
+ * a second journal: the new directory's is made before the old one's is let go.) */
+START_TEST(test_journal_moves_with_the_stream)
+{
+	static unsigned char data[8192];
+	char run[PATH_MAX], path[PATH_MAX + 16];
+	struct adump_host_stream *hs;
+	struct adump_session *s;
+	ino_t seen[4] = { 0 }, planted = 0, ino;
+	struct findings f;
+	struct dirent *e;
+	DIR *d;
+
+	adump_set_log_fn(quiet, NULL);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	s = make_session(dir);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		char rel[16];
+
+		if (i == 3) {
+			/* A file put in place of the kept journal (step1's). */
+			d = opendir(run);
+			ck_assert_ptr_nonnull(d);
+			while ((e = readdir(d)))
+				if (!strncmp(e->d_name, ADUMP_JOURNAL_PREFIX,
+					     strlen(ADUMP_JOURNAL_PREFIX)) &&
+				    e->d_ino == seen[1]) {
+					struct stat st;
+
+					snprintf(path, sizeof(path), "%s/%s", run, e->d_name);
+					ck_assert_int_eq(unlink(path), 0);
+					ck_assert_int_eq(plant(run, e->d_name, 100), 0);
+					ck_assert_int_eq(stat(path, &st), 0);
+					planted = st.st_ino;
+				}
+			closedir(d);
+			ck_assert_uint_ne(planted, 0);
+		}
+		snprintf(rel, sizeof(rel), "step%u", i);
+		ck_assert_int_eq(adump_host_stream_set_dir(hs, rel), 0);
+		ck_assert_int_eq(dump_one(hs, i, data, sizeof(data)), 0);
+		snprintf(path, sizeof(path), "%s/%s", dir, rel);
+		ck_assert_uint_eq(journal_in(path, &seen[i]), 1);
+		if (i) {
+			snprintf(path, sizeof(path), "%s/step%u", dir, i - 1);
+			ck_assert_uint_eq(journal_in(path, &ino), 0);
+		}
+		ck_assert_int_eq(adump_host_stream_sync(hs), 0);
+		if (i == 1) {
+			/* Both kept now: the session's own journal and step0's. */
+			ck_assert_uint_eq(journals_under(run), 2);
+			f = run_verify(run);
+			ck_assert_int_eq(f.missing + f.in_progress + f.bad, 0);
+		}
+	}
+	/* step1's journal was made while step0's was in use; step2's is step0's, moved. */
+	ck_assert_uint_ne(seen[1], seen[0]);
+	ck_assert_uint_eq(seen[2], seen[0]);
+	/* step3's is not the planted file: a new one (which may have the inode number step1's
+	 * had: that file is gone once let go). */
+	ck_assert_uint_ne(seen[3], planted);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	/* At the end only the planted file is left, where it was put. */
+	ck_assert_uint_eq(journals_under(dir), 1);
+	ck_assert_uint_eq(journals_under(run), 1);
+}
+END_TEST
+
 /* What is not a journal is a problem and never read as one. */
 START_TEST(test_forged_journal)
 {
@@ -499,6 +590,7 @@ int main(void)
 	tcase_add_test(tc, test_live_in_progress);
 	tcase_add_test(tc, test_clean_close);
 	tcase_add_test(tc, test_journal_while_open);
+	tcase_add_test(tc, test_journal_moves_with_the_stream);
 	tcase_add_test(tc, test_forged_journal);
 	suite_add_tcase(s, tc);
 	return t_run_suite(s);
