@@ -51,7 +51,12 @@ from ._torch_module import ModuleHooks
 from ._torch_tree import ModuleTree
 from ._torch_window import WindowMixin
 
+# Looked up once: _dump() runs for every dump.
 _same_json = _adump._same_json
+_DisableTorchDispatch = torch._C._DisableTorchDispatch
+_perf_counter = time.perf_counter
+# Dump names whose dfx_message text capture keeps for the next step (_dfx()).
+_DFX_TEXTS_MAX = 100000
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -90,10 +95,6 @@ _DIRECT = {
 
 
 _PARAMETER = torch.nn.Parameter
-_DisableTorchDispatch = torch._C._DisableTorchDispatch
-_perf_counter = time.perf_counter
-# Dump names whose dfx_message text capture keeps for the next step (_dfx()).
-_DFX_TEXTS_MAX = 100000
 _TENSOR = torch.Tensor
 # The native dump takes CPU tensors of these exact types as they are: those of _DIRECT
 # (_host()), and in a direct dump (_dump_now()) bfloat16 too, by its bytes (numpy has no
