@@ -169,18 +169,10 @@ static PyObject *py_describe_setup(PyObject *self, PyObject *args)
 		PyErr_SetString(PyExc_TypeError, "_describe_setup: describe is not callable");
 		return NULL;
 	}
-	Py_INCREF(tensor);
-	Py_INCREF(parameter);
-	Py_INCREF(names);
-	Py_INCREF(fn);
-	Py_XDECREF(dsc.tensor);
-	Py_XDECREF(dsc.parameter);
-	Py_XDECREF(dsc.names);
-	Py_XDECREF(dsc.slow);
-	dsc.tensor = tensor;
-	dsc.parameter = parameter;
-	dsc.names = names;
-	dsc.slow = fn;
+	pyadump_keep(&dsc.tensor, tensor);
+	pyadump_keep(&dsc.parameter, parameter);
+	pyadump_keep(&dsc.names, names);
+	pyadump_keep(&dsc.slow, fn);
 	Py_RETURN_NONE;
 }
 

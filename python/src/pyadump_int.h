@@ -83,6 +83,14 @@ int pyadump_config_check(const struct adump_config *cfg, PyObject *callback);
 
 struct adump_host_tensor;
 
+/* *@slot holds @v (a new reference) in place of what it held. */
+static inline void pyadump_keep(PyObject **slot, PyObject *v)
+{
+	Py_INCREF(v);
+	Py_XDECREF(*slot);
+	*slot = v;
+}
+
 /* _torch_types(Tensor, Parameter, {torch.dtype: adump dtype}, torch.strided): dump() takes
  * CPU tensors of exactly these types as they are (python/src/tensors.c). */
 PyObject *pyadump_torch_types(PyObject *self, PyObject *args);

@@ -88,18 +88,10 @@ PyObject *pyadump_torch_types(PyObject *self, PyObject *args)
 			}
 		}
 	}
-	Py_INCREF(tensor);
-	Py_INCREF(parameter);
-	Py_INCREF(dtypes);
-	Py_INCREF(strided);
-	Py_XDECREF(torch_types.tensor);
-	Py_XDECREF(torch_types.parameter);
-	Py_XDECREF(torch_types.dtypes);
-	Py_XDECREF(torch_types.strided);
-	torch_types.tensor = tensor;
-	torch_types.parameter = parameter;
-	torch_types.dtypes = dtypes;
-	torch_types.strided = strided;
+	pyadump_keep(&torch_types.tensor, tensor);
+	pyadump_keep(&torch_types.parameter, parameter);
+	pyadump_keep(&torch_types.dtypes, dtypes);
+	pyadump_keep(&torch_types.strided, strided);
 	Py_RETURN_NONE;
 }
 
