@@ -179,8 +179,9 @@ static struct adump_journal *spare_take(struct adump_session *s, uint32_t per_st
 
 /* @j, a directory's journal whose dumps are all written, as a spare of its session:
  * emptied (its magic first), moved into the session's directory. Return: whether it is
- * (else the caller removes it), or was let go (a file put in its place, not removed). */
-static bool spare_keep(struct adump_journal *j)
+ * (else the caller removes it), or was let go (a file put in its place, not removed).
+ * Not inlined: GCC's ThreadSanitizer build rejects an inlined atomic_thread_fence(). */
+static __attribute__((noinline)) bool spare_keep(struct adump_journal *j)
 {
 	struct adump_session *s = j->session;
 	struct adump_journal_head *head = j->map;
