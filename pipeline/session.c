@@ -247,6 +247,7 @@ err:
 	free(s->dir);
 	free(s->dump_path);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->journal_spare_lock);
 	free(s);
 	return ret;
 }
@@ -497,6 +498,7 @@ int adump_session_destroy(struct adump_session *s)
 	free(s->dir);
 	free(s->dump_path);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->journal_spare_lock);
 	free(s);
 	return ret;
 }
