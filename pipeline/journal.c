@@ -137,9 +137,10 @@ static int journal_move(struct adump_journal *j, const char *dir)
 /* Removed: the mapping, the file (when @is_unlinked, and it is still ours), the record. */
 static void journal_free(struct adump_journal *j, bool is_unlinked)
 {
-	munmap(j->map, j->map_bytes);
+	/* Looked at while the mapping still holds our inode: its number is not free. */
 	if (is_unlinked && j->session && !journal_is_ours(j))
 		is_unlinked = false;
+	munmap(j->map, j->map_bytes);
 	if (is_unlinked && unlink(j->path) < 0 && errno != ENOENT)
 		adump_log(ADUMP_LOG_WARN, MODULE, "removing %s: %s", j->path, strerror(errno));
 	free(j->path);
@@ -171,7 +172,7 @@ static struct adump_journal *spare_take(struct adump_session *s, uint32_t per_st
 	if (ret < 0) {
 		adump_log(ADUMP_LOG_WARN, MODULE, "moving the hand-over journal %s into %s: %s; "
 			  "a new one is made", j->path, dir, adump_strerror(ret));
-		journal_free(j, ret != -ESTALE);
+		journal_free(j, true);          /* removed if it is still ours */
 		return NULL;
 	}
 	return j;
@@ -179,14 +180,13 @@ static struct adump_journal *spare_take(struct adump_session *s, uint32_t per_st
 
 /* @j, a directory's journal whose dumps are all written, as a spare of its session:
  * emptied (its magic first), moved into the session's directory. Return: whether it is
- * (else the caller removes it), or was let go (a file put in its place, not removed).
+ * (else the caller removes it: journal_free(), which leaves a file put in its place).
  * Not inlined: GCC's ThreadSanitizer build rejects an inlined atomic_thread_fence(). */
 static __attribute__((noinline)) bool spare_keep(struct adump_journal *j)
 {
 	struct adump_session *s = j->session;
 	struct adump_journal_head *head = j->map;
 	bool is_kept = false;
-	int ret = -ENOSPC;
 
 	if (!s)
 		return false;
@@ -201,17 +201,11 @@ static __attribute__((noinline)) bool spare_keep(struct adump_journal *j)
 	}
 	atomic_store_explicit(&head->held, 0, memory_order_relaxed);
 	pthread_mutex_lock(&s->journal_spare_lock);
-	if (s->journal_spare_count < ADUMP_JOURNAL_SPARES)
-		ret = journal_move(j, s->dir);
-	if (ret == 0) {
+	if (s->journal_spare_count < ADUMP_JOURNAL_SPARES && journal_move(j, s->dir) == 0) {
 		s->journal_spares[s->journal_spare_count++] = j;
 		is_kept = true;
 	}
 	pthread_mutex_unlock(&s->journal_spare_lock);
-	if (ret == -ESTALE) {
-		journal_free(j, false);
-		return true;
-	}
 	return is_kept;
 }
 
