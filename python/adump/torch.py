@@ -456,11 +456,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         t0 = _perf_counter()
         guard = _DisableTorchDispatch()         # own_ops(), without its object
         try:
-            if skipped or self._zero_copy or not (inputs or outputs) or \
-                    not (self.with_inputs and self.with_outputs):
-                self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
-            elif not self._dump_direct(op_type, name, inputs, outputs, attrs, info):
-                self._dump_any(op_type, name, inputs, outputs, attrs, info, [])
+            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
         finally:
             del guard
             self.handover_seconds += _perf_counter() - t0
