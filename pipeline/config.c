@@ -103,12 +103,11 @@ int adump_config_check(const struct adump_config *cfg)
 			  ADUMP_STREAM_MAX_LIMIT);
 		return -ADUMP_ERR_CONFIG;
 	}
-	if (pool / cfg_staging_chunk(cfg) <
-	    (size_t)ADUMP_MIN_BUFFERS_PER_STREAM * cfg_stream_max(cfg)) {
+	if (pool / chunk < (size_t)ADUMP_MIN_BUFFERS_PER_STREAM * cfg_stream_max(cfg)) {
 		adump_log(ADUMP_LOG_ERROR, MODULE,
 			  "pool_bytes %zu holds %zu chunks of %zu bytes; stream_max %u streams "
-			  "need at least %u each", pool, pool / cfg_staging_chunk(cfg),
-			  cfg_staging_chunk(cfg), cfg_stream_max(cfg), ADUMP_MIN_BUFFERS_PER_STREAM);
+			  "need at least %u each",
+			  pool, pool / chunk, chunk, cfg_stream_max(cfg), ADUMP_MIN_BUFFERS_PER_STREAM);
 		return -ADUMP_ERR_CONFIG;
 	}
 	if (cfg->worker_count > ADUMP_WORKER_MAX) {

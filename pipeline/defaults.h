@@ -4,12 +4,6 @@
 #define ADUMP_DEFAULTS_H
 
 #define ADUMP_DEFAULT_CHUNK_BYTES (2u << 20)
-/* ... of a session that writes statistics (content stats, not msprobe's md5 summary, or
- * window mode): a host stream hands over each dump's statistics, not its bytes, so its
- * records are empty and only their number counts; 8 times the buffers in the same pool let
- * a stream wake its worker once for 32 dumps, not 4 (host.c). Its windows are written in
- * chunk_bytes (ADUMP_DEFAULT_CHUNK_BYTES) all the same. */
-#define ADUMP_DEFAULT_STATS_CHUNK_BYTES (256u << 10)
 #define ADUMP_MIN_CHUNK_BYTES 512u
 #define ADUMP_MAX_CHUNK_BYTES (1u << 30)
 #define ADUMP_DEFAULT_POOL_BYTES (256u << 20)

@@ -188,18 +188,6 @@ static inline bool needs_worker_bytes(const struct adump_config *cfg)
 	return cfg->format == ADUMP_OUTPUT_MSPROBE && cfg->summary == ADUMP_SUMMARY_MD5;
 }
 
-/* The staging buffers' size: chunk_bytes, by default cfg_chunk()'s, or for a session that
- * writes statistics ADUMP_DEFAULT_STATS_CHUNK_BYTES. */
-static inline size_t cfg_staging_chunk(const struct adump_config *cfg)
-{
-	bool is_stats = (cfg->content == ADUMP_CONTENT_STATS || cfg->window_steps) &&
-			!needs_worker_bytes(cfg);
-
-	if (cfg->chunk_bytes || !is_stats)
-		return cfg_chunk(cfg);
-	return ADUMP_DEFAULT_STATS_CHUNK_BYTES;
-}
-
 static inline unsigned cfg_stream_max(const struct adump_config *cfg)
 {
 	return cfg->stream_max ? cfg->stream_max : ADUMP_DEFAULT_STREAM_MAX;

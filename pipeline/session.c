@@ -156,7 +156,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	s->cfg.time_dir = NULL;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->journal_spare_lock, NULL);
-	s->chunk_bytes = cfg_staging_chunk(cfg);
+	s->chunk_bytes = cfg_chunk(cfg);
 	s->buffer_count = (uint32_t)(cfg_pool(cfg) / s->chunk_bytes);
 	s->pool_bytes = (size_t)s->buffer_count * s->chunk_bytes;
 	s->buffers_per_stream = s->buffer_count / cfg_stream_max(cfg);

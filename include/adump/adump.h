@@ -134,8 +134,7 @@ struct adump_config {
 	const char *dump_path;          /* required for the file sink; copied */
 	const char *time_dir;           /* NULL: YYYYMMDDhhmmss (local) of session creation */
 	unsigned worker_count;          /* 0: one per core; never more workers than streams */
-	size_t chunk_bytes;             /* 0: 2 MiB (staging: 256 KiB writing statistics);
-					 * DMA chunk and staging buffer size */
+	size_t chunk_bytes;             /* 0: 2 MiB; DMA chunk and staging buffer size */
 	size_t pool_bytes;              /* 0: 256 MiB; all staging buffers together */
 	unsigned stream_max;            /* 0: 16; streams sharing the pool at once */
 	enum adump_on_full on_full;

@@ -49,35 +49,6 @@ START_TEST(test_config_errors)
 }
 END_TEST
 
-/* A session that writes statistics stages empty records: by default its chunks are
- * ADUMP_DEFAULT_STATS_CHUNK_BYTES, 8 times as many in the same pool (the config check counts
- * them), unless chunk_bytes is set or its workers need the bytes (msprobe's md5 summary). */
-START_TEST(test_stats_sessions_stage_small_chunks)
-{
-	struct adump_config cfg = ADUMP_CONFIG_INIT;
-
-	cfg.dump_path = "/tmp";
-	cfg.pool_bytes = 8u << 20;              /* 16 streams: 2 chunks each of 256 KiB, not 2 MiB */
-	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
-	cfg.content = ADUMP_CONTENT_STATS;
-	ck_assert_int_eq(adump_config_check(&cfg), 0);
-	cfg.chunk_bytes = 2u << 20;
-	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
-	cfg.chunk_bytes = 0;
-	cfg.format = ADUMP_OUTPUT_MSPROBE;
-	ck_assert_int_eq(adump_config_check(&cfg), 0);
-	cfg.summary = ADUMP_SUMMARY_MD5;
-	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
-	cfg.summary = ADUMP_SUMMARY_STATISTICS;
-	cfg.content = ADUMP_CONTENT_TENSOR;
-	cfg.window_steps = 2;
-	ck_assert_int_eq(adump_config_check(&cfg), 0);
-	/* A window is written in chunk_bytes: at least one of them, the default's 2 MiB. */
-	cfg.window_bytes = 1u << 20;
-	ck_assert_int_eq(adump_config_check(&cfg), -ADUMP_ERR_CONFIG);
-}
-END_TEST
-
 START_TEST(test_dump_path_not_creatable)
 {
 	struct adump_config cfg = ADUMP_CONFIG_INIT;
@@ -265,7 +236,6 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_config_errors);
-	tcase_add_test(tc, test_stats_sessions_stage_small_chunks);
 	tcase_add_test(tc, test_dump_path_not_creatable);
 	tcase_add_test(tc, test_shared_dir_removed_by_another_process);
 	tcase_add_test(tc, test_attach_rules);
