@@ -11,6 +11,8 @@
 #define ADUMP_STREAM_MAX_LIMIT 64u              /* struct adump_stats holds 64 streams */
 #define ADUMP_MIN_BUFFERS_PER_STREAM 2u
 #define ADUMP_WORKER_MAX 64u
+/* Files a session may hold open while writes are in flight, whatever RLIMIT_NOFILE leaves. */
+#define ADUMP_FD_BUDGET_MIN 4u
 #define ADUMP_URING_DEPTH 256u
 /* The pwrite writer's I/O threads per worker: positional writes in flight at once where
  * io_uring is refused (bench/RESULTS.md, "pwrite writer"). */

@@ -107,6 +107,10 @@ struct adump_session {
 	_Atomic uint64_t write_errors;
 	_Atomic uint64_t callback_errors;
 	_Atomic int64_t writes_in_flight;
+	/* Files of the session open now (adump_session_pubfile_open()), and how many it may
+	 * hold while writes in flight will give some back (adump_session_fds_full()). */
+	_Atomic uint32_t fds_open;
+	uint32_t fd_budget;
 	_Atomic int first_error;
 	/* io AUTO/DIRECT (out_file.c): files of at least direct_min_bytes go O_DIRECT while the
 	 * filesystem has not refused it (direct_refused). */
@@ -161,6 +165,13 @@ int adump_session_mkdir(struct adump_session *s, const char *path);
  * adump_session_pubfile_open() makes it. Return 0 or -errno. */
 int adump_session_write_file(struct adump_session *s, const char *path, const void *data,
 			     size_t len, struct adump_dir_cache *cache);
+
+/* Whether the session's open files take its share of the descriptors: a worker starts no
+ * new file then while its writes in flight will close some (worker.c). */
+static inline bool adump_session_fds_full(struct adump_session *s)
+{
+	return atomic_load_explicit(&s->fds_open, memory_order_relaxed) >= s->fd_budget;
+}
 
 /* A config's sizes with their defaults (session.c, config.c). */
 static inline size_t cfg_chunk(const struct adump_config *cfg)

@@ -2,6 +2,7 @@
 /* The capture session: made from a checked configuration (config.c), the staging pool and
  * its per-stream shares, stream attach/detach, flush and stats. The workers themselves live
  * in worker.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +135,31 @@ static int make_journal(struct adump_session *s, bool is_named)
 	}
 }
 
+/* The files a session may hold open while it has writes in flight: half the descriptors
+ * free when it starts (RLIMIT_NOFILE less those open), the rest left to the program and to
+ * the session's own (io_uring, directories, journals); at least ADUMP_FD_BUDGET_MIN. A file
+ * in flight holds one until its last write is done, and a worker that started files as fast
+ * as small dumps arrive would otherwise meet EMFILE and lose them. */
+static uint32_t fd_budget(void)
+{
+	struct rlimit rl;
+	uint64_t used = 0, free_fds;
+	DIR *d;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= UINT32_MAX)
+		return UINT32_MAX;
+	d = opendir("/proc/self/fd");
+	if (d) {
+		while (readdir(d))
+			used++;
+		closedir(d);
+		used = used > 3 ? used - 3 : 0;         /* ".", ".." and the directory's own */
+	}
+	free_fds = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+	return free_fds / 2 > ADUMP_FD_BUDGET_MIN ? (uint32_t)(free_fds / 2) : ADUMP_FD_BUDGET_MIN;
+}
+
 int adump_session_create(const struct adump_config *cfg, struct adump_session **out)
 {
 	struct adump_session *s;
@@ -146,6 +173,7 @@ int adump_session_create(const struct adump_config *cfg, struct adump_session **
 	if (!s)
 		return -ENOMEM;
 	s->root_fd = -1;
+	s->fd_budget = fd_budget();
 	s->cfg = *cfg;
 	/* Window mode writes statistics; its windows are written as tensors (window.c). */
 	if (cfg->window_steps)
@@ -664,8 +692,10 @@ int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf
 	const char *rel = nolink_rel(s, path);
 	int fd, ret;
 
-	if (!rel)
-		return adump_pubfile_open(pf, path, flags, mode);
+	if (!rel) {
+		ret = adump_pubfile_open(pf, path, flags, mode);
+		goto out;
+	}
 	for (bool is_again = false;; is_again = true) {
 		fd = dir_of_file(s, cache, rel);
 		if (fd < 0) {
@@ -685,6 +715,9 @@ int adump_session_pubfile_open(struct adump_session *s, struct adump_pubfile *pf
 		close(pf->dir_fd);
 		pf->dir_fd = -1;
 	}
+out:
+	if (ret == 0)
+		atomic_fetch_add_explicit(&s->fds_open, 1, memory_order_relaxed);
 	return ret;
 }
 
@@ -695,6 +728,8 @@ int adump_session_pubfile_close(struct adump_session *s, struct adump_pubfile *p
 	const char *rel = nolink_rel(s, path);
 	int fd;
 
+	if (pf->fd >= 0)
+		atomic_fetch_sub_explicit(&s->fds_open, 1, memory_order_relaxed);
 	if (rel && pf->fd >= 0 && pf->dir_fd < 0) {
 		fd = dir_of_file(s, cache, rel);
 		if (fd < 0) {

@@ -47,16 +47,23 @@ bool adump_submit_write(struct adump_worker *w, struct adump_chunk_write *cw)
 	return true;
 }
 
-/* Return: false if the output cannot take the record yet (its buffers are all in flight):
- * nothing of it was consumed, and the caller retries once completions have come back. */
+/* Return: false if the output cannot take the record yet (its buffers are all in flight, or
+ * a new file would pass the session's descriptors): nothing of it was consumed, and the
+ * caller retries once completions have come back. */
 static bool handle_record(struct adump_worker *w, struct adump_chan *chan, struct adump_rec *rec)
 {
 	struct adump_session *s = w->session;
 	const struct adump_output_ops *out = s->out;
 	struct adump_op_rec *op = rec->op;
 	struct file_state *fs = op->priv;
-	int ret = out->record_prepare ? out->record_prepare(w, chan, rec) : 0;
+	int ret;
 
+	/* A new file takes a descriptor: while the session's open files hold its share of them
+	 * and writes in flight will close some, it waits for those (the process's descriptors
+	 * bound the files in flight; with none in flight it goes, and EMFILE fails it). */
+	if (!fs && adump_session_fds_full(s) && adump_writer_in_flight(w->writer))
+		return false;
+	ret = out->record_prepare ? out->record_prepare(w, chan, rec) : 0;
 	if (ret < 0)
 		return false;
 	atomic_fetch_add_explicit(&s->records, 1, memory_order_relaxed);
@@ -172,7 +179,8 @@ static unsigned drain_rings(struct adump_worker *w)
 			if (!rec)
 				break;
 			while (!handle_record(w, c, rec)) {
-				/* The output has no buffer free: completions give them back. */
+				/* The output has no buffer free, or the session no descriptor:
+				 * completions give them back. */
 				bool doorbell;
 
 				adump_writer_submit(w->writer);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Host streams under load (include/adump/host.h): the drop policy; host and device streams
  * side by side in one session; statistics computed at hand-over equal to those of the bytes. */
+#include <sys/resource.h>
+
 #include "host_fixture.h"
 
 /* ---- drop policy ---- */
@@ -485,6 +487,62 @@ START_TEST(test_stats_keys_reuse)
 }
 END_TEST
 
+/* ---- descriptors ---- */
+
+/* Files in flight take a descriptor each until their writes are done. With few descriptors
+ * left (RLIMIT_NOFILE 64), four streams of small dumps, handed over faster than they are
+ * written, still write every file whole: the workers start no new file while the session
+ * holds its share of the descriptors free at its start and has writes to wait for. */
+START_TEST(test_files_in_flight_fit_the_descriptors)
+{
+	enum { STREAMS = 4, OPS = 1500 };
+	char *root = t_tmpdir("host-fds"), dir[4200], name[32];
+	struct adump_config cfg = ADUMP_CONFIG_INIT;
+	struct adump_session *s = NULL;
+	struct adump_host_stream *hs[STREAMS] = { NULL };
+	static unsigned char mem[256];
+	struct adump_host_tensor t = { .data = mem, .bytes = sizeof(mem), .dtype = ADUMP_DT_UINT8,
+				       .format = ADUMP_FORMAT_ND, .dim_count = 1,
+				       .dims = { sizeof(mem) } };
+	struct rlimit old, low;
+	struct adump_stats st;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	if (low.rlim_cur > 64)
+		low.rlim_cur = 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	cfg.dump_path = root;
+	cfg.time_dir = TIME_DIR;
+	cfg.chunk_bytes = CHUNK_BYTES;
+	cfg.stream_max = STREAMS;
+	ck_assert_int_eq(adump_session_create(&cfg, &s), 0);
+	for (unsigned k = 0; k < STREAMS; k++)
+		ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs[k]), 0);
+	for (unsigned i = 0; i < OPS; i++) {
+		for (unsigned k = 0; k < STREAMS; k++) {
+			mem[0] = (unsigned char)i;
+			snprintf(name, sizeof(name), "op%u_%u", k, i);
+			ck_assert_int_eq(adump_host_dump(hs[k], "Add", name, &t, 1, &t, 1), 0);
+		}
+	}
+	for (unsigned k = 0; k < STREAMS; k++) {
+		ck_assert_int_eq(adump_host_stream_sync(hs[k]), 0);
+		ck_assert_int_eq(adump_host_stream_close(hs[k]), 0);
+	}
+	adump_stats_get(s, &st);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_uint_eq(st.files_failed, 0);
+	ck_assert_uint_eq(st.files_completed, STREAMS * OPS);
+	snprintf(dir, sizeof(dir), "%s/%s/0", root, TIME_DIR);
+	ck_assert_uint_eq(t_count_files(dir, ""), STREAMS * OPS);
+	ck_assert_uint_eq(t_count_files(dir, ".failed"), 0);
+	t_rmtree(root);
+	free(root);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("host_flow");
@@ -496,6 +554,7 @@ int main(void)
 	tcase_add_test(tz, test_stats_handover_matches_bytes);
 	tcase_add_test(tz, test_stats_keys_reuse);
 	tcase_add_test(tz, test_msprobe_tensor_stats_at_handover);
+	tcase_add_test(tz, test_files_in_flight_fit_the_descriptors);
 	suite_add_tcase(s, tz);
 	return t_run_suite(s);
 }
