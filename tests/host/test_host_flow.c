@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Host streams under load (include/adump/host.h): the drop policy; host and device streams
- * side by side in one session; statistics computed at hand-over equal to those of the bytes. */
+ * side by side in one session; statistics computed at hand-over equal to those of the bytes;
+ * files in flight within the descriptors the process has. */
 #include <sys/resource.h>
 
 #include "host_fixture.h"
