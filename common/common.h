@@ -645,5 +645,7 @@ struct adump_msentry_leaf {
  * object, without the dozen objects and the printf of each number. Not for PRETTY output.
  * Return: 0 or -ENOMEM. */
 ADUMP_HIDDEN int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l);
+/* The same text appended to @b (b->err says whether it all fit). */
+ADUMP_HIDDEN void adump_msentry_leaf_text(struct adump_buf *b, const struct adump_msentry_leaf *l);
 
 #endif

@@ -404,11 +404,11 @@ static void text_bool(struct adump_buf *b, bool v)
 	adump_buf_str(b, v ? "true" : "false");
 }
 
-int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l)
+void adump_msentry_leaf_text(struct adump_buf *out, const struct adump_msentry_leaf *l)
 {
 	static const char hex[] = "0123456789abcdef";
 	const char *dtn = adump_pt_dtype_name(l->dtype);
-	struct adump_buf b = { 0 };
+	struct adump_buf b = *out;
 	struct stat_value v[4];
 
 	adump_buf_put(&b, "{", 1);
@@ -461,6 +461,14 @@ int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l
 		text_str(&b, l->data_name);
 	}
 	adump_buf_put(&b, "}", 1);
+	*out = b;
+}
+
+int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l)
+{
+	struct adump_buf b = { 0 };
+
+	adump_msentry_leaf_text(&b, l);
 	if (b.err) {
 		free(b.p);
 		return -ENOMEM;

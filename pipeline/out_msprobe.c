@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,17 +64,47 @@ struct dfx_seen {
 	struct json_object *dfx;
 };
 
+/* Entries this worker built, by what an entry is built from (the dump's name, its
+ * dfx_message and its tensors' kinds): a training loop's dump has the same three at every
+ * step, and building its entry (a JSON tree from the description, then its text) was a
+ * quarter of the worker's time. An entry is kept as its text cut where its tensors' items go;
+ * each dump fills them in (entry_text()). Shared by the dumps in flight that use it. */
+#define TMPL_SEEN 512u
+#define TMPL_WAYS 4u                    /* the slots a template may take */
+
+struct tmpl_cut {
+	size_t at;                      /* where in the text the item goes */
+	uint32_t ti;                    /* the tensor it describes */
+};
+
+struct entry_tmpl {
+	atomic_uint refs;
+	uint64_t hash;
+	char *name;
+	char *dfx;                      /* "" for none */
+	size_t dfx_len;
+	uint32_t tensor_count;
+	uint8_t *kinds;
+	char *text;                     /* "<name>": {...}, the items cut out */
+	size_t text_len;
+	uint32_t cut_count;
+	struct tmpl_cut *cuts;
+	char **data_names;              /* per tensor; NULL: no item of its own */
+	bool *requires_grad;
+};
+
 struct msp_worker {
 	struct msp_write *free_list;
 	struct msp_block *blocks;
 	struct dfx_seen dfx[DFX_SEEN];
+	struct entry_tmpl *tmpl[TMPL_SEEN];
 };
 
 /* ---- per file ---------------------------------------------------------------------------- */
 
 struct msp_tensor {
-	struct json_object *leaf;       /* its description in the entry, filled at the end */
-	char *data_name;                /* "<...>.pt", or NULL: no .pt */
+	struct json_object *leaf;       /* its item in the entry while the entry is built */
+	char *data_name;                /* "<...>.pt" (the template's), or NULL: no .pt */
 	bool requires_grad;
 	struct adump_pt pt;
 	struct adump_pubfile pf;        /* fd -1: no file */
@@ -85,7 +116,8 @@ struct msp_tensor {
 
 struct msp_file {
 	struct msp_slot *slot;
-	struct json_object *entry;      /* the entry's value */
+	struct entry_tmpl *tmpl;        /* the entry, a reference */
+	struct json_object *entry;      /* the entry's value while it is built */
 	char *name;                     /* the entry's name */
 	const char *dir;                /* op->dir or the session's */
 	uint32_t next_tensor;           /* the tensor holding the next payload byte */
@@ -111,7 +143,7 @@ static int tensor_leaf(struct msp_file *mf, uint32_t ti, const char *data_name, 
 		json_object_object_add(*out, "type", json_object_new_string("torch.Tensor"));
 		return 0;
 	}
-	/* Its text is made once every byte has passed (entry_fill()). */
+	/* Its text is made once every byte has passed (entry_text()). */
 	*out = json_object_new_boolean(0);
 	if (!*out)
 		return -ENOMEM;
@@ -192,13 +224,191 @@ static int entry_build(struct msp_worker *mw, struct msp_file *mf, const struct 
 	return ret;
 }
 
-/* The placeholders' contents, once every byte has passed. Return 0 or -ENOMEM. */
-static int entry_fill(struct adump_session *s, struct file_state *fs, struct msp_file *mf)
+static void tmpl_put(struct entry_tmpl *tp)
+{
+	if (!tp || atomic_fetch_sub_explicit(&tp->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	for (uint32_t i = 0; tp->data_names && i < tp->tensor_count; i++)
+		free(tp->data_names[i]);
+	free(tp->data_names);
+	free(tp->requires_grad);
+	free(tp->cuts);
+	free(tp->text);
+	free(tp->kinds);
+	free(tp->dfx);
+	free(tp->name);
+	free(tp);
+}
+
+static uint64_t tmpl_hash(const char *name, const char *dfx, size_t dfx_len,
+			  const struct adump_op *op)
+{
+	uint64_t h = adump_fnv1a64(name, strlen(name)) * 31 + adump_fnv1a64(dfx, dfx_len);
+
+	for (uint32_t i = 0; i < op->tensor_count; i++)
+		h = (h ^ (uint64_t)op->tensors[i].kind) * 0x100000001b3ull;
+	return h ^ op->tensor_count;
+}
+
+static bool tmpl_matches(const struct entry_tmpl *tp, uint64_t hash, const char *name,
+			 const char *dfx, size_t dfx_len, const struct adump_op *op)
+{
+	if (!tp || tp->hash != hash || tp->dfx_len != dfx_len ||
+	    tp->tensor_count != op->tensor_count || strcmp(tp->name, name) ||
+	    memcmp(tp->dfx, dfx, dfx_len))
+		return false;
+	for (uint32_t i = 0; i < op->tensor_count; i++)
+		if (tp->kinds[i] != (uint8_t)op->tensors[i].kind)
+			return false;
+	return true;
+}
+
+/* The text of @mf->entry cut at its items into @tp: each item written as a mark
+ * (\001<tensor>\002; json-c escapes those bytes anywhere else), then found. Return 0 or
+ * -ENOMEM. */
+static int tmpl_cut(struct entry_tmpl *tp, struct msp_file *mf)
+{
+	char *marked, *dst;
+	const char *p;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < mf->count; i++) {
+		char mark[16], *m;
+
+		if (!mf->t[i].leaf)
+			continue;
+		snprintf(mark, sizeof(mark), "\001%u\002", i);
+		m = strdup(mark);
+		if (!m)
+			return -ENOMEM;
+		json_object_set_serializer(mf->t[i].leaf, json_object_userdata_to_json_string, m,
+					   json_object_free_userdata);
+		n++;
+	}
+	marked = msp_entry_text(mf->name, mf->entry);
+	tp->cuts = calloc(n ? n : 1, sizeof(*tp->cuts));
+	if (!marked || !tp->cuts) {
+		free(marked);
+		return -ENOMEM;
+	}
+	tp->text = dst = marked;        /* cut in place: the text only shrinks */
+	for (p = marked; *p; ) {
+		char *end;
+
+		if (*p != '\001') {
+			*dst++ = *p++;
+			continue;
+		}
+		if (tp->cut_count == n)
+			return -EPROTO;
+		tp->cuts[tp->cut_count].at = (size_t)(dst - marked);
+		tp->cuts[tp->cut_count++].ti = (uint32_t)strtoul(p + 1, &end, 10);
+		if (*end != '\002')
+			return -EPROTO;
+		p = end + 1;
+	}
+	*dst = '\0';
+	tp->text_len = (size_t)(dst - marked);
+	return 0;
+}
+
+/* A new template of @op's entry, built as its dump @mf describes it into *@out. Return 0 or
+ * -errno (*@out NULL). */
+static int tmpl_make(struct msp_worker *mw, struct msp_file *mf, const struct adump_op *op,
+		     const char *dfx, size_t dfx_len, uint64_t hash, struct entry_tmpl **out)
+{
+	struct entry_tmpl *tp = calloc(1, sizeof(*tp));
+	int ret;
+
+	*out = NULL;
+	if (!tp)
+		return -ENOMEM;
+	atomic_init(&tp->refs, 1);
+	tp->hash = hash;
+	tp->tensor_count = op->tensor_count;
+	tp->dfx_len = dfx_len;
+	tp->name = strdup(mf->name);
+	tp->dfx = strndup(dfx, dfx_len);
+	tp->kinds = malloc(op->tensor_count + 1);
+	tp->data_names = calloc(op->tensor_count + 1, sizeof(*tp->data_names));
+	tp->requires_grad = calloc(op->tensor_count + 1, sizeof(*tp->requires_grad));
+	ret = tp->name && tp->dfx && tp->kinds && tp->data_names && tp->requires_grad ? 0 :
+	      -ENOMEM;
+	if (ret == 0)
+		ret = entry_build(mw, mf, op);
+	if (ret == 0)
+		ret = tmpl_cut(tp, mf);
+	for (uint32_t i = 0; i < mf->count; i++) {
+		tp->kinds[i] = (uint8_t)op->tensors[i].kind;
+		/* A '/' in a data name would make a folder of dump_tensor_data: one component,
+		 * as the exporter's (adump_name_component()). */
+		if (mf->t[i].data_name)
+			adump_name_component(mf->t[i].data_name);
+		tp->data_names[i] = mf->t[i].data_name;
+		tp->requires_grad[i] = mf->t[i].requires_grad;
+		mf->t[i].data_name = NULL;
+		mf->t[i].leaf = NULL;
+	}
+	json_object_put(mf->entry);
+	mf->entry = NULL;
+	if (ret < 0) {
+		tmpl_put(tp);
+		return ret;
+	}
+	*out = tp;
+	return 0;
+}
+
+/* @mf's entry: the worker's template of it, made if it has none. Return 0 or -errno. */
+static int entry_get(struct msp_worker *mw, struct msp_file *mf, const struct adump_op *op)
+{
+	const char *dfx = op->dfx_message ? op->dfx_message : "";
+	size_t dfx_len = strlen(dfx);
+	uint64_t hash = tmpl_hash(mf->name, dfx, dfx_len, op);
+	struct entry_tmpl **set = &mw->tmpl[hash % (TMPL_SEEN / TMPL_WAYS) * TMPL_WAYS], **slot;
+	struct entry_tmpl *tp = NULL;
+	int ret;
+
+	for (slot = set; slot < set + TMPL_WAYS; slot++)
+		if (tmpl_matches(*slot, hash, mf->name, dfx, dfx_len, op)) {
+			tp = *slot;
+			atomic_fetch_add_explicit(&tp->refs, 1, memory_order_relaxed);
+			break;
+		}
+	if (!tp) {
+		ret = tmpl_make(mw, mf, op, dfx, dfx_len, hash, &tp);
+		if (ret < 0)
+			return ret;
+		if (dfx_len <= DFX_SEEN_MAX_LEN) {
+			/* An empty way, else one of them by the hash's high bits. */
+			for (slot = set; slot < set + TMPL_WAYS - 1 && *slot; slot++)
+				;
+			if (*slot)
+				slot = set + (hash >> 60) % TMPL_WAYS;
+			tmpl_put(*slot);
+			*slot = tp;
+			atomic_fetch_add_explicit(&tp->refs, 1, memory_order_relaxed);
+		}
+	}
+	mf->tmpl = tp;
+	for (uint32_t i = 0; i < mf->count; i++) {
+		mf->t[i].data_name = tp->data_names[i];
+		mf->t[i].requires_grad = tp->requires_grad[i];
+	}
+	return 0;
+}
+
+/* The entry's text, its items filled once every byte has passed (NULL: out of memory). */
+static char *entry_text(struct adump_session *s, struct file_state *fs, struct msp_file *mf)
 {
 	const struct adump_op *op = &fs->op->op;
 	struct msp_session *ms = s->out_session;
+	const struct entry_tmpl *tp = mf->tmpl;
+	struct adump_buf b = { 0 };
+	size_t at = 0;
 
-	for (uint32_t i = 0; i < mf->count; i++) {
+	for (uint32_t k = 0; k < tp->cut_count; k++) {
+		uint32_t i = tp->cuts[k].ti;
 		const struct msp_tensor *t = &mf->t[i];
 		const struct adump_tensor *ot = &op->tensors[i];
 		const struct adump_msentry_leaf leaf = {
@@ -210,10 +420,16 @@ static int entry_fill(struct adump_session *s, struct file_state *fs, struct msp
 			.data_name = ms->has_data && t->pt.mem ? t->data_name : NULL,
 		};
 
-		if (t->leaf && adump_msentry_leaf(t->leaf, &leaf) < 0)
-			return -ENOMEM;
+		adump_buf_put(&b, tp->text + at, tp->cuts[k].at - at);
+		adump_msentry_leaf_text(&b, &leaf);
+		at = tp->cuts[k].at;
 	}
-	return 0;
+	adump_buf_put(&b, tp->text + at, tp->text_len - at);
+	if (b.err) {
+		free(b.p);
+		return NULL;
+	}
+	return (char *)b.p;
 }
 
 /* ---- the worker's side ------------------------------------------------------------------- */
@@ -234,6 +450,8 @@ static void msp_worker_fini(struct adump_worker *w)
 		free(mw->dfx[i].text);
 		json_object_put(mw->dfx[i].dfx);
 	}
+	for (unsigned i = 0; i < TMPL_SEEN; i++)
+		tmpl_put(mw->tmpl[i]);
 	while (mw->blocks) {
 		struct msp_block *b = mw->blocks;
 
@@ -400,17 +618,12 @@ static void msp_file_begin(struct adump_worker *w, struct file_state *fs, bool i
 		adump_file_fail(s, fs, -ENOMEM, "starting");
 		return;
 	}
-	ret = entry_build(w->out_state, mf, op);
+	ret = entry_get(w->out_state, mf, op);
 	if (ret < 0) {
 		adump_file_fail(s, fs, ret, ret == -ADUMP_ERR_CORRUPT ?
 				"a dfx_message that is not a JSON object in" : "describing");
 		return;
 	}
-	/* A '/' in a data name would make a folder of dump_tensor_data: one component, as the
-	 * exporter's (adump_name_component()). */
-	for (uint32_t i = 0; i < mf->count; i++)
-		if (mf->t[i].data_name)
-			adump_name_component(mf->t[i].data_name);
 	ret = adump_statacc_init(&fs->stats, op, 0);
 	if (ret < 0) {
 		adump_file_fail(s, fs, ret, "starting statistics of");
@@ -563,8 +776,8 @@ static void msp_file_end(struct adump_worker *w, struct file_state *fs)
 		if (ret < 0 && !fs->is_failed)
 			adump_file_fail(s, fs, ret, "publishing a .pt file of");
 	}
-	if (!fs->is_failed && mf->entry) {
-		text = entry_fill(s, fs, mf) == 0 ? msp_entry_text(mf->name, mf->entry) : NULL;
+	if (!fs->is_failed && mf->tmpl) {
+		text = entry_text(s, fs, mf);
 		if (!text)
 			adump_file_fail(s, fs, -ENOMEM, "describing");
 	}
@@ -576,10 +789,9 @@ static void msp_file_end(struct adump_worker *w, struct file_state *fs)
 	if (fs->has_stats)
 		adump_statacc_fini(&fs->stats);
 	fs->has_stats = false;
-	for (uint32_t i = 0; i < mf->count; i++) {
+	for (uint32_t i = 0; i < mf->count; i++)
 		adump_pt_fini(&mf->t[i].pt);
-		free(mf->t[i].data_name);
-	}
+	tmpl_put(mf->tmpl);
 	json_object_put(mf->entry);
 	free(mf->name);
 	free(mf);

@@ -8,6 +8,7 @@
  * A failed write publishes nothing of its dump (.pt.failed, no entry, a loss line). Bad
  * configurations are refused. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -520,6 +521,105 @@ START_TEST(test_empty_tensor_between)
 }
 END_TEST
 
+/* The worker keeps a dump's entry between steps (the same name, description and tensor
+ * kinds): each step's entry must still be the one a fresh session writes for that dump
+ * alone, its own statistics and data names, and a changed description is a new entry. */
+static const char *const keep_dfx[2] = {
+	"{\"input_args\":[{\"type\":\"torch.Tensor\",\"dtype\":\"torch.float32\","
+	"\"shape\":[3],\"requires_grad\":true,\"tensor\":\"input.0\"}],"
+	"\"output\":{\"type\":\"torch.Tensor\",\"dtype\":\"torch.float32\",\"shape\":[3],"
+	"\"requires_grad\":true,\"tensor\":\"output.0\"}}",
+	"{\"input_args\":[{\"type\":\"torch.Tensor\",\"dtype\":\"torch.float32\","
+	"\"shape\":[3],\"requires_grad\":false,\"tensor\":\"input.0\"}],"
+	"\"output\":[{\"type\":\"torch.Tensor\",\"dtype\":\"torch.float32\",\"shape\":[3],"
+	"\"requires_grad\":false,\"tensor\":\"output.0\"}, {\"type\":\"int\",\"value\":3}]}",
+};
+static const float keep_vals[3][3] = {
+	{ 1.5f, -2.25f, 0.125f }, { 7.0f, 0.5f, -1.0f }, { 3.0f, 3.0f, -8.5f },
+};
+#define KEEP_NAME "Module.fc.Linear.forward.0"
+
+/* Step @k's dump into @hs's directory (step <k>/rank0): input keep_vals[k], output its
+ * reverse, described as keep_dfx[k == 2]. */
+static void keep_dump(struct adump_host_stream *hs, int k)
+{
+	float out[3] = { keep_vals[k][2], keep_vals[k][1], keep_vals[k][0] };
+	struct adump_host_tensor in_t = { .data = keep_vals[k], .bytes = sizeof(keep_vals[k]),
+					  .dtype = ADUMP_DT_FLOAT, .dim_count = 1, .dims = { 3 } };
+	struct adump_host_tensor out_t = { .data = out, .bytes = sizeof(out),
+					   .dtype = ADUMP_DT_FLOAT, .dim_count = 1, .dims = { 3 } };
+	struct adump_host_op op = ADUMP_HOST_OP_INIT;
+	char dir[32];
+
+	snprintf(dir, sizeof(dir), "step%d/rank0", k);
+	ck_assert_int_eq(adump_host_stream_set_dir(hs, dir), 0);
+	op.op_type = "Linear";
+	op.op_name = KEEP_NAME;
+	op.inputs = &in_t;
+	op.input_count = 1;
+	op.outputs = &out_t;
+	op.output_count = 1;
+	op.dfx_message = keep_dfx[k == 2];
+	ck_assert_int_eq(adump_host_dump_op(hs, &op, NULL), 0);
+}
+
+static struct json_object *keep_entry(const char *root, int k)
+{
+	struct json_object *data, *e;
+	char dir[4200];
+
+	snprintf(dir, sizeof(dir), "%s/step%d/rank0", root, k);
+	data = load_data(dir);
+	ck_assert(json_object_object_get_ex(data, KEEP_NAME, &e));
+	json_object_get(e);
+	json_object_put(data);
+	return e;
+}
+
+START_TEST(test_entry_kept_between_steps)
+{
+	char *root = t_tmpdir("msprobe-keep"), *fresh = t_tmpdir("msprobe-fresh");
+	struct adump_session *s = open_session(root, ADUMP_WRITER_AUTO, ADUMP_SUMMARY_STATISTICS);
+	struct adump_host_stream *hs;
+
+	ck_assert_int_eq(adump_host_stream_open(s, NULL, &hs), 0);
+	for (int k = 0; k < 3; k++)
+		keep_dump(hs, k);
+	ck_assert_int_eq(adump_host_stream_close(hs), 0);
+	ck_assert_int_eq(adump_session_destroy(s), 0);
+	for (int k = 0; k < 3; k++) {
+		struct adump_session *f = open_session(fresh, ADUMP_WRITER_AUTO,
+						       ADUMP_SUMMARY_STATISTICS);
+		struct json_object *kept, *alone, *out;
+		char want[64];
+
+		ck_assert_int_eq(adump_host_stream_open(f, NULL, &hs), 0);
+		keep_dump(hs, k);
+		ck_assert_int_eq(adump_host_stream_close(hs), 0);
+		ck_assert_int_eq(adump_session_destroy(f), 0);
+		kept = keep_entry(root, k);
+		alone = keep_entry(fresh, k);
+		ck_assert_msg(json_object_equal(kept, alone), "step %d: %s against %s", k,
+			      json_object_to_json_string(kept), json_object_to_json_string(alone));
+		/* and they hold this step's values */
+		ck_assert(json_object_object_get_ex(kept, "output", &out));
+		out = json_object_array_get_idx(out, 0);
+		ck_assert_double_eq(json_object_get_double(json_object_object_get(out, "Max")),
+				    fmax(keep_vals[k][0], fmax(keep_vals[k][1], keep_vals[k][2])));
+		ck_assert_int_eq(json_object_get_boolean(
+					 json_object_object_get(out, "requires_grad")), k != 2);
+		snprintf(want, sizeof(want), KEEP_NAME ".output.0.pt");
+		ck_assert_str_eq(str_of(out, "data_name"), want);
+		json_object_put(kept);
+		json_object_put(alone);
+	}
+	t_rmtree(root);
+	t_rmtree(fresh);
+	free(root);
+	free(fresh);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("msprobe");
@@ -533,6 +633,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_statistics);
 	tcase_add_test(tc, test_config_refused);
 	tcase_add_test(tc, test_empty_tensor_between);
+	tcase_add_test(tc, test_entry_kept_between_steps);
 	suite_add_tcase(s, tc);
 	return s;
 }
