@@ -57,6 +57,9 @@ _DisableTorchDispatch = torch._C._DisableTorchDispatch
 _perf_counter = time.perf_counter
 # Dump names whose dfx_message text capture keeps for the next step (_dfx()).
 _DFX_TEXTS_MAX = 100000
+# The staging chunk of a capture that hands over no bytes (content="stats", window mode),
+# unless chunk_bytes is given: __init__.
+_LEAN_CHUNK_BYTES = 256 << 10
 
 _ERR_CORRUPT = 4097
 _ERR_INCOMPLETE = 4106
@@ -215,6 +218,13 @@ class capture(_Select, ModuleHooks, WindowMixin):
             self.config["summary"] = "md5"
         # The whole config is checked now, not at the first dump inside a forward hook.
         self._init_window(steps)        # window mode (_torch_window), its own checks
+        if (content == "stats" or self.window) and self.config.get("summary") != "md5":
+            # Each dump hands over its statistics (and in window mode its tensors into the
+            # window's memory), not its bytes: its staging buffer stays empty and only their
+            # number counts. A stream wakes its worker once for half its buffers: smaller
+            # ones, 8 times as many in the same pool, wake it once for 32 dumps rather than
+            # 4 (a wake-up costs both threads a system call and a context switch).
+            self.config.setdefault("chunk_bytes", _LEAN_CHUNK_BYTES)
         _adump.config_check(dump_path=self.dump_path, time_dir="x", **self.config)
         self._check_bounds()
         # The rank directory: rank<R> once the process group exists, proc<pid> until then

@@ -223,5 +223,54 @@ class SameFiles(unittest.TestCase):
         self.check(dtype=torch.bfloat16, content="stats")
 
 
+class LeanChunks(unittest.TestCase):
+    """A capture that hands over no bytes (content="stats", window mode) stages 256 KiB
+    chunks unless chunk_bytes is given (more records a stream before its worker must wake):
+    what it writes, a persisted window of tensors larger than a chunk too, is what the
+    2 MiB default writes."""
+
+    def run_big(self, top, **kw):
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(256, 512), nn.ReLU())
+        x = torch.randn(300, 256, generator=torch.Generator().manual_seed(2))
+        with adump.torch.capture(model, top, level="module", format="msprobe", **kw) as cap:
+            for _ in range(2):
+                model(x).sum().backward()
+                if cap.window:
+                    cap.persist("the held steps, written")
+                cap.step()
+        return cap
+
+    def check(self, **kw):
+        a, b = helpers.tmpdir("lean"), helpers.tmpdir("default")
+        lean = self.run_big(a, **kw)
+        full = self.run_big(b, chunk_bytes=2 << 20, **kw)
+        self.assertEqual(lean.config["chunk_bytes"], 256 << 10)
+        self.assertEqual(full.config["chunk_bytes"], 2 << 20)
+        self.assertEqual(lean.losses, [])
+        fa, fb = _tree(a), _tree(b)
+        self.assertEqual(sorted(fa), sorted(fb))
+        big = [n for n in fa if n.endswith(".pt") and len(fa[n]) > (256 << 10)]
+        if kw.get("window_steps"):
+            self.assertTrue(big, sorted(fa))            # written in several chunks
+        for name in fa:
+            if name.endswith("trigger.json"):
+                continue                # the time it fired
+            self.assertEqual(fa[name].replace(a.encode(), b"<top>"),
+                             fb[name].replace(b.encode(), b"<top>"), name)
+
+    def test_stats(self):
+        self.check(content="stats")
+
+    def test_window(self):
+        self.check(window_steps=2)
+
+    def test_tensors_keep_the_default(self):
+        top = helpers.tmpdir("tensors")
+        self.assertNotIn("chunk_bytes", self.run_big(top).config)
+        top = helpers.tmpdir("md5")
+        self.assertNotIn("chunk_bytes", self.run_big(top, content="stats", md5=True).config)
+
+
 if __name__ == "__main__":
     unittest.main()
