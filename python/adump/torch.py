@@ -55,6 +55,7 @@ from ._torch_window import WindowMixin
 _same_json = _adump._same_json
 _DisableTorchDispatch = torch._C._DisableTorchDispatch
 _perf_counter = time.perf_counter
+_get_ident = threading.get_ident
 # Dump names whose dfx_message text capture keeps for the next step (_dfx()).
 _DFX_TEXTS_MAX = 100000
 # The staging chunk of a capture that hands over no bytes (content="stats", window mode),
@@ -237,6 +238,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self.dumps = 0
         self.handover_seconds = 0.0     # time the model's threads spent handing tensors over
         self._dfx_texts = {}            # dump name -> (description, its text): _dfx()
+        self._direct = True             # False: every dump through _dump_any() (tests)
         self.stats = {}
         self._session = None
         self._streams = {}
@@ -466,22 +468,37 @@ class capture(_Select, ModuleHooks, WindowMixin):
         t0 = _perf_counter()
         guard = _DisableTorchDispatch()         # own_ops(), without its object
         try:
-            self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            if skipped or self._zero_copy or not (self.with_inputs and self.with_outputs):
+                self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
+            elif inputs or outputs:
+                # The common case, inline (a Python call less a dump): every tensor a CPU
+                # tensor of torch's own types and dtypes, copied. The native dump checks
+                # that, keys them and takes them as they are, in one call; it does nothing
+                # and returns None when one is not. Its arguments by position (its keywords
+                # cost a dict each call).
+                st = self._ready_streams.get(_get_ident())
+                if st is None:
+                    st = self._take_stream()
+                if self._direct and st._st.dump(
+                        op_type, name, inputs, outputs, True, None, None, 0, attrs,
+                        self._dfx(name, info) if info is not None else None,
+                        self._stats_keys, True) is not None:
+                    self.dumps += 1
+                else:
+                    self._dump_any(op_type, name, inputs, outputs, attrs, info, [])
         finally:
             del guard
             self.handover_seconds += _perf_counter() - t0
 
     def _dump_direct(self, op_type, name, inputs, outputs, attrs, info):
-        """The common case, once per dump: every tensor a CPU tensor of torch's own types
-        and dtypes, copied. The native dump checks that, keys them and takes them as they
-        are, in one call; it does nothing and returns None (and this False) when one is
-        not. Its arguments by position (its keywords cost a dict each call)."""
-        if self._stream()._st.dump(op_type, name, inputs, outputs, True, None, None, 0, attrs,
-                                   self._dfx(name, info) if info is not None else None,
-                                   self._stats_keys, True) is None:
-            return False
-        self.dumps += 1
-        return True
+        """_dump()'s native call, for the dumps _dump_now() takes: True if it took them."""
+        if self._direct and self._stream()._st.dump(
+                op_type, name, inputs, outputs, True, None, None, 0, attrs,
+                self._dfx(name, info) if info is not None else None,
+                self._stats_keys, True) is not None:
+            self.dumps += 1
+            return True
+        return False
 
     def _stats_key(self, t):
         """The statistics key of @t (struct adump_host_op's stats_keys): the same for the same
@@ -494,6 +511,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         return self._stats_keys.key(t)
 
     def _dump_now(self, op_type, name, inputs, outputs, attrs, info, skipped):
+        """_dump() but for its common case."""
         # Tensors describe() found unstorable (kind, index, bytes, dtype), of the parts dumped.
         if skipped:
             skipped = [x for x in skipped if (x[0] == "input" and self.with_inputs) or
