@@ -183,6 +183,16 @@ def _tree(top):
     return out
 
 
+def _assert_same_files(test, a, fa, b, fb):
+    """The trees @fa (of @a) and @fb (of @b), _tree()'s, hold the same files and bytes but
+    the time a trigger fired (dump.json names its dump_tensor_data by its absolute path)."""
+    test.assertEqual(sorted(fa), sorted(fb))
+    for name in fa:
+        if not name.endswith("trigger.json"):
+            test.assertEqual(fa[name].replace(a.encode(), b"<top>"),
+                             fb[name].replace(b.encode(), b"<top>"), name)
+
+
 class SameFiles(unittest.TestCase):
     """The direct path writes, file for file and byte for byte, what the general path
     writes (msprobe's format: its names and dump.json hold no time)."""
@@ -200,13 +210,7 @@ class SameFiles(unittest.TestCase):
             self.assertTrue(any(n.endswith(".pt") for n in fa), sorted(fa))
         if kw.get("dtype") is torch.bfloat16:
             self.assertIn(b"torch.bfloat16", b"".join(fa.values()))
-        self.assertEqual(sorted(fa), sorted(fb))
-        for name in fa:
-            if name.endswith("trigger.json"):
-                continue                # the time it fired
-            # (dump.json names its dump_tensor_data by its absolute path)
-            self.assertEqual(fa[name].replace(a.encode(), b"<top>"),
-                             fb[name].replace(b.encode(), b"<top>"), name)
+        _assert_same_files(self, a, fa, b, fb)
 
     def test_stats(self):
         self.check(content="stats")
@@ -249,15 +253,10 @@ class LeanChunks(unittest.TestCase):
         self.assertEqual(full.config["chunk_bytes"], 2 << 20)
         self.assertEqual(lean.losses, [])
         fa, fb = _tree(a), _tree(b)
-        self.assertEqual(sorted(fa), sorted(fb))
         big = [n for n in fa if n.endswith(".pt") and len(fa[n]) > (256 << 10)]
         if kw.get("window_steps"):
             self.assertTrue(big, sorted(fa))            # written in several chunks
-        for name in fa:
-            if name.endswith("trigger.json"):
-                continue                # the time it fired
-            self.assertEqual(fa[name].replace(a.encode(), b"<top>"),
-                             fb[name].replace(b.encode(), b"<top>"), name)
+        _assert_same_files(self, a, fa, b, fb)
 
     def test_stats(self):
         self.check(content="stats")
