@@ -264,8 +264,8 @@ static bool tmpl_matches(const struct entry_tmpl *tp, uint64_t hash, const char 
 }
 
 /* The text of @mf->entry cut at its items into @tp: each item written as a mark
- * (\001<tensor>\002; json-c escapes those bytes anywhere else), then found. Return 0 or
- * -ENOMEM. */
+ * (\001<tensor>\002; json-c escapes those bytes anywhere else), then found. Return 0,
+ * -ENOMEM, or -EPROTO for marks that are not the ones written. */
 static int tmpl_cut(struct entry_tmpl *tp, struct msp_file *mf)
 {
 	char *marked, *dst;
@@ -302,14 +302,14 @@ static int tmpl_cut(struct entry_tmpl *tp, struct msp_file *mf)
 		if (tp->cut_count == n)
 			return -EPROTO;
 		tp->cuts[tp->cut_count].at = (size_t)(dst - marked);
-		tp->cuts[tp->cut_count++].ti = (uint32_t)strtoul(p + 1, &end, 10);
-		if (*end != '\002')
+		tp->cuts[tp->cut_count].ti = (uint32_t)strtoul(p + 1, &end, 10);
+		if (*end != '\002' || tp->cuts[tp->cut_count++].ti >= mf->count)
 			return -EPROTO;
 		p = end + 1;
 	}
 	*dst = '\0';
 	tp->text_len = (size_t)(dst - marked);
-	return 0;
+	return tp->cut_count == n ? 0 : -EPROTO;
 }
 
 /* A new template of @op's entry, built as its dump @mf describes it into *@out. Return 0 or
@@ -332,10 +332,11 @@ static int tmpl_make(struct msp_worker *mw, struct msp_file *mf, const struct ad
 	tp->kinds = malloc(op->tensor_count + 1);
 	tp->data_names = calloc(op->tensor_count + 1, sizeof(*tp->data_names));
 	tp->requires_grad = calloc(op->tensor_count + 1, sizeof(*tp->requires_grad));
-	ret = tp->name && tp->dfx && tp->kinds && tp->data_names && tp->requires_grad ? 0 :
-	      -ENOMEM;
-	if (ret == 0)
-		ret = entry_build(mw, mf, op);
+	if (!tp->name || !tp->dfx || !tp->kinds || !tp->data_names || !tp->requires_grad) {
+		tmpl_put(tp);
+		return -ENOMEM;
+	}
+	ret = entry_build(mw, mf, op);
 	if (ret == 0)
 		ret = tmpl_cut(tp, mf);
 	for (uint32_t i = 0; i < mf->count; i++) {
