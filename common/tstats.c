@@ -491,9 +491,8 @@ static inline AVX2 double hmax_pd(__m256d v, bool is_max)
 }
 
 /* simd_float() with 512-bit vectors: the same lanes (s_lo holds lanes 0-7, s_hi 8-15, each
- * the sum of its elements in order) and the same arithmetic, half the instructions. A square
- * is exact in double (two 24-bit significands), so it does not matter whether the compiler
- * fuses it with its sum. */
+ * the sum of its elements in order) and the same arithmetic, half the instructions; a square
+ * fused with its sum, as group256() has it. */
 #define AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,f16c")))
 
 static inline AVX512 __m512 load16(const uint8_t *p, enum adump_tstats_kind kind)
@@ -577,8 +576,8 @@ static inline __attribute__((always_inline)) AVX512 bool group512(
 	}
 	*s_lo = _mm512_add_pd(*s_lo, lo);
 	*s_hi = _mm512_add_pd(*s_hi, hi);
-	*q_lo = _mm512_add_pd(*q_lo, _mm512_mul_pd(lo, lo));
-	*q_hi = _mm512_add_pd(*q_hi, _mm512_mul_pd(hi, hi));
+	*q_lo = _mm512_fmadd_pd(lo, lo, *q_lo);         /* exact squares: group256()'s */
+	*q_hi = _mm512_fmadd_pd(hi, hi, *q_hi);
 	return true;
 }
 
