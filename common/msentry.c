@@ -404,64 +404,62 @@ static void text_bool(struct adump_buf *b, bool v)
 	adump_buf_str(b, v ? "true" : "false");
 }
 
-void adump_msentry_leaf_text(struct adump_buf *out, const struct adump_msentry_leaf *l)
+void adump_msentry_leaf_text(struct adump_buf *b, const struct adump_msentry_leaf *l)
 {
 	static const char hex[] = "0123456789abcdef";
 	const char *dtn = adump_pt_dtype_name(l->dtype);
-	struct adump_buf b = *out;
 	struct stat_value v[4];
 
-	adump_buf_put(&b, "{", 1);
-	text_key(&b, "type");
-	text_str(&b, "torch.Tensor");
-	text_key(&b, "dtype");
-	text_str(&b, dtn ? dtn : "unknown");
-	text_key(&b, "shape");
-	adump_buf_put(&b, "[", 1);
+	adump_buf_put(b, "{", 1);
+	text_key(b, "type");
+	text_str(b, "torch.Tensor");
+	text_key(b, "dtype");
+	text_str(b, dtn ? dtn : "unknown");
+	text_key(b, "shape");
+	adump_buf_put(b, "[", 1);
 	for (uint32_t d = 0; d < l->dim_count; d++) {
 		if (d)
-			adump_buf_put(&b, ",", 1);
-		text_int(&b, (int64_t)l->dims[d]);
+			adump_buf_put(b, ",", 1);
+		text_int(b, (int64_t)l->dims[d]);
 	}
-	adump_buf_put(&b, "]", 1);
+	adump_buf_put(b, "]", 1);
 	stat_values(l->stats, l->dtype, l->dim_count, v);
 	for (int i = 0; i < 4; i++) {
 		char text[64];
 
-		text_key(&b, stat_keys[i]);
+		text_key(b, stat_keys[i]);
 		switch (v[i].kind) {
 		case STAT_NULL:
-			adump_buf_str(&b, "null");
+			adump_buf_str(b, "null");
 			break;
 		case STAT_BOOL:
-			text_bool(&b, v[i].i != 0);
+			text_bool(b, v[i].i != 0);
 			break;
 		case STAT_INT:
-			text_int(&b, v[i].i);
+			text_int(b, v[i].i);
 			break;
 		case STAT_FLOAT:
 			adump_py_float(v[i].f, text, sizeof(text));
-			adump_buf_str(&b, text);
+			adump_buf_str(b, text);
 			break;
 		}
 	}
-	text_key(&b, "requires_grad");
-	text_bool(&b, l->requires_grad);
+	text_key(b, "requires_grad");
+	text_bool(b, l->requires_grad);
 	if (l->has_md5) {
 		char md5[9];
 
 		for (int i = 0; i < 8; i++)
 			md5[i] = hex[(l->md5 >> (28 - 4 * i)) & 0xf];
 		md5[8] = '\0';
-		text_key(&b, "md5");
-		text_str(&b, md5);
+		text_key(b, "md5");
+		text_str(b, md5);
 	}
 	if (l->data_name) {
-		text_key(&b, "data_name");
-		text_str(&b, l->data_name);
+		text_key(b, "data_name");
+		text_str(b, l->data_name);
 	}
-	adump_buf_put(&b, "}", 1);
-	*out = b;
+	adump_buf_put(b, "}", 1);
 }
 
 int adump_msentry_leaf(struct json_object *o, const struct adump_msentry_leaf *l)

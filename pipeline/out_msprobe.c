@@ -105,7 +105,7 @@ struct msp_worker {
 struct msp_tensor {
 	struct json_object *leaf;       /* its item in the entry while the entry is built */
 	char *data_name;                /* "<...>.pt" (the template's), or NULL: no .pt */
-	bool requires_grad;
+	bool requires_grad;             /* while the entry is built */
 	struct adump_pt pt;
 	struct adump_pubfile pf;        /* fd -1: no file */
 	uint64_t start;                 /* its first payload byte */
@@ -392,10 +392,8 @@ static int entry_get(struct msp_worker *mw, struct msp_file *mf, const struct ad
 		}
 	}
 	mf->tmpl = tp;
-	for (uint32_t i = 0; i < mf->count; i++) {
+	for (uint32_t i = 0; i < mf->count; i++)
 		mf->t[i].data_name = tp->data_names[i];
-		mf->t[i].requires_grad = tp->requires_grad[i];
-	}
 	return 0;
 }
 
@@ -415,7 +413,7 @@ static char *entry_text(struct adump_session *s, struct file_state *fs, struct m
 		const struct adump_msentry_leaf leaf = {
 			.dtype = ot->dtype, .dims = ot->dims, .dim_count = ot->dim_count,
 			.stats = fs->has_stats ? adump_statacc_tensor(&fs->stats, i) : NULL,
-			.requires_grad = t->requires_grad,
+			.requires_grad = tp->requires_grad[i],
 			.has_md5 = ms->has_md5, .md5 = t->crc,
 			/* its .pt file was written */
 			.data_name = ms->has_data && t->pt.mem ? t->data_name : NULL,

@@ -55,7 +55,6 @@ from ._torch_window import WindowMixin
 _same_json = _adump._same_json
 _DisableTorchDispatch = torch._C._DisableTorchDispatch
 _perf_counter = time.perf_counter
-_get_ident = threading.get_ident
 # Dump names whose dfx_message text capture keeps for the next step (_dfx()).
 _DFX_TEXTS_MAX = 100000
 # The staging chunk of a capture that hands over no bytes (content="stats", window mode),
@@ -470,28 +469,19 @@ class capture(_Select, ModuleHooks, WindowMixin):
         try:
             if skipped or self._zero_copy or not (self.with_inputs and self.with_outputs):
                 self._dump_now(op_type, name, inputs, outputs, attrs, info, skipped)
-            elif inputs or outputs:
-                # The common case, inline (a Python call less a dump): every tensor a CPU
-                # tensor of torch's own types and dtypes, copied. The native dump checks
-                # that, keys them and takes them as they are, in one call; it does nothing
-                # and returns None when one is not. Its arguments by position (its keywords
-                # cost a dict each call).
-                st = self._ready_streams.get(_get_ident())
-                if st is None:
-                    st = self._take_stream()
-                if self._direct and st._st.dump(
-                        op_type, name, inputs, outputs, True, None, None, 0, attrs,
-                        self._dfx(name, info) if info is not None else None,
-                        self._stats_keys, True) is not None:
-                    self.dumps += 1
-                else:
-                    self._dump_any(op_type, name, inputs, outputs, attrs, info, [])
+            elif (inputs or outputs) and \
+                    not self._dump_direct(op_type, name, inputs, outputs, attrs, info):
+                self._dump_any(op_type, name, inputs, outputs, attrs, info, [])
         finally:
             del guard
             self.handover_seconds += _perf_counter() - t0
 
     def _dump_direct(self, op_type, name, inputs, outputs, attrs, info):
-        """_dump()'s native call, for the dumps _dump_now() takes: True if it took them."""
+        """The common case (_dump() calls it without _dump_now(): a Python call less a dump):
+        every tensor a CPU tensor of torch's own types and dtypes, copied. The native dump
+        checks that, keys them and takes them as they are, in one call; it does nothing and
+        returns None (and this False) when one is not. Its arguments by position (its
+        keywords cost a dict each call)."""
         if self._direct and self._stream()._st.dump(
                 op_type, name, inputs, outputs, True, None, None, 0, attrs,
                 self._dfx(name, info) if info is not None else None,
