@@ -8,7 +8,7 @@ module's own parameters (parameters_grad). The state they use is capture's (torc
 import torch
 
 from . import _torch_patch
-from ._adump import _graph_walk
+from ._adump import _graph_reach, _graph_walk
 from ._torch_dist import tensors_of
 from ._torch_info import describe, own_ops
 
@@ -503,37 +503,29 @@ class ModuleHooks:
             self._deferred = []
             return
         floor = min(r.c0 for r in pending + viewed)
-        mk, seen = self._meta_key, {}   # id -> node: held, so no id comes back meanwhile
+        # The walk (_adump._graph_reach(), in C): from the roots, every node not tagged
+        # before floor, as far as AccumulateGrad nodes; watched: the records of the nodes
+        # reached that watch a view (its own node runs too); hits: (node, tag, j, nr,
+        # record) of each edge into a node whose record holds deferred calls or views'
+        # outputs, in the walk's order.
         todo = [t.grad_fn for t in roots if getattr(t, "grad_fn", None) is not None]
+        watched, hits = _graph_reach(todo, self._meta_key, floor, _ACCUMULATE_GRAD)
+        for m in watched:
+            for watch in m["view_watch"]:
+                watch["reached"] = True
         found, reached, cuts = [], set(), []
-        while todo:
-            node = todo.pop()
-            if id(node) in seen:
-                continue
-            seen[id(node)] = node
-            m = node.metadata.get(mk)
-            tag = m.get("tag") if m else None
-            for watch in (m.get("view_watch", ()) if m else ()):
-                watch["reached"] = True         # the view's own node runs too
-            if tag is not None and tag < floor:
-                continue
-            for j, (nxt, nr) in enumerate(node.next_functions):
-                if nxt is None:
-                    continue
-                mn = nxt.metadata.get(mk)
-                for rec, onr, targets in (mn.get("deferred", ()) if mn else ()):
-                    reached.add(id(rec))
-                    if onr == nr and not rec.done and not rec.inside(tag) and \
-                            (tag is None or tag > rec.c1):
-                        found.append((node, j, rec, targets))
-                if j == 0 and mn and "view_outs" in mn and type(node) is _COPY_SLICES:
-                    # The base changed in place after the call: this CopySlices sends on
-                    # the gradient of the base's value then.
-                    vos = mn["view_outs"]
-                    cuts += [(node, vo) for vo in vos if vo[2] == nr]
-                    mn["view_outs"] = [vo for vo in vos if vo[2] != nr]
-                if type(nxt) is not _ACCUMULATE_GRAD and id(nxt) not in seen:
-                    todo.append(nxt)
+        for node, tag, j, nr, mn in hits:
+            for rec, onr, targets in mn.get("deferred", ()):
+                reached.add(id(rec))
+                if onr == nr and not rec.done and not rec.inside(tag) and \
+                        (tag is None or tag > rec.c1):
+                    found.append((node, j, rec, targets))
+            if j == 0 and "view_outs" in mn and type(node) is _COPY_SLICES:
+                # The base changed in place after the call: this CopySlices sends on
+                # the gradient of the base's value then.
+                vos = mn["view_outs"]
+                cuts += [(node, vo) for vo in vos if vo[2] == nr]
+                mn["view_outs"] = [vo for vo in vos if vo[2] != nr]
         for node, j, rec, targets in found:
             rec.waiting += 1
             self._on_node(node, True, (rec, j, targets))
