@@ -34,11 +34,26 @@ def _indent1(obj):
                                for k, v in obj.items()) + "\n}"
 
 
+def _text(cap, name, obj):
+    """_indent1(@obj) as UTF-8, for the file @name of a step: a training loop's tree is the
+    same at every step, so the text made for the last step's file is kept with the items it
+    came from and used again while they are equal (in order: the text follows it)."""
+    items = list(obj.items()) if isinstance(obj, dict) else None
+    texts = cap.__dict__.setdefault("_msprobe_texts", {})
+    got = texts.get(name)
+    if got is not None and items is not None and got[0] == items:
+        return got[1]
+    data = _indent1(obj).encode("utf-8")
+    if items is not None:
+        texts[name] = (items, data)
+    return data
+
+
 def _write_json(cap, path, obj):
     """@obj into @path whole: written to path.tmp, never through a link planted there (the
     bytes through os.write: no text layer to set up for a file a step)."""
     tmp = path + ".tmp"
-    data = _indent1(obj).encode("utf-8")
+    data = _text(cap, os.path.basename(path), obj)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o666)
