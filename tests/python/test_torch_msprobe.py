@@ -260,6 +260,35 @@ class MsprobeLayout(unittest.TestCase):
                 adump.torch.capture(Net(), cap, format="msprobe", **bad)
             self.assertIn("format msprobe", str(e.exception))
 
+    def test_tree_of_each_step(self):
+        """Each step's construct.json is that step's tree, in its order: a step that calls
+        another part of the model, or the same calls in another order, after steps whose
+        text was kept, gets its own."""
+        top = helpers.tmpdir("msp-tree-steps")
+        model = Net()
+        ids = torch.tensor([[1, 2, 3]])
+        h = model.emb(ids)
+        with adump.torch.capture(model, top, format="msprobe", content="stats") as cap:
+            for step in range(5):
+                if step in (0, 1, 4):
+                    model(ids)
+                elif step == 2:
+                    model.b0(h, mask=torch.ones(3))
+                else:
+                    model.fc(model.b0(h, mask=torch.ones(3)))
+                    model.emb(ids)
+                cap.step()
+        full = ["Module.emb.Embedding.forward.0", "Module.b0.Blk.forward.0",
+                "Module.b0.lin.Linear.forward.0", "Module.b0.act.ReLU.forward.0",
+                "Module.fc.Linear.forward.0"]
+        want = {0: full, 1: full, 4: full, 2: full[1:4],
+                3: full[1:4] + ["Module.fc.Linear.forward.0", "Module.emb.Embedding.forward.0"]}
+        for step, nodes in want.items():
+            with open(os.path.join(top, "step%d" % step, PROC, "construct.json")) as f:
+                con = json.load(f)
+            self.assertEqual(list(con), nodes, step)
+            self.assertEqual(con["Module.b0.lin.Linear.forward.0"], "Module.b0.Blk.forward.0")
+
     def test_tree_files_never_follow_a_link(self):
         """construct.json goes through construct.json.tmp: a link planted there is refused
         (a write_error loss), the file it points to left as it was."""
