@@ -12,6 +12,7 @@ the call stacks (stack.json), is written here when the step closes, once the ran
 has its final name. A CANN capture made earlier is converted with `adump export --msprobe`."""
 import json
 import os
+import stat
 from json.encoder import encode_basestring_ascii as _encode_str
 
 from ._read import Loss
@@ -34,26 +35,54 @@ def _indent1(obj):
                                for k, v in obj.items()) + "\n}"
 
 
-def _text(cap, name, obj):
-    """_indent1(@obj) as UTF-8, for the file @name of a step: a training loop's tree is the
-    same at every step, so the text made for the last step's file is kept with the items it
-    came from and used again while they are equal (in order: the text follows it)."""
-    items = list(obj.items()) if isinstance(obj, dict) else None
-    texts = cap.__dict__.setdefault("_msprobe_texts", {})
-    got = texts.get(name)
-    if got is not None and items is not None and got[0] == items:
-        return got[1]
-    data = _indent1(obj).encode("utf-8")
-    if items is not None:
-        texts[name] = (items, data)
-    return data
+def _texts(cap):
+    """The capture's kept tree files, by file name: [items, text, (dev, ino, path) of the
+    file written with that text]."""
+    return cap.__dict__.setdefault("_msprobe_texts", {})
+
+
+def _same_as_last(cap, name, obj):
+    """The kept record of file @name if @obj would be written as its text, else None: a
+    training loop's tree is the same at every step, so the text made for the last step's
+    file is kept with the items it came from and holds while they are equal (in order: the
+    text follows it)."""
+    got = _texts(cap).get(name)
+    if got is not None and isinstance(obj, dict) and got[0] == list(obj.items()):
+        return got
+    return None
+
+
+def _link_last(path, kept):
+    """@path as a new name of the last file written with the same text (no inode, no
+    bytes: ext4's inode allocation is the dearest part of a step's files). Only that file:
+    a name is never left pointing at anything else (a link, a file put in its place, or
+    one of another size). Return: whether @path is done."""
+    dev, ino, last = kept[2]
+    try:
+        os.link(last, path, follow_symlinks=False)
+    except OSError:
+        return False            # gone, moved with its directory, a full link count: write
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == (dev, ino) and \
+                st.st_size == len(kept[1]):
+            return True
+        os.unlink(path)
+    except OSError:
+        pass
+    return False
 
 
 def _write_json(cap, path, obj):
-    """@obj into @path whole: written to path.tmp, never through a link planted there (the
-    bytes through os.write: no text layer to set up for a file a step)."""
+    """@obj into @path whole: a new name of the last step's file when the text is the same
+    (_link_last()), else written to path.tmp, never through a link planted there (the bytes
+    through os.write: no text layer to set up for a file a step), and renamed."""
+    name = os.path.basename(path)
+    kept = _same_as_last(cap, name, obj)
+    if kept is not None and _link_last(path, kept):
+        return
     tmp = path + ".tmp"
-    data = _text(cap, os.path.basename(path), obj)
+    data = kept[1] if kept is not None else _indent1(obj).encode("utf-8")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o666)
@@ -61,11 +90,15 @@ def _write_json(cap, path, obj):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            st = os.fstat(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
     except OSError as e:
         cap.losses.append(Loss(path, "write_error", "%s: %s" % (path, e.strerror)))
+        return
+    if isinstance(obj, dict):
+        _texts(cap)[name] = [list(obj.items()), data, (st.st_dev, st.st_ino, path)]
 
 
 def write_tree(cap, step):

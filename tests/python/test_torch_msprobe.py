@@ -289,6 +289,41 @@ class MsprobeLayout(unittest.TestCase):
             self.assertEqual(list(con), nodes, step)
             self.assertEqual(con["Module.b0.lin.Linear.forward.0"], "Module.b0.Blk.forward.0")
 
+    def test_tree_files_linked_between_steps(self):
+        """A step whose tree files have the text of the last ones written names those files
+        again (one inode, its bytes as written); a file put in their place, however alike,
+        is never named: the step's own is written."""
+        top = helpers.tmpdir("msp-tree-link")
+        model = Net()
+        ids = torch.tensor([[1, 2, 3]])
+
+        def path(step, name="construct.json"):
+            return os.path.join(top, "step%d" % step, PROC, name)
+
+        with adump.torch.capture(model, top, format="msprobe", content="stats") as cap:
+            for step in range(4):
+                model(ids)
+                cap.step()
+                if step == 1:
+                    self.assertEqual(os.stat(path(1)).st_ino, os.stat(path(0)).st_ino)
+                    # the kept file replaced by another of the same size
+                    with open(path(0), "rb") as f:
+                        text = f.read()
+                    os.unlink(path(0))
+                    with open(path(0), "wb") as f:
+                        f.write(text.replace(b"Module", b"Xodule"))
+        self.assertEqual(cap.losses, [])
+        ino = [os.stat(path(s)).st_ino for s in range(4)]
+        self.assertNotIn(ino[2], (ino[0], ino[1]))  # not the file put there: its own
+        self.assertEqual(ino[3], ino[2])           # the new one named again
+        for step in (1, 2, 3):
+            with open(path(step)) as f:
+                con = json.load(f)
+            self.assertEqual(con["Module.b0.lin.Linear.forward.0"], "Module.b0.Blk.forward.0")
+            self.assertEqual(os.stat(path(step, "stack.json")).st_ino,
+                             os.stat(path(1, "stack.json")).st_ino)
+        self.assertGreaterEqual(os.stat(path(3, "stack.json")).st_nlink, 4)
+
     def test_tree_files_never_follow_a_link(self):
         """construct.json goes through construct.json.tmp: a link planted there is refused
         (a write_error loss), the file it points to left as it was."""
