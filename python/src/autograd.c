@@ -11,6 +11,23 @@
 static PyObject *s_metadata, *s_next_functions, *s_tag, *s_deferred, *s_view_outs,
 	*s_view_watch;
 
+/* @md[@key] as a new reference; NULL with no exception where it has none (a dict's miss
+ * raises no KeyError to clear: most nodes a walk sees have no record). */
+static PyObject *md_get(PyObject *md, PyObject *key)
+{
+	PyObject *v;
+
+	if (PyDict_Check(md)) {
+		v = PyDict_GetItemWithError(md, key);
+		Py_XINCREF(v);
+		return v;
+	}
+	v = PyObject_GetItem(md, key);
+	if (!v && PyErr_ExceptionMatches(PyExc_KeyError))
+		PyErr_Clear();
+	return v;
+}
+
 /* (id(node), nr), as the Python side builds its keys. */
 static PyObject *edge_key(PyObject *node, PyObject *nr)
 {
@@ -32,11 +49,10 @@ static int node_tag(PyObject *node, PyObject *meta_key, long c0, PyObject *c1)
 
 	if (!md)
 		return -1;
-	m = PyObject_GetItem(md, meta_key);
+	m = md_get(md, meta_key);
 	if (!m) {
-		if (!PyErr_ExceptionMatches(PyExc_KeyError))
+		if (PyErr_Occurred())
 			goto out;
-		PyErr_Clear();
 		m = PyDict_New();
 		if (!m || PyDict_SetItem(m, s_tag, c1) < 0 || PyObject_SetItem(md, meta_key, m) < 0)
 			goto out_m;
@@ -192,12 +208,11 @@ static PyObject *node_meta(PyObject *node, PyObject *meta_key)
 
 	if (!md)
 		return NULL;
-	m = PyObject_GetItem(md, meta_key);
+	m = md_get(md, meta_key);
 	Py_DECREF(md);
 	if (!m) {
-		if (!PyErr_ExceptionMatches(PyExc_KeyError))
+		if (PyErr_Occurred())
 			return NULL;
-		PyErr_Clear();
 		Py_RETURN_NONE;
 	}
 	if (!PyDict_Check(m)) {
