@@ -79,67 +79,178 @@ out:
 	return ret;
 }
 
-/* One node's edges: (node, j, key_in[key]) into @mine for an edge into the call's inputs,
- * the key into @inside_out for one into its outputs, the next node onto @todo unless the
- * walk does not go there. Return: 0, or -1 with an exception. */
-static int node_edges(PyObject *node, PyObject *key_in, PyObject *key_out, PyObject *in_nodes,
-		      PyObject *accumulate, PyObject *seen, PyObject *mine, PyObject *inside_out,
-		      PyObject *todo)
+/* @node's next_functions (a new reference), checked to be a tuple of pairs; NULL with an
+ * exception. @who names the walk in the message. */
+static PyObject *next_of(PyObject *node, const char *who)
 {
 	PyObject *next = PyObject_GetAttr(node, s_next_functions);
-	Py_ssize_t n;
-	int ret = -1;
 
 	if (!next)
-		return -1;
+		return NULL;
 	if (!PyTuple_Check(next)) {
-		PyErr_SetString(PyExc_TypeError, "_graph_walk: next_functions is not a tuple");
-		goto out;
+		PyErr_Format(PyExc_TypeError, "%s: next_functions is not a tuple", who);
+		goto err;
 	}
-	n = PyTuple_Size(next);
-	for (Py_ssize_t j = 0; j < n; j++) {
-		PyObject *edge = PyTuple_GetItem(next, j), *nxt, *key, *slots, *id;
-		int r;
+	for (Py_ssize_t j = 0; j < PyTuple_Size(next); j++) {
+		PyObject *edge = PyTuple_GetItem(next, j);
 
 		if (!PyTuple_Check(edge) || PyTuple_Size(edge) != 2) {
-			PyErr_SetString(PyExc_TypeError, "_graph_walk: an edge is not a pair");
-			goto out;
+			PyErr_Format(PyExc_TypeError, "%s: an edge is not a pair", who);
+			goto err;
 		}
-		nxt = PyTuple_GetItem(edge, 0);
+	}
+	return next;
+err:
+	Py_DECREF(next);
+	return NULL;
+}
+
+/* @nxt onto @todo, unless the walk does not go there: an AccumulateGrad node (@accumulate
+ * its type), one whose id is in @skip (a set, or NULL), one in @seen. Return: 0, or -1
+ * with an exception. */
+static int todo_push(PyObject *todo, PyObject *nxt, PyObject *accumulate, PyObject *skip,
+		     PyObject *seen)
+{
+	PyObject *id;
+	int r;
+
+	if ((PyObject *)Py_TYPE(nxt) == accumulate)
+		return 0;
+	id = PyLong_FromVoidPtr(nxt);
+	if (!id)
+		return -1;
+	r = skip ? PySet_Contains(skip, id) : 0;
+	if (r == 0)
+		r = PyDict_Contains(seen, id);
+	Py_DECREF(id);
+	return r < 0 || (r == 0 && PyList_Append(todo, nxt) < 0) ? -1 : 0;
+}
+
+/* The walk's next node, taken from the end of @todo (not empty) into *@node (a new
+ * reference). Return: 1 the first time it is seen (kept in @seen: id -> node, held so that
+ * no id comes back meanwhile), 0 seen before (*@node NULL), -1 with an exception. */
+static int todo_pop(PyObject *todo, PyObject *seen, PyObject **node)
+{
+	Py_ssize_t last = PyList_Size(todo) - 1;
+	PyObject *n = PyList_GetItem(todo, last), *id;
+	int r;
+
+	*node = NULL;
+	Py_INCREF(n);
+	if (PyList_SetSlice(todo, last, last + 1, NULL) < 0) {
+		Py_DECREF(n);
+		return -1;
+	}
+	id = PyLong_FromVoidPtr(n);
+	r = id ? PyDict_Contains(seen, id) : -1;
+	if (r == 0)
+		r = PyDict_SetItem(seen, id, n) < 0 ? -1 : 1;
+	else if (r > 0)
+		r = 0;
+	Py_XDECREF(id);
+	if (r == 1)
+		*node = n;
+	else
+		Py_DECREF(n);
+	return r;
+}
+
+/* A walk's state: the nodes to visit (@todo, last first), those seen (id -> node, held so
+ * that no id comes back meanwhile), its two results, and what its steps read. */
+struct walk {
+	PyObject *todo, *seen, *outs[2];
+	PyObject *meta_key, *accumulate;
+	long floor;                     /* a node tagged before it stops the walk */
+	/* _graph_walk()'s: the call's input nodes and edge keys, its own tag */
+	PyObject *in_nodes, *key_in, *key_out, *c1;
+};
+
+/* @w's todo a copy of the list @todo_in, nothing seen, its results empty (outs[1] a set
+ * with @is_set, else a list). Return: 0, or -1 with an exception (what was made is put by
+ * walk_end()). */
+static int walk_begin(struct walk *w, PyObject *todo_in, bool is_set)
+{
+	w->todo = PyList_GetSlice(todo_in, 0, PyList_Size(todo_in));
+	w->seen = PyDict_New();
+	w->outs[0] = PyList_New(0);
+	w->outs[1] = is_set ? PySet_New(NULL) : PyList_New(0);
+	return w->todo && w->seen && w->outs[0] && w->outs[1] ? 0 : -1;
+}
+
+/* @visit(w, node) for each node of the walk, once, until @w's todo is empty. Return: 0, or
+ * -1 with an exception. */
+static int walk_run(struct walk *w, int (*visit)(struct walk *w, PyObject *node))
+{
+	while (PyList_Size(w->todo)) {
+		PyObject *node;
+		int r = todo_pop(w->todo, w->seen, &node);
+
+		if (r > 0) {
+			r = visit(w, node);
+			Py_DECREF(node);
+		}
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The walk's answer, (outs[0], outs[1]) with @ok (else NULL), @w's state put. */
+static PyObject *walk_end(struct walk *w, bool ok)
+{
+	PyObject *ret = ok ? PyTuple_Pack(2, w->outs[0], w->outs[1]) : NULL;
+
+	Py_XDECREF(w->todo);
+	Py_XDECREF(w->seen);
+	Py_XDECREF(w->outs[0]);
+	Py_XDECREF(w->outs[1]);
+	return ret;
+}
+
+/* One node of _graph_walk(): unless a call closed before the walk's floor tagged it (it
+ * is tagged the call's own if untagged), its edges: (node, j, key_in[key]) into outs[0]
+ * for an edge into the call's inputs, the key into outs[1] for one into its outputs, the
+ * next node onto todo unless the walk does not go there. Return: 0, or -1 with an
+ * exception. */
+static int walk_node(struct walk *w, PyObject *node)
+{
+	PyObject *next;
+	int ret = node_tag(node, w->meta_key, w->floor, w->c1);
+
+	if (ret != 0)
+		return ret < 0 ? -1 : 0;
+	next = next_of(node, "_graph_walk");
+	if (!next)
+		return -1;
+	ret = -1;
+	for (Py_ssize_t j = 0; j < PyTuple_Size(next); j++) {
+		PyObject *edge = PyTuple_GetItem(next, j), *nxt = PyTuple_GetItem(edge, 0);
+		PyObject *key, *slots;
+		int r;
+
 		if (nxt == Py_None)
 			continue;
 		key = edge_key(nxt, PyTuple_GetItem(edge, 1));
 		if (!key)
 			goto out;
-		slots = PyDict_GetItemWithError(key_in, key);
+		slots = PyDict_GetItemWithError(w->key_in, key);
 		if (slots) {
 			PyObject *jo = PyLong_FromSsize_t(j), *t = jo ? PyTuple_Pack(3, node, jo, slots)
 								      : NULL;
 
 			Py_XDECREF(jo);
-			r = t ? PyList_Append(mine, t) : -1;
+			r = t ? PyList_Append(w->outs[0], t) : -1;
 			Py_XDECREF(t);
 			Py_DECREF(key);
 			if (r < 0)
 				goto out;
 			continue;
 		}
-		r = PyErr_Occurred() ? -1 : PyDict_Contains(key_out, key);
+		r = PyErr_Occurred() ? -1 : PyDict_Contains(w->key_out, key);
 		if (r > 0)
-			r = PySet_Add(inside_out, key);
+			r = PySet_Add(w->outs[1], key);
 		Py_DECREF(key);
-		if (r < 0)
-			goto out;
-		if ((PyObject *)Py_TYPE(nxt) == accumulate)
-			continue;
-		id = PyLong_FromVoidPtr(nxt);
-		if (!id)
-			goto out;
-		r = PySet_Contains(in_nodes, id);
-		if (r == 0)
-			r = PyDict_Contains(seen, id);
-		Py_DECREF(id);
-		if (r < 0 || (r == 0 && PyList_Append(todo, nxt) < 0))
+		if (r < 0 || todo_push(w->todo, nxt, w->accumulate, w->in_nodes, w->seen) < 0)
 			goto out;
 	}
 	ret = 0;
@@ -152,52 +263,16 @@ out:
  *   -> (mine, inside_out); see _hook_backward(). */
 static PyObject *graph_walk(PyObject *self, PyObject *args)
 {
-	PyObject *todo_in, *in_nodes, *key_in, *key_out, *meta_key, *c1, *accumulate;
-	PyObject *todo = NULL, *seen = NULL, *mine = NULL, *inside_out = NULL, *ret = NULL;
-	long c0;
+	struct walk w = { 0 };
+	PyObject *todo_in;
 
 	(void)self;
 	if (!PyArg_ParseTuple(args, "O!O!O!O!OlO!O:_graph_walk", &PyList_Type, &todo_in,
-			      &PySet_Type, &in_nodes, &PyDict_Type, &key_in, &PyDict_Type,
-			      &key_out, &meta_key, &c0, &PyLong_Type, &c1, &accumulate))
+			      &PySet_Type, &w.in_nodes, &PyDict_Type, &w.key_in, &PyDict_Type,
+			      &w.key_out, &w.meta_key, &w.floor, &PyLong_Type, &w.c1,
+			      &w.accumulate))
 		return NULL;
-	todo = PyList_GetSlice(todo_in, 0, PyList_Size(todo_in));
-	seen = PyDict_New();            /* id -> node: held, so no id comes back meanwhile */
-	mine = PyList_New(0);
-	inside_out = PySet_New(NULL);
-	if (!todo || !seen || !mine || !inside_out)
-		goto out;
-	while (PyList_Size(todo)) {
-		Py_ssize_t last = PyList_Size(todo) - 1;
-		PyObject *node = PyList_GetItem(todo, last), *id;
-		int r;
-
-		Py_INCREF(node);
-		if (PyList_SetSlice(todo, last, last + 1, NULL) < 0) {
-			Py_DECREF(node);
-			goto out;
-		}
-		id = PyLong_FromVoidPtr(node);
-		r = id ? PyDict_Contains(seen, id) : -1;
-		if (r == 0)
-			r = PyDict_SetItem(seen, id, node) < 0 ? -1 : 0;
-		Py_XDECREF(id);
-		if (r == 0)
-			r = node_tag(node, meta_key, c0, c1);
-		if (r == 0)
-			r = node_edges(node, key_in, key_out, in_nodes, accumulate, seen, mine,
-				       inside_out, todo);
-		Py_DECREF(node);
-		if (r < 0)
-			goto out;
-	}
-	ret = PyTuple_Pack(2, mine, inside_out);
-out:
-	Py_XDECREF(todo);
-	Py_XDECREF(seen);
-	Py_XDECREF(mine);
-	Py_XDECREF(inside_out);
-	return ret;
+	return walk_end(&w, walk_begin(&w, todo_in, true) == 0 && walk_run(&w, walk_node) == 0);
 }
 
 /* @node's record (its metadata[@meta_key]) as a new reference, None where it has none (or
@@ -234,34 +309,22 @@ static int meta_has(PyObject *m, PyObject *key)
 }
 
 /* One reached node's edges (its record's tag @tag, None for none): (node, tag, j, nr, record)
- * into @hits for an edge into a node whose record holds a deferred call or views' outputs,
- * the next node onto @todo unless seen or an AccumulateGrad. Return: 0, or -1. */
-static int reach_edges(PyObject *node, PyObject *tag, PyObject *meta_key, PyObject *accumulate,
-		       PyObject *seen, PyObject *hits, PyObject *todo)
+ * into outs[1] for an edge into a node whose record holds a deferred call or views'
+ * outputs, the next node onto todo unless seen or an AccumulateGrad. Return: 0, or -1. */
+static int reach_edges(struct walk *w, PyObject *node, PyObject *tag)
 {
-	PyObject *next = PyObject_GetAttr(node, s_next_functions);
-	Py_ssize_t n;
+	PyObject *next = next_of(node, "_graph_reach");
 	int ret = -1;
 
 	if (!next)
 		return -1;
-	if (!PyTuple_Check(next)) {
-		PyErr_SetString(PyExc_TypeError, "_graph_reach: next_functions is not a tuple");
-		goto out;
-	}
-	n = PyTuple_Size(next);
-	for (Py_ssize_t j = 0; j < n; j++) {
-		PyObject *edge = PyTuple_GetItem(next, j), *nxt, *mn, *id;
+	for (Py_ssize_t j = 0; j < PyTuple_Size(next); j++) {
+		PyObject *edge = PyTuple_GetItem(next, j), *nxt = PyTuple_GetItem(edge, 0), *mn;
 		int r;
 
-		if (!PyTuple_Check(edge) || PyTuple_Size(edge) != 2) {
-			PyErr_SetString(PyExc_TypeError, "_graph_reach: an edge is not a pair");
-			goto out;
-		}
-		nxt = PyTuple_GetItem(edge, 0);
 		if (nxt == Py_None)
 			continue;
-		mn = node_meta(nxt, meta_key);
+		mn = node_meta(nxt, w->meta_key);
 		if (!mn)
 			goto out;
 		r = meta_has(mn, s_deferred);
@@ -273,20 +336,11 @@ static int reach_edges(PyObject *node, PyObject *tag, PyObject *meta_key, PyObje
 							mn) : NULL;
 
 			Py_XDECREF(jo);
-			r = t ? PyList_Append(hits, t) : -1;
+			r = t ? PyList_Append(w->outs[1], t) : -1;
 			Py_XDECREF(t);
 		}
 		Py_DECREF(mn);
-		if (r < 0)
-			goto out;
-		if ((PyObject *)Py_TYPE(nxt) == accumulate)
-			continue;
-		id = PyLong_FromVoidPtr(nxt);
-		if (!id)
-			goto out;
-		r = PyDict_Contains(seen, id);
-		Py_DECREF(id);
-		if (r < 0 || (r == 0 && PyList_Append(todo, nxt) < 0))
+		if (r < 0 || todo_push(w->todo, nxt, w->accumulate, NULL, w->seen) < 0)
 			goto out;
 	}
 	ret = 0;
@@ -295,71 +349,44 @@ out:
 	return ret;
 }
 
+/* One node of _graph_reach(): its record into outs[0] if it watches a view, then unless a
+ * call closed before the walk's floor tagged it, its edges (reach_edges()). Return: 0, or
+ * -1 with an exception. */
+static int reach_node(struct walk *w, PyObject *node)
+{
+	PyObject *m = node_meta(node, w->meta_key), *tag = NULL;
+	int r;
+
+	if (!m)
+		return -1;
+	if (m != Py_None)
+		tag = PyDict_GetItemWithError(m, s_tag);
+	r = !tag && PyErr_Occurred() ? -1 : meta_has(m, s_view_watch);
+	if (r > 0)
+		r = PyList_Append(w->outs[0], m);
+	if (r == 0 && tag && tag != Py_None) {
+		long t = PyLong_AsLong(tag);
+
+		r = t == -1 && PyErr_Occurred() ? -1 : t < w->floor;
+	}
+	if (r == 0)
+		r = reach_edges(w, node, tag ? tag : Py_None);
+	Py_DECREF(m);
+	return r < 0 ? -1 : 0;
+}
+
 /* _graph_reach(todo, meta_key, floor, AccumulateGrad) -> (watched, hits); see
  * _resolve_deferred(). */
 static PyObject *graph_reach(PyObject *self, PyObject *args)
 {
-	PyObject *todo_in, *meta_key, *accumulate;
-	PyObject *todo = NULL, *seen = NULL, *watched = NULL, *hits = NULL, *ret = NULL;
-	long floor;
+	struct walk w = { 0 };
+	PyObject *todo_in;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "O!OlO:_graph_reach", &PyList_Type, &todo_in, &meta_key,
-			      &floor, &accumulate))
+	if (!PyArg_ParseTuple(args, "O!OlO:_graph_reach", &PyList_Type, &todo_in, &w.meta_key,
+			      &w.floor, &w.accumulate))
 		return NULL;
-	todo = PyList_GetSlice(todo_in, 0, PyList_Size(todo_in));
-	seen = PyDict_New();            /* id -> node: held, so no id comes back meanwhile */
-	watched = PyList_New(0);
-	hits = PyList_New(0);
-	if (!todo || !seen || !watched || !hits)
-		goto out;
-	while (PyList_Size(todo)) {
-		Py_ssize_t last = PyList_Size(todo) - 1;
-		PyObject *node = PyList_GetItem(todo, last), *id, *m = NULL, *tag = NULL;
-		int r;
-
-		Py_INCREF(node);
-		if (PyList_SetSlice(todo, last, last + 1, NULL) < 0) {
-			Py_DECREF(node);
-			goto out;
-		}
-		id = PyLong_FromVoidPtr(node);
-		r = id ? PyDict_Contains(seen, id) : -1;
-		if (r == 0)
-			r = PyDict_SetItem(seen, id, node) < 0 ? -1 : 0;
-		else if (r > 0)
-			r = 1;          /* seen: nothing more */
-		Py_XDECREF(id);
-		if (r == 0) {
-			m = node_meta(node, meta_key);
-			r = m ? 0 : -1;
-		}
-		if (r == 0) {
-			tag = m == Py_None ? NULL : PyDict_GetItemWithError(m, s_tag);
-			r = !tag && PyErr_Occurred() ? -1 : meta_has(m, s_view_watch);
-			if (r > 0)
-				r = PyList_Append(watched, m);
-		}
-		if (r == 0 && tag && tag != Py_None) {
-			long t = PyLong_AsLong(tag);
-
-			r = t == -1 && PyErr_Occurred() ? -1 : t < floor;
-		}
-		if (r == 0)
-			r = reach_edges(node, tag ? tag : Py_None, meta_key, accumulate, seen, hits,
-					todo);
-		Py_XDECREF(m);
-		Py_DECREF(node);
-		if (r < 0)
-			goto out;
-	}
-	ret = PyTuple_Pack(2, watched, hits);
-out:
-	Py_XDECREF(todo);
-	Py_XDECREF(seen);
-	Py_XDECREF(watched);
-	Py_XDECREF(hits);
-	return ret;
+	return walk_end(&w, walk_begin(&w, todo_in, false) == 0 && walk_run(&w, reach_node) == 0);
 }
 
 static PyMethodDef autograd_methods[] = {
