@@ -43,7 +43,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import _adump, _losses
 from ._capture import Session, _torch_arg
 from ._read import Loss as _adump_loss
-from ._torch_dist import Collectives, env_rank, group_rank, proc_dir, tensors_of
+from ._torch_dist import Collectives, StepRuns, env_rank, group_rank, proc_dir, tensors_of
 from . import _torch_msprobe, _torch_patch
 from ._torch_info import STORED, describe, own_ops, storable, to_json
 from ._torch_select import _Select
@@ -231,7 +231,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         # (see _torch_dist); self.rank is None while it is not known.
         self.rank = group_rank()
         self.rank_dir = proc_dir() if self.rank is None else "rank%d" % self.rank
-        self._proc_steps = set()        # step numbers with a proc<pid> directory of ours
+        self._proc_steps = StepRuns()   # step numbers with a proc<pid> directory of ours
         self.step_no = 0
         self.losses = []
         self.dumps = 0
@@ -329,7 +329,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
         self.rank = rank
         self._ready_streams = {}
         name = "rank%d" % rank
-        for step in sorted(self._proc_steps):
+        for step in self._proc_steps:
             src = os.path.join(self.dump_path, "step%d" % step, self.rank_dir)
             dst = os.path.join(self.dump_path, "step%d" % step, name)
             try:
@@ -345,7 +345,7 @@ class capture(_Select, ModuleHooks, WindowMixin):
                                                "dumps stay in %s" % (dst, e.strerror,
                                                                      self.rank_dir)))
                 return
-        self._proc_steps = set()
+        self._proc_steps = StepRuns()
         if self.windows:
             self._window_promote(self.rank_dir, name)
         self.rank_dir = name

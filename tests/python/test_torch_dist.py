@@ -290,6 +290,40 @@ class Rerun(unittest.TestCase):
                          ["proc%d" % os.getpid(), "rank0"])
         self.assertEqual(helpers.files_below(os.path.join(top, "step0", "rank0")), before)
 
+    def test_steps_apart_renamed(self):
+        """Steps that dumped nothing between steps that did: each directory a step made
+        becomes rank0 at the end, none is left in proc<pid>. The steps are kept as runs
+        (StepRuns), which hold what a set would, in order, and a long run in one."""
+        import random
+        import torch.nn as nn
+        import adump.torch
+        from adump._torch_dist import StepRuns
+        top = helpers.tmpdir("torch-steps-apart")
+        model = nn.Linear(3, 2)
+        with adump.torch.capture(model, top, level="module", backward=False,
+                                 keep_root=True) as cap:
+            for step in range(7):
+                if step in (0, 2, 3, 6):
+                    model(torch.ones(1, 3))
+                cap.step()
+        self.assertEqual(cap.losses, [])
+        self.assertEqual(sorted(os.listdir(top)), ["step0", "step2", "step3", "step6"])
+        for step in (0, 2, 3, 6):
+            self.assertEqual(os.listdir(os.path.join(top, "step%d" % step)), ["rank0"])
+        rnd = random.Random(7)
+        for _ in range(2000):
+            runs, ref = StepRuns(), set()
+            for _ in range(rnd.randint(0, 30)):
+                n = rnd.randint(0, 25)
+                runs.add(n)
+                ref.add(n)
+            self.assertEqual(list(runs), sorted(ref))
+            self.assertEqual(bool(runs), bool(ref))
+        runs = StepRuns()
+        for n in range(1000000):
+            runs.add(n)
+        self.assertEqual(runs._runs, [[0, 999999]])
+
     def test_with_group_refused(self):
         top = helpers.tmpdir("torch-rerun-group")
         port = free_ports(1)[0]
