@@ -37,19 +37,10 @@ def _indent1(obj):
 
 def _texts(cap):
     """The capture's kept tree files, by file name: [items, text, (dev, ino, path) of the
-    file written with that text]."""
-    return cap.__dict__.setdefault("_msprobe_texts", {})
-
-
-def _same_as_last(cap, name, obj):
-    """The kept record of file @name if @obj would be written as its text, else None: a
-    training loop's tree is the same at every step, so the text made for the last step's
-    file is kept with the items it came from and holds while they are equal (in order: the
+    file written with that text]. A training loop's tree is the same at every step, so the
+    text made for the last step's file holds while the tree's items are equal (in order: the
     text follows it)."""
-    got = _texts(cap).get(name)
-    if got is not None and isinstance(obj, dict) and got[0] == list(obj.items()):
-        return got
-    return None
+    return cap.__dict__.setdefault("_msprobe_texts", {})
 
 
 def _link_last(path, kept):
@@ -78,7 +69,10 @@ def _write_json(cap, path, obj):
     (_link_last()), else written to path.tmp, never through a link planted there (the bytes
     through os.write: no text layer to set up for a file a step), and renamed."""
     name = os.path.basename(path)
-    kept = _same_as_last(cap, name, obj)
+    items = list(obj.items()) if isinstance(obj, dict) else None
+    kept = _texts(cap).get(name)
+    if kept is not None and (items is None or kept[0] != items):
+        kept = None
     if kept is not None and _link_last(path, kept):
         return
     tmp = path + ".tmp"
@@ -97,8 +91,8 @@ def _write_json(cap, path, obj):
     except OSError as e:
         cap.losses.append(Loss(path, "write_error", "%s: %s" % (path, e.strerror)))
         return
-    if isinstance(obj, dict):
-        _texts(cap)[name] = [list(obj.items()), data, (st.st_dev, st.st_ino, path)]
+    if items is not None:
+        _texts(cap)[name] = [items, data, (st.st_dev, st.st_ino, path)]
 
 
 def write_tree(cap, step):
